@@ -1,0 +1,105 @@
+"""interpose: policy, telemetry and control between an AI agent and everything it touches.
+
+>>> import interpose
+>>> pipe = interpose.Pipeline(builtins=False)
+"""
+
+from __future__ import annotations
+
+from .bus.events import Event
+from .errors import AbortTurn, ConfigError, HardAbort, InterposeError, RegistrationError
+from .pipeline.context import (
+    CommandContext,
+    CompactContext,
+    LLMContext,
+    MessageContext,
+    ParamsContext,
+    ToolContext,
+    TurnContext,
+)
+from .pipeline.global_registry import (
+    get_global_interceptor_registry,
+    initialize_global_interceptors,
+    reset_global_interceptors,
+)
+from .pipeline.hooks import HOOKS, STAGES
+from .pipeline.payloads import (
+    Approval,
+    ApprovalRequest,
+    CommandBeforeInput,
+    CommandBeforeOutput,
+    CompactInput,
+    CompactOutput,
+    LLMAfterInput,
+    LLMAfterOutput,
+    LLMBeforeInput,
+    LLMRequest,
+    LLMResponse,
+    MessageBeforeInput,
+    MessageBeforeOutput,
+    ParamsBeforeInput,
+    ParamsBeforeOutput,
+    ToolAfterInput,
+    ToolAfterOutput,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolCall,
+    ToolResult,
+)
+from .pipeline.pipeline import Pipeline
+from .pipeline.registry import Interceptor, Middleware, Registry
+from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
+from .pipeline.turn import Turn
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbortTurn",
+    "Approval",
+    "ApprovalRequest",
+    "CommandBeforeInput",
+    "CommandBeforeOutput",
+    "CommandContext",
+    "CompactContext",
+    "CompactInput",
+    "CompactOutput",
+    "ConfigError",
+    "Event",
+    "HOOKS",
+    "HardAbort",
+    "Interceptor",
+    "InterposeError",
+    "KNOWN_TOOL_NAMES",
+    "LLMAfterInput",
+    "LLMAfterOutput",
+    "LLMBeforeInput",
+    "LLMContext",
+    "LLMRequest",
+    "LLMResponse",
+    "MessageBeforeInput",
+    "MessageBeforeOutput",
+    "MessageContext",
+    "Middleware",
+    "ParamsBeforeInput",
+    "ParamsBeforeOutput",
+    "ParamsContext",
+    "Pipeline",
+    "RegistrationError",
+    "Registry",
+    "STAGES",
+    "TOOL_ALIASES",
+    "TOOL_GROUPS",
+    "ToolAfterInput",
+    "ToolAfterOutput",
+    "ToolBeforeInput",
+    "ToolBeforeOutput",
+    "ToolCall",
+    "ToolContext",
+    "ToolResult",
+    "Turn",
+    "TurnContext",
+    "get_global_interceptor_registry",
+    "initialize_global_interceptors",
+    "normalize_tool_name",
+    "reset_global_interceptors",
+]

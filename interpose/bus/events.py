@@ -1,0 +1,167 @@
+"""Bus events: one msgspec tagged union, ``kind`` is the tag.
+
+Every event carries ``ts`` (ns since the epoch), ``seq`` (per pipeline, increasing),
+``turn_id``, ``agent_id`` and ``session_key``.  Durations are integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "EVENT_KINDS",
+    "Event",
+    "EventKind",
+    "InterceptorFailed",
+    "LLMRequestSent",
+    "LLMResponseReceived",
+    "MessageReceived",
+    "ParamsResolved",
+    "ToolExecEnd",
+    "ToolExecSkipped",
+    "ToolExecStart",
+    "TurnAborted",
+    "TurnEnded",
+    "TurnStarted",
+    "decode_event",
+    "encode_event",
+]
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    ts: int = 0
+    seq: int = 0
+    turn_id: str = ""
+    agent_id: str = ""
+    session_key: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+
+class TurnStarted(_Event, tag="turn_started"):
+    provider: str = ""
+    model: str = ""
+
+
+class MessageReceived(_Event, tag="message_received"):
+    message: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ParamsResolved(_Event, tag="params_resolved"):
+    provider: str = ""
+    model: str = ""
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LLMRequestSent(_Event, tag="llm_request"):
+    attempt: int = 1
+    model: str = ""
+    messages: int = 0
+
+
+class LLMResponseReceived(_Event, tag="llm_response"):
+    attempt: int = 1
+    model: str = ""
+    duration_ns: int = 0
+    stop_reason: str = ""
+    tool_calls: int = 0
+
+
+class ToolExecStart(_Event, tag="tool_exec_start"):
+    tool_name: str = ""
+    tool_call_id: str = ""
+    raw_name: str = ""
+    attempt: int = 1
+
+
+class ToolExecEnd(_Event, tag="tool_exec_end"):
+    """Published once per tool call, whatever happened to it (see ``status``)."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    status: str = "ok"
+    is_error: bool = False
+    duration_ns: int = 0
+    decided_by: str = ""
+    reason: str = ""
+    interceptors: tuple[str, ...] = ()
+
+
+class ToolExecSkipped(_Event, tag="tool_exec_skipped"):
+    """The operation did not run: ``why`` is blocked, denied or responded."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    why: Literal["blocked", "denied", "responded"] = "blocked"
+    reason: str = ""
+    decided_by: str = ""
+
+
+class InterceptorFailed(_Event, tag="interceptor_failed"):
+    hook: str = ""
+    interceptor_id: str = ""
+    error_type: str = ""
+    error: str = ""
+    policy: str = ""
+    timed_out: bool = False
+    tool_name: str = ""
+    tool_call_id: str = ""
+
+
+class TurnEnded(_Event, tag="turn_ended"):
+    duration_ns: int = 0
+
+
+class TurnAborted(_Event, tag="turn_aborted"):
+    reason: str = ""
+    hard: bool = False
+    duration_ns: int = 0
+
+
+Event: TypeAlias = (
+    TurnStarted
+    | MessageReceived
+    | ParamsResolved
+    | LLMRequestSent
+    | LLMResponseReceived
+    | ToolExecStart
+    | ToolExecEnd
+    | ToolExecSkipped
+    | InterceptorFailed
+    | TurnEnded
+    | TurnAborted
+)
+
+EventKind: TypeAlias = Literal[
+    "turn_started",
+    "message_received",
+    "params_resolved",
+    "llm_request",
+    "llm_response",
+    "tool_exec_start",
+    "tool_exec_end",
+    "tool_exec_skipped",
+    "interceptor_failed",
+    "turn_ended",
+    "turn_aborted",
+]
+
+EVENT_KINDS: frozenset[str] = frozenset(EventKind.__args__)  # type: ignore[attr-defined]
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+
+
+def encode_event(event: Event) -> bytes:
+    """Encode an event as JSON (one reused encoder)."""
+    return _encoder.encode(event)
+
+
+def decode_event(data: bytes | str) -> Event:
+    """Decode JSON produced by ``encode_event`` back into the event struct."""
+    return _decoder.decode(data)

@@ -1,0 +1,271 @@
+"""The in-memory broadcast bus.
+
+Each subscription owns a bounded deque and one consumer task.  Publishing appends to
+the deques of the matching subscriptions and returns; it only waits when a subscription
+with ``overflow="block"`` is full (backpressure: nothing is lost).  ``drop_oldest`` and
+``drop_newest`` never wait and count what they drop.  Closing the bus lets every
+consumer drain its buffer before the task group exits.
+
+The core is synchronous (``publish_nowait``); ``publish`` is the async wrapper that
+waits only when it must.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import anyio.abc
+
+from ..pipeline.registry import is_async_callable
+from .events import EVENT_KINDS, Event
+
+__all__ = ["InMemoryBus", "Overflow", "Subscription", "SubscriptionStats"]
+
+log = logging.getLogger("interpose.bus")
+
+Overflow: TypeAlias = Literal["block", "drop_oldest", "drop_newest"]
+Observer: TypeAlias = Callable[[Any], Any]
+OVERFLOW_VALUES = frozenset({"block", "drop_oldest", "drop_newest"})
+
+
+@dataclass
+class SubscriptionStats:
+    """Counters of one subscription.  ``delivered + dropped + len(buffer)`` equals the
+    number of events published to it."""
+
+    published: int = 0
+    delivered: int = 0
+    dropped: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    high_water: int = 0
+
+
+class Subscription:
+    """One observer's place on the bus: its filter, buffer, policy and counters."""
+
+    def __init__(
+        self,
+        observer: Observer,
+        kinds: frozenset[str] | None,
+        buffer: int,
+        overflow: Overflow,
+        timeout: float | None,
+        name: str,
+    ) -> None:
+        self.observer = observer
+        self.kinds = kinds
+        self.buffer = buffer
+        self.overflow = overflow
+        self.timeout = timeout
+        self.name = name
+        self.stats = SubscriptionStats()
+        self.is_async = is_async_callable(observer)
+        self._queue: deque[Event] = deque()
+        self._wakeup: anyio.Event | None = None
+        self._space: anyio.Event | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Subscription {self.name!r} kinds={self.kinds} stats={self.stats}>"
+
+    # -- publisher side (sync core) -----------------------------------------------
+
+    def offer(self, event: Event) -> bool:
+        """Queue ``event`` without waiting; False only if a ``block`` buffer is full."""
+        q = self._queue
+        if len(q) >= self.buffer:
+            if self.overflow == "block":
+                return False
+            self.stats.dropped += 1
+            if self.overflow == "drop_newest":
+                self.stats.published += 1
+                return True
+            q.popleft()
+        q.append(event)
+        self.stats.published += 1
+        if len(q) > self.stats.high_water:
+            self.stats.high_water = len(q)
+        if self._wakeup is not None:
+            self._wakeup.set()
+        return True
+
+    async def wait_for_space(self) -> None:
+        while len(self._queue) >= self.buffer and not self._closed:
+            self._space = anyio.Event()
+            await self._space.wait()
+
+    # -- consumer side ------------------------------------------------------------
+
+    async def run(self, on_failure: Callable[[Subscription, Event, Exception, bool], None]) -> None:
+        q = self._queue
+        while True:
+            while not q:
+                if self._closed:
+                    return
+                self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+                self._wakeup = None
+            event = q.popleft()
+            if self._space is not None:
+                self._space.set()
+                self._space = None
+            await self._deliver(event, on_failure)
+
+    async def _deliver(
+        self, event: Event, on_failure: Callable[[Subscription, Event, Exception, bool], None]
+    ) -> None:
+        try:
+            if self.is_async:
+                if self.timeout is None:
+                    await self.observer(event)
+                else:
+                    with anyio.fail_after(self.timeout):
+                        await self.observer(event)
+            else:
+                self.observer(event)
+        except TimeoutError as exc:
+            self.stats.timed_out += 1
+            on_failure(self, event, exc, True)
+        except Exception as exc:
+            self.stats.failed += 1
+            on_failure(self, event, exc, False)
+        else:
+            self.stats.delivered += 1
+            return
+        self.stats.delivered += 1  # delivered, even though the observer failed on it
+
+    def close(self) -> None:
+        self._closed = True
+        if self._wakeup is not None:
+            self._wakeup.set()
+        if self._space is not None:
+            self._space.set()
+
+
+class InMemoryBus:
+    """Broadcast bus living in this process.
+
+    Use ``subscribe`` any time; ``async with bus`` (or ``start(task_group)``) runs the
+    consumers; leaving it drains every buffer.  With no subscription for a kind,
+    ``wants(kind)`` is False and callers skip building the event.
+    """
+
+    def __init__(self, *, observer_timeout: float | None = 0.5) -> None:
+        self.observer_timeout = observer_timeout
+        self.subscriptions: list[Subscription] = []
+        self.wanted: frozenset[str] = frozenset()
+        self._by_kind: dict[str, tuple[Subscription, ...]] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.failure_hook: Callable[[Subscription, Event, Exception, bool], None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._tg is not None
+
+    def subscribe(
+        self,
+        observer: Observer,
+        *,
+        events: Iterable[str] | None = None,
+        buffer: int = 1024,
+        overflow: Overflow = "block",
+        timeout: float | None = None,
+        name: str | None = None,
+    ) -> Subscription:
+        """Subscribe ``observer`` (sync or async callable taking an event).
+
+        Raises:
+            ValueError: unknown event kind, non-positive buffer, unknown overflow policy.
+        """
+        kinds = None if events is None else frozenset(events)
+        if kinds is not None and not kinds <= EVENT_KINDS:
+            unknown = ", ".join(sorted(kinds - EVENT_KINDS))
+            raise ValueError(
+                f"unknown event kind(s): {unknown}; kinds: {', '.join(sorted(EVENT_KINDS))}"
+            )
+        if not isinstance(buffer, int) or buffer < 1:
+            raise ValueError(f"buffer must be a positive int, got {buffer!r}")
+        if overflow not in OVERFLOW_VALUES:
+            raise ValueError(
+                f"overflow must be 'block', 'drop_oldest' or 'drop_newest', got {overflow!r}"
+            )
+        sub = Subscription(
+            observer,
+            kinds,
+            buffer,
+            overflow,
+            self.observer_timeout if timeout is None else timeout,
+            name or getattr(observer, "__qualname__", type(observer).__qualname__),
+        )
+        self.subscriptions.append(sub)
+        self._reindex()
+        if self._tg is not None:
+            self._tg.start_soon(sub.run, self._on_failure, name=f"observer {sub.name}")
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self.subscriptions.remove(sub)
+        sub.close()
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._by_kind = {
+            kind: tuple(s for s in self.subscriptions if s.kinds is None or kind in s.kinds)
+            for kind in EVENT_KINDS
+        }
+        self.wanted = frozenset(kind for kind, subs in self._by_kind.items() if subs)
+
+    # -- publishing ---------------------------------------------------------------
+
+    def publish_nowait(self, event: Event) -> list[Subscription]:
+        """Queue ``event`` everywhere it fits; returns the full ``block`` subscriptions."""
+        full: list[Subscription] = []
+        for sub in self._by_kind.get(event.kind, ()):
+            if not sub.offer(event):
+                full.append(sub)
+        return full
+
+    async def publish(self, event: Event) -> None:
+        """Queue ``event``; waits only for full ``block`` buffers (backpressure)."""
+        if self._tg is None:
+            raise RuntimeError("the bus is not running: publish inside `async with bus`")
+        for sub in self._by_kind.get(event.kind, ()):
+            while not sub.offer(event):
+                await sub.wait_for_space()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start the consumers in ``tg`` (the caller owns the task group)."""
+        self._tg = tg
+        for sub in self.subscriptions:
+            sub._closed = False
+            tg.start_soon(sub.run, self._on_failure, name=f"observer {sub.name}")
+
+    def close(self) -> None:
+        """Ask every consumer to drain its buffer and stop."""
+        self._tg = None
+        for sub in self.subscriptions:
+            sub.close()
+
+    async def __aenter__(self) -> InMemoryBus:
+        self._own_tg = anyio.create_task_group()
+        await self._own_tg.__aenter__()
+        self.start(self._own_tg)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+        await self._own_tg.__aexit__(None, None, None)
+
+    def _on_failure(self, sub: Subscription, event: Event, exc: Exception, timed_out: bool) -> None:
+        what = "timed out" if timed_out else f"raised {type(exc).__name__}: {exc}"
+        log.warning("observer %s %s on %s", sub.name, what, event.kind)
+        if self.failure_hook is not None:
+            self.failure_hook(sub, event, exc, timed_out)

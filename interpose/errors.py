@@ -1,0 +1,53 @@
+"""Exceptions raised by interpose.
+
+The tree, drawn once::
+
+    InterposeError                      base of everything interpose raises
+    ├── RegistrationError (ValueError)  a registration was rejected; the registry is unchanged
+    ├── ConfigError (ValueError)        a config value is invalid
+    ├── AbortTurn                       raised by a handler: end the current turn cleanly
+    └── HardAbort                       raised by a handler: stop the whole agent loop
+
+``AbortTurn`` and ``HardAbort`` are control flow, not failures: they bypass every
+``on_error`` policy.  ``AbortTurn`` is absorbed by the turn it was raised in (``async with
+pipe.turn(...)``) or turned into a ``status="aborted"`` result by ``Pipeline.call_tool``;
+``HardAbort`` always reaches the caller.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AbortTurn", "ConfigError", "HardAbort", "InterposeError", "RegistrationError"]
+
+
+class InterposeError(Exception):
+    """Base class of every exception interpose raises."""
+
+
+class RegistrationError(InterposeError, ValueError):
+    """A registration was rejected (duplicate id, unknown hook, bad matcher, bad handler).
+
+    Attributes:
+        registration_id: the id of the rejected registration, if it had one.
+    """
+
+    def __init__(self, message: str, *, registration_id: str | None = None) -> None:
+        super().__init__(message)
+        self.registration_id = registration_id
+
+
+class ConfigError(InterposeError, ValueError):
+    """A configuration value is invalid; the message names the value and the expectation."""
+
+
+class _Abort(InterposeError):
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class AbortTurn(_Abort):
+    """End the current turn cleanly; the turn is marked aborted with ``reason``."""
+
+
+class HardAbort(_Abort):
+    """Stop the whole agent loop; always propagates to the caller."""

@@ -1,0 +1,65 @@
+"""Built-in interceptors.
+
+``builtin:command-safety-guard`` (tool.before on exec, priority 100) and
+``builtin:security-audit`` (tool.before on read/write/edit/apply_patch, priority 99) are
+registered by ``Pipeline()`` and ``initialize_global_interceptors()``; both fail closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...pipeline.registry import Interceptor, Registry
+from .command_safety import CommandSafetyGuard, analyze_command
+from .security_audit import SecurityAudit, normalize_path, sensitive_reason
+
+__all__ = [
+    "COMMAND_SAFETY_ID",
+    "SECURITY_AUDIT_ID",
+    "CommandSafetyGuard",
+    "SecurityAudit",
+    "analyze_command",
+    "builtin_interceptors",
+    "normalize_path",
+    "register_builtins",
+    "sensitive_reason",
+]
+
+COMMAND_SAFETY_ID = "builtin:command-safety-guard"
+SECURITY_AUDIT_ID = "builtin:security-audit"
+
+
+def builtin_interceptors(
+    *,
+    command_deny: Sequence[str] = (),
+    command_allow: Sequence[str] = (),
+    path_deny: Sequence[str] = (),
+    path_allow: Sequence[str] = (),
+) -> list[Interceptor]:
+    """The two default guards as registrations, with optional extra rules."""
+    return [
+        Interceptor(
+            id=COMMAND_SAFETY_ID,
+            hook="tool.before",
+            handler=CommandSafetyGuard(extra_deny=command_deny, allow=command_allow),
+            priority=100,
+            tool_matcher=["exec"],
+            on_error="block",
+            source="builtin",
+        ),
+        Interceptor(
+            id=SECURITY_AUDIT_ID,
+            hook="tool.before",
+            handler=SecurityAudit(extra_deny=path_deny, allow=path_allow),
+            priority=99,
+            tool_matcher=["read", "write", "edit", "apply_patch"],
+            on_error="block",
+            source="builtin",
+        ),
+    ]
+
+
+def register_builtins(registry: Registry) -> None:
+    """Add the default guards to ``registry``."""
+    for reg in builtin_interceptors():
+        registry.add(reg)

@@ -1,0 +1,1 @@
+"""The onion: stages, payloads, the registry, the chain compiler, Pipeline and Turn."""

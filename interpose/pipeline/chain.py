@@ -1,0 +1,241 @@
+"""The chain compiler and the flat loops that run compiled chains.
+
+A chain is compiled once per (stage, tool, agent) and registry version.  Each hook's
+handlers become a tuple of plain callables: a sync handler is stored as itself, an async
+handler as itself when it has no timeout, or as a small wrapper that applies its cancel
+scope.  Calling any of them returns None (sync) or an awaitable, so the per-call loop is
+the same for both::
+
+    for fn in fns:
+        r = fn(inp, out)
+        if r is not None:
+            await r
+
+No per-step bookkeeping is done on the happy path: when a handler raises, its position
+is recovered from the iterator (``len(fns) - length_hint(it) - 1``) and the loop resumes
+from the next handler if the policy says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from inspect import isawaitable
+from collections.abc import Awaitable, Callable, Sequence
+from operator import length_hint
+from typing import Any, Protocol
+
+import anyio
+
+from ..errors import AbortTurn, HardAbort
+from .hooks import OnError
+from .payloads import ToolResult
+from .registry import Entry
+
+__all__ = [
+    "Failure",
+    "Step",
+    "build_onion",
+    "compile_steps",
+    "invoke",
+    "run_gate",
+    "run_plain",
+]
+
+_ABORTS = (AbortTurn, HardAbort)
+
+
+class Step:
+    """One compiled registration: what the loops need on failure, and for reports."""
+
+    __slots__ = ("call", "hook", "id", "is_async", "on_error", "priority", "timeout", "trusted")
+
+    def __init__(self, entry: Entry[Any], timeout: float | None, *, wrap: bool = True) -> None:
+        reg = entry.reg
+        self.id: str = reg.id
+        self.hook: str = entry.key
+        self.priority: int = reg.priority
+        self.on_error: OnError = entry.on_error
+        self.is_async: bool = entry.is_async
+        self.timeout = timeout
+        self.trusted: bool = getattr(reg, "trusted", False)
+        fn = reg.handler
+        if wrap and entry.is_async and timeout is not None:
+            fn = functools.partial(_with_timeout, fn, timeout)
+        self.call: Callable[..., Any] = fn
+
+    def __repr__(self) -> str:
+        return f"<Step {self.id!r} on {self.hook} priority={self.priority}>"
+
+
+async def _with_timeout(fn: Callable[..., Awaitable[Any]], timeout: float, *args: Any) -> Any:
+    with anyio.fail_after(timeout):
+        return await fn(*args)
+
+
+def compile_steps(
+    entries: Sequence[Entry[Any]], default_timeout: float | None, *, wrap: bool = True
+) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]:
+    """Compile entries into (callables, steps), both in execution order.
+
+    ``wrap=False`` leaves timeouts to the caller (middleware layers apply their own).
+    """
+    steps = tuple(
+        Step(e, e.reg.timeout if e.reg.timeout is not None else default_timeout, wrap=wrap)
+        for e in entries
+    )
+    return tuple(s.call for s in steps), steps
+
+
+class Failure(Protocol):
+    """Called when a step raised: records it and returns the policy to apply
+    ('block' or 'skip'); re-raises for 'raise'."""
+
+    async def __call__(self, step: Step, exc: Exception, /) -> OnError: ...
+
+
+async def run_plain(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    failed: Failure,
+) -> Step | None:
+    """Run every handler in order; returns the step whose failure asks to block, if any."""
+    it = iter(fns)
+    while True:
+        try:
+            for fn in it:
+                r = fn(inp, out)
+                if r is not None:
+                    await r
+            return None
+        except _ABORTS:
+            raise
+        except Exception as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if await failed(step, exc) == "block":
+                return step
+
+
+async def run_gate(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    failed: Failure,
+) -> tuple[Step | None, Step | None]:
+    """Run before-handlers on an output with ``block`` (and optionally ``result``).
+
+    Stops at the first block.  Returns (blocker, responder): the step that blocked (or
+    whose failure blocked), and the last step that set ``out.result``.
+    """
+    it = iter(fns)
+    has_result = hasattr(out, "result")
+    seen = out.result if has_result else None
+    responder: Step | None = None
+    while True:
+        try:
+            for fn in it:
+                r = fn(inp, out)
+                if r is not None:
+                    await r
+                if out.block:
+                    return steps[len(fns) - length_hint(it) - 1], responder
+                if has_result and out.result is not seen:
+                    seen = out.result
+                    responder = steps[len(fns) - length_hint(it) - 1]
+            return None, responder
+        except _ABORTS:
+            raise
+        except Exception as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if await failed(step, exc) == "block":
+                return step, responder
+
+
+# -- the middleware onion -------------------------------------------------------------
+
+App = Callable[[Any], Awaitable[None]]
+LayerFailure = Callable[[Step, Exception, Any], Awaitable[OnError]]
+
+
+class _Next:
+    """``call_next`` for one layer of one call: runs the inner app, remembers it did."""
+
+    __slots__ = ("called", "ctx", "inner")
+
+    def __init__(self, inner: App, ctx: Any) -> None:
+        self.inner = inner
+        self.ctx = ctx
+        self.called = False
+
+    def __call__(self) -> Awaitable[None]:
+        self.called = True
+        return self.inner(self.ctx)
+
+
+class MiddlewareReturnedNoResult(RuntimeError):
+    pass
+
+
+def _plain_layer(fn: Callable[..., Any], inner: App) -> App:
+    # on_error="raise" and no timeout: nothing to guard, so no extra coroutine frame
+    def layer(ctx: Any) -> Awaitable[None]:
+        return fn(ctx, functools.partial(inner, ctx))  # type: ignore[no-any-return]
+
+    return layer
+
+
+def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
+    fn, timeout = step.call, step.timeout
+
+    async def layer(ctx: Any) -> None:
+        nxt = _Next(inner, ctx)
+        try:
+            if timeout is None:
+                await fn(ctx, nxt)
+            else:
+                with anyio.fail_after(timeout):
+                    await fn(ctx, nxt)
+            if not nxt.called and ctx.result is None:
+                raise MiddlewareReturnedNoResult(
+                    "middleware returned without calling call_next() or setting ctx.result"
+                )
+        except _ABORTS:
+            raise
+        except Exception as exc:
+            if await failed(step, exc, ctx) == "skip" and not nxt.called:
+                await inner(ctx)
+
+    return layer
+
+
+def build_onion(steps: Sequence[Step], core: App, failed: LayerFailure) -> App:
+    """Wrap ``core`` in the middleware ``steps`` (outermost first) and return the app."""
+    app = core
+    for step in reversed(steps):
+        if step.on_error == "raise" and step.timeout is None:
+            app = _plain_layer(step.call, app)
+        else:
+            app = _guarded_layer(step, app, failed)
+    return app
+
+
+async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int]:
+    """Run an operation (sync or async), timing it; an exception becomes an error result.
+
+    Returns (result, duration in ns).  Aborts propagate.
+    """
+    start = time.perf_counter_ns()
+    try:
+        out = call(args)
+        if isawaitable(out):
+            out = await out
+    except _ABORTS:
+        raise
+    except Exception as exc:
+        result = ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+    else:
+        result = ToolResult(output=out)
+    return result, time.perf_counter_ns() - start

@@ -1,0 +1,870 @@
+"""The Pipeline: registration API, compiled-chain cache, bus lifecycle, and the tool stage.
+
+Reading order for a tool call: ``Pipeline.call_tool`` / ``Turn.call_tool`` →
+``Pipeline._tool`` (finds the compiled ``ToolChain``) → the middleware onion, if any →
+``Pipeline._tool_core``: tool.before → tool.approve → the tool → tool.after.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from inspect import isawaitable
+from types import CoroutineType
+from typing import Any, Literal, TypeVar, overload
+
+import anyio
+import anyio.abc
+
+from ..bus import events as ev
+from ..bus.memory import InMemoryBus, Overflow, Subscription
+from ..errors import AbortTurn, HardAbort, RegistrationError
+from .chain import (
+    Step,
+    invoke,
+    build_onion,
+    compile_steps,
+    run_gate,
+    run_plain,
+)
+from .context import Context, ToolContext, TurnContext
+from .hooks import HOOKS, STAGES, OnError
+from .payloads import (
+    Approval,
+    ApprovalRequest,
+    ToolAfterInput,
+    ToolAfterOutput,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolResult,
+    refusal,
+)
+from .registry import Interceptor, Middleware, Registry
+from .tools import ToolMatcher, normalize_tool_name
+from .turn import Turn
+
+__all__ = ["HumanApproval", "Pipeline", "PipelineStats"]
+
+log = logging.getLogger("interpose")
+
+F = TypeVar("F", bound=Callable[..., Any])
+ToolCallable = Callable[[dict[str, Any]], Any]
+HumanApproval = Callable[[ApprovalRequest, str], Awaitable["bool | Approval"]]
+Tracing = Literal["off", "tool", "interceptor"]
+_ABORTS = (AbortTurn, HardAbort)
+_CACHE_LIMIT = 4096
+
+
+class PipelineStats:
+    """Failure counters: per registration id, and how many were timeouts."""
+
+    __slots__ = ("failures", "timeouts")
+
+    def __init__(self) -> None:
+        self.failures: dict[str, int] = {}
+        self.timeouts: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"PipelineStats(failures={self.failures}, timeouts={self.timeouts})"
+
+
+class ToolChain:
+    """Everything a call of one tool by one agent needs, compiled once per version."""
+
+    __slots__ = (
+        "after",
+        "after_steps",
+        "app",
+        "approvers",
+        "approver_steps",
+        "before",
+        "before_steps",
+        "empty",
+        "raw_name",
+        "tool_name",
+        "version",
+    )
+
+    def __init__(self, version: int, raw_name: str, tool_name: str) -> None:
+        self.version = version
+        self.raw_name = raw_name
+        self.tool_name = tool_name
+        self.before: tuple[Callable[..., Any], ...] = ()
+        self.before_steps: tuple[Step, ...] = ()
+        self.approvers: tuple[Callable[..., Any], ...] = ()
+        self.approver_steps: tuple[Step, ...] = ()
+        self.after: tuple[Callable[..., Any], ...] = ()
+        self.after_steps: tuple[Step, ...] = ()
+        self.app: Callable[[ToolContext], Awaitable[None]] | None = None
+        self.empty = True
+
+
+class Pipeline:
+    """A stack of interceptors and middleware between an agent and what it touches.
+
+    Args:
+        registry: share a registry (e.g. ``initialize_global_interceptors()``); default
+            is a fresh one.
+        builtins: register the built-in guards in a fresh registry.
+        interceptor_timeout: default timeout (s) of async interceptors.
+        approval_timeout: default timeout (s) of approvers and of the human approval;
+            past it, the call is denied.
+        observer_timeout: default timeout (s) of async observers.
+        max_retries: how often a ``retry`` from an after-hook may re-run the operation.
+        human_approval: ``async (request, reason) -> bool | Approval``, answers
+            ``Approval.ask``; without one, ``ask`` means deny.
+        tracing: "off" | "tool" | "interceptor".
+    """
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        *,
+        builtins: bool = True,
+        interceptor_timeout: float | None = 5.0,
+        approval_timeout: float | None = 60.0,
+        observer_timeout: float | None = 0.5,
+        max_retries: int = 0,
+        human_approval: HumanApproval | None = None,
+        tracing: Tracing = "tool",
+    ) -> None:
+        if tracing not in ("off", "tool", "interceptor"):
+            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {tracing!r}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        for name, value in (
+            ("interceptor_timeout", interceptor_timeout),
+            ("approval_timeout", approval_timeout),
+            ("observer_timeout", observer_timeout),
+        ):
+            if value is not None and (not isinstance(value, int | float) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of seconds or None")
+        if registry is None:
+            registry = Registry()
+            if builtins:
+                from ..middleware.builtins import register_builtins
+
+                register_builtins(registry)
+        self.registry = registry
+        self.interceptor_timeout = interceptor_timeout
+        self.approval_timeout = approval_timeout
+        self.observer_timeout = observer_timeout
+        self.max_retries = max_retries
+        self.human_approval = human_approval
+        self.tracing: Tracing = tracing
+        self.stats = PipelineStats()
+        self.bus = InMemoryBus(observer_timeout=observer_timeout)
+        self.bus.failure_hook = self._observer_failed
+        self._tool_chains: dict[tuple[str, str], ToolChain] = {}
+        self._stage_apps: dict[tuple[str, str], tuple[int, Callable[[Any], Awaitable[None]]]] = {}
+        self._hook_steps: dict[
+            tuple[str, str], tuple[int, tuple[Callable[..., Any], ...], tuple[Step, ...]]
+        ] = {}
+        self._prefix = secrets.token_hex(3)
+        self._turn_ids = itertools.count(1)
+        self._call_ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    def __repr__(self) -> str:
+        return f"<Pipeline {len(self.registry)} registrations, tracing={self.tracing!r}>"
+
+    # -- registration -------------------------------------------------------------
+
+    def register_tool(self, name: str) -> str:
+        """Add an application tool name to the known set (so matchers may name it)."""
+        return self.registry.register_tool(name)
+
+    def add(self, reg: Interceptor | Middleware) -> Interceptor | Middleware:
+        """Shorthand for ``pipe.registry.add(reg)``."""
+        return self.registry.add(reg)
+
+    def intercept(
+        self,
+        hook: str,
+        *,
+        tools: ToolMatcher | None = None,
+        agents: str | None = None,
+        priority: int = 0,
+        id: str | None = None,
+        on_error: OnError | None = None,
+        timeout: float | None = None,
+        trusted: bool = False,
+    ) -> Callable[[F], F]:
+        """Register the decorated ``handler(input, output)`` on ``hook``."""
+        if hook not in HOOKS:
+            raise RegistrationError(f"unknown hook {hook!r}; hooks: {', '.join(HOOKS)}")
+
+        def decorate(fn: F) -> F:
+            self.registry.add(
+                Interceptor(
+                    id=id or self.registry.unique_id(_qualname(fn)),
+                    hook=hook,
+                    handler=fn,
+                    priority=priority,
+                    tool_matcher=tools,
+                    agent_matcher=agents,
+                    on_error=on_error,
+                    timeout=timeout,
+                    trusted=trusted,
+                )
+            )
+            return fn
+
+        return decorate
+
+    def middleware(
+        self,
+        stage: str,
+        *,
+        tools: ToolMatcher | None = None,
+        agents: str | None = None,
+        priority: int = 0,
+        id: str | None = None,
+        on_error: OnError | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated ``async mw(ctx, call_next)`` as a layer of ``stage``."""
+        if stage not in STAGES:
+            raise RegistrationError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+        def decorate(fn: F) -> F:
+            self.registry.add(
+                Middleware(
+                    id=id or self.registry.unique_id(_qualname(fn)),
+                    stage=stage,
+                    handler=fn,
+                    priority=priority,
+                    tool_matcher=tools,
+                    agent_matcher=agents,
+                    on_error=on_error,
+                    timeout=timeout,
+                )
+            )
+            return fn
+
+        return decorate
+
+    @overload
+    def approver(self, fn: F, /) -> F: ...
+    @overload
+    def approver(
+        self,
+        *,
+        tools: ToolMatcher | None = None,
+        agents: str | None = None,
+        priority: int = 0,
+        id: str | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[F], F]: ...
+    def approver(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        tools: ToolMatcher | None = None,
+        agents: str | None = None,
+        priority: int = 0,
+        id: str | None = None,
+        timeout: float | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register the decorated ``approver(request) -> Approval | bool | None`` on
+        ``tool.approve``.  Usable bare (``@pipe.approver``) or with arguments."""
+
+        def decorate(handler: F) -> F:
+            self.registry.add(
+                Interceptor(
+                    id=id or self.registry.unique_id(_qualname(handler)),
+                    hook="tool.approve",
+                    handler=handler,
+                    priority=priority,
+                    tool_matcher=tools,
+                    agent_matcher=agents,
+                    timeout=timeout,
+                )
+            )
+            return handler
+
+        return decorate if fn is None else decorate(fn)
+
+    def subscribe(
+        self,
+        observer: Callable[[Any], Any],
+        *,
+        events: Iterable[str] | None = None,
+        buffer: int = 1024,
+        overflow: Overflow = "block",
+        timeout: float | None = None,
+    ) -> Subscription:
+        """Subscribe ``observer`` (sync or async, takes an event) to the bus."""
+        return self.bus.subscribe(
+            observer, events=events, buffer=buffer, overflow=overflow, timeout=timeout
+        )
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    async def __aenter__(self) -> Pipeline:
+        if self._tg is not None:
+            raise RuntimeError("this pipeline is already entered")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        self.bus.start(tg)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        tg, self._tg = self._tg, None
+        self.bus.close()
+        assert tg is not None
+        # The body's exception (if any) propagates by itself after we return, unwrapped:
+        # the task group only ever holds observer consumers, which never raise.
+        await tg.__aexit__(None, None, None)
+
+    def _check_running(self) -> None:
+        if self.bus.subscriptions and self._tg is None:
+            raise RuntimeError(
+                "this pipeline has subscribers: enter it with `async with pipe:` before "
+                "calling it, so that observers run and are drained"
+            )
+
+    # -- turns --------------------------------------------------------------------
+
+    def turn(
+        self,
+        *,
+        agent_id: str = "main",
+        session_key: str = "",
+        provider: str = "",
+        model: str = "",
+        turn_id: str | None = None,
+    ) -> Turn:
+        """A turn: ``async with pipe.turn(...) as turn:`` then ``turn.message/params/
+        call_llm/call_tool/run_command/compact``."""
+        return Turn(
+            self,
+            turn_id=turn_id or f"{self._prefix}-{next(self._turn_ids)}",
+            agent_id=agent_id,
+            session_key=session_key,
+            provider=provider,
+            model=model,
+        )
+
+    async def run_turn(
+        self,
+        body: Callable[[Turn], Awaitable[Any]],
+        *,
+        agent_id: str = "main",
+        session_key: str = "",
+        provider: str = "",
+        model: str = "",
+    ) -> Any:
+        """Run ``await body(turn)`` as a turn wrapped by the ``turn``-stage middleware.
+
+        Returns the body's return value, or None when the turn was aborted.
+        """
+        turn = self.turn(
+            agent_id=agent_id, session_key=session_key, provider=provider, model=model
+        )
+        ctx = TurnContext(turn, body)
+        async with turn:
+            await self.stage_app("turn", agent_id, _turn_core)(ctx)
+        return None if turn.aborted else ctx.result
+
+    # -- the tool stage -------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call: ToolCallable,
+        call_id: str | None = None,
+        agent_id: str = "main",
+        session_key: str = "",
+    ) -> ToolResult:
+        """Run one tool call through the tool stage as a one-call turn.
+
+        ``call`` is a sync or async callable taking the (possibly rewritten) args; its
+        return value becomes ``ToolResult.output``; an exception becomes an error result.
+        An ``AbortTurn`` becomes a ``status="aborted"`` result; ``HardAbort`` propagates.
+
+        Raises:
+            TypeError: ``args`` is not a dict or ``call`` is not callable.
+            RuntimeError: the pipeline has subscribers but is not entered.
+        """
+        if not self.bus.wanted:
+            # nobody listens: no turn object, no events
+            try:
+                return await self._tool(None, name, args, call, call_id, agent_id, session_key)
+            except AbortTurn as exc:
+                return refusal("aborted", normalize_tool_name(name), exc.reason)
+        turn = self.turn(agent_id=agent_id, session_key=session_key)
+        async with turn:
+            result = await turn.call_tool(name, args, call=call, call_id=call_id)
+        if turn.aborted:
+            return refusal("aborted", normalize_tool_name(name), turn.abort_reason)
+        return result
+
+    async def _tool(
+        self,
+        turn: Turn | None,
+        name: str,
+        args: dict[str, Any],
+        call: ToolCallable,
+        call_id: str | None,
+        agent_id: str,
+        session_key: str,
+    ) -> ToolResult:
+        if type(args) is not dict and not isinstance(args, dict):
+            raise TypeError(f"tool arguments must be a dict, got {type(args).__name__}")
+        chain = self._tool_chains.get((name, agent_id))
+        if chain is None or chain.version != self.registry.version:
+            chain = self._compile_tool(name, agent_id)
+        if not callable(call):
+            raise TypeError(f"call must be callable, got {type(call).__name__}")
+        if chain.empty and not self.bus.wanted:
+            # the floor plus one struct: nothing registered, nobody listening
+            try:
+                out = call(args)
+                if type(out) is CoroutineType or isawaitable(out):
+                    out = await out
+            except _ABORTS:
+                raise
+            except Exception as exc:
+                return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+            return ToolResult(output=out)
+        self._check_running()
+        if call_id is None:
+            call_id = f"call-{next(self._call_ids)}"
+        if chain.app is None:
+            return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
+        ctx = ToolContext(
+            turn, chain.tool_name, name, call_id, args, call, agent_id, session_key
+        )
+        await chain.app(ctx)
+        assert ctx.result is not None  # guarded layers turn a missing result into a failure
+        return ctx.result
+
+    def _compile_tool(self, raw_name: str, agent_id: str) -> ToolChain:
+        if not isinstance(raw_name, str):
+            raise TypeError(f"tool name must be a str, got {type(raw_name).__name__}")
+        reg = self.registry
+        tool = normalize_tool_name(raw_name)
+        chain = ToolChain(reg.version, raw_name, tool)
+        chain.before, chain.before_steps = compile_steps(
+            reg.entries("tool.before", tool=tool, agent=agent_id), self.interceptor_timeout
+        )
+        chain.approvers, chain.approver_steps = compile_steps(
+            reg.entries("tool.approve", tool=tool, agent=agent_id), self.approval_timeout
+        )
+        chain.after, chain.after_steps = compile_steps(
+            reg.entries("tool.after", tool=tool, agent=agent_id), self.interceptor_timeout
+        )
+        _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
+        if layers:
+
+            async def core(ctx: ToolContext) -> None:
+                ctx.result = await self._tool_core(
+                    chain, ctx.turn, ctx.call_id, ctx.args, ctx.call, ctx.agent_id,
+                    ctx.session_key,
+                )
+
+            chain.app = build_onion(layers, core, self._layer_failed)
+        chain.empty = not (chain.before or chain.approvers or chain.after or layers)
+        if len(self._tool_chains) >= _CACHE_LIMIT:
+            self._tool_chains.clear()
+        self._tool_chains[(raw_name, agent_id)] = chain
+        return chain
+
+    async def _tool_core(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        call: ToolCallable,
+        agent_id: str,
+        session_key: str,
+    ) -> ToolResult:
+        name = chain.tool_name
+        wanted = self.bus.wanted
+        inp = ToolBeforeInput(
+            tool_name=name,
+            raw_name=chain.raw_name,
+            tool_call_id=call_id,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        out = ToolBeforeOutput(args=args)
+        result: ToolResult | None = None
+        decider: Step | None = None
+        reason = ""
+        if chain.before:
+            failed = self._failure_recorder(turn, name, call_id, _block_output(out))
+            decider, responder = await run_gate(chain.before, chain.before_steps, inp, out, failed)
+            if decider is not None:
+                reason = out.block_reason or f"blocked by {decider.id}"
+                result = refusal("blocked", name, reason, decided_by=decider.id)
+            elif out.result is not None:
+                decider = responder
+                result = _as_responded(out.result)
+        if type(out.args) is not dict:
+            raise TypeError(
+                f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
+            )
+        if chain.approvers and (result is None or (result.status == "responded" and not (
+            decider is not None and decider.trusted
+        ))):
+            denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
+            if denial is not None:
+                decider, reason = denial
+                result = refusal("denied", name, reason, decided_by=decider.id)
+        duration = 0
+        ran = result is None
+        if ran:
+            if "tool_exec_start" in wanted:
+                await self.emit(
+                    ev.ToolExecStart, turn, agent_id, session_key,
+                    tool_name=name, tool_call_id=call_id, raw_name=chain.raw_name,
+                )
+            result, duration = await invoke(call, out.args)
+        elif "tool_exec_skipped" in wanted:
+            assert result is not None
+            await self.emit(
+                ev.ToolExecSkipped, turn, agent_id, session_key,
+                tool_name=name,
+                tool_call_id=call_id,
+                why=result.status,
+                reason=reason,
+                decided_by=decider.id if decider is not None else "",
+            )
+        assert result is not None
+        if chain.after:
+            result, duration = await self._after(
+                chain, turn, call_id, out.args, call, agent_id, session_key, result, duration,
+                ran,
+            )
+        if "tool_exec_end" in wanted:
+            await self.emit(
+                ev.ToolExecEnd, turn, agent_id, session_key,
+                tool_name=name,
+                tool_call_id=call_id,
+                status=result.status,
+                is_error=result.is_error,
+                duration_ns=duration,
+                decided_by=decider.id if decider is not None else "",
+                reason=reason,
+                interceptors=_ran(chain, decider, result.status),
+            )
+        return result
+
+    async def _approve(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        agent_id: str,
+        session_key: str,
+    ) -> tuple[Step, str] | None:
+        """Run the approvers; returns (the denying step, reason) or None if all allow."""
+        request = ApprovalRequest(
+            tool_name=chain.tool_name,
+            tool_call_id=call_id,
+            args=args,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
+            try:
+                answer = fn(request)
+                if answer is not None and isawaitable(answer):
+                    answer = await answer
+                decision, reason = _decision(answer)
+            except _ABORTS:
+                raise
+            except Exception as exc:
+                await self._record_failure(step, exc, turn, chain.tool_name, call_id)
+                if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
+                    return step, f"approver '{step.id}' did not answer within {step.timeout}s"
+                if step.on_error == "raise":
+                    raise
+                if step.on_error == "skip":
+                    continue
+                return step, f"approver '{step.id}' failed: {_describe(exc, step)}"
+            if decision == "ask":
+                decision, reason = await self._ask_human(request, reason)
+            if decision == "deny":
+                return step, reason or f"denied by {step.id}"
+        return None
+
+    async def _ask_human(self, request: ApprovalRequest, reason: str) -> tuple[str, str]:
+        if self.human_approval is None:
+            return "deny", f"approval required ({reason}) but no human-approval handler is set"
+        try:
+            with anyio.fail_after(self.approval_timeout):
+                answer = await self.human_approval(request, reason)
+        except TimeoutError:
+            return "deny", f"approval required ({reason}): no answer within {self.approval_timeout}s"
+        decision, why = _decision(answer)
+        if decision == "ask":
+            return "deny", f"approval required ({reason}): the handler answered 'ask' again"
+        return decision, why or reason
+
+    async def _after(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        call: ToolCallable,
+        agent_id: str,
+        session_key: str,
+        result: ToolResult,
+        duration: int,
+        ran: bool,
+    ) -> tuple[ToolResult, int]:
+        name = chain.tool_name
+        attempt = 0
+        while True:
+            inp = ToolAfterInput(
+                tool_name=name,
+                tool_call_id=call_id,
+                is_error=result.is_error,
+                blocked=result.status in ("blocked", "denied"),
+                status=result.status,
+                duration_ns=duration,
+                raw_name=chain.raw_name,
+                agent_id=agent_id,
+                session_key=session_key,
+                args=args,
+            )
+            out = ToolAfterOutput(result=result)
+            failer = await run_plain(
+                chain.after, chain.after_steps, inp, out,
+                self._failure_recorder(turn, name, call_id, _block_result(out, name)),
+            )
+            result = out.result if isinstance(out.result, ToolResult) else ToolResult(
+                output=out.result
+            )
+            if failer is not None:
+                return result, duration
+            if not (out.retry and ran and attempt < self.max_retries):
+                return result, duration
+            attempt += 1
+            result, duration = await invoke(call, args)
+
+    # -- non-tool stages ------------------------------------------------------------
+
+    def stage_app(
+        self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
+    ) -> Callable[[Any], Awaitable[None]]:
+        """The ``stage`` middleware onion for ``agent_id`` around ``core`` (one fixed
+        function per stage), compiled once per registry version."""
+        key = (stage, agent_id)
+        cached = self._stage_apps.get(key)
+        if cached is None or cached[0] != self.registry.version:
+            _, layers = compile_steps(
+                self.registry.entries(stage, agent=agent_id), None, wrap=False
+            )
+            app = build_onion(layers, core, self._layer_failed) if layers else core
+            cached = (self.registry.version, app)
+            if len(self._stage_apps) >= _CACHE_LIMIT:
+                self._stage_apps.clear()
+            self._stage_apps[key] = cached
+        return cached[1]
+
+    def hook_steps(
+        self, hook: str, agent_id: str
+    ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]:
+        """Compiled (callables, steps) of a non-tool hook for ``agent_id``, cached."""
+        key = (hook, agent_id)
+        cached = self._hook_steps.get(key)
+        if cached is None or cached[0] != self.registry.version:
+            fns, steps = compile_steps(
+                self.registry.entries(hook, agent=agent_id), self.interceptor_timeout
+            )
+            cached = (self.registry.version, fns, steps)
+            if len(self._hook_steps) >= _CACHE_LIMIT:
+                self._hook_steps.clear()
+            self._hook_steps[key] = cached
+        return cached[1], cached[2]
+
+    # -- failures and events ------------------------------------------------------
+
+    def _failure_recorder(
+        self,
+        turn: Turn | None,
+        tool_name: str,
+        call_id: str,
+        block: Callable[[Step, str], None] | None,
+    ) -> Callable[[Step, Exception], Awaitable[OnError]]:
+        """The ``failed`` callback of one hook run: record, then apply the policy
+        (``block(step, reason)`` fails the call closed)."""
+
+        async def failed(step: Step, exc: Exception) -> OnError:
+            await self._record_failure(step, exc, turn, tool_name, call_id)
+            if step.on_error == "raise":
+                raise exc
+            if step.on_error == "block" and block is not None:
+                block(step, f"interceptor '{step.id}' failed: {_describe(exc, step)}")
+            return step.on_error
+
+        return failed
+
+    async def _layer_failed(self, step: Step, exc: Exception, ctx: Context) -> OnError:
+        name = getattr(ctx, "tool_name", getattr(ctx, "command", ""))
+        await self._record_failure(step, exc, ctx.turn, name, getattr(ctx, "call_id", ""))
+        if step.on_error == "raise":
+            raise exc
+        if step.on_error == "block":
+            ctx.result = refusal(  # type: ignore[attr-defined]
+                "blocked",
+                name,
+                f"middleware '{step.id}' failed: {_describe(exc, step)}",
+                decided_by=step.id,
+            )
+        return step.on_error
+
+    async def _record_failure(
+        self, step: Step, exc: Exception, turn: Turn | None, tool_name: str, call_id: str
+    ) -> None:
+        timed_out = isinstance(exc, TimeoutError)
+        counts = self.stats.timeouts if timed_out else self.stats.failures
+        counts[step.id] = counts.get(step.id, 0) + 1
+        if timed_out:
+            self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
+        log.warning(
+            "%s '%s' failed (%s, policy %s): %s",
+            step.hook, step.id, tool_name or "-", step.on_error, _describe(exc, step),
+        )
+        if "interceptor_failed" in self.bus.wanted:
+            await self.emit(
+                ev.InterceptorFailed,
+                turn,
+                turn.agent_id if turn is not None else "",
+                turn.session_key if turn is not None else "",
+                hook=step.hook,
+                interceptor_id=step.id,
+                error_type=type(exc).__name__,
+                error=_describe(exc, step),
+                policy=step.on_error,
+                timed_out=timed_out,
+                tool_name=tool_name,
+                tool_call_id=call_id,
+            )
+
+    def _observer_failed(self, sub: Subscription, event: Any, exc: Exception, timed_out: bool) -> None:
+        key = f"observer:{sub.name}"
+        counts = self.stats.timeouts if timed_out else self.stats.failures
+        counts[key] = counts.get(key, 0) + 1
+        if event.kind == "interceptor_failed" and event.hook == "observer":
+            return  # never report a failure about reporting a failure
+        if "interceptor_failed" in self.bus.wanted:
+            self.bus.publish_nowait(
+                ev.InterceptorFailed(
+                    ts=time.time_ns(),
+                    seq=next(self._seq),
+                    turn_id=event.turn_id,
+                    agent_id=event.agent_id,
+                    session_key=event.session_key,
+                    hook="observer",
+                    interceptor_id=sub.name,
+                    error_type=type(exc).__name__,
+                    error=str(exc) or type(exc).__name__,
+                    policy="skip",
+                    timed_out=timed_out,
+                )
+            )
+
+    async def emit(
+        self,
+        cls: type[Any],
+        turn: Turn | None,
+        agent_id: str,
+        session_key: str,
+        **fields: Any,
+    ) -> None:
+        """Build and publish one event; callers check ``kind in bus.wanted`` first, so
+        nothing is built when nobody listens."""
+        await self.bus.publish(
+            cls(
+                ts=time.time_ns(),
+                seq=next(self._seq),
+                turn_id=turn.turn_id if turn is not None else "",
+                agent_id=agent_id,
+                session_key=session_key,
+                **fields,
+            )
+        )
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _qualname(fn: object) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+def _describe(exc: BaseException, step: Step) -> str:
+    if isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc):
+        return f"TimeoutError: timed out after {step.timeout}s"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _block_output(out: Any) -> Callable[[Step, str], None]:
+    def block(step: Step, reason: str) -> None:
+        out.block = True
+        out.block_reason = reason
+
+    return block
+
+
+def _block_result(out: ToolAfterOutput, tool: str) -> Callable[[Step, str], None]:
+    def block(step: Step, reason: str) -> None:
+        out.result = refusal("blocked", tool, reason, decided_by=step.id)
+
+    return block
+
+
+def _as_responded(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        if value.status in ("ok", "error"):
+            value.status = "responded"
+        return value
+    return ToolResult(output=value, status="responded")
+
+
+def _decision(answer: Any) -> tuple[str, str]:
+    if answer is None or answer is True:
+        return "allow", ""
+    if answer is False:
+        return "deny", ""
+    if isinstance(answer, Approval):
+        return answer.decision, answer.reason
+    raise TypeError(
+        f"an approver must return Approval, bool or None, got {type(answer).__name__}"
+    )
+
+
+def _ran(chain: ToolChain, decider: Step | None, status: str) -> tuple[str, ...]:
+    """Ids of the interceptors that ran on a call (for reports), in order."""
+    ids = tuple(s.id for s in chain.before_steps)
+    if status == "responded":
+        decider = None
+    if decider is not None and decider in chain.before_steps:
+        ids = ids[: chain.before_steps.index(decider) + 1]
+    elif decider is not None:
+        ids = ids + tuple(
+            s.id for s in chain.approver_steps[: chain.approver_steps.index(decider) + 1]
+        )
+    else:
+        ids = ids + tuple(s.id for s in chain.approver_steps)
+    return ids + tuple(s.id for s in chain.after_steps)
+
+
+async def _turn_core(ctx: TurnContext) -> None:
+    ctx.result = await ctx.body(ctx.turn)

@@ -1,0 +1,171 @@
+"""Canonical tool names, groups, aliases and tool matchers.
+
+Matchers are compiled once, at registration, into a predicate over the normalized tool
+name; the per-call path never sees a regex that was not already applied when the chain
+for that tool was compiled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeAlias
+
+from ..errors import RegistrationError
+
+__all__ = [
+    "KNOWN_TOOL_NAMES",
+    "TOOL_ALIASES",
+    "TOOL_GROUPS",
+    "ToolMatcher",
+    "compile_tool_matcher",
+    "normalize_tool_name",
+]
+
+TOOL_GROUPS: dict[str, frozenset[str]] = {
+    "group:fs": frozenset({"read", "write", "edit", "apply_patch"}),
+    "group:runtime": frozenset({"exec", "process"}),
+    "group:memory": frozenset({"memory_search", "memory_get"}),
+    "group:web": frozenset({"web_search", "web_fetch"}),
+    "group:sessions": frozenset(
+        {"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status"}
+    ),
+    "group:ui": frozenset({"browser", "canvas"}),
+    "group:automation": frozenset({"cron", "gateway"}),
+    "group:messaging": frozenset({"message"}),
+    "group:nodes": frozenset({"nodes"}),
+}
+
+KNOWN_TOOL_NAMES: frozenset[str] = frozenset().union(
+    *TOOL_GROUPS.values(), {"agents_list", "image", "tts"}
+)
+
+TOOL_ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
+
+# canonical name -> the aliases that normalize to it (regex matchers see these too)
+_ALIASES_OF: dict[str, tuple[str, ...]] = {}
+for _alias, _canonical in TOOL_ALIASES.items():
+    _ALIASES_OF[_canonical] = (*_ALIASES_OF.get(_canonical, ()), _alias)
+
+ToolMatcher: TypeAlias = "str | re.Pattern[str] | Sequence[str]"
+
+
+def normalize_tool_name(name: str) -> str:
+    """Return the canonical form of a tool name: trimmed, lower-cased, aliases resolved.
+
+    >>> normalize_tool_name(" Bash ")
+    'exec'
+    """
+    key = name.strip().lower()
+    return TOOL_ALIASES.get(key, key)
+
+
+def _describe_valid(known: Iterable[str]) -> str:
+    names = ", ".join(sorted(known))
+    groups = ", ".join(sorted(TOOL_GROUPS))
+    return f"valid tool names: {names}; groups: {groups}"
+
+
+def _names_predicate(names: frozenset[str]) -> Callable[[str], bool]:
+    return names.__contains__
+
+
+def _regex_predicate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    search = pattern.search
+
+    def matches(tool: str) -> bool:
+        if search(tool) is not None:
+            return True
+        return any(search(alias) is not None for alias in _ALIASES_OF.get(tool, ()))
+
+    return matches
+
+
+def compile_tool_matcher(
+    matcher: ToolMatcher, known: frozenset[str], *, where: str
+) -> Callable[[str], bool]:
+    """Compile a tool matcher into a predicate over normalized tool names.
+
+    ``matcher`` is a regex string or compiled pattern (``re.search`` on the normalized
+    name, aliases included), a ``group:*`` name, or a list of names and groups.  ``known``
+    is the set of tool names the matcher must be able to match (known + registered).
+
+    Raises:
+        RegistrationError: invalid regex, unknown group, or a matcher that matches no
+            known or registered tool (the message lists the valid names).
+    """
+    if isinstance(matcher, re.Pattern):
+        predicate = _regex_predicate(matcher)
+        shown = matcher.pattern
+    elif isinstance(matcher, str):
+        if matcher.startswith("group:"):
+            predicate = _names_predicate(_group(matcher, where))
+        else:
+            try:
+                pattern = re.compile(matcher)
+            except re.error as exc:
+                raise RegistrationError(
+                    f"{where}: tool matcher {matcher!r} is not a valid regex: {exc}"
+                ) from None
+            predicate = _regex_predicate(pattern)
+        shown = matcher
+    elif isinstance(matcher, Sequence):
+        names: set[str] = set()
+        for item in matcher:
+            if not isinstance(item, str):
+                raise RegistrationError(
+                    f"{where}: tool matcher list items must be str, got {type(item).__name__}"
+                )
+            if item.startswith("group:"):
+                names |= _group(item, where)
+            else:
+                names.add(normalize_tool_name(item))
+        predicate = _names_predicate(frozenset(names))
+        unknown = sorted(names - known)
+        if unknown:
+            raise RegistrationError(
+                f"{where}: tool matcher names unknown tools {unknown}; {_describe_valid(known)}"
+            )
+        shown = repr(list(matcher))
+    else:
+        raise RegistrationError(
+            f"{where}: tool matcher must be a regex string, a compiled pattern, a group:* name "
+            f"or a list of names, got {type(matcher).__name__}"
+        )
+    if not any(predicate(name) for name in known):
+        raise RegistrationError(
+            f"{where}: tool matcher {shown} matches no known or registered tool; "
+            f"{_describe_valid(known)}"
+        )
+    return predicate
+
+
+def compile_agent_matcher(
+    matcher: str | re.Pattern[str], *, where: str
+) -> Callable[[str], bool]:
+    """Compile an agent matcher (regex string or pattern, ``re.search`` on agent_id)."""
+    if isinstance(matcher, re.Pattern):
+        pattern = matcher
+    elif isinstance(matcher, str):
+        try:
+            pattern = re.compile(matcher)
+        except re.error as exc:
+            raise RegistrationError(
+                f"{where}: agent matcher {matcher!r} is not a valid regex: {exc}"
+            ) from None
+    else:
+        raise RegistrationError(
+            f"{where}: agent matcher must be a regex string or compiled pattern, "
+            f"got {type(matcher).__name__}"
+        )
+    search = pattern.search
+    return lambda agent: search(agent) is not None
+
+
+def _group(name: str, where: str) -> frozenset[str]:
+    try:
+        return TOOL_GROUPS[name]
+    except KeyError:
+        raise RegistrationError(
+            f"{where}: unknown tool group {name!r}; groups: {', '.join(sorted(TOOL_GROUPS))}"
+        ) from None

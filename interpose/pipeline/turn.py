@@ -1,0 +1,335 @@
+"""A turn: one user message and everything the agent does about it.
+
+``Turn`` runs the message, params, llm, command and compact stages (the tool stage lives
+in ``Pipeline``, where the hot path is).  ``async with turn`` publishes turn_started /
+turn_ended, absorbs ``AbortTurn`` (then ``turn.aborted`` is True) and lets ``HardAbort``
+and every other exception through unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from inspect import isawaitable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..bus import events as ev
+from ..errors import AbortTurn, HardAbort
+from .chain import invoke, run_gate, run_plain
+from .context import CommandContext, CompactContext, LLMContext, MessageContext, ParamsContext
+from .payloads import (
+    CommandBeforeInput,
+    CommandBeforeOutput,
+    CompactInput,
+    CompactOutput,
+    LLMAfterInput,
+    LLMAfterOutput,
+    LLMBeforeInput,
+    LLMRequest,
+    LLMResponse,
+    MessageBeforeInput,
+    MessageBeforeOutput,
+    ParamsBeforeInput,
+    ParamsBeforeOutput,
+    ToolResult,
+    refusal,
+)
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
+
+__all__ = ["Turn"]
+
+
+class Turn:
+    """One turn of one agent in one session.  Create it with ``pipe.turn(...)``."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        turn_id: str,
+        agent_id: str,
+        session_key: str,
+        provider: str,
+        model: str,
+    ) -> None:
+        self.pipeline = pipeline
+        self.turn_id = turn_id
+        self.agent_id = agent_id
+        self.session_key = session_key
+        self.provider = provider
+        self.model = model
+        self.user_message: str = ""
+        self.metadata: dict[str, Any] = {}
+        self.resolved: ParamsBeforeOutput | None = None
+        self.aborted = False
+        self.abort_reason = ""
+        self._started = 0
+
+    def __repr__(self) -> str:
+        state = f" aborted={self.abort_reason!r}" if self.aborted else ""
+        return f"<Turn {self.turn_id} agent={self.agent_id!r} session={self.session_key!r}{state}>"
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> Turn:
+        self.pipeline._check_running()
+        self._started = time.perf_counter_ns()
+        if "turn_started" in self.pipeline.bus.wanted:
+            await self._emit(ev.TurnStarted, provider=self.provider, model=self.model)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        duration = time.perf_counter_ns() - self._started
+        wanted = self.pipeline.bus.wanted
+        if isinstance(exc, AbortTurn | HardAbort):
+            self.aborted = True
+            self.abort_reason = exc.reason
+            if "turn_aborted" in wanted:
+                await self._emit(
+                    ev.TurnAborted,
+                    reason=exc.reason,
+                    hard=isinstance(exc, HardAbort),
+                    duration_ns=duration,
+                )
+            return isinstance(exc, AbortTurn)
+        if "turn_ended" in wanted:
+            await self._emit(ev.TurnEnded, duration_ns=duration)
+        return False
+
+    async def _emit(self, cls: type[Any], **fields: Any) -> None:
+        await self.pipeline.emit(cls, self, self.agent_id, self.session_key, **fields)
+
+    # -- stages -----------------------------------------------------------------------
+
+    async def message(
+        self, text: str, metadata: dict[str, Any] | None = None
+    ) -> MessageBeforeOutput:
+        """Run the message stage on a user message; returns the (rewritten) output."""
+        if not isinstance(text, str):
+            raise TypeError(f"message must be a str, got {type(text).__name__}")
+        self.pipeline._check_running()
+        ctx = MessageContext(self, MessageBeforeOutput(message=text, metadata=dict(metadata or {})))
+        await self.pipeline.stage_app("message", self.agent_id, _message_core)(ctx)
+        self.user_message, self.metadata = ctx.result.message, ctx.result.metadata
+        if "message_received" in self.pipeline.bus.wanted:
+            await self._emit(
+                ev.MessageReceived, message=self.user_message, metadata=self.metadata
+            )
+        return ctx.result
+
+    async def params(self) -> ParamsBeforeOutput:
+        """Run the params stage; provider/model overrides are applied to the turn."""
+        self.pipeline._check_running()
+        ctx = ParamsContext(self, ParamsBeforeOutput(provider=self.provider, model=self.model))
+        await self.pipeline.stage_app("params", self.agent_id, _params_core)(ctx)
+        out: ParamsBeforeOutput = ctx.result
+        self.resolved, self.provider, self.model = out, out.provider, out.model
+        if "params_resolved" in self.pipeline.bus.wanted:
+            await self._emit(
+                ev.ParamsResolved,
+                provider=out.provider,
+                model=out.model,
+                params=msgspec.structs.asdict(out),
+            )
+        return out
+
+    async def call_llm(self, request: LLMRequest, *, call: Callable[[LLMRequest], Any]) -> LLMResponse:
+        """Run the llm stage: llm.before → ``call(request)`` → llm.after (with retries).
+
+        ``call`` is sync or async and returns an ``LLMResponse`` (or a dict of its fields).
+        Its exceptions propagate unchanged.
+        """
+        if not isinstance(request, LLMRequest):
+            raise TypeError(f"request must be an LLMRequest, got {type(request).__name__}")
+        self.pipeline._check_running()
+        ctx = LLMContext(self, request)
+        ctx.state["call"] = call
+        await self.pipeline.stage_app("llm", self.agent_id, _llm_core)(ctx)
+        if ctx.response is None:
+            raise RuntimeError("the llm stage ended without a response")
+        return ctx.response
+
+    async def call_tool(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call: Callable[[dict[str, Any]], Any],
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Run one tool call through the tool stage (see ``Pipeline.call_tool``)."""
+        return await self.pipeline._tool(
+            self, name, args, call, call_id, self.agent_id, self.session_key
+        )
+
+    async def run_command(
+        self, name: str, args: dict[str, Any], *, call: Callable[[dict[str, Any]], Any]
+    ) -> ToolResult:
+        """Run a slash command through the command stage (command.before may block it)."""
+        if not isinstance(args, dict):
+            raise TypeError(f"command arguments must be a dict, got {type(args).__name__}")
+        self.pipeline._check_running()
+        ctx = CommandContext(self, name, args, call)
+        await self.pipeline.stage_app("command", self.agent_id, _command_core)(ctx)
+        assert ctx.result is not None
+        return ctx.result
+
+    async def compact(
+        self,
+        messages: list[Any],
+        *,
+        call: Callable[[list[Any], str], Any],
+        reason: str = "",
+    ) -> CompactOutput:
+        """Run the compact stage.  session.compact may choose the messages to keep and
+        supply the summary; otherwise ``call(messages_to_summarize, instructions)``
+        writes it."""
+        self.pipeline._check_running()
+        ctx = CompactContext(self, list(messages), reason, call)
+        await self.pipeline.stage_app("compact", self.agent_id, _compact_core)(ctx)
+        assert ctx.result is not None
+        return ctx.result
+
+
+# -- stage cores: fixed functions, so the onion around each is compiled once ----------------
+
+
+async def _message_core(ctx: MessageContext) -> None:
+    turn = _turn(ctx)
+    pipe = turn.pipeline
+    fns, steps = pipe.hook_steps("message.before", turn.agent_id)
+    if fns:
+        inp = MessageBeforeInput(
+            agent_id=turn.agent_id,
+            session_key=turn.session_key,
+            provider=turn.provider,
+            model=turn.model,
+        )
+        await run_plain(fns, steps, inp, ctx.result, pipe._failure_recorder(turn, "", "", None))
+
+
+async def _params_core(ctx: ParamsContext) -> None:
+    turn = _turn(ctx)
+    pipe = turn.pipeline
+    fns, steps = pipe.hook_steps("params.before", turn.agent_id)
+    if fns:
+        inp = ParamsBeforeInput(
+            agent_id=turn.agent_id,
+            session_key=turn.session_key,
+            message=turn.user_message,
+            metadata=turn.metadata,
+        )
+        await run_plain(fns, steps, inp, ctx.result, pipe._failure_recorder(turn, "", "", None))
+
+
+async def _llm_core(ctx: LLMContext) -> None:
+    turn = _turn(ctx)
+    pipe = turn.pipeline
+    call = ctx.state["call"]
+    failed = pipe._failure_recorder(turn, "", "", None)
+    fns, steps = pipe.hook_steps("llm.before", turn.agent_id)
+    if fns:
+        inp = LLMBeforeInput(
+            agent_id=turn.agent_id, session_key=turn.session_key, turn_id=turn.turn_id, attempt=1
+        )
+        await run_plain(fns, steps, inp, ctx.request, failed)
+    after_fns, after_steps = pipe.hook_steps("llm.after", turn.agent_id)
+    wanted = pipe.bus.wanted
+    for attempt in range(1, pipe.max_retries + 2):
+        ctx.attempt = attempt
+        if "llm_request" in wanted:
+            await turn._emit(
+                ev.LLMRequestSent,
+                attempt=attempt,
+                model=turn.model,
+                messages=len(ctx.request.messages),
+            )
+        start = time.perf_counter_ns()
+        response = call(ctx.request)
+        if isawaitable(response):
+            response = await response
+        if not isinstance(response, LLMResponse):
+            response = msgspec.convert(response, LLMResponse)
+        if "llm_response" in wanted:
+            await turn._emit(
+                ev.LLMResponseReceived,
+                attempt=attempt,
+                model=turn.model,
+                duration_ns=time.perf_counter_ns() - start,
+                stop_reason=response.stop_reason,
+                tool_calls=len(response.tool_calls),
+            )
+        out = LLMAfterOutput(response=response)
+        if after_fns:
+            inp_after = LLMAfterInput(
+                agent_id=turn.agent_id,
+                session_key=turn.session_key,
+                turn_id=turn.turn_id,
+                attempt=attempt,
+                request=ctx.request,
+            )
+            await run_plain(after_fns, after_steps, inp_after, out, failed)
+        ctx.response = out.response
+        if not out.retry:
+            return
+
+
+async def _command_core(ctx: CommandContext) -> None:
+    turn = _turn(ctx)
+    pipe = turn.pipeline
+    fns, steps = pipe.hook_steps("command.before", turn.agent_id)
+    out = CommandBeforeOutput(args=ctx.args)
+    if fns:
+        inp = CommandBeforeInput(
+            command=ctx.command, agent_id=turn.agent_id, session_key=turn.session_key
+        )
+
+        def block(step: Any, reason: str) -> None:
+            out.block, out.block_reason = True, reason
+
+        blocker, _ = await run_gate(
+            fns, steps, inp, out, pipe._failure_recorder(turn, ctx.command, "", block)
+        )
+        if blocker is not None:
+            reason = out.block_reason or f"blocked by {blocker.id}"
+            ctx.result = refusal("blocked", ctx.command, reason, decided_by=blocker.id)
+            return
+    ctx.result, _ = await invoke(ctx.call, out.args)
+
+
+async def _compact_core(ctx: CompactContext) -> None:
+    turn = _turn(ctx)
+    pipe = turn.pipeline
+    out = CompactOutput()
+    fns, steps = pipe.hook_steps("session.compact", turn.agent_id)
+    if fns:
+        inp = CompactInput(
+            agent_id=turn.agent_id,
+            session_key=turn.session_key,
+            reason=ctx.reason,
+            messages=ctx.messages,
+        )
+        await run_plain(fns, steps, inp, out, pipe._failure_recorder(turn, "", "", None))
+    if out.summary is None:
+        kept = out.messages
+        rest = [m for m in ctx.messages if m not in kept]
+        summary = ctx.call(rest, out.instructions)
+        if isawaitable(summary):
+            summary = await summary
+        out.summary = summary if isinstance(summary, str) else str(summary)
+    ctx.result = out
+
+
+def _turn(ctx: Any) -> Turn:
+    turn: Turn = ctx.turn
+    return turn
