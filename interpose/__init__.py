@@ -4,8 +4,6 @@
 >>> pipe = interpose.Pipeline(builtins=False)
 """
 
-from __future__ import annotations
-
 from .bus.events import Event
 from .errors import AbortTurn, ConfigError, HardAbort, InterposeError, RegistrationError
 from .pipeline.context import (

@@ -22,7 +22,8 @@ def _find_benchmarks() -> Path | None:
 def _demo(args: argparse.Namespace) -> int:
     from .agent.demo import run_demo
 
-    return run_demo(workdir=args.workdir)
+    code: int = run_demo(workdir=args.workdir)
+    return code
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -42,29 +42,29 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
         return self.__struct_config__.tag  # type: ignore[return-value]
 
 
-class TurnStarted(_Event, tag="turn_started"):
+class TurnStarted(_Event, tag="turn_started", frozen=True):
     provider: str = ""
     model: str = ""
 
 
-class MessageReceived(_Event, tag="message_received"):
+class MessageReceived(_Event, tag="message_received", frozen=True):
     message: str = ""
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class ParamsResolved(_Event, tag="params_resolved"):
+class ParamsResolved(_Event, tag="params_resolved", frozen=True):
     provider: str = ""
     model: str = ""
     params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class LLMRequestSent(_Event, tag="llm_request"):
+class LLMRequestSent(_Event, tag="llm_request", frozen=True):
     attempt: int = 1
     model: str = ""
     messages: int = 0
 
 
-class LLMResponseReceived(_Event, tag="llm_response"):
+class LLMResponseReceived(_Event, tag="llm_response", frozen=True):
     attempt: int = 1
     model: str = ""
     duration_ns: int = 0
@@ -72,14 +72,14 @@ class LLMResponseReceived(_Event, tag="llm_response"):
     tool_calls: int = 0
 
 
-class ToolExecStart(_Event, tag="tool_exec_start"):
+class ToolExecStart(_Event, tag="tool_exec_start", frozen=True):
     tool_name: str = ""
     tool_call_id: str = ""
     raw_name: str = ""
     attempt: int = 1
 
 
-class ToolExecEnd(_Event, tag="tool_exec_end"):
+class ToolExecEnd(_Event, tag="tool_exec_end", frozen=True):
     """Published once per tool call, whatever happened to it (see ``status``)."""
 
     tool_name: str = ""
@@ -92,7 +92,7 @@ class ToolExecEnd(_Event, tag="tool_exec_end"):
     interceptors: tuple[str, ...] = ()
 
 
-class ToolExecSkipped(_Event, tag="tool_exec_skipped"):
+class ToolExecSkipped(_Event, tag="tool_exec_skipped", frozen=True):
     """The operation did not run: ``why`` is blocked, denied or responded."""
 
     tool_name: str = ""
@@ -102,7 +102,7 @@ class ToolExecSkipped(_Event, tag="tool_exec_skipped"):
     decided_by: str = ""
 
 
-class InterceptorFailed(_Event, tag="interceptor_failed"):
+class InterceptorFailed(_Event, tag="interceptor_failed", frozen=True):
     hook: str = ""
     interceptor_id: str = ""
     error_type: str = ""
@@ -113,11 +113,11 @@ class InterceptorFailed(_Event, tag="interceptor_failed"):
     tool_call_id: str = ""
 
 
-class TurnEnded(_Event, tag="turn_ended"):
+class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
 
-class TurnAborted(_Event, tag="turn_aborted"):
+class TurnAborted(_Event, tag="turn_aborted", frozen=True):
     reason: str = ""
     hard: bool = False
     duration_ns: int = 0

@@ -201,7 +201,7 @@ class InMemoryBus:
             buffer,
             overflow,
             self.observer_timeout if timeout is None else timeout,
-            name or getattr(observer, "__qualname__", type(observer).__qualname__),
+            name or str(getattr(observer, "__qualname__", type(observer).__qualname__)),
         )
         self.subscriptions.append(sub)
         self._reindex()

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import functools
 import time
-from inspect import isawaitable
 from collections.abc import Awaitable, Callable, Sequence
+from inspect import isawaitable
 from operator import length_hint
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -68,8 +68,8 @@ class Step:
         return f"<Step {self.id!r} on {self.hook} priority={self.priority}>"
 
 
-async def _with_timeout(fn: Callable[..., Awaitable[Any]], timeout: float, *args: Any) -> Any:
-    with anyio.fail_after(timeout):
+async def _with_timeout(fn: Callable[..., Awaitable[Any]], seconds: float, *args: Any) -> Any:
+    with anyio.fail_after(seconds):
         return await fn(*args)
 
 
@@ -87,11 +87,9 @@ def compile_steps(
     return tuple(s.call for s in steps), steps
 
 
-class Failure(Protocol):
-    """Called when a step raised: records it and returns the policy to apply
-    ('block' or 'skip'); re-raises for 'raise'."""
-
-    async def __call__(self, step: Step, exc: Exception, /) -> OnError: ...
+# Called as failed(step, exc, inp, out) when a step raised: records the failure, applies
+# 'block' to the output, returns the policy; re-raises the exception for 'raise'.
+Failure = Callable[[Step, Exception, Any, Any], Awaitable[OnError]]
 
 
 async def run_plain(
@@ -114,7 +112,7 @@ async def run_plain(
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
-            if await failed(step, exc) == "block":
+            if await failed(step, exc, inp, out) == "block":
                 return step
 
 
@@ -124,14 +122,16 @@ async def run_gate(
     inp: Any,
     out: Any,
     failed: Failure,
+    has_result: bool = True,
 ) -> tuple[Step | None, Step | None]:
     """Run before-handlers on an output with ``block`` (and optionally ``result``).
 
-    Stops at the first block.  Returns (blocker, responder): the step that blocked (or
-    whose failure blocked), and the last step that set ``out.result``.
+    Stops at the first block.  ``has_result``: the output has a ``result`` to respond
+    with (tool.before), so responders are tracked.  Returns (blocker, responder): the
+    step that blocked (or whose failure blocked), and the last step that set
+    ``out.result``.
     """
     it = iter(fns)
-    has_result = hasattr(out, "result")
     seen = out.result if has_result else None
     responder: Step | None = None
     while True:
@@ -150,7 +150,7 @@ async def run_gate(
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
-            if await failed(step, exc) == "block":
+            if await failed(step, exc, inp, out) == "block":
                 return step, responder
 
 

@@ -68,6 +68,7 @@ def refusal(status: ToolStatus, tool: str, reason: str, **details: Any) -> ToolR
 
 
 class MessageBeforeInput(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str = ""
     agent_id: str = ""
     session_key: str = ""
     provider: str = ""
@@ -80,6 +81,7 @@ class MessageBeforeOutput(msgspec.Struct, kw_only=True):
 
 
 class ParamsBeforeInput(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str = ""
     agent_id: str = ""
     session_key: str = ""
     message: str = ""
@@ -150,6 +152,7 @@ class LLMAfterOutput(msgspec.Struct, kw_only=True):
 
 class ToolBeforeInput(msgspec.Struct, frozen=True, kw_only=True):
     tool_name: str
+    turn_id: str = ""
     raw_name: str = ""
     tool_call_id: str = ""
     agent_id: str = ""
@@ -177,6 +180,7 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     agent_id: str = ""
     session_key: str = ""
+    turn_id: str = ""
 
 
 class Approval(msgspec.Struct, frozen=True, kw_only=True):
@@ -201,6 +205,7 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
 
 class ToolAfterInput(msgspec.Struct, frozen=True, kw_only=True):
     tool_name: str
+    turn_id: str = ""
     tool_call_id: str = ""
     is_error: bool = False
     blocked: bool = False
@@ -221,6 +226,7 @@ class ToolAfterOutput(msgspec.Struct, kw_only=True):
 
 
 class CommandBeforeInput(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str = ""
     command: str
     agent_id: str = ""
     session_key: str = ""
@@ -233,6 +239,7 @@ class CommandBeforeOutput(msgspec.Struct, kw_only=True):
 
 
 class CompactInput(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str = ""
     agent_id: str = ""
     session_key: str = ""
     reason: str = ""

@@ -24,9 +24,9 @@ from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
 from .chain import (
     Step,
-    invoke,
     build_onion,
     compile_steps,
+    invoke,
     run_gate,
     run_plain,
 )
@@ -78,8 +78,8 @@ class ToolChain:
         "after",
         "after_steps",
         "app",
-        "approvers",
         "approver_steps",
+        "approvers",
         "before",
         "before_steps",
         "empty",
@@ -253,6 +253,8 @@ class Pipeline:
     @overload
     def approver(
         self,
+        fn: None = None,
+        /,
         *,
         tools: ToolMatcher | None = None,
         agents: str | None = None,
@@ -365,9 +367,7 @@ class Pipeline:
 
         Returns the body's return value, or None when the turn was aborted.
         """
-        turn = self.turn(
-            agent_id=agent_id, session_key=session_key, provider=provider, model=model
-        )
+        turn = self.turn(agent_id=agent_id, session_key=session_key, provider=provider, model=model)
         ctx = TurnContext(turn, body)
         async with turn:
             await self.stage_app("turn", agent_id, _turn_core)(ctx)
@@ -434,16 +434,16 @@ class Pipeline:
             except _ABORTS:
                 raise
             except Exception as exc:
-                return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+                return ToolResult(
+                    output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
+                )
             return ToolResult(output=out)
         self._check_running()
         if call_id is None:
             call_id = f"call-{next(self._call_ids)}"
         if chain.app is None:
             return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
-        ctx = ToolContext(
-            turn, chain.tool_name, name, call_id, args, call, agent_id, session_key
-        )
+        ctx = ToolContext(turn, chain.tool_name, name, call_id, args, call, agent_id, session_key)
         await chain.app(ctx)
         assert ctx.result is not None  # guarded layers turn a missing result into a failure
         return ctx.result
@@ -468,7 +468,12 @@ class Pipeline:
 
             async def core(ctx: ToolContext) -> None:
                 ctx.result = await self._tool_core(
-                    chain, ctx.turn, ctx.call_id, ctx.args, ctx.call, ctx.agent_id,
+                    chain,
+                    ctx.turn,
+                    ctx.call_id,
+                    ctx.args,
+                    ctx.call,
+                    ctx.agent_id,
                     ctx.session_key,
                 )
 
@@ -491,8 +496,10 @@ class Pipeline:
     ) -> ToolResult:
         name = chain.tool_name
         wanted = self.bus.wanted
+        turn_id = turn.turn_id if turn is not None else ""
         inp = ToolBeforeInput(
             tool_name=name,
+            turn_id=turn_id,
             raw_name=chain.raw_name,
             tool_call_id=call_id,
             agent_id=agent_id,
@@ -503,8 +510,9 @@ class Pipeline:
         decider: Step | None = None
         reason = ""
         if chain.before:
-            failed = self._failure_recorder(turn, name, call_id, _block_output(out))
-            decider, responder = await run_gate(chain.before, chain.before_steps, inp, out, failed)
+            decider, responder = await run_gate(
+                chain.before, chain.before_steps, inp, out, self._hook_failed
+            )
             if decider is not None:
                 reason = out.block_reason or f"blocked by {decider.id}"
                 result = refusal("blocked", name, reason, decided_by=decider.id)
@@ -515,9 +523,10 @@ class Pipeline:
             raise TypeError(
                 f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
             )
-        if chain.approvers and (result is None or (result.status == "responded" and not (
-            decider is not None and decider.trusted
-        ))):
+        if chain.approvers and (
+            result is None
+            or (result.status == "responded" and not (decider is not None and decider.trusted))
+        ):
             denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
             if denial is not None:
                 decider, reason = denial
@@ -527,14 +536,22 @@ class Pipeline:
         if ran:
             if "tool_exec_start" in wanted:
                 await self.emit(
-                    ev.ToolExecStart, turn, agent_id, session_key,
-                    tool_name=name, tool_call_id=call_id, raw_name=chain.raw_name,
+                    ev.ToolExecStart,
+                    turn_id,
+                    agent_id,
+                    session_key,
+                    tool_name=name,
+                    tool_call_id=call_id,
+                    raw_name=chain.raw_name,
                 )
             result, duration = await invoke(call, out.args)
         elif "tool_exec_skipped" in wanted:
             assert result is not None
             await self.emit(
-                ev.ToolExecSkipped, turn, agent_id, session_key,
+                ev.ToolExecSkipped,
+                turn_id,
+                agent_id,
+                session_key,
                 tool_name=name,
                 tool_call_id=call_id,
                 why=result.status,
@@ -544,12 +561,23 @@ class Pipeline:
         assert result is not None
         if chain.after:
             result, duration = await self._after(
-                chain, turn, call_id, out.args, call, agent_id, session_key, result, duration,
+                chain,
+                turn,
+                call_id,
+                out.args,
+                call,
+                agent_id,
+                session_key,
+                result,
+                duration,
                 ran,
             )
         if "tool_exec_end" in wanted:
             await self.emit(
-                ev.ToolExecEnd, turn, agent_id, session_key,
+                ev.ToolExecEnd,
+                turn_id,
+                agent_id,
+                session_key,
                 tool_name=name,
                 tool_call_id=call_id,
                 status=result.status,
@@ -572,6 +600,7 @@ class Pipeline:
     ) -> tuple[Step, str] | None:
         """Run the approvers; returns (the denying step, reason) or None if all allow."""
         request = ApprovalRequest(
+            turn_id=turn.turn_id if turn is not None else "",
             tool_name=chain.tool_name,
             tool_call_id=call_id,
             args=args,
@@ -587,7 +616,9 @@ class Pipeline:
             except _ABORTS:
                 raise
             except Exception as exc:
-                await self._record_failure(step, exc, turn, chain.tool_name, call_id)
+                await self._record_failure(
+                    step, exc, request.turn_id, agent_id, session_key, chain.tool_name, call_id
+                )
                 if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
                     return step, f"approver '{step.id}' did not answer within {step.timeout}s"
                 if step.on_error == "raise":
@@ -608,7 +639,10 @@ class Pipeline:
             with anyio.fail_after(self.approval_timeout):
                 answer = await self.human_approval(request, reason)
         except TimeoutError:
-            return "deny", f"approval required ({reason}): no answer within {self.approval_timeout}s"
+            return (
+                "deny",
+                f"approval required ({reason}): no answer within {self.approval_timeout}s",
+            )
         decision, why = _decision(answer)
         if decision == "ask":
             return "deny", f"approval required ({reason}): the handler answered 'ask' again"
@@ -632,6 +666,7 @@ class Pipeline:
         while True:
             inp = ToolAfterInput(
                 tool_name=name,
+                turn_id=turn.turn_id if turn is not None else "",
                 tool_call_id=call_id,
                 is_error=result.is_error,
                 blocked=result.status in ("blocked", "denied"),
@@ -644,11 +679,14 @@ class Pipeline:
             )
             out = ToolAfterOutput(result=result)
             failer = await run_plain(
-                chain.after, chain.after_steps, inp, out,
-                self._failure_recorder(turn, name, call_id, _block_result(out, name)),
+                chain.after,
+                chain.after_steps,
+                inp,
+                out,
+                self._hook_failed,
             )
-            result = out.result if isinstance(out.result, ToolResult) else ToolResult(
-                output=out.result
+            result = (
+                out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
             )
             if failer is not None:
                 return result, duration
@@ -695,29 +733,40 @@ class Pipeline:
 
     # -- failures and events ------------------------------------------------------
 
-    def _failure_recorder(
-        self,
-        turn: Turn | None,
-        tool_name: str,
-        call_id: str,
-        block: Callable[[Step, str], None] | None,
-    ) -> Callable[[Step, Exception], Awaitable[OnError]]:
-        """The ``failed`` callback of one hook run: record, then apply the policy
-        (``block(step, reason)`` fails the call closed)."""
-
-        async def failed(step: Step, exc: Exception) -> OnError:
-            await self._record_failure(step, exc, turn, tool_name, call_id)
-            if step.on_error == "raise":
-                raise exc
-            if step.on_error == "block" and block is not None:
-                block(step, f"interceptor '{step.id}' failed: {_describe(exc, step)}")
-            return step.on_error
-
-        return failed
+    async def _hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
+        """A handler raised: record it, apply its policy to ``out``, return the policy."""
+        tool = str(getattr(inp, "tool_name", None) or getattr(inp, "command", ""))
+        await self._record_failure(
+            step,
+            exc,
+            inp.turn_id,
+            inp.agent_id,
+            inp.session_key,
+            tool,
+            getattr(inp, "tool_call_id", ""),
+        )
+        if step.on_error == "raise":
+            raise exc
+        if step.on_error == "block":
+            reason = f"interceptor '{step.id}' failed: {_describe(exc, step)}"
+            if isinstance(out, ToolAfterOutput):
+                out.result = refusal("blocked", tool, reason, decided_by=step.id)
+            else:
+                out.block, out.block_reason = True, reason
+        return step.on_error
 
     async def _layer_failed(self, step: Step, exc: Exception, ctx: Context) -> OnError:
         name = getattr(ctx, "tool_name", getattr(ctx, "command", ""))
-        await self._record_failure(step, exc, ctx.turn, name, getattr(ctx, "call_id", ""))
+        turn = ctx.turn
+        await self._record_failure(
+            step,
+            exc,
+            turn.turn_id if turn is not None else "",
+            turn.agent_id if turn is not None else getattr(ctx, "agent_id", ""),
+            turn.session_key if turn is not None else getattr(ctx, "session_key", ""),
+            name,
+            getattr(ctx, "call_id", ""),
+        )
         if step.on_error == "raise":
             raise exc
         if step.on_error == "block":
@@ -730,7 +779,14 @@ class Pipeline:
         return step.on_error
 
     async def _record_failure(
-        self, step: Step, exc: Exception, turn: Turn | None, tool_name: str, call_id: str
+        self,
+        step: Step,
+        exc: Exception,
+        turn_id: str,
+        agent_id: str,
+        session_key: str,
+        tool_name: str,
+        call_id: str,
     ) -> None:
         timed_out = isinstance(exc, TimeoutError)
         counts = self.stats.timeouts if timed_out else self.stats.failures
@@ -739,14 +795,18 @@ class Pipeline:
             self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
         log.warning(
             "%s '%s' failed (%s, policy %s): %s",
-            step.hook, step.id, tool_name or "-", step.on_error, _describe(exc, step),
+            step.hook,
+            step.id,
+            tool_name or "-",
+            step.on_error,
+            _describe(exc, step),
         )
         if "interceptor_failed" in self.bus.wanted:
             await self.emit(
                 ev.InterceptorFailed,
-                turn,
-                turn.agent_id if turn is not None else "",
-                turn.session_key if turn is not None else "",
+                turn_id,
+                agent_id,
+                session_key,
                 hook=step.hook,
                 interceptor_id=step.id,
                 error_type=type(exc).__name__,
@@ -757,7 +817,9 @@ class Pipeline:
                 tool_call_id=call_id,
             )
 
-    def _observer_failed(self, sub: Subscription, event: Any, exc: Exception, timed_out: bool) -> None:
+    def _observer_failed(
+        self, sub: Subscription, event: Any, exc: Exception, timed_out: bool
+    ) -> None:
         key = f"observer:{sub.name}"
         counts = self.stats.timeouts if timed_out else self.stats.failures
         counts[key] = counts.get(key, 0) + 1
@@ -783,7 +845,7 @@ class Pipeline:
     async def emit(
         self,
         cls: type[Any],
-        turn: Turn | None,
+        turn_id: str,
         agent_id: str,
         session_key: str,
         **fields: Any,
@@ -794,7 +856,7 @@ class Pipeline:
             cls(
                 ts=time.time_ns(),
                 seq=next(self._seq),
-                turn_id=turn.turn_id if turn is not None else "",
+                turn_id=turn_id,
                 agent_id=agent_id,
                 session_key=session_key,
                 **fields,
@@ -815,21 +877,6 @@ def _describe(exc: BaseException, step: Step) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _block_output(out: Any) -> Callable[[Step, str], None]:
-    def block(step: Step, reason: str) -> None:
-        out.block = True
-        out.block_reason = reason
-
-    return block
-
-
-def _block_result(out: ToolAfterOutput, tool: str) -> Callable[[Step, str], None]:
-    def block(step: Step, reason: str) -> None:
-        out.result = refusal("blocked", tool, reason, decided_by=step.id)
-
-    return block
-
-
 def _as_responded(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         if value.status in ("ok", "error"):
@@ -845,9 +892,7 @@ def _decision(answer: Any) -> tuple[str, str]:
         return "deny", ""
     if isinstance(answer, Approval):
         return answer.decision, answer.reason
-    raise TypeError(
-        f"an approver must return Approval, bool or None, got {type(answer).__name__}"
-    )
+    raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
 
 
 def _ran(chain: ToolChain, decider: Step | None, status: str) -> tuple[str, ...]:
@@ -867,4 +912,5 @@ def _ran(chain: ToolChain, decider: Step | None, status: str) -> tuple[str, ...]
 
 
 async def _turn_core(ctx: TurnContext) -> None:
+    assert ctx.turn is not None
     ctx.result = await ctx.body(ctx.turn)

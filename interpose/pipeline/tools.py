@@ -140,9 +140,7 @@ def compile_tool_matcher(
     return predicate
 
 
-def compile_agent_matcher(
-    matcher: str | re.Pattern[str], *, where: str
-) -> Callable[[str], bool]:
+def compile_agent_matcher(matcher: str | re.Pattern[str], *, where: str) -> Callable[[str], bool]:
     """Compile an agent matcher (regex string or pattern, ``re.search`` on agent_id)."""
     if isinstance(matcher, re.Pattern):
         pattern = matcher

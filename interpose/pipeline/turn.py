@@ -107,7 +107,7 @@ class Turn:
         return False
 
     async def _emit(self, cls: type[Any], **fields: Any) -> None:
-        await self.pipeline.emit(cls, self, self.agent_id, self.session_key, **fields)
+        await self.pipeline.emit(cls, self.turn_id, self.agent_id, self.session_key, **fields)
 
     # -- stages -----------------------------------------------------------------------
 
@@ -122,9 +122,7 @@ class Turn:
         await self.pipeline.stage_app("message", self.agent_id, _message_core)(ctx)
         self.user_message, self.metadata = ctx.result.message, ctx.result.metadata
         if "message_received" in self.pipeline.bus.wanted:
-            await self._emit(
-                ev.MessageReceived, message=self.user_message, metadata=self.metadata
-            )
+            await self._emit(ev.MessageReceived, message=self.user_message, metadata=self.metadata)
         return ctx.result
 
     async def params(self) -> ParamsBeforeOutput:
@@ -143,7 +141,9 @@ class Turn:
             )
         return out
 
-    async def call_llm(self, request: LLMRequest, *, call: Callable[[LLMRequest], Any]) -> LLMResponse:
+    async def call_llm(
+        self, request: LLMRequest, *, call: Callable[[LLMRequest], Any]
+    ) -> LLMResponse:
         """Run the llm stage: llm.before → ``call(request)`` → llm.after (with retries).
 
         ``call`` is sync or async and returns an ``LLMResponse`` (or a dict of its fields).
@@ -210,12 +210,13 @@ async def _message_core(ctx: MessageContext) -> None:
     fns, steps = pipe.hook_steps("message.before", turn.agent_id)
     if fns:
         inp = MessageBeforeInput(
+            turn_id=turn.turn_id,
             agent_id=turn.agent_id,
             session_key=turn.session_key,
             provider=turn.provider,
             model=turn.model,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe._failure_recorder(turn, "", "", None))
+        await run_plain(fns, steps, inp, ctx.result, pipe._hook_failed)
 
 
 async def _params_core(ctx: ParamsContext) -> None:
@@ -224,19 +225,20 @@ async def _params_core(ctx: ParamsContext) -> None:
     fns, steps = pipe.hook_steps("params.before", turn.agent_id)
     if fns:
         inp = ParamsBeforeInput(
+            turn_id=turn.turn_id,
             agent_id=turn.agent_id,
             session_key=turn.session_key,
             message=turn.user_message,
             metadata=turn.metadata,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe._failure_recorder(turn, "", "", None))
+        await run_plain(fns, steps, inp, ctx.result, pipe._hook_failed)
 
 
 async def _llm_core(ctx: LLMContext) -> None:
     turn = _turn(ctx)
     pipe = turn.pipeline
     call = ctx.state["call"]
-    failed = pipe._failure_recorder(turn, "", "", None)
+    failed = pipe._hook_failed
     fns, steps = pipe.hook_steps("llm.before", turn.agent_id)
     if fns:
         inp = LLMBeforeInput(
@@ -291,15 +293,12 @@ async def _command_core(ctx: CommandContext) -> None:
     out = CommandBeforeOutput(args=ctx.args)
     if fns:
         inp = CommandBeforeInput(
-            command=ctx.command, agent_id=turn.agent_id, session_key=turn.session_key
+            turn_id=turn.turn_id,
+            command=ctx.command,
+            agent_id=turn.agent_id,
+            session_key=turn.session_key,
         )
-
-        def block(step: Any, reason: str) -> None:
-            out.block, out.block_reason = True, reason
-
-        blocker, _ = await run_gate(
-            fns, steps, inp, out, pipe._failure_recorder(turn, ctx.command, "", block)
-        )
+        blocker, _ = await run_gate(fns, steps, inp, out, pipe._hook_failed, has_result=False)
         if blocker is not None:
             reason = out.block_reason or f"blocked by {blocker.id}"
             ctx.result = refusal("blocked", ctx.command, reason, decided_by=blocker.id)
@@ -314,12 +313,13 @@ async def _compact_core(ctx: CompactContext) -> None:
     fns, steps = pipe.hook_steps("session.compact", turn.agent_id)
     if fns:
         inp = CompactInput(
+            turn_id=turn.turn_id,
             agent_id=turn.agent_id,
             session_key=turn.session_key,
             reason=ctx.reason,
             messages=ctx.messages,
         )
-        await run_plain(fns, steps, inp, out, pipe._failure_recorder(turn, "", "", None))
+        await run_plain(fns, steps, inp, out, pipe._hook_failed)
     if out.summary is None:
         kept = out.messages
         rest = [m for m in ctx.messages if m not in kept]

@@ -1,0 +1,607 @@
+"""Per-tool-call overhead of interpose, against its floor, in one run.
+
+What it measures (ns per tool call, every case driven the same way: an ``async def``
+loop that awaits the thing ``n`` times, run with ``loop.run_until_complete`` on one
+asyncio event loop, timed inside the coroutine with ``time.perf_counter_ns``):
+
+- floor: ``await tool(args)``, where ``async def tool(args): return args``;
+- a plain Python function call ``h(inp, out)`` in a loop, net of the empty loop: the
+  reference for "each sync interceptor costs at most 1.5x a plain function call";
+- interpose, empty pipeline (``Pipeline(builtins=False, tracing="off")``, no
+  subscribers): ``await pipe.call_tool("exec", args, call=tool)``; target: at most
+  1 µs above the floor;
+- interpose with 1, 5, 10 sync ``tool.before`` interceptors ``def h(inp, out): pass``;
+  per-interceptor cost ``(t_N - t_empty) / N`` against the plain call (target <= 1.5x);
+- pluggy with 1, 5, 10 hookimpls doing the same (``pm.hook.tool_before(inp=, out=)``
+  then ``await tool(args)``); target: interpose with 10 interceptors is faster;
+- interpose with 1, 5, 10 ``tool``-stage middleware layers
+  ``async def mw(ctx, call_next): await call_next()``, with the stage's default
+  ``on_error="block"`` (a guarded layer) and with ``on_error="raise"``, against a
+  hand-written Starlette-style closure onion of the same depth calling the same ``mw``;
+  target: per layer, no more than the closure onion;
+- interpose with 1, 5, 10 async interceptors ``async def h(inp, out): pass``, with the
+  default ``interceptor_timeout=5.0`` (a cancel scope per handler) and with
+  ``interceptor_timeout=None`` (no scope); informational.
+
+Methodology: every case is first calibrated to a loop count ``n`` whose run lasts about
+``--target-ms``; then all cases are warmed up; then each round runs every case once, in
+a shuffled order, with the garbage collector disabled during the timed loop.  A case's
+ns/call is the median over rounds; the minimum and quartiles go to ``--json``.  Ratios
+compare numbers measured in the same run, so they hold on any machine.
+
+Run it with ``interpose bench [--quick]`` or
+``python benchmarks/bench_tool_call.py [--quick] [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pluggy
+
+import interpose
+from interpose import Pipeline
+
+Loop = Callable[[int], Coroutine[Any, Any, int]]
+"""A timed case: ``await loop(n)`` runs the operation n times, returns elapsed ns."""
+
+Args = dict[str, Any]
+DEPTHS = (1, 5, 10)
+TOOL = "exec"
+ARGS: Args = {"command": "ls -la", "cwd": "/tmp"}
+
+
+# -- the operations being measured ------------------------------------------------------
+
+
+async def tool(args: Args) -> Args:
+    """The tool of every case: the cheapest awaitable that does something with args."""
+    return args
+
+
+def sync_handler(inp: object, out: object) -> None:
+    """A sync interceptor (and the plain function of the reference call)."""
+
+
+async def async_handler(inp: object, out: object) -> None:
+    """An async interceptor."""
+
+
+async def mw(ctx: object, call_next: Callable[[], Awaitable[None]]) -> None:
+    """A middleware layer that only passes the call through."""
+    await call_next()
+
+
+class _Payload:
+    """Stand-in inputs/outputs for the plain-call and pluggy cases."""
+
+    __slots__ = ("args", "block", "result")
+
+    def __init__(self) -> None:
+        self.args = ARGS
+        self.block = False
+        self.result: object = None
+
+
+# -- building the cases -------------------------------------------------------------------
+
+
+def floor_case() -> Loop:
+    async def loop(n: int) -> int:
+        t = tool
+        args = ARGS
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            await t(args)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def empty_loop_case() -> Loop:
+    async def loop(n: int) -> int:
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            pass
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def plain_call_case() -> Loop:
+    async def loop(n: int) -> int:
+        h = sync_handler
+        inp, out = _Payload(), _Payload()
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            h(inp, out)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def pipeline_case(pipe: Pipeline) -> Loop:
+    async def loop(n: int) -> int:
+        call_tool = pipe.call_tool
+        t = tool
+        args = ARGS
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            await call_tool(TOOL, args, call=t)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def empty_pipeline() -> Pipeline:
+    return Pipeline(builtins=False, tracing="off")
+
+
+def interceptor_pipeline(
+    handler: Callable[[object, object], object], depth: int, timeout: float | None = 5.0
+) -> Pipeline:
+    pipe = Pipeline(builtins=False, tracing="off", interceptor_timeout=timeout)
+    for k in range(depth):
+        pipe.intercept("tool.before", id=f"i{k}")(handler)
+    return pipe
+
+
+def middleware_pipeline(depth: int, on_error: interpose.OnError | None) -> Pipeline:
+    pipe = Pipeline(builtins=False, tracing="off")
+    for k in range(depth):
+        pipe.middleware("tool", id=f"m{k}", on_error=on_error)(mw)
+    return pipe
+
+
+def pluggy_case(depth: int) -> Loop:
+    project = "interpose_bench"
+    hookspec = pluggy.HookspecMarker(project)
+    hookimpl = pluggy.HookimplMarker(project)
+
+    class Spec:
+        @hookspec
+        def tool_before(self, inp: object, out: object) -> None:
+            """Called before a tool runs."""
+
+    class Plugin:
+        @hookimpl
+        def tool_before(self, inp: object, out: object) -> None:
+            pass
+
+    pm = pluggy.PluginManager(project)
+    pm.add_hookspecs(Spec)
+    for k in range(depth):
+        pm.register(Plugin(), name=f"p{k}")
+    if len(pm.hook.tool_before.get_hookimpls()) != depth:
+        raise RuntimeError("pluggy did not register every hookimpl")
+
+    async def loop(n: int) -> int:
+        hook = pm.hook.tool_before
+        t = tool
+        args = ARGS
+        inp, out = _Payload(), _Payload()
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            hook(inp=inp, out=out)
+            await t(args)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+class _Ctx:
+    """The per-call context of the hand-written onion."""
+
+    __slots__ = ("args", "result")
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.result: object = None
+
+
+App = Callable[[_Ctx], Awaitable[None]]
+
+
+def _layer(inner: App) -> App:
+    async def layer(ctx: _Ctx) -> None:
+        await mw(ctx, lambda: inner(ctx))
+
+    return layer
+
+
+def onion_case(depth: int) -> Loop:
+    """Starlette-style closure onion of ``depth`` layers of ``mw`` around the tool."""
+
+    async def core(ctx: _Ctx) -> None:
+        ctx.result = await tool(ctx.args)
+
+    app: App = core
+    for _ in range(depth):
+        app = _layer(app)
+
+    async def loop(n: int) -> int:
+        a = app
+        args = ARGS
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            ctx = _Ctx(args)
+            await a(ctx)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+@dataclass
+class Case:
+    key: str
+    label: str
+    loop: Loop
+    n: int = 0
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def build_cases() -> list[Case]:
+    """Every case of the run, in table order.
+
+    Raises:
+        RuntimeError: a pipeline does not return the tool's output unchanged.
+    """
+    cases = [
+        Case("floor", "floor: await tool(args)", floor_case()),
+        Case("loop", "empty loop iteration", empty_loop_case()),
+        Case("call", "plain call h(inp, out) (with loop)", plain_call_case()),
+        Case("empty", "interpose, empty pipeline", pipeline_case(empty_pipeline())),
+    ]
+    pipes: list[Pipeline] = [empty_pipeline()]
+    for d in DEPTHS:
+        pipe = interceptor_pipeline(sync_handler, d)
+        pipes.append(pipe)
+        cases.append(Case(f"sync{d}", f"interpose, {d} sync interceptors", pipeline_case(pipe)))
+    for d in DEPTHS:
+        cases.append(Case(f"pluggy{d}", f"pluggy, {d} hookimpls", pluggy_case(d)))
+    for d in DEPTHS:
+        pipe = middleware_pipeline(d, None)
+        pipes.append(pipe)
+        cases.append(Case(f"mw{d}", f"interpose, {d} middleware (block)", pipeline_case(pipe)))
+    for d in DEPTHS:
+        pipe = middleware_pipeline(d, "raise")
+        pipes.append(pipe)
+        cases.append(
+            Case(f"mwraise{d}", f"interpose, {d} middleware (raise)", pipeline_case(pipe))
+        )
+    cases.append(Case("onion0", "closure onion, 0 layers (core)", onion_case(0)))
+    for d in DEPTHS:
+        cases.append(Case(f"onion{d}", f"closure onion, {d} layers", onion_case(d)))
+    for d in DEPTHS:
+        pipe = interceptor_pipeline(async_handler, d, 5.0)
+        pipes.append(pipe)
+        cases.append(
+            Case(f"async{d}", f"interpose, {d} async (timeout 5s)", pipeline_case(pipe))
+        )
+    for d in DEPTHS:
+        pipe = interceptor_pipeline(async_handler, d, None)
+        pipes.append(pipe)
+        cases.append(
+            Case(f"asyncnt{d}", f"interpose, {d} async (no timeout)", pipeline_case(pipe))
+        )
+    for pipe in pipes:
+        _check(pipe)
+    return cases
+
+
+def _check(pipe: Pipeline) -> None:
+    async def once() -> None:
+        result = await pipe.call_tool(TOOL, ARGS, call=tool)
+        if result.status != "ok" or result.output is not ARGS:
+            raise RuntimeError(f"{pipe!r} returned {result!r}")
+
+    asyncio.run(once())
+
+
+# -- timing -------------------------------------------------------------------------------
+
+
+def run_once(loop: asyncio.AbstractEventLoop, case: Case, n: int) -> int:
+    """Run ``case`` for ``n`` iterations with the GC off; returns elapsed ns."""
+    gc.collect()
+    gc.disable()
+    try:
+        return loop.run_until_complete(case.loop(n))
+    finally:
+        gc.enable()
+
+
+def calibrate(loop: asyncio.AbstractEventLoop, case: Case, target_ns: int) -> int:
+    """The loop count whose run lasts about ``target_ns``."""
+    n = 16
+    while True:
+        elapsed = run_once(loop, case, n)
+        if elapsed >= target_ns // 4 or n >= 1 << 26:
+            break
+        n *= 4
+    return max(16, int(n * target_ns / max(elapsed, 1)))
+
+
+def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
+    """Calibrate, warm up and time every case ``rounds`` times, interleaved."""
+    target_ns = int(target_ms * 1e6)
+    loop = asyncio.new_event_loop()
+    try:
+        for case in cases:
+            case.n = calibrate(loop, case, target_ns)
+        for case in cases:  # warm-up: caches, compiled chains, branch predictors
+            run_once(loop, case, case.n)
+        order = list(cases)
+        rng = random.Random(0)
+        for _ in range(rounds):
+            rng.shuffle(order)
+            for case in order:
+                case.samples.append(run_once(loop, case, case.n) / case.n)
+    finally:
+        loop.close()
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    case: str
+    ns_per_call: float | None
+    above_floor: float | None
+    measure: str = ""
+    value: float | None = None
+    ratio: float | None = None
+    target: str = ""
+    result: str = ""
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def analyse(cases: list[Case]) -> list[Row]:
+    """Turn the medians into the table rows, with targets checked."""
+    t = {c.key: c.median for c in cases}
+    floor = t["floor"]
+    plain = t["call"] - t["loop"]
+    rows: list[Row] = [
+        Row("floor: await tool(args)", floor, 0.0),
+        Row("empty loop iteration", t["loop"], None),
+        Row("plain call h(inp, out), net of loop", plain, None, "reference", plain),
+    ]
+    empty_over = t["empty"] - floor
+    rows.append(
+        Row(
+            "interpose, empty pipeline",
+            t["empty"],
+            empty_over,
+            "above floor",
+            empty_over,
+            None,
+            "<= 1000 ns",
+            _verdict(empty_over <= 1000),
+        )
+    )
+    for d in DEPTHS:
+        per = (t[f"sync{d}"] - t["empty"]) / d
+        ratio = per / plain
+        rows.append(
+            Row(
+                f"interpose, {d} sync interceptors",
+                t[f"sync{d}"],
+                t[f"sync{d}"] - floor,
+                "per interceptor vs plain call",
+                per,
+                ratio,
+                "<= 1.5x",
+                _verdict(ratio <= 1.5),
+            )
+        )
+    slope = (t["sync10"] - t["sync1"]) / 9
+    rows.append(
+        Row(
+            "  slope 1->10 sync interceptors",
+            None,
+            None,
+            "per interceptor vs plain call",
+            slope,
+            slope / plain,
+            "<= 1.5x",
+            _verdict(slope / plain <= 1.5),
+        )
+    )
+    for d in DEPTHS:
+        whole = t[f"sync{d}"] / t[f"pluggy{d}"]
+        rows.append(
+            Row(
+                f"pluggy, {d} hookimpls",
+                t[f"pluggy{d}"],
+                t[f"pluggy{d}"] - floor,
+                f"interpose {d} / pluggy {d}, whole call",
+                t[f"sync{d}"],
+                whole,
+                "< 1.0x" if d == 10 else "info",
+                _verdict(whole < 1.0) if d == 10 else "",
+            )
+        )
+    over = (t["sync10"] - floor) / (t["pluggy10"] - floor)
+    rows.append(
+        Row(
+            "  interpose 10 vs pluggy 10",
+            None,
+            None,
+            "overhead above floor",
+            t["sync10"] - floor,
+            over,
+            "< 1.0x",
+            _verdict(over < 1.0),
+        )
+    )
+    onion_per = {d: (t[f"onion{d}"] - t["onion0"]) / d for d in DEPTHS}
+    rows.append(Row("closure onion, 0 layers (core + ctx)", t["onion0"], t["onion0"] - floor))
+    for d in DEPTHS:
+        rows.append(
+            Row(
+                f"closure onion, {d} layers",
+                t[f"onion{d}"],
+                t[f"onion{d}"] - floor,
+                "per layer (reference)",
+                onion_per[d],
+            )
+        )
+    onion_slope = (t["onion10"] - t["onion1"]) / 9
+    for key, label in (("mw", "block"), ("mwraise", "raise")):
+        for d in DEPTHS:
+            per = (t[f"{key}{d}"] - t["empty"]) / d
+            ratio = per / onion_per[d]
+            rows.append(
+                Row(
+                    f"interpose, {d} middleware ({label})",
+                    t[f"{key}{d}"],
+                    t[f"{key}{d}"] - floor,
+                    "per layer vs onion per layer",
+                    per,
+                    ratio,
+                    "<= 1.0x",
+                    _verdict(ratio <= 1.0),
+                )
+            )
+        slope = (t[f"{key}10"] - t[f"{key}1"]) / 9
+        rows.append(
+            Row(
+                f"  slope 1->10 middleware ({label})",
+                None,
+                None,
+                "per layer vs onion slope",
+                slope,
+                slope / onion_slope,
+                "<= 1.0x",
+                _verdict(slope / onion_slope <= 1.0),
+            )
+        )
+    for key, label in (("async", "timeout 5s"), ("asyncnt", "no timeout")):
+        for d in DEPTHS:
+            per = (t[f"{key}{d}"] - t["empty"]) / d
+            rows.append(
+                Row(
+                    f"interpose, {d} async ({label})",
+                    t[f"{key}{d}"],
+                    t[f"{key}{d}"] - floor,
+                    "per interceptor vs plain call",
+                    per,
+                    per / plain,
+                    "info",
+                )
+            )
+    scope = (t["async10"] - t["asyncnt10"]) / 10
+    rows.append(
+        Row("  cancel scope per async handler", None, None, "timeout 5s - none", scope, None, "info")
+    )
+    return rows
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "" if x is None else format(x, fmt)
+
+
+def render(rows: list[Row]) -> str:
+    header = (
+        f"{'case':<40} {'ns/call':>9} {'+floor':>9}  {'measure':<32} {'value ns':>9} "
+        f"{'ratio':>6}  {'target':<10} {'result':<6}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(
+            f"{r.case:<40} {_num(r.ns_per_call, '9.1f'):>9} {_num(r.above_floor, '9.1f'):>9}  "
+            f"{r.measure:<32} {_num(r.value, '9.1f'):>9} "
+            f"{_num(r.ratio, '5.2f') + ('x' if r.ratio is not None else ''):>6}  "
+            f"{r.target:<10} {r.result:<6}".rstrip()
+        )
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpu_count": os.cpu_count(),
+        "interpose": getattr(interpose, "__version__", "unknown"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run every case, print the table (and write JSON if asked).
+
+    Raises:
+        RuntimeError: a benchmarked pipeline does not behave as expected.
+        OSError: the JSON file cannot be written.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
+    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
+    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
+    opts = parser.parse_args(argv)
+    rounds = opts.rounds or (5 if opts.quick else 41)
+    target_ms = opts.target_ms or (2.0 if opts.quick else 25.0)
+
+    info = machine()
+    print(f"interpose bench: per-tool-call overhead ({'quick' if opts.quick else 'full'} run)")
+    print(
+        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
+        f"processor: {info['processor']}; {info['cpu_count']} CPUs"
+    )
+    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median ns per tool call\n")
+    cases = build_cases()
+    started = time.perf_counter()
+    measure(cases, rounds, target_ms)
+    rows = analyse(cases)
+    print(render(rows))
+    elapsed = time.perf_counter() - started
+    print(f"\n(measured in {elapsed:.1f} s)")
+    if opts.json:
+        payload = {
+            "machine": info,
+            "rounds": rounds,
+            "target_ms": target_ms,
+            "cases": {
+                c.key: {
+                    "label": c.label,
+                    "n": c.n,
+                    "median_ns": c.median,
+                    "min_ns": min(c.samples),
+                    "quartiles_ns": statistics.quantiles(c.samples, n=4)
+                    if len(c.samples) > 1
+                    else [c.median] * 3,
+                }
+                for c in cases
+            },
+            "rows": [asdict(r) for r in rows],
+        }
+        with open(opts.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    main()
