@@ -47,7 +47,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pluggy
 
@@ -132,6 +132,21 @@ def plain_call_case() -> Loop:
     return loop
 
 
+def handler_loop_case(depth: int) -> Loop:
+    """The least any dispatcher pays: ``for fn in fns: fn(inp, out)`` over ``depth`` fns."""
+
+    async def loop(n: int) -> int:
+        fns = (sync_handler,) * depth
+        inp, out = _Payload(), _Payload()
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            for fn in fns:
+                fn(inp, out)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
 def pipeline_case(pipe: Pipeline) -> Loop:
     async def loop(n: int) -> int:
         call_tool = pipe.call_tool
@@ -158,7 +173,7 @@ def interceptor_pipeline(
     return pipe
 
 
-def middleware_pipeline(depth: int, on_error: interpose.OnError | None) -> Pipeline:
+def middleware_pipeline(depth: int, on_error: Literal["block", "skip", "raise"] | None) -> Pipeline:
     pipe = Pipeline(builtins=False, tracing="off")
     for k in range(depth):
         pipe.middleware("tool", id=f"m{k}", on_error=on_error)(mw)
@@ -266,6 +281,8 @@ def build_cases() -> list[Case]:
         Case("floor", "floor: await tool(args)", floor_case()),
         Case("loop", "empty loop iteration", empty_loop_case()),
         Case("call", "plain call h(inp, out) (with loop)", plain_call_case()),
+        Case("fns1", "handler loop, 1 fn", handler_loop_case(1)),
+        Case("fns10", "handler loop, 10 fns", handler_loop_case(10)),
         Case("empty", "interpose, empty pipeline", pipeline_case(empty_pipeline())),
     ]
     pipes: list[Pipeline] = [empty_pipeline()]
@@ -282,24 +299,18 @@ def build_cases() -> list[Case]:
     for d in DEPTHS:
         pipe = middleware_pipeline(d, "raise")
         pipes.append(pipe)
-        cases.append(
-            Case(f"mwraise{d}", f"interpose, {d} middleware (raise)", pipeline_case(pipe))
-        )
+        cases.append(Case(f"mwraise{d}", f"interpose, {d} middleware (raise)", pipeline_case(pipe)))
     cases.append(Case("onion0", "closure onion, 0 layers (core)", onion_case(0)))
     for d in DEPTHS:
         cases.append(Case(f"onion{d}", f"closure onion, {d} layers", onion_case(d)))
     for d in DEPTHS:
         pipe = interceptor_pipeline(async_handler, d, 5.0)
         pipes.append(pipe)
-        cases.append(
-            Case(f"async{d}", f"interpose, {d} async (timeout 5s)", pipeline_case(pipe))
-        )
+        cases.append(Case(f"async{d}", f"interpose, {d} async (timeout 5s)", pipeline_case(pipe)))
     for d in DEPTHS:
         pipe = interceptor_pipeline(async_handler, d, None)
         pipes.append(pipe)
-        cases.append(
-            Case(f"asyncnt{d}", f"interpose, {d} async (no timeout)", pipeline_case(pipe))
-        )
+        cases.append(Case(f"asyncnt{d}", f"interpose, {d} async (no timeout)", pipeline_case(pipe)))
     for pipe in pipes:
         _check(pipe)
     return cases
@@ -386,6 +397,12 @@ def analyse(cases: list[Case]) -> list[Row]:
         Row("empty loop iteration", t["loop"], None),
         Row("plain call h(inp, out), net of loop", plain, None, "reference", plain),
     ]
+    dispatch = (t["fns10"] - t["fns1"]) / 9
+    rows.append(
+        Row(
+            "handler loop: for fn in fns: fn(inp, out)", None, None, "per fn, slope 1->10", dispatch
+        )
+    )
     empty_over = t["empty"] - floor
     rows.append(
         Row(
@@ -425,6 +442,18 @@ def analyse(cases: list[Case]) -> list[Row]:
             slope / plain,
             "<= 1.5x",
             _verdict(slope / plain <= 1.5),
+        )
+    )
+    rows.append(
+        Row(
+            "  same slope vs handler loop",
+            None,
+            None,
+            "per interceptor vs handler loop",
+            slope,
+            slope / dispatch,
+            "<= 1.5x",
+            _verdict(slope / dispatch <= 1.5),
         )
     )
     for d in DEPTHS:
@@ -512,7 +541,9 @@ def analyse(cases: list[Case]) -> list[Row]:
             )
     scope = (t["async10"] - t["asyncnt10"]) / 10
     rows.append(
-        Row("  cancel scope per async handler", None, None, "timeout 5s - none", scope, None, "info")
+        Row(
+            "  cancel scope per async handler", None, None, "timeout 5s - none", scope, None, "info"
+        )
     )
     return rows
 
@@ -562,8 +593,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
     parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
     opts = parser.parse_args(argv)
-    rounds = opts.rounds or (5 if opts.quick else 41)
-    target_ms = opts.target_ms or (2.0 if opts.quick else 25.0)
+    rounds = opts.rounds or (5 if opts.quick else 61)
+    target_ms = opts.target_ms or (2.0 if opts.quick else 20.0)
 
     info = machine()
     print(f"interpose bench: per-tool-call overhead ({'quick' if opts.quick else 'full'} run)")

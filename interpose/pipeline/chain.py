@@ -122,29 +122,37 @@ async def run_gate(
     inp: Any,
     out: Any,
     failed: Failure,
-    has_result: bool = True,
+    track: bool = False,
 ) -> tuple[Step | None, Step | None]:
-    """Run before-handlers on an output with ``block`` (and optionally ``result``).
+    """Run before-handlers on an output with ``block``; stop at the first block.
 
-    Stops at the first block.  ``has_result``: the output has a ``result`` to respond
-    with (tool.before), so responders are tracked.  Returns (blocker, responder): the
-    step that blocked (or whose failure blocked), and the last step that set
-    ``out.result``.
+    Returns (blocker, responder): the step that blocked (or whose failure blocked) and,
+    with ``track`` (the output has a ``result``), the last step that set
+    ``out.result``.  Tracking costs a comparison per step, so callers ask for it only
+    when the responder matters (trusted responders ahead of approvers, or listeners).
     """
     it = iter(fns)
-    seen = out.result if has_result else None
     responder: Step | None = None
+    seen = out.result if track else None
     while True:
         try:
-            for fn in it:
-                r = fn(inp, out)
-                if r is not None:
-                    await r
-                if out.block:
-                    return steps[len(fns) - length_hint(it) - 1], responder
-                if has_result and out.result is not seen:
-                    seen = out.result
-                    responder = steps[len(fns) - length_hint(it) - 1]
+            if track:
+                for fn in it:
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+                    if out.block:
+                        return steps[len(fns) - length_hint(it) - 1], responder
+                    if out.result is not seen:
+                        seen = out.result
+                        responder = steps[len(fns) - length_hint(it) - 1]
+            else:
+                for fn in it:
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+                    if out.block:
+                        return steps[len(fns) - length_hint(it) - 1], responder
             return None, responder
         except _ABORTS:
             raise

@@ -85,6 +85,7 @@ class ToolChain:
         "empty",
         "raw_name",
         "tool_name",
+        "trusted_responders",
         "version",
     )
 
@@ -100,6 +101,8 @@ class ToolChain:
         self.after_steps: tuple[Step, ...] = ()
         self.app: Callable[[ToolContext], Awaitable[None]] | None = None
         self.empty = True
+        # a trusted before-step may respond past the approvers: track who responds
+        self.trusted_responders = False
 
 
 class Pipeline:
@@ -479,6 +482,9 @@ class Pipeline:
 
             chain.app = build_onion(layers, core, self._layer_failed)
         chain.empty = not (chain.before or chain.approvers or chain.after or layers)
+        chain.trusted_responders = bool(chain.approvers) and any(
+            s.trusted for s in chain.before_steps
+        )
         if len(self._tool_chains) >= _CACHE_LIMIT:
             self._tool_chains.clear()
         self._tool_chains[(raw_name, agent_id)] = chain
@@ -511,7 +517,12 @@ class Pipeline:
         reason = ""
         if chain.before:
             decider, responder = await run_gate(
-                chain.before, chain.before_steps, inp, out, self._hook_failed
+                chain.before,
+                chain.before_steps,
+                inp,
+                out,
+                self._hook_failed,
+                chain.trusted_responders or bool(wanted),
             )
             if decider is not None:
                 reason = out.block_reason or f"blocked by {decider.id}"
@@ -544,7 +555,21 @@ class Pipeline:
                     tool_call_id=call_id,
                     raw_name=chain.raw_name,
                 )
-            result, duration = await invoke(call, out.args)
+            # the operation, inline (one coroutine less than `invoke` on the hot path)
+            start = time.perf_counter_ns()
+            try:
+                value = call(out.args)
+                if isawaitable(value):
+                    value = await value
+            except _ABORTS:
+                raise
+            except Exception as exc:
+                result = ToolResult(
+                    output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
+                )
+            else:
+                result = ToolResult(output=value)
+            duration = time.perf_counter_ns() - start
         elif "tool_exec_skipped" in wanted:
             assert result is not None
             await self.emit(

@@ -298,7 +298,7 @@ async def _command_core(ctx: CommandContext) -> None:
             agent_id=turn.agent_id,
             session_key=turn.session_key,
         )
-        blocker, _ = await run_gate(fns, steps, inp, out, pipe._hook_failed, has_result=False)
+        blocker, _ = await run_gate(fns, steps, inp, out, pipe._hook_failed)
         if blocker is not None:
             reason = out.block_reason or f"blocked by {blocker.id}"
             ctx.result = refusal("blocked", ctx.command, reason, decided_by=blocker.id)

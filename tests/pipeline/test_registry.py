@@ -214,19 +214,16 @@ def test_on_error_block_on_a_hook_that_cannot_block_is_rejected(pipe: Pipeline) 
     with pytest.raises(RegistrationError, match=r"message\.before"):
         pipe.intercept("message.before", on_error="block", id="m")(noop)
     with pytest.raises(RegistrationError, match="block"):
-        pipe.registry.add(
-            Interceptor(id="p", hook="params.before", handler=noop, on_error="block")
-        )
+        pipe.registry.add(Interceptor(id="p", hook="params.before", handler=noop, on_error="block"))
     # the same policy is fine where the operation can be refused
     pipe.intercept("tool.before", on_error="block", id="t")(noop)
     assert [r.id for r in pipe.registry.list()] == ["t"]
 
 
 def test_invalid_on_error_value_is_rejected(pipe: Pipeline) -> None:
+    policy: Any = "ignore"
     with pytest.raises(RegistrationError, match="on_error"):
-        pipe.registry.add(
-            Interceptor(id="x", hook="tool.before", handler=noop, on_error="ignore")  # type: ignore[arg-type]
-        )
+        pipe.registry.add(Interceptor(id="x", hook="tool.before", handler=noop, on_error=policy))
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0])

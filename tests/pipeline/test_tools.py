@@ -10,6 +10,7 @@ import pytest
 from interpose import (
     KNOWN_TOOL_NAMES,
     TOOL_GROUPS,
+    Interceptor,
     Pipeline,
     ToolBeforeInput,
     ToolBeforeOutput,
@@ -155,9 +156,17 @@ async def test_agent_matcher_regex(pipe: Pipeline) -> None:
 async def test_agent_matcher_compiled_pattern(pipe: Pipeline) -> None:
     seen: list[str] = []
 
-    @pipe.intercept("tool.before", agents=re.compile("REVIEW", re.IGNORECASE), id="r")  # type: ignore[arg-type]
     def reviewers(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         seen.append(inp.agent_id)
+
+    pipe.registry.add(
+        Interceptor(
+            id="r",
+            hook="tool.before",
+            handler=reviewers,
+            agent_matcher=re.compile("REVIEW", re.IGNORECASE),
+        )
+    )
 
     await pipe.call_tool("read", {}, call=tool, agent_id="code-reviewer")
     await pipe.call_tool("read", {}, call=tool, agent_id="coder")

@@ -1,0 +1,74 @@
+"""Approvers: allow, deny, or ask a human.
+
+Approvers run on ``tool.approve`` after the before-interceptors, with the final
+arguments.  Every approver must allow.  ``Approval.ask`` hands the decision to the
+pipeline's ``human_approval`` handler; no handler, or no answer within
+``approval_timeout``, means deny.  An approver that does not answer in time is a deny.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import anyio
+
+from interpose import Approval, ApprovalRequest, Pipeline
+
+# failures (here: the late approver) are logged as warnings on the "interpose" logger
+logging.basicConfig(stream=sys.stdout, format="log: %(message)s")
+
+
+def run_exec(args: dict[str, Any]) -> str:
+    """The tool: pretend to run a shell command."""
+    return f"ran {args['command']!r}"
+
+
+async def human(request: ApprovalRequest, reason: str) -> bool | Approval:
+    """The human-approval handler: a real one would prompt a person and await the answer."""
+    print(f"  human asked about {request.tool_name} {request.args} ({reason})")
+    if "prod" in request.args["command"]:
+        return Approval.deny("not today")
+    return True  # True / None = allow, False = deny
+
+
+pipe = Pipeline(builtins=False, human_approval=human, approval_timeout=0.2)
+
+
+@pipe.approver(tools="group:runtime", priority=10, id="policy")
+def policy(req: ApprovalRequest) -> Approval | None:
+    command: str = req.args["command"]
+    if command.startswith("sudo "):
+        return Approval.deny("no sudo")
+    if command.startswith("deploy"):
+        return Approval.ask("deployments need a human")
+    return None  # no opinion = allow
+
+
+@pipe.approver(tools="exec", id="slow-reviewer")
+async def slow_reviewer(req: ApprovalRequest) -> bool:
+    if "reindex" in req.args["command"]:
+        await anyio.sleep(10)  # cancelled after approval_timeout: a late answer is a deny
+    return True
+
+
+async def run(command: str, p: Pipeline = pipe) -> None:
+    print(f"exec {command!r}")
+    result = await p.call_tool("exec", {"command": command}, call=run_exec)
+    print(f"  -> {result.status}: {result.output}")
+
+
+async def main() -> None:
+    await run("ls")  # both approvers allow
+    await run("sudo reboot")  # policy denies
+    await run("deploy staging")  # policy asks, the human allows
+    await run("deploy prod")  # policy asks, the human denies
+    await run("reindex")  # slow-reviewer misses approval_timeout
+    no_human = Pipeline(registry=pipe.registry)  # same approvers, no human_approval handler
+    await run("deploy staging", no_human)
+    print("timeouts counted:", pipe.stats.timeouts)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

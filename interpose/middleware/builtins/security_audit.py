@@ -1,0 +1,454 @@
+"""``builtin:security-audit``: keep file tools away from credentials and auth files.
+
+The guard runs before ``read``, ``write``, ``edit`` and ``apply_patch``.  It collects every
+path the call touches (``path``, ``file_path``, ``file``; for ``apply_patch`` every file
+named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs),
+normalizes each one and blocks the call when one is sensitive.
+
+Normalization comes first, so spelling cannot dodge a rule: ``~``, ``~user``, ``$HOME``
+and ``${HOME}`` are expanded, backslashes become ``/``, ``file://`` and repeated slashes
+are dropped, ``/proc/<pid>/root`` (a view of ``/``) and ``/proc/<pid>/cwd`` prefixes are
+stripped, ``.`` and ``..`` are resolved lexically (``node_modules/../.env`` is ``.env``)
+and the result is lower-cased for matching.  Only then is the allow-list consulted, so
+it cannot be reached through ``..``.
+
+Sensitive paths (the rule ids appear in block reasons):
+
+- ``ssh-key``: ``id_rsa``/``id_dsa``/``id_ecdsa``/``id_ed25519`` (and ``_sk``) anywhere,
+  host keys, and everything under ``.ssh/``.  Reading ``*.pub``, ``known_hosts``,
+  ``authorized_keys`` and ``config`` is allowed (public material); writing anything under
+  ``.ssh/`` is not (``authorized_keys`` is persistence, ``config`` can run commands
+  through ``ProxyCommand``).
+- ``cloud-credentials``: ``.aws/``, ``.azure/``, ``.oci/``, ``.config/gcloud/``,
+  ``application_default_credentials.json``, ``credentials.json``, ``*service-account*.json``,
+  ``kubeconfig*``, ``.kube/config``, ``.docker/config.json``, ``.netrc``, ``.boto``,
+  ``.s3cfg``, terraform ``credentials.tfrc.json``.
+- ``dev-credentials``: ``.git-credentials``, ``.config/gh/hosts.yml``, ``.pypirc``,
+  ``.gem/credentials``, ``.cargo/credentials*``, and ``.npmrc`` directly in a home
+  directory (a project's ``.npmrc`` usually holds registry settings, not tokens).
+- ``keyring``: ``.gnupg/``, ``.password-store/``, desktop keyrings, macOS keychains,
+  KeePass databases.
+- ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
+  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).
+- ``env-file``: ``.env``, ``.env.*``, ``*.env``, ``.envrc``, except the templates
+  ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema``.
+- ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
+  ``*.ppk``, ``*.p8``.
+- ``ai-tool-auth``: Claude, Codex, GitHub Copilot, Qwen/MiniMax/Gemini
+  (``oauth_creds.json``), gogcli, OpenClaw/Clawdbot credentials, ``auth-profiles.json``
+  and WhatsApp session credentials.
+- ``shell-profile``: ``.profile``, ``.bashrc``, ``.bash_profile``, ``.bash_login``,
+  ``.bash_logout``, ``.zshrc``, ``.zprofile``, ``.zshenv``, ``.zlogin``, ``.zlogout``,
+  ``.config/fish/config.fish`` (they hold exported tokens, and writing them is
+  persistence).
+
+Allowed even when a rule matches: anything with a ``node_modules``, ``test``, ``tests``,
+``fixtures`` or ``__fixtures__`` *directory* component, file names containing ``.test.``,
+and ``package-lock.json``.  Allow-list entries match whole components:
+``node_modules_evil/.env`` and ``my-fixtures/.env`` stay blocked.
+
+Limits, inherent to judging a path string: symlinks and hard links are not resolved (a
+link named ``notes.txt`` pointing at ``~/.ssh/id_rsa`` passes); relative paths are judged
+without the tool's working directory (``credentials`` read from inside ``~/.aws`` is not
+recognized, though ``id_rsa`` or ``.env`` are recognized anywhere); environment variables
+other than ``HOME`` are not expanded; case-insensitive matching may block a file on a
+case-sensitive file system whose name only differs in case.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...errors import ConfigError
+from ...pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+
+__all__ = [
+    "SENSITIVE_RULES",
+    "SecurityAudit",
+    "SensitiveMatch",
+    "match_sensitive",
+    "normalize_path",
+    "patch_paths",
+    "resolve_path",
+    "sensitive_reason",
+]
+
+
+# -- normalization --------------------------------------------------------------------------
+
+_HOME_VAR = re.compile(r"\$\{HOME\}|\$HOME(?![A-Za-z0-9_])")
+_TILDE_USER = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*)?(?=/|$)")
+_SLASHES = re.compile(r"/{2,}")
+_PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)/root(?=/|$)")
+_PROC_CWD = re.compile(r"^/proc/(?:self|thread-self|\d+)/cwd(?:/|$)")
+
+
+def _default_home() -> str:
+    return os.path.expanduser("~")
+
+
+def resolve_path(path: str, *, home: str | None = None) -> str:
+    """Lexically normalize ``path`` without changing its case.
+
+    Expands ``~``, ``~user``, ``$HOME`` and ``${HOME}`` (``home`` defaults to the current
+    user's home), turns backslashes into ``/``, drops ``file://`` and repeated slashes,
+    strips ``/proc/<pid>/root`` and ``/proc/<pid>/cwd`` prefixes and resolves ``.`` and
+    ``..`` the way :func:`posixpath.normpath` does (relative paths stay relative).
+    """
+    p = path.strip().replace("\\", "/")
+    if p.startswith("file://"):
+        p = p[7:]
+    if "$" in p:
+        p = _HOME_VAR.sub(lambda _m: home if home is not None else _default_home(), p)
+    if p.startswith("~"):
+        m = _TILDE_USER.match(p)
+        if m is not None:
+            user = m.group(1)
+            if user is None:
+                base = home if home is not None else _default_home()
+            else:
+                base = "/root" if user == "root" else f"/home/{user}"
+            p = base + p[m.end() :]
+    if "//" in p:
+        p = _SLASHES.sub("/", p)
+    p = posixpath.normpath(p) if p else "."
+    if p.startswith("//"):  # normpath keeps a leading "//" (POSIX); we do not
+        p = "/" + p.lstrip("/")
+    while p.startswith("/proc/"):
+        if (m := _PROC_ROOT.match(p)) is not None:
+            p = posixpath.normpath("/" + p[m.end() :].lstrip("/"))
+        elif (m := _PROC_CWD.match(p)) is not None:
+            p = posixpath.normpath(p[m.end() :] or ".")
+        else:
+            break
+    return p
+
+
+def normalize_path(path: str, *, home: str | None = None) -> str:
+    """:func:`resolve_path`, lower-cased: the form every rule and allow entry matches."""
+    return resolve_path(path, home=home).lower()
+
+
+# -- rules ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SensitiveMatch:
+    """Why a path is sensitive: the rule id and a short description."""
+
+    rule: str
+    description: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.description}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    rule: str
+    description: str
+    pattern: re.Pattern[str]
+    read_ok: re.Pattern[str] | None = None  # matches what may still be read (not written)
+    except_: re.Pattern[str] | None = None  # matches what is never sensitive for this rule
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{a})" for a in alternatives))
+
+
+_C = r"(?:^|/)"  # start of a path component
+_HOMEISH = r"^(?:/home/[^/]+|/root|/users/[^/]+)"
+
+SENSITIVE_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "ssh-key",
+        "SSH private key or .ssh directory",
+        _rx(
+            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:[._-](?![^/]*\.pub$)[^/]*)?$",
+            _C + r"ssh_host_[^/]*_key$",
+            _C + r"\.ssh(?:/|$)",
+        ),
+        read_ok=re.compile(
+            _C + r"\.ssh/(?:[^/]+\.pub|known_hosts(?:\.old)?|authorized_keys2?|config)$"
+        ),
+    ),
+    _Rule(
+        "ai-tool-auth",
+        "AI tool login token",
+        _rx(
+            _C + r"\.claude/\.credentials\.json$",
+            _C + r"\.claude/credentials(?:/|$)",
+            _C + r"\.codex/auth\.json$",
+            _C + r"\.config/github-copilot/(?:hosts|apps)\.json$",
+            _C + r"github-copilot\.token\.json$",
+            _C + r"oauth_creds\.json$",
+            _C + r"gogcli/credentials\.json$",
+            _C + r"\.(?:openclaw|clawdbot)/credentials(?:/|$)",
+            _C + r"auth-profiles\.json$",
+            _C + r"whatsapp/[^/]+/creds\.json$",
+        ),
+    ),
+    _Rule(
+        "cloud-credentials",
+        "cloud or cluster credentials",
+        _rx(
+            _C + r"\.(?:aws|azure|oci)(?:/|$)",
+            _C + r"\.config/gcloud(?:/|$)",
+            _C + r"application_default_credentials\.json$",
+            _C + r"credentials\.json$",
+            _C + r"[^/]*service[-_]?account[^/]*\.json$",
+            _C + r"kubeconfig(?:[._-][^/]*)?$",
+            _C + r"\.kube/config$",
+            _C + r"\.docker/config\.json$",
+            _C + r"(?:\.|_)netrc$",
+            _C + r"\.(?:boto|s3cfg)$",
+            _C + r"credentials\.tfrc\.json$",
+        ),
+    ),
+    _Rule(
+        "dev-credentials",
+        "developer tool token",
+        _rx(
+            _C + r"\.git-credentials$",
+            _C + r"\.config/gh/hosts\.yml$",
+            _C + r"\.pypirc$",
+            _C + r"\.gem/credentials$",
+            _C + r"\.cargo/credentials(?:\.toml)?$",
+            _HOMEISH + r"/\.npmrc$",
+        ),
+    ),
+    _Rule(
+        "keyring",
+        "keyring or password store",
+        _rx(
+            _C + r"\.(?:gnupg|password-store)(?:/|$)",
+            _C + r"\.local/share/keyrings(?:/|$)",
+            _C + r"library/keychains(?:/|$)",
+            r"\.(?:keychain|keychain-db|kdbx)$",
+        ),
+    ),
+    _Rule(
+        "system-auth",
+        "system account or sudo database",
+        _rx(
+            r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|master\.passwd|sudoers)-?$",
+            r"^(?:/private)?/etc/sudoers\.d(?:/|$)",
+            r"^/etc/security/opasswd$",
+        ),
+    ),
+    _Rule(
+        "env-file",
+        "environment file with secrets",
+        _rx(_C + r"\.env(?:\.[^/]*)?$", _C + r"[^/]+\.env$", _C + r"\.envrc$"),
+        except_=re.compile(
+            _C + r"(?:\.env\.(?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
+            r"|(?:example|sample|template)\.env)$"
+        ),
+    ),
+    _Rule(
+        "key-material",
+        "private key or keystore file",
+        re.compile(r"\.(?:pem|key|p12|pfx|jks|keystore|ppk|p8)$"),
+    ),
+    _Rule(
+        "shell-profile",
+        "shell startup file",
+        _rx(
+            _C + r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout)$",
+            _C + r"\.(?:zshrc|zprofile|zshenv|zlogin|zlogout)$",
+            _C + r"\.config/fish/config\.fish$",
+        ),
+    ),
+)
+"""The built-in sensitive-path rules, checked in order (first match wins)."""
+
+_ALLOWED_DIRS = frozenset({"node_modules", "test", "tests", "fixtures", "__fixtures__"})
+
+
+def _allow_listed(normalized: str) -> bool:
+    head, _, name = normalized.rpartition("/")
+    if ".test." in name or name == "package-lock.json":
+        return True
+    return bool(head) and not _ALLOWED_DIRS.isdisjoint(head.split("/"))
+
+
+def _match_normalized(
+    normalized: str, *, write: bool, home: str | None
+) -> SensitiveMatch | None:
+    if _allow_listed(normalized):
+        return None
+    for rule in SENSITIVE_RULES:
+        if rule.pattern.search(normalized) is None:
+            continue
+        if rule.except_ is not None and rule.except_.search(normalized) is not None:
+            continue
+        if not write and rule.read_ok is not None and rule.read_ok.search(normalized):
+            continue
+        return SensitiveMatch(rule.rule, rule.description)
+    if normalized.endswith("/.npmrc"):  # home-level .npmrc for a non-standard home
+        home_dir = normalize_path(home if home is not None else _default_home())
+        if normalized == home_dir + "/.npmrc":
+            return SensitiveMatch("dev-credentials", "developer tool token")
+    return None
+
+
+def match_sensitive(
+    path: str, *, write: bool = False, home: str | None = None
+) -> SensitiveMatch | None:
+    """Return why ``path`` is sensitive (after normalization and the allow-list), or None.
+
+    ``write`` selects the stricter write rules (everything under ``.ssh/``).
+    """
+    return _match_normalized(normalize_path(path, home=home), write=write, home=home)
+
+
+def sensitive_reason(path: str, *, write: bool = False, home: str | None = None) -> str | None:
+    """Return ``"<rule>: <description>"`` if ``path`` is sensitive, else None.
+
+    >>> sensitive_reason("~/.ssh/id_rsa")
+    'ssh-key: SSH private key or .ssh directory'
+    >>> sensitive_reason("node_modules/dotenv/.env") is None
+    True
+    """
+    found = match_sensitive(path, write=write, home=home)
+    return None if found is None else str(found)
+
+
+# -- patches --------------------------------------------------------------------------------
+
+_ENVELOPE_HEADER = re.compile(
+    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to):[ \t]*(.+?)[ \t]*$", re.MULTILINE
+)
+_GIT_HEADER = re.compile(r'^diff --git (?:"((?:[^"\\]|\\.)*)"|(\S+)) (?:"((?:[^"\\]|\\.)*)"|(.+))$')
+_GIT_EXTENDED = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+
+
+def _strip_diff_path(raw: str, *, prefixed: bool) -> str | None:
+    path = raw.split("\t", 1)[0].strip()
+    if len(path) >= 2 and path[0] == path[-1] == '"':
+        path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    if not path or path == "/dev/null":
+        return None
+    if prefixed and path[:2] in ("a/", "b/"):
+        path = path[2:]
+    return path
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every file a patch touches, in order, without duplicates.
+
+    Understands the ``*** Begin Patch`` envelope (``Add File``, ``Update File``,
+    ``Delete File``, ``Move to``) and unified/git diffs (``--- a/p`` followed by
+    ``+++ b/p``, ``diff --git a/p b/p``, ``rename``/``copy from``/``to``); ``/dev/null``
+    is ignored and the ``a/``/``b/`` prefixes are dropped.
+    """
+    found: dict[str, None] = {}
+    for m in _ENVELOPE_HEADER.finditer(patch):
+        found[m.group(1)] = None
+    lines = patch.splitlines()
+    for i, line in enumerate(lines):
+        candidates: list[str | None] = []
+        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            candidates.append(_strip_diff_path(line[4:], prefixed=True))
+        elif line.startswith("+++ ") and i > 0 and lines[i - 1].startswith("--- "):
+            candidates.append(_strip_diff_path(line[4:], prefixed=True))
+        elif line.startswith("diff --git "):
+            m = _GIT_HEADER.match(line)
+            if m is not None:
+                first = m.group(1) if m.group(1) is not None else m.group(2)
+                second = m.group(3) if m.group(3) is not None else m.group(4)
+                candidates += [
+                    _strip_diff_path(f'"{first}"' if m.group(1) else first, prefixed=True),
+                    _strip_diff_path(f'"{second}"' if m.group(3) else second, prefixed=True),
+                ]
+        elif m := _GIT_EXTENDED.match(line):
+            candidates.append(_strip_diff_path(m.group(1), prefixed=False))
+        for path in candidates:
+            if path is not None:
+                found[path] = None
+    return list(found)
+
+
+# -- the interceptor ------------------------------------------------------------------------
+
+
+def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
+    compiled: list[re.Pattern[str]] = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ConfigError(f"security-audit: invalid {what} regex {pattern!r}: {exc}") from None
+    return tuple(compiled)
+
+
+class SecurityAudit:
+    """``builtin:security-audit``: block file tools that touch sensitive paths.
+
+    Args:
+        extra_deny: regexes (``re.search``) over the normalized, lower-cased path; a match
+            blocks with rule ``extra-deny``.
+        allow: regexes over the normalized path; a match exempts the path from every rule
+            (built-in and ``extra_deny``).
+
+    Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.
+    """
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("path", "file_path", "file")
+    PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
+    READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
+
+    __slots__ = ("_allow", "_deny", "_home")
+
+    def __init__(
+        self,
+        *,
+        extra_deny: Sequence[str] = (),
+        allow: Sequence[str] = (),
+        home: str | None = None,
+    ) -> None:
+        self._deny = _compile(extra_deny, "extra_deny")
+        self._allow = _compile(allow, "allow")
+        self._home = home
+
+    def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.block:
+            return
+        write = inp.tool_name not in self.READ_ONLY_TOOLS
+        for path in self._paths(inp.tool_name, out.args):
+            reason = self.check(path, write=write)
+            if reason is not None:
+                out.block = True
+                out.block_reason = reason
+                return
+
+    def check(self, path: str, *, write: bool = False) -> str | None:
+        """The block reason for ``path``, or None when it may be used."""
+        normalized = normalize_path(path, home=self._home)
+        if any(p.search(normalized) for p in self._allow):
+            return None
+        if any(p.search(normalized) for p in self._deny):
+            rule = "extra-deny"
+        else:
+            found = _match_normalized(normalized, write=write, home=self._home)
+            if found is None:
+                return None
+            rule = found.rule
+        return f"security-audit: {rule}: {path!r} (normalized {normalized!r})"
+
+    def _paths(self, tool: str, args: dict[str, object]) -> Iterator[str]:
+        yield from _strings(args.get(key) for key in self.PATH_KEYS)
+        if tool == "apply_patch":
+            for text in _strings(args.get(key) for key in self.PATCH_KEYS):
+                yield from patch_paths(text)
+
+
+def _strings(values: Iterable[object]) -> Iterator[str]:
+    for value in values:
+        if isinstance(value, str) and value:
+            yield value

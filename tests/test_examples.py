@@ -1,0 +1,221 @@
+"""The examples run, print what the docs say they print, and the docs quote them exactly.
+
+Every ``examples/*.py`` is run as a subprocess (new files are picked up by the glob).
+Every fenced python block in ``docs/*.md`` whose first line is ``# examples/<file>.py``
+must appear in that file: the block's lines after the marker, split at lines that are
+exactly ``# ...`` (an elision), must each occur in the file, in order.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+
+# What each example must print (substrings of its stdout); the docs quote these lines.
+EXPECTED: dict[str, list[str]] = {
+    "quickstart.py": [
+        "timing: exec -> ok in",
+        "result: ok ran 'ls' (timeout 30s)",
+        "result: blocked {'status': 'blocked', 'tool': 'exec', "
+        "'reason': 'force-pushing is not allowed'}",
+        "observer: exec ok ran=['no-force-push', 'default-timeout']",
+        "observer: exec blocked ran=['no-force-push']",
+    ],
+    "rewrite_args.py": [
+        "execution order for read: ['gate', 'normalize-path', 'default-offset', 'tag', 'audit']",
+        "gate       (100) sees {'path': 'src/../README.md'}",
+        "audit      (-10) final read args {'path': '/workspace/README.md', 'offset': 0, "
+        "'requested_by': 'coder'}",
+        "tool returned: <contents of /workspace/README.md from line 0>",
+    ],
+    "block_and_respond.py": [
+        "-> ok: '<html from https://example.net/>'",
+        "tool.after: status=blocked blocked=True is_error=True",
+        "-> blocked: {'status': 'blocked', 'tool': 'web_fetch', "
+        "'reason': 'internal hosts are off limits'} (decided_by=no-internal-hosts)",
+        "-> responded: '<cached html>'",
+        "-> responded: 'User-agent: *\\nAllow: /'",
+        "-> denied: {'status': 'denied', 'tool': 'web_fetch', "
+        "'reason': 'example.org is not approved'} (decided_by=no-example-org)",
+        "the tool ran for: ['https://example.net/']",
+    ],
+    "approval.py": [
+        "-> ok: ran 'ls'",
+        "-> denied: {'status': 'denied', 'tool': 'exec', 'reason': 'no sudo'}",
+        "human asked about exec {'command': 'deploy staging'} (deployments need a human)",
+        "-> ok: ran 'deploy staging'",
+        "-> denied: {'status': 'denied', 'tool': 'exec', 'reason': 'not today'}",
+        "'reason': \"approver 'slow-reviewer' did not answer within 0.2s\"}",
+        "'reason': 'approval required (deployments need a human) but no human-approval "
+        "handler is set'}",
+        "timeouts counted: {'slow-reviewer': 1}",
+    ],
+    "middleware_timing.py": [
+        "timing in: memory_search call_id=call-1\n"
+        "  cache in\n"
+        "    measure-tool in: wraps ctx.call\n"
+        "      tool.before sees {'query': 'deploys', 'limit': 5}\n"
+        "        the tool runs with {'query': 'deploys', 'limit': 5}\n"
+        "      tool.after sees ['note about deploys']\n"
+        "    measure-tool out\n"
+        "  cache out\n"
+        "timing out: ok,",
+        "  cache out: short-circuit, nothing inside runs\ntiming out: responded,",
+        "result: ['from the cache']",
+    ],
+    "observer.py": [
+        "without `async with pipe`: this pipeline has subscribers",
+        "kinds: ['turn_started', 'message_received', 'tool_exec_start', 'tool_exec_end', "
+        "'tool_exec_skipped', 'tool_exec_end', 'tool_exec_start', 'tool_exec_end', "
+        "'turn_ended']",
+        "skipped: write why=blocked by=no-dotfiles",
+        "reason='dotfiles are read-only' agent=coder session=s1",
+        "statuses: {'ok': 2, 'blocked': 1}",
+        "block policy: published=3 delivered=3 dropped=0",
+        "drop_newest: delivered + dropped == published: True",
+    ],
+    "abort_turn.py": [
+        "search: results for 'msgspec'",
+        "turn aborted=True reason='tool budget of 2 calls used up'",
+        "call_tool: aborted {'status': 'aborted', 'tool': 'web_search', "
+        "'reason': 'tool budget of 2 calls used up'}",
+        "run_turn (new session): results for 'anyio'",
+        "run_turn (spent session): None",
+        "HardAbort: the agent tried to shut the host down (turn aborted=True)",
+        "turn_aborted events: [('s1', False), ('s1', False), ('s1', False), ('s3', True)]",
+    ],
+    "errors_and_timeouts.py": [
+        "read: blocked {'status': 'blocked', 'tool': 'read', "
+        "'reason': \"interceptor 'buggy-gate' failed: KeyError: 'path'\"}",
+        "write: ok ok {'path': 'x'}",
+        "slow-async: cancelled",
+        "web_fetch: blocked {'status': 'blocked', 'tool': 'web_fetch', "
+        "'reason': \"interceptor 'slow-async' failed: TimeoutError: timed out after 0.1s\"}",
+        "web_search: ok ok {'path': 'x'}",
+        "edit: raised RuntimeError('strict interceptor failed')",
+        "message: raised LookupError('no profile for this user')",
+        "TypeError: tool arguments must be a dict, got str",
+        "failures: {'buggy-gate': 1, 'buggy-enricher': 1, 'buggy-after': 1, "
+        "'slow-async': 1, 'strict': 1, 'buggy-message': 1}",
+        "timeouts: {'slow-async': 1}",
+        "event: tool.before slow-async policy=block timed_out=True",
+        "event: message.before buggy-message policy=raise timed_out=False",
+        "RegistrationError: registration 'buggy_gate': unknown tool group 'group:filesystem'",
+        "registry unchanged: True",
+        "log: tool.before 'buggy-gate' failed (read, policy block): KeyError: 'path'",
+    ],
+    "llm_stage.py": [
+        "turn coder/s1 starts",
+        "message='how do I run the tests?' metadata={'channel': 'cli'}",
+        "params: provider=anthropic model=claude-small temp=0.2",
+        "  llm.after: attempt 1 stop_reason=overloaded\n"
+        "  llm.after: attempt 2 stop_reason=tool_use\n"
+        "  tool Read -> ok\n"
+        "  llm.after: attempt 1 stop_reason=end_turn",
+        "turn ends with 'Run `make test`.'",
+        "LLM requests sent: 3",
+        "system prompt seen by the model: You are a careful coding agent.",
+    ],
+    "command_and_compact.py": [
+        "-> ok: deployed to staging (dry_run=True)",
+        "-> blocked: {'status': 'blocked', 'tool': 'deploy', "
+        "'reason': 'prod deploys go through the release pipeline'}",
+        "compact (context_full): keep=['message 5', 'message 6']",
+        "summary='4 earlier messages, summarized (one line, keep file names)'",
+        "summary='(summary written by the interceptor)'",
+    ],
+    "tool_names.py": [
+        "normalize: exec apply_patch",
+        "group:runtime = ['exec', 'process']",
+        "BASH -> ['regex', 'alias-regex', 'list', 'every-tool']",
+        "web_fetch -> ['compiled', 'every-tool']",
+        "apply-patch -> ['group', 'every-tool']",
+        "memory_get -> ['list', 'every-tool']",
+        "tts -> ['every-tool']",
+        "refused: registration 'typo': tool matcher ^shell$ matches no known or registered tool",
+        "the message goes on: valid tool names: agents_list, apply_patch,",
+        "register_tool: deploy",
+        "deploy: ok ['every-tool', 'deploy-gate']",
+    ],
+}
+
+_FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_MARKER = re.compile(r"#\s*(examples/[\w.-]+\.py)\s*$")
+
+
+def _quoted_blocks() -> list[tuple[str, str, str]]:
+    """(doc page, example path, block body) for every block marked as an example quote."""
+    found = []
+    for doc in DOCS:
+        for match in _FENCE.finditer(doc.read_text(encoding="utf-8")):
+            first, _, body = match.group(1).partition("\n")
+            marker = _MARKER.fullmatch(first.strip())
+            if marker is not None:
+                found.append((doc.name, marker.group(1), body))
+    return found
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_and_prints_what_the_docs_promise(example: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(example)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{example.name} failed:\n{proc.stdout}\n{proc.stderr}"
+    missing = [line for line in EXPECTED.get(example.name, []) if line not in proc.stdout]
+    assert not missing, f"{example.name} did not print {missing!r}; it printed:\n{proc.stdout}"
+
+
+def test_expectation_table_names_existing_examples() -> None:
+    names = {p.name for p in EXAMPLES}
+    assert set(EXPECTED) <= names, f"no such example: {sorted(set(EXPECTED) - names)}"
+
+
+def test_every_example_has_a_docstring() -> None:
+    for example in EXAMPLES:
+        text = example.read_text(encoding="utf-8")
+        assert text.startswith('"""'), f"{example.name} does not open with a module docstring"
+
+
+@pytest.mark.parametrize(
+    ("page", "source", "body"),
+    [
+        pytest.param(page, source, body, id=f"{page}-{n}-{Path(source).name}")
+        for n, (page, source, body) in enumerate(_quoted_blocks(), 1)
+    ],
+)
+def test_docs_quote_examples_verbatim(page: str, source: str, body: str) -> None:
+    path = ROOT / source
+    assert path.is_file(), f"{page} quotes {source}, which does not exist"
+    text = path.read_text(encoding="utf-8")
+    chunks = re.split(r"^# \.\.\.\n", body, flags=re.MULTILINE)
+    position = 0
+    for chunk in chunks:
+        if not chunk.strip():
+            continue
+        found = text.find(chunk, position)
+        assert found >= 0, f"{page}: this block does not appear (in order) in {source}:\n{chunk}"
+        position = found + len(chunk)
+
+
+def test_docs_quote_at_least_one_example() -> None:
+    # guards the check above against a marker syntax that silently matches nothing
+    assert _quoted_blocks(), "no docs block is marked '# examples/<file>.py'"
+
+
+def test_every_example_is_referenced_from_the_docs() -> None:
+    docs_text = "\n".join(doc.read_text(encoding="utf-8") for doc in DOCS)
+    unreferenced = [p.name for p in EXAMPLES if f"examples/{p.name}" not in docs_text]
+    assert not unreferenced, f"examples not referenced from any docs/*.md page: {unreferenced}"
