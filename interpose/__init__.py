@@ -5,7 +5,14 @@
 """
 
 from .bus.events import Event
-from .errors import AbortTurn, ConfigError, HardAbort, InterposeError, RegistrationError
+from .errors import (
+    AbortTurn,
+    ConfigError,
+    HardAbort,
+    InterposeError,
+    MiddlewareError,
+    RegistrationError,
+)
 from .pipeline.context import (
     CommandContext,
     CompactContext,
@@ -78,6 +85,7 @@ __all__ = [
     "MessageBeforeOutput",
     "MessageContext",
     "Middleware",
+    "MiddlewareError",
     "ParamsBeforeInput",
     "ParamsBeforeOutput",
     "ParamsContext",

@@ -5,6 +5,7 @@ The tree, drawn once::
     InterposeError                      base of everything interpose raises
     ├── RegistrationError (ValueError)  a registration was rejected; the registry is unchanged
     ├── ConfigError (ValueError)        a config value is invalid
+    ├── MiddlewareError (RuntimeError)  a middleware broke the onion's contract
     ├── AbortTurn                       raised by a handler: end the current turn cleanly
     └── HardAbort                       raised by a handler: stop the whole agent loop
 
@@ -16,7 +17,14 @@ pipe.turn(...)``) or turned into a ``status="aborted"`` result by ``Pipeline.cal
 
 from __future__ import annotations
 
-__all__ = ["AbortTurn", "ConfigError", "HardAbort", "InterposeError", "RegistrationError"]
+__all__ = [
+    "AbortTurn",
+    "ConfigError",
+    "HardAbort",
+    "InterposeError",
+    "MiddlewareError",
+    "RegistrationError",
+]
 
 
 class InterposeError(Exception):
@@ -37,6 +45,21 @@ class RegistrationError(InterposeError, ValueError):
 
 class ConfigError(InterposeError, ValueError):
     """A configuration value is invalid; the message names the value and the expectation."""
+
+
+class MiddlewareError(InterposeError, RuntimeError):
+    """A middleware returned without calling ``call_next()`` or setting ``ctx.result``.
+
+    Attributes:
+        stage: the stage whose onion produced no result.
+    """
+
+    def __init__(self, stage: str) -> None:
+        super().__init__(
+            f"{stage} stage: a middleware returned without calling call_next() or "
+            "setting ctx.result"
+        )
+        self.stage = stage
 
 
 class _Abort(InterposeError):

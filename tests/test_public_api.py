@@ -33,6 +33,7 @@ PINNED = [
     "MessageBeforeOutput",
     "MessageContext",
     "Middleware",
+    "MiddlewareError",
     "ParamsBeforeInput",
     "ParamsBeforeOutput",
     "ParamsContext",

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import AbortTurn, HardAbort
+from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .hooks import OnError
 from .payloads import ToolResult
 from .registry import Entry
@@ -183,10 +183,6 @@ class _Next:
         return self.inner(self.ctx)
 
 
-class MiddlewareReturnedNoResult(RuntimeError):
-    pass
-
-
 def _plain_layer(fn: Callable[..., Any], inner: App) -> App:
     # on_error="raise" and no timeout: nothing to guard, so no extra coroutine frame
     def layer(ctx: Any) -> Awaitable[None]:
@@ -207,9 +203,7 @@ def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
                 with anyio.fail_after(timeout):
                     await fn(ctx, nxt)
             if not nxt.called and ctx.result is None:
-                raise MiddlewareReturnedNoResult(
-                    "middleware returned without calling call_next() or setting ctx.result"
-                )
+                raise MiddlewareError(ctx.stage)
         except _ABORTS:
             raise
         except Exception as exc:

@@ -21,7 +21,7 @@ import anyio.abc
 
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
-from ..errors import AbortTurn, HardAbort, RegistrationError
+from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
 from .chain import (
     Step,
     build_onion,
@@ -448,7 +448,8 @@ class Pipeline:
             return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
         ctx = ToolContext(turn, chain.tool_name, name, call_id, args, call, agent_id, session_key)
         await chain.app(ctx)
-        assert ctx.result is not None  # guarded layers turn a missing result into a failure
+        if ctx.result is None:  # a plain (on_error="raise") layer returned without one
+            raise MiddlewareError("tool")
         return ctx.result
 
     def _compile_tool(self, raw_name: str, agent_id: str) -> ToolChain:

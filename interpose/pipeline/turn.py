@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..bus import events as ev
-from ..errors import AbortTurn, HardAbort
+from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .chain import invoke, run_gate, run_plain
 from .context import CommandContext, CompactContext, LLMContext, MessageContext, ParamsContext
 from .payloads import (
@@ -156,7 +156,7 @@ class Turn:
         ctx.state["call"] = call
         await self.pipeline.stage_app("llm", self.agent_id, _llm_core)(ctx)
         if ctx.response is None:
-            raise RuntimeError("the llm stage ended without a response")
+            raise MiddlewareError("llm")
         return ctx.response
 
     async def call_tool(
@@ -181,7 +181,8 @@ class Turn:
         self.pipeline._check_running()
         ctx = CommandContext(self, name, args, call)
         await self.pipeline.stage_app("command", self.agent_id, _command_core)(ctx)
-        assert ctx.result is not None
+        if ctx.result is None:
+            raise MiddlewareError("command")
         return ctx.result
 
     async def compact(
@@ -197,7 +198,8 @@ class Turn:
         self.pipeline._check_running()
         ctx = CompactContext(self, list(messages), reason, call)
         await self.pipeline.stage_app("compact", self.agent_id, _compact_core)(ctx)
-        assert ctx.result is not None
+        if ctx.result is None:
+            raise MiddlewareError("compact")
         return ctx.result
 
 
