@@ -6,12 +6,16 @@ asyncio event loop, timed inside the coroutine with ``time.perf_counter_ns``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - a plain Python function call ``h(inp, out)`` in a loop, net of the empty loop: the
-  reference for "each sync interceptor costs at most 1.5x a plain function call";
+  reference for "each sync interceptor costs at most 1.5x a plain function call"; and,
+  as a second reference, the per-function cost of ``for fn in fns: fn(inp, out)``, the
+  least any dispatcher over a tuple of handlers pays;
 - interpose, empty pipeline (``Pipeline(builtins=False, tracing="off")``, no
   subscribers): ``await pipe.call_tool("exec", args, call=tool)``; target: at most
   1 µs above the floor;
 - interpose with 1, 5, 10 sync ``tool.before`` interceptors ``def h(inp, out): pass``;
-  per-interceptor cost ``(t_N - t_empty) / N`` against the plain call (target <= 1.5x);
+  per-interceptor cost ``(t_N - t_empty) / N`` and slope ``(t_10 - t_1) / 9`` against
+  the plain call (target <= 1.5x); and 10 interceptors whose tool matcher excludes the
+  called tool (the chain compiles to empty);
 - pluggy with 1, 5, 10 hookimpls doing the same (``pm.hook.tool_before(inp=, out=)``
   then ``await tool(args)``); target: interpose with 10 interceptors is faster;
 - interpose with 1, 5, 10 ``tool``-stage middleware layers
@@ -160,16 +164,15 @@ def pipeline_case(pipe: Pipeline) -> Loop:
     return loop
 
 
-def empty_pipeline() -> Pipeline:
-    return Pipeline(builtins=False, tracing="off")
-
-
 def interceptor_pipeline(
-    handler: Callable[[object, object], object], depth: int, timeout: float | None = 5.0
+    handler: Callable[[object, object], object],
+    depth: int,
+    timeout: float | None = 5.0,
+    tools: str | None = None,
 ) -> Pipeline:
     pipe = Pipeline(builtins=False, tracing="off", interceptor_timeout=timeout)
     for k in range(depth):
-        pipe.intercept("tool.before", id=f"i{k}")(handler)
+        pipe.intercept("tool.before", id=f"i{k}", tools=tools)(handler)
     return pipe
 
 
@@ -283,15 +286,19 @@ def build_cases() -> list[Case]:
         Case("call", "plain call h(inp, out) (with loop)", plain_call_case()),
         Case("fns1", "handler loop, 1 fn", handler_loop_case(1)),
         Case("fns10", "handler loop, 10 fns", handler_loop_case(10)),
-        Case("empty", "interpose, empty pipeline", pipeline_case(empty_pipeline())),
     ]
-    pipes: list[Pipeline] = [empty_pipeline()]
+    empty = Pipeline(builtins=False, tracing="off")
+    pipes: list[Pipeline] = [empty]
+    cases.append(Case("empty", "interpose, empty pipeline", pipeline_case(empty)))
     for d in DEPTHS:
         pipe = interceptor_pipeline(sync_handler, d)
         pipes.append(pipe)
         cases.append(Case(f"sync{d}", f"interpose, {d} sync interceptors", pipeline_case(pipe)))
     for d in DEPTHS:
         cases.append(Case(f"pluggy{d}", f"pluggy, {d} hookimpls", pluggy_case(d)))
+    pipe = interceptor_pipeline(sync_handler, 10, tools="read")
+    pipes.append(pipe)
+    cases.append(Case("other10", "interpose, 10 sync on another tool", pipeline_case(pipe)))
     for d in DEPTHS:
         pipe = middleware_pipeline(d, None)
         pipes.append(pipe)
@@ -414,6 +421,18 @@ def analyse(cases: list[Case]) -> list[Row]:
             None,
             "<= 1000 ns",
             _verdict(empty_over <= 1000),
+        )
+    )
+    pruned = t["other10"] / t["empty"]
+    rows.append(
+        Row(
+            "interpose, 10 sync on another tool",
+            t["other10"],
+            t["other10"] - floor,
+            "vs empty pipeline (matcher)",
+            t["other10"] - t["empty"],
+            pruned,
+            "info",
         )
     )
     for d in DEPTHS:
@@ -568,13 +587,28 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _cpu_model() -> str:
+    """``platform.processor()``, or the model name from /proc/cpuinfo where that is empty."""
+    name = platform.processor()
+    if name and name != platform.machine():
+        return name
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return name or "unknown"
+
+
 def machine() -> dict[str, Any]:
     return {
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "processor": platform.processor() or "unknown",
+        "processor": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "interpose": getattr(interpose, "__version__", "unknown"),
     }

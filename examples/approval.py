@@ -46,7 +46,7 @@ def policy(req: ApprovalRequest) -> Approval | None:
     return None  # no opinion = allow
 
 
-@pipe.approver(tools="exec", id="slow-reviewer")
+@pipe.approver(tools=["exec"], id="slow-reviewer")
 async def slow_reviewer(req: ApprovalRequest) -> bool:
     if "reindex" in req.args["command"]:
         await anyio.sleep(10)  # cancelled after approval_timeout: a late answer is a deny

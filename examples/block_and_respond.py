@@ -33,7 +33,7 @@ def fetch(args: dict[str, Any]) -> str:
 
 
 # -- block ---------------------------------------------------------------------------------
-@pipe.intercept("tool.before", tools="web_fetch", priority=100, id="no-internal-hosts")
+@pipe.intercept("tool.before", tools=["web_fetch"], priority=100, id="no-internal-hosts")
 def no_internal_hosts(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if "internal" in out.args["url"]:
         out.block = True
@@ -44,21 +44,21 @@ def no_internal_hosts(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
 CACHE = {"https://example.com/": "<cached html>"}
 
 
-@pipe.intercept("tool.before", tools="web_fetch", priority=50, id="cache")
+@pipe.intercept("tool.before", tools=["web_fetch"], priority=50, id="cache")
 def cache(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if out.args["url"] in CACHE:
         out.result = CACHE[out.args["url"]]  # any value; wrapped as ToolResult.output
 
 
 # a trusted responder: its answers skip the approvers
-@pipe.intercept("tool.before", tools="web_fetch", priority=40, id="robots", trusted=True)
+@pipe.intercept("tool.before", tools=["web_fetch"], priority=40, id="robots", trusted=True)
 def robots(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if out.args["url"].endswith("/robots.txt"):
         out.result = ToolResult(output="User-agent: *\nAllow: /")
 
 
 # -- an approver that refuses one site --------------------------------------------------
-@pipe.approver(tools="web_fetch", id="no-example-org")
+@pipe.approver(tools=["web_fetch"], id="no-example-org")
 def no_example_org(req: ApprovalRequest) -> Approval:
     if "example.org" in req.args["url"]:
         return Approval.deny("example.org is not approved")
@@ -66,7 +66,7 @@ def no_example_org(req: ApprovalRequest) -> Approval:
 
 
 # -- tool.after runs for every outcome -----------------------------------------------------
-@pipe.intercept("tool.after", tools="web_fetch", id="report")
+@pipe.intercept("tool.after", tools=["web_fetch"], id="report")
 def report(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
     print(f"  tool.after: status={inp.status} blocked={inp.blocked} is_error={inp.is_error}")
 

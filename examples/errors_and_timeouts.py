@@ -38,19 +38,19 @@ def tool(args: dict[str, Any]) -> str:
 
 
 # tool.before defaults to on_error="block": a bug in a gate refuses the call
-@pipe.intercept("tool.before", tools="read", id="buggy-gate")
+@pipe.intercept("tool.before", tools=["read"], id="buggy-gate")
 def buggy_gate(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     raise KeyError("path")
 
 
 # on_error="skip": the failure is recorded and the chain goes on
-@pipe.intercept("tool.before", tools="write", id="buggy-enricher", on_error="skip")
+@pipe.intercept("tool.before", tools=["write"], id="buggy-enricher", on_error="skip")
 def buggy_enricher(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     raise ValueError("could not enrich")
 
 
 # on_error="raise": the exception reaches the caller
-@pipe.intercept("tool.before", tools="edit", id="strict", on_error="raise")
+@pipe.intercept("tool.before", tools=["edit"], id="strict", on_error="raise")
 def strict(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     raise RuntimeError("strict interceptor failed")
 
@@ -69,7 +69,7 @@ def buggy_after(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
 
 
 # an async handler past its timeout is cancelled, then its policy ("block") applies
-@pipe.intercept("tool.before", tools="web_fetch", id="slow-async", timeout=0.1)
+@pipe.intercept("tool.before", tools=["web_fetch"], id="slow-async", timeout=0.1)
 async def slow_async(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     try:
         await anyio.sleep(10)
@@ -79,7 +79,7 @@ async def slow_async(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
 
 
 # a sync handler cannot be cancelled: its timeout is not enforced (and it blocks the loop)
-@pipe.intercept("tool.before", tools="web_search", id="slow-sync", timeout=0.1)
+@pipe.intercept("tool.before", tools=["web_search"], id="slow-sync", timeout=0.1)
 def slow_sync(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     time.sleep(0.3)
 

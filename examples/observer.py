@@ -23,7 +23,7 @@ def write(args: dict[str, Any]) -> str:
     return f"wrote {len(args['content'])} bytes to {args['path']}"
 
 
-@pipe.intercept("tool.before", tools="write", id="no-dotfiles")
+@pipe.intercept("tool.before", tools=["write"], id="no-dotfiles")
 def no_dotfiles(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if out.args["path"].startswith("."):
         out.block, out.block_reason = True, "dotfiles are read-only"

@@ -26,12 +26,12 @@ pipe = Pipeline(builtins=False)  # builtins=False: only what this file registers
 
 
 # -- an interceptor: tool.before on exec -------------------------------------------------
-@pipe.intercept("tool.before", tools="exec", priority=10, id="default-timeout")
+@pipe.intercept("tool.before", tools=r"^exec$", priority=10, id="default-timeout")
 def default_timeout(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     out.args.setdefault("timeout", 30)  # modify: the tool sees the new args
 
 
-@pipe.intercept("tool.before", tools="exec", priority=100, id="no-force-push")
+@pipe.intercept("tool.before", tools=r"^exec$", priority=100, id="no-force-push")
 def no_force_push(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if "push --force" in out.args.get("command", ""):
         out.block = True  # block: the tool does not run

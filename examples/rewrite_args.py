@@ -36,7 +36,7 @@ def normalize_path(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     print(f"  normalize  ( 50) -> {out.args}")
 
 
-@pipe.intercept("tool.before", tools="read", priority=10, id="default-offset")
+@pipe.intercept("tool.before", tools=["read"], priority=10, id="default-offset")
 async def default_offset(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     await anyio.lowlevel.checkpoint()  # an async handler is awaited in the same task
     out.args.setdefault("offset", 0)
@@ -44,7 +44,7 @@ async def default_offset(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
 
 
 # the same priority twice: registration order decides
-@pipe.intercept("tool.before", tools="read", priority=10, id="tag")
+@pipe.intercept("tool.before", tools=["read"], priority=10, id="tag")
 def tag(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     out.args["requested_by"] = inp.agent_id
     print(f"  tag        ( 10) -> {out.args}")

@@ -66,6 +66,8 @@ class _Abort(InterposeError):
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
+        #: id of the interceptor or middleware it was raised in (set by the pipeline)
+        self.source = ""
 
 
 class AbortTurn(_Abort):

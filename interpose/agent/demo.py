@@ -427,6 +427,10 @@ def _row(
     elif decision == "ok" and isinstance(record.result.output, dict):
         code = record.result.output.get("exit_code")
         reason = "" if code in (0, None) else f"exit code {code}"
+    # "builtin:x" decided and its reason starts "x: ...": the by column already says so
+    name = by.rpartition(":")[2]
+    if name and reason.startswith(f"{name}: "):
+        reason = reason[len(name) + 2 :]
     micros = "-" if decision in _SKIPPED else f"{event.duration_ns // 1000:,}"
     return (
         str(number),
@@ -444,9 +448,10 @@ def _summary(run: AgentRun, recorder: Recorder) -> str:
     event = recorder.turns.get(run.turn_id)
     took = f" in {_duration(event.duration_ns)}" if event is not None else ""
     calls = _plural(len(run.calls), "tool call")
+    steps = _plural(run.steps, "LLM step")
     if run.aborted:
-        return f"  ↳ turn ABORTED{took} at {calls}: {run.abort_reason}"
-    return f"  ↳ turn ended{took}: {_plural(run.steps, 'LLM step')}, {calls}, “{run.answer}”"
+        return f"  ↳ turn ABORTED{took} ({steps}, {calls}): {run.abort_reason}"
+    return f"  ↳ turn ended{took} ({steps}, {calls}): “{run.answer}”"
 
 
 def _plural(n: int, noun: str) -> str:
@@ -468,7 +473,7 @@ def _legend(pipe: Pipeline) -> dict[str, str]:
 
 
 def _letters(ids: Sequence[str], letters: dict[str, str]) -> str:
-    return " ".join(letters.get(i, "?") for i in ids)
+    return "".join(letters.get(i, "?") for i in ids)
 
 
 def _matcher(matcher: object) -> str:

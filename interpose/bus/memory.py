@@ -70,6 +70,7 @@ class Subscription:
         self._wakeup: anyio.Event | None = None
         self._space: anyio.Event | None = None
         self._closed = False
+        self.busy = False
 
     def __repr__(self) -> str:
         return f"<Subscription {self.name!r} kinds={self.kinds} stats={self.stats}>"
@@ -102,10 +103,20 @@ class Subscription:
 
     # -- consumer side ------------------------------------------------------------
 
-    async def run(self, on_failure: Callable[[Subscription, Event, Exception, bool], None]) -> None:
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being delivered."""
+        return not self._queue and not self.busy
+
+    async def run(
+        self,
+        on_failure: Callable[[Subscription, Event, Exception, bool], None],
+        on_idle: Callable[[], None],
+    ) -> None:
         q = self._queue
         while True:
             while not q:
+                on_idle()
                 if self._closed:
                     return
                 self._wakeup = anyio.Event()
@@ -115,7 +126,11 @@ class Subscription:
             if self._space is not None:
                 self._space.set()
                 self._space = None
-            await self._deliver(event, on_failure)
+            self.busy = True
+            try:
+                await self._deliver(event, on_failure)
+            finally:
+                self.busy = False
 
     async def _deliver(
         self, event: Event, on_failure: Callable[[Subscription, Event, Exception, bool], None]
@@ -162,6 +177,7 @@ class InMemoryBus:
         self.wanted: frozenset[str] = frozenset()
         self._by_kind: dict[str, tuple[Subscription, ...]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._idle: anyio.Event | None = None
         self.failure_hook: Callable[[Subscription, Event, Exception, bool], None] | None = None
 
     @property
@@ -206,7 +222,9 @@ class InMemoryBus:
         self.subscriptions.append(sub)
         self._reindex()
         if self._tg is not None:
-            self._tg.start_soon(sub.run, self._on_failure, name=f"observer {sub.name}")
+            self._tg.start_soon(
+                sub.run, self._on_failure, self._consumer_idle, name=f"observer {sub.name}"
+            )
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -246,10 +264,28 @@ class InMemoryBus:
         self._tg = tg
         for sub in self.subscriptions:
             sub._closed = False
-            tg.start_soon(sub.run, self._on_failure, name=f"observer {sub.name}")
+            tg.start_soon(
+                sub.run, self._on_failure, self._consumer_idle, name=f"observer {sub.name}"
+            )
+
+    async def drain(self) -> None:
+        """Wait until every buffer is empty and no observer is busy.
+
+        Observers may publish while they run (a failing observer is reported as an
+        ``interceptor_failed`` event), so draining waits for the whole bus to go quiet,
+        not for each buffer in turn.
+        """
+        while not all(sub.idle for sub in self.subscriptions):
+            self._idle = anyio.Event()
+            await self._idle.wait()
+        self._idle = None
+
+    def _consumer_idle(self) -> None:
+        if self._idle is not None and all(sub.idle for sub in self.subscriptions):
+            self._idle.set()
 
     def close(self) -> None:
-        """Ask every consumer to drain its buffer and stop."""
+        """Ask every consumer to stop once its buffer is empty (``drain`` first)."""
         self._tg = None
         for sub in self.subscriptions:
             sub.close()
@@ -261,6 +297,7 @@ class InMemoryBus:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        await self.drain()
         self.close()
         await self._own_tg.__aexit__(None, None, None)
 

@@ -108,7 +108,8 @@ async def run_plain(
                 if r is not None:
                     await r
             return None
-        except _ABORTS:
+        except _ABORTS as exc:
+            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
@@ -154,7 +155,8 @@ async def run_gate(
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
             return None, responder
-        except _ABORTS:
+        except _ABORTS as exc:
+            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
@@ -202,7 +204,7 @@ def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
             else:
                 with anyio.fail_after(timeout):
                     await fn(ctx, nxt)
-            if not nxt.called and ctx.result is None:
+            if not nxt.called and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
         except _ABORTS:
             raise

@@ -38,6 +38,10 @@ class Context:
         self.turn = turn
         self._state: dict[str, Any] | None = None
 
+    def has_result(self) -> bool:
+        """Whether the stage has what it returns (so a layer may skip ``call_next``)."""
+        return True
+
     @property
     def state(self) -> dict[str, Any]:
         if self._state is None:
@@ -57,6 +61,7 @@ class Context:
 class TurnContext(Context):
     """Context of the ``turn`` stage; ``result`` is what the turn body returned."""
 
+    turn: Turn
     __slots__ = ("body", "result")
     stage = "turn"
 
@@ -103,10 +108,14 @@ class ToolContext(Context):
         self.session_key = session_key
         self.result: ToolResult | None = None
 
+    def has_result(self) -> bool:
+        return self.result is not None
+
 
 class LLMContext(Context):
     """Context of the ``llm`` stage: the (mutable) request, the response once there."""
 
+    turn: Turn
     __slots__ = ("attempt", "request", "response")
     stage = "llm"
 
@@ -116,10 +125,14 @@ class LLMContext(Context):
         self.response: LLMResponse | None = None
         self.attempt = 0
 
+    def has_result(self) -> bool:
+        return self.response is not None
+
 
 class MessageContext(Context):
     """Context of the ``message`` stage; ``message`` and ``metadata`` are the output's."""
 
+    turn: Turn
     __slots__ = ("result",)
     stage = "message"
 
@@ -144,6 +157,7 @@ class ParamsContext(Context):
     """Context of the ``params`` stage; attribute access reads and writes the output's
     fields (provider, model, think_level, temperature, …)."""
 
+    turn: Turn
     __slots__ = ("result",)
     stage = "params"
 
@@ -170,6 +184,7 @@ class ParamsContext(Context):
 class CommandContext(Context):
     """Context of the ``command`` stage."""
 
+    turn: Turn
     __slots__ = ("agent_id", "args", "call", "command", "result", "session_key")
     stage = "command"
 
@@ -188,10 +203,14 @@ class CommandContext(Context):
         self.session_key = turn.session_key
         self.result: ToolResult | None = None
 
+    def has_result(self) -> bool:
+        return self.result is not None
+
 
 class CompactContext(Context):
     """Context of the ``compact`` stage: the history and, once set, the CompactOutput."""
 
+    turn: Turn
     __slots__ = ("call", "messages", "reason", "result")
     stage = "compact"
 
@@ -203,3 +222,6 @@ class CompactContext(Context):
         self.reason = reason
         self.call = call
         self.result: CompactOutput | None = None
+
+    def has_result(self) -> bool:
+        return self.result is not None

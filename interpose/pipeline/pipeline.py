@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -52,7 +53,7 @@ log = logging.getLogger("interpose")
 
 F = TypeVar("F", bound=Callable[..., Any])
 ToolCallable = Callable[[dict[str, Any]], Any]
-HumanApproval = Callable[[ApprovalRequest, str], Awaitable["bool | Approval"]]
+HumanApproval = Callable[[ApprovalRequest, str], "bool | Approval | Awaitable[bool | Approval]"]
 Tracing = Literal["off", "tool", "interceptor"]
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
@@ -190,7 +191,7 @@ class Pipeline:
         hook: str,
         *,
         tools: ToolMatcher | None = None,
-        agents: str | None = None,
+        agents: str | re.Pattern[str] | None = None,
         priority: int = 0,
         id: str | None = None,
         on_error: OnError | None = None,
@@ -224,7 +225,7 @@ class Pipeline:
         stage: str,
         *,
         tools: ToolMatcher | None = None,
-        agents: str | None = None,
+        agents: str | re.Pattern[str] | None = None,
         priority: int = 0,
         id: str | None = None,
         on_error: OnError | None = None,
@@ -260,7 +261,7 @@ class Pipeline:
         /,
         *,
         tools: ToolMatcher | None = None,
-        agents: str | None = None,
+        agents: str | re.Pattern[str] | None = None,
         priority: int = 0,
         id: str | None = None,
         timeout: float | None = None,
@@ -271,7 +272,7 @@ class Pipeline:
         /,
         *,
         tools: ToolMatcher | None = None,
-        agents: str | None = None,
+        agents: str | re.Pattern[str] | None = None,
         priority: int = 0,
         id: str | None = None,
         timeout: float | None = None,
@@ -303,10 +304,17 @@ class Pipeline:
         buffer: int = 1024,
         overflow: Overflow = "block",
         timeout: float | None = None,
+        name: str | None = None,
     ) -> Subscription:
-        """Subscribe ``observer`` (sync or async, takes an event) to the bus."""
+        """Subscribe ``observer`` (sync or async, takes an event) to the bus.
+
+        ``name`` labels its statistics (default: the observer's qualified name).
+
+        Raises:
+            ValueError: unknown event kind, non-positive buffer or unknown overflow.
+        """
         return self.bus.subscribe(
-            observer, events=events, buffer=buffer, overflow=overflow, timeout=timeout
+            observer, events=events, buffer=buffer, overflow=overflow, timeout=timeout, name=name
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -321,9 +329,11 @@ class Pipeline:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        tg, self._tg = self._tg, None
-        self.bus.close()
+        tg = self._tg
         assert tg is not None
+        await self.bus.drain()
+        self._tg = None
+        self.bus.close()
         # The body's exception (if any) propagates by itself after we return, unwrapped:
         # the task group only ever holds observer consumers, which never raise.
         await tg.__aexit__(None, None, None)
@@ -504,116 +514,140 @@ class Pipeline:
         name = chain.tool_name
         wanted = self.bus.wanted
         turn_id = turn.turn_id if turn is not None else ""
-        inp = ToolBeforeInput(
-            tool_name=name,
-            turn_id=turn_id,
-            raw_name=chain.raw_name,
-            tool_call_id=call_id,
-            agent_id=agent_id,
-            session_key=session_key,
-        )
-        out = ToolBeforeOutput(args=args)
-        result: ToolResult | None = None
-        decider: Step | None = None
-        reason = ""
-        if chain.before:
-            decider, responder = await run_gate(
-                chain.before,
-                chain.before_steps,
-                inp,
-                out,
-                self._hook_failed,
-                chain.trusted_responders or bool(wanted),
+        try:
+            inp = ToolBeforeInput(
+                tool_name=name,
+                turn_id=turn_id,
+                raw_name=chain.raw_name,
+                tool_call_id=call_id,
+                agent_id=agent_id,
+                session_key=session_key,
             )
-            if decider is not None:
-                reason = out.block_reason or f"blocked by {decider.id}"
-                result = refusal("blocked", name, reason, decided_by=decider.id)
-            elif out.result is not None:
-                decider = responder
-                result = _as_responded(out.result)
-        if type(out.args) is not dict:
-            raise TypeError(
-                f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
+            out = ToolBeforeOutput(args=args)
+            result: ToolResult | None = None
+            decider: Step | None = None
+            reason = ""
+            if chain.before:
+                decider, responder = await run_gate(
+                    chain.before,
+                    chain.before_steps,
+                    inp,
+                    out,
+                    self._hook_failed,
+                    chain.trusted_responders or bool(wanted),
+                )
+                if decider is not None:
+                    reason = out.block_reason or f"blocked by {decider.id}"
+                    result = refusal("blocked", name, reason, decided_by=decider.id)
+                elif out.result is not None:
+                    decider = responder
+                    result = _as_responded(out.result)
+                    if responder is not None:
+                        result.details.setdefault("decided_by", responder.id)
+            if type(out.args) is not dict:
+                raise TypeError(
+                    f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
+                )
+            approved = bool(chain.approvers) and (
+                result is None
+                or (result.status == "responded" and not (decider is not None and decider.trusted))
             )
-        if chain.approvers and (
-            result is None
-            or (result.status == "responded" and not (decider is not None and decider.trusted))
-        ):
-            denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
-            if denial is not None:
-                decider, reason = denial
-                result = refusal("denied", name, reason, decided_by=decider.id)
-        duration = 0
-        ran = result is None
-        if ran:
-            if "tool_exec_start" in wanted:
+            if approved:
+                denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
+                if denial is not None:
+                    decider, reason = denial
+                    result = refusal("denied", name, reason, decided_by=decider.id)
+            duration = 0
+            ran = result is None
+            if ran:
+                if "tool_exec_start" in wanted:
+                    await self.emit(
+                        ev.ToolExecStart,
+                        turn_id,
+                        agent_id,
+                        session_key,
+                        tool_name=name,
+                        tool_call_id=call_id,
+                        raw_name=chain.raw_name,
+                    )
+                # the operation, inline (one coroutine less than `invoke` on the hot path)
+                start = time.perf_counter_ns()
+                try:
+                    value = call(out.args)
+                    if isawaitable(value):
+                        value = await value
+                except _ABORTS:
+                    raise
+                except Exception as exc:
+                    result = ToolResult(
+                        output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
+                    )
+                else:
+                    result = ToolResult(output=value)
+                duration = time.perf_counter_ns() - start
+            elif "tool_exec_skipped" in wanted:
+                assert result is not None
                 await self.emit(
-                    ev.ToolExecStart,
+                    ev.ToolExecSkipped,
                     turn_id,
                     agent_id,
                     session_key,
                     tool_name=name,
                     tool_call_id=call_id,
-                    raw_name=chain.raw_name,
+                    why=result.status,
+                    reason=reason,
+                    decided_by=decider.id if decider is not None else "",
                 )
-            # the operation, inline (one coroutine less than `invoke` on the hot path)
-            start = time.perf_counter_ns()
-            try:
-                value = call(out.args)
-                if isawaitable(value):
-                    value = await value
-            except _ABORTS:
-                raise
-            except Exception as exc:
-                result = ToolResult(
-                    output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
-                )
-            else:
-                result = ToolResult(output=value)
-            duration = time.perf_counter_ns() - start
-        elif "tool_exec_skipped" in wanted:
             assert result is not None
-            await self.emit(
-                ev.ToolExecSkipped,
-                turn_id,
-                agent_id,
-                session_key,
-                tool_name=name,
-                tool_call_id=call_id,
-                why=result.status,
-                reason=reason,
-                decided_by=decider.id if decider is not None else "",
-            )
-        assert result is not None
-        if chain.after:
-            result, duration = await self._after(
-                chain,
-                turn,
-                call_id,
-                out.args,
-                call,
-                agent_id,
-                session_key,
-                result,
-                duration,
-                ran,
-            )
-        if "tool_exec_end" in wanted:
-            await self.emit(
-                ev.ToolExecEnd,
-                turn_id,
-                agent_id,
-                session_key,
-                tool_name=name,
-                tool_call_id=call_id,
-                status=result.status,
-                is_error=result.is_error,
-                duration_ns=duration,
-                decided_by=decider.id if decider is not None else "",
-                reason=reason,
-                interceptors=_ran(chain, decider, result.status),
-            )
-        return result
+            if chain.after:
+                result, duration = await self._after(
+                    chain,
+                    turn,
+                    call_id,
+                    out.args,
+                    call,
+                    agent_id,
+                    session_key,
+                    result,
+                    duration,
+                    ran,
+                )
+            if "tool_exec_end" in wanted:
+                await self.emit(
+                    ev.ToolExecEnd,
+                    turn_id,
+                    agent_id,
+                    session_key,
+                    tool_name=name,
+                    tool_call_id=call_id,
+                    status=result.status,
+                    is_error=result.is_error,
+                    duration_ns=duration,
+                    decided_by=decider.id if decider is not None else "",
+                    reason=reason,
+                    interceptors=_ran(
+                        chain,
+                        decider if result.status in ("blocked", "denied") else None,
+                        approved,
+                    ),
+                )
+            return result
+        except AbortTurn as exc:
+            # the call leaves with the turn; listeners still learn what happened to it
+            if "tool_exec_end" in wanted:
+                await self.emit(
+                    ev.ToolExecEnd,
+                    turn_id,
+                    agent_id,
+                    session_key,
+                    tool_name=name,
+                    tool_call_id=call_id,
+                    status="aborted",
+                    is_error=True,
+                    reason=exc.reason,
+                    decided_by=exc.source,
+                )
+            raise
 
     async def _approve(
         self,
@@ -639,7 +673,8 @@ class Pipeline:
                 if answer is not None and isawaitable(answer):
                     answer = await answer
                 decision, reason = _decision(answer)
-            except _ABORTS:
+            except _ABORTS as exc:
+                exc.source = exc.source or step.id
                 raise
             except Exception as exc:
                 await self._record_failure(
@@ -663,13 +698,18 @@ class Pipeline:
             return "deny", f"approval required ({reason}) but no human-approval handler is set"
         try:
             with anyio.fail_after(self.approval_timeout):
-                answer = await self.human_approval(request, reason)
+                answer = self.human_approval(request, reason)
+                if isawaitable(answer):
+                    answer = await answer
+            decision, why = _decision(answer)
         except TimeoutError:
             return (
                 "deny",
                 f"approval required ({reason}): no answer within {self.approval_timeout}s",
             )
-        decision, why = _decision(answer)
+        except Exception as exc:
+            log.warning("human-approval handler failed: %s: %s", type(exc).__name__, exc)
+            return "deny", f"approval required ({reason}): the handler failed: {exc!r}"
         if decision == "ask":
             return "deny", f"approval required ({reason}): the handler answered 'ask' again"
         return decision, why or reason
@@ -847,8 +887,9 @@ class Pipeline:
         self, sub: Subscription, event: Any, exc: Exception, timed_out: bool
     ) -> None:
         key = f"observer:{sub.name}"
-        counts = self.stats.timeouts if timed_out else self.stats.failures
-        counts[key] = counts.get(key, 0) + 1
+        self.stats.failures[key] = self.stats.failures.get(key, 0) + 1
+        if timed_out:
+            self.stats.timeouts[key] = self.stats.timeouts.get(key, 0) + 1
         if event.kind == "interceptor_failed" and event.hook == "observer":
             return  # never report a failure about reporting a failure
         if "interceptor_failed" in self.bus.wanted:
@@ -921,20 +962,19 @@ def _decision(answer: Any) -> tuple[str, str]:
     raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
 
 
-def _ran(chain: ToolChain, decider: Step | None, status: str) -> tuple[str, ...]:
-    """Ids of the interceptors that ran on a call (for reports), in order."""
-    ids = tuple(s.id for s in chain.before_steps)
-    if status == "responded":
-        decider = None
-    if decider is not None and decider in chain.before_steps:
-        ids = ids[: chain.before_steps.index(decider) + 1]
-    elif decider is not None:
-        ids = ids + tuple(
-            s.id for s in chain.approver_steps[: chain.approver_steps.index(decider) + 1]
-        )
-    else:
-        ids = ids + tuple(s.id for s in chain.approver_steps)
-    return ids + tuple(s.id for s in chain.after_steps)
+def _ran(chain: ToolChain, decider: Step | None, approved: bool) -> tuple[str, ...]:
+    """Ids of the interceptors that ran on a call (for reports), in order.
+
+    ``decider`` is the step that blocked or denied (None otherwise); ``approved`` says
+    whether the approvers were consulted.
+    """
+    before, approvers = chain.before_steps, chain.approver_steps
+    if decider is not None and decider in before:
+        return tuple(s.id for s in before[: before.index(decider) + 1] + chain.after_steps)
+    if decider is not None and decider in approvers:
+        approvers = approvers[: approvers.index(decider) + 1]
+    ran = before + (approvers if approved else ())
+    return tuple(s.id for s in ran + chain.after_steps)
 
 
 async def _turn_core(ctx: TurnContext) -> None:

@@ -169,7 +169,7 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
         "ssh-key",
         "SSH private key or .ssh directory",
         _rx(
-            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:[._-](?![^/]*\.pub$)[^/]*)?$",
+            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._-][^/.]*)?$",
             _C + r"ssh_host_[^/]*_key$",
             _C + r"\.ssh(?:/|$)",
         ),
@@ -277,9 +277,7 @@ def _allow_listed(normalized: str) -> bool:
     return bool(head) and not _ALLOWED_DIRS.isdisjoint(head.split("/"))
 
 
-def _match_normalized(
-    normalized: str, *, write: bool, home: str | None
-) -> SensitiveMatch | None:
+def _match_normalized(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
     if _allow_listed(normalized):
         return None
     for rule in SENSITIVE_RULES:
@@ -339,6 +337,14 @@ def _strip_diff_path(raw: str, *, prefixed: bool) -> str | None:
     return path
 
 
+def _diff_header(lines: Sequence[str], i: int) -> bool:
+    """``--- old`` immediately followed by ``+++ new`` (either line of the pair)."""
+    line = lines[i]
+    if line.startswith("--- "):
+        return i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+    return line.startswith("+++ ") and i > 0 and lines[i - 1].startswith("--- ")
+
+
 def patch_paths(patch: str) -> list[str]:
     """Every file a patch touches, in order, without duplicates.
 
@@ -348,26 +354,23 @@ def patch_paths(patch: str) -> list[str]:
     is ignored and the ``a/``/``b/`` prefixes are dropped.
     """
     found: dict[str, None] = {}
-    for m in _ENVELOPE_HEADER.finditer(patch):
-        found[m.group(1)] = None
+    for header in _ENVELOPE_HEADER.finditer(patch):
+        found[header.group(1)] = None
     lines = patch.splitlines()
     for i, line in enumerate(lines):
         candidates: list[str | None] = []
-        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            candidates.append(_strip_diff_path(line[4:], prefixed=True))
-        elif line.startswith("+++ ") and i > 0 and lines[i - 1].startswith("--- "):
+        if _diff_header(lines, i):
             candidates.append(_strip_diff_path(line[4:], prefixed=True))
         elif line.startswith("diff --git "):
-            m = _GIT_HEADER.match(line)
-            if m is not None:
+            if (m := _GIT_HEADER.match(line)) is not None:
                 first = m.group(1) if m.group(1) is not None else m.group(2)
                 second = m.group(3) if m.group(3) is not None else m.group(4)
                 candidates += [
                     _strip_diff_path(f'"{first}"' if m.group(1) else first, prefixed=True),
                     _strip_diff_path(f'"{second}"' if m.group(3) else second, prefixed=True),
                 ]
-        elif m := _GIT_EXTENDED.match(line):
-            candidates.append(_strip_diff_path(m.group(1), prefixed=False))
+        elif (extended := _GIT_EXTENDED.match(line)) is not None:
+            candidates.append(_strip_diff_path(extended.group(1), prefixed=False))
         for path in candidates:
             if path is not None:
                 found[path] = None

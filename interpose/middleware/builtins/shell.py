@@ -170,7 +170,9 @@ _ANSI_SIMPLE = {
     '"': '"',
     "?": "?",
 }
-_ANSI_NUMERIC = re.compile(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})")
+_ANSI_NUMERIC = re.compile(
+    r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
+)
 
 # keywords recognized in command position
 _PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!"})
