@@ -41,6 +41,7 @@ from .payloads import (
     ToolBeforeInput,
     ToolBeforeOutput,
     ToolResult,
+    ToolStatus,
     refusal,
 )
 from .registry import Interceptor, Middleware, Registry
@@ -555,8 +556,8 @@ class Pipeline:
             if approved:
                 denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
                 if denial is not None:
-                    decider, reason = denial
-                    result = refusal("denied", name, reason, decided_by=decider.id)
+                    decider, reason, status = denial
+                    result = refusal(status, name, reason, decided_by=decider.id)
             duration = 0
             ran = result is None
             if ran:
@@ -657,8 +658,9 @@ class Pipeline:
         args: dict[str, Any],
         agent_id: str,
         session_key: str,
-    ) -> tuple[Step, str] | None:
-        """Run the approvers; returns (the denying step, reason) or None if all allow."""
+    ) -> tuple[Step, str, ToolStatus] | None:
+        """Run the approvers; None if all allow, else (step, reason, status): "denied"
+        for a deny or a late answer, "blocked" for an approver that failed closed."""
         request = ApprovalRequest(
             turn_id=turn.turn_id if turn is not None else "",
             tool_name=chain.tool_name,
@@ -681,16 +683,20 @@ class Pipeline:
                     step, exc, request.turn_id, agent_id, session_key, chain.tool_name, call_id
                 )
                 if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
-                    return step, f"approver '{step.id}' did not answer within {step.timeout}s"
+                    return (
+                        step,
+                        f"approver '{step.id}' did not answer within {step.timeout}s",
+                        "denied",
+                    )
                 if step.on_error == "raise":
                     raise
                 if step.on_error == "skip":
                     continue
-                return step, f"approver '{step.id}' failed: {_describe(exc, step)}"
+                return step, f"interceptor '{step.id}' failed: {_describe(exc, step)}", "blocked"
             if decision == "ask":
                 decision, reason = await self._ask_human(request, reason)
             if decision == "deny":
-                return step, reason or f"denied by {step.id}"
+                return step, reason or f"denied by {step.id}", "denied"
         return None
 
     async def _ask_human(self, request: ApprovalRequest, reason: str) -> tuple[str, str]:

@@ -99,6 +99,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -278,6 +279,7 @@ _NAME_ALIASES = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def _canon(text: str) -> str:
     """The command a word names: basename, lower-cased, version suffix and aliases folded."""
     name = text.rsplit("/", 1)[-1].lower()

@@ -610,11 +610,17 @@ class _Parser:
     def _read_word(self, i: int, *, test_mode: bool = False) -> list[Word]:
         """Read one word at ``i`` (may yield several when ``$IFS`` splits it)."""
         s, n = self.src, self.n
+        breaks = _TEST_BREAK if test_mode else _WORD_BREAK
+        plain = _PLAIN_TEST if test_mode else _PLAIN
+        m = plain.match(s, i)
+        if m is not None and (m.end() == n or (s[m.end()] in breaks and s[m.end()] != "(")):
+            # fast path: a word of plain characters only (most words are)
+            run = m.group()
+            self.pos = m.end()
+            return [Word(run, False, run[0] == "~", _GLOB_CHARS.search(run) is not None)]
         b = _WordBuilder()
         start = i
         b.tilde = s.startswith("~", i)
-        breaks = _TEST_BREAK if test_mode else _WORD_BREAK
-        plain = _PLAIN_TEST if test_mode else _PLAIN
         while i < n:
             c = s[i]
             if c in breaks:
