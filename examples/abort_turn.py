@@ -3,7 +3,9 @@
 ``raise AbortTurn(reason)`` from any handler ends the current turn cleanly: the turn's
 ``async with`` block swallows it and marks the turn aborted.  ``raise HardAbort(reason)``
 goes through every layer to the caller, to stop the agent loop.  Both bypass the
-``on_error`` policies: they are decisions, not failures.
+``on_error`` policies: they are decisions, not failures.  The pipeline records in
+``exc.source`` which interceptor raised them, and a tool call ended by ``AbortTurn``
+still publishes its ``tool_exec_end`` (status "aborted").
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from interpose import (
     ToolBeforeOutput,
     Turn,
 )
-from interpose.bus.events import TurnAborted
+from interpose.bus.events import ToolExecEnd, TurnAborted
 
 pipe = Pipeline(builtins=False)
 BUDGET = 2  # tool calls allowed per session
@@ -47,14 +49,17 @@ def kill_switch(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
 
 
 aborts: list[TurnAborted] = []
+aborted_calls: list[ToolExecEnd] = []
 
 
 def on_abort(event: Event) -> None:
     if isinstance(event, TurnAborted):
         aborts.append(event)
+    elif isinstance(event, ToolExecEnd) and event.status == "aborted":
+        aborted_calls.append(event)
 
 
-pipe.subscribe(on_abort, events={"turn_aborted"})
+pipe.subscribe(on_abort, events={"turn_aborted", "tool_exec_end"})
 
 
 async def body(turn: Turn) -> str:
@@ -85,8 +90,10 @@ async def main() -> None:
             async with pipe.turn(session_key="s3") as turn:
                 await turn.call_tool("exec", {"command": "shutdown -h now"}, call=search)
         except HardAbort as exc:
-            print(f"HardAbort: {exc.reason} (turn aborted={turn.aborted})")
+            print(f"HardAbort: {exc.reason} (raised in {exc.source}, turn aborted={turn.aborted})")
     print("turn_aborted events:", [(e.session_key, e.hard) for e in aborts])
+    # one per call that AbortTurn ended; the HardAbort call (s3) has no tool_exec_end
+    print("aborted calls:", [(e.session_key, e.tool_name, e.decided_by) for e in aborted_calls])
 
 
 if __name__ == "__main__":

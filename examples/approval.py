@@ -2,8 +2,9 @@
 
 Approvers run on ``tool.approve`` after the before-interceptors, with the final
 arguments.  Every approver must allow.  ``Approval.ask`` hands the decision to the
-pipeline's ``human_approval`` handler; no handler, or no answer within
-``approval_timeout``, means deny.  An approver that does not answer in time is a deny.
+pipeline's ``human_approval`` handler (sync or async); no handler, a handler that
+raises, or no answer within ``approval_timeout`` means deny.  An approver that does not
+answer in time is a deny; one that raises fails closed, like any interceptor: blocked.
 """
 
 from __future__ import annotations
@@ -46,11 +47,23 @@ def policy(req: ApprovalRequest) -> Approval | None:
     return None  # no opinion = allow
 
 
+@pipe.approver(tools=["exec"], priority=5, id="ticket-check")
+def ticket_check(req: ApprovalRequest) -> bool:
+    if req.args["command"].startswith("migrate"):
+        return bool(req.args["ticket"])  # a bug: KeyError when the call carries no ticket
+    return True
+
+
 @pipe.approver(tools=["exec"], id="slow-reviewer")
 async def slow_reviewer(req: ApprovalRequest) -> bool:
     if "reindex" in req.args["command"]:
         await anyio.sleep(10)  # cancelled after approval_timeout: a late answer is a deny
     return True
+
+
+def no_terminal(request: ApprovalRequest, reason: str) -> bool:
+    """A sync human-approval handler (allowed too) that cannot ask anyone."""
+    raise OSError("no terminal to ask on")
 
 
 async def run(command: str, p: Pipeline = pipe) -> None:
@@ -64,9 +77,13 @@ async def main() -> None:
     await run("sudo reboot")  # policy denies
     await run("deploy staging")  # policy asks, the human allows
     await run("deploy prod")  # policy asks, the human denies
-    await run("reindex")  # slow-reviewer misses approval_timeout
+    await run("reindex")  # slow-reviewer misses approval_timeout: denied
+    await run("migrate db")  # ticket-check raises: blocked (fail closed)
     no_human = Pipeline(registry=pipe.registry)  # same approvers, no human_approval handler
     await run("deploy staging", no_human)
+    broken_human = Pipeline(registry=pipe.registry, human_approval=no_terminal)
+    await run("deploy staging", broken_human)  # the handler raises: denied
+    print("failures counted:", pipe.stats.failures)
     print("timeouts counted:", pipe.stats.timeouts)
 
 

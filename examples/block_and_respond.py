@@ -2,7 +2,9 @@
 
 Shows the result the agent gets in each case, that tool.after still runs on a blocked
 call, and that a respond from an *untrusted* interceptor still goes through the
-approvers while a *trusted* one skips them.
+approvers while a *trusted* one skips them.  Every refused or answered call names its
+decider in ``details["decided_by"]``: a responder is named here because a trusted
+responder sits ahead of the approver, so the pipeline tracks who responded.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def report(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
 async def call(url: str) -> None:
     print(f"fetch {url}")
     result = await pipe.call_tool("web_fetch", {"url": url}, call=fetch)
-    decided_by = result.details.get("decided_by", "-")
+    decided_by = result.details.get("decided_by", "-")  # "-": the tool ran, nobody decided
     print(f"  -> {result.status}: {result.output!r} (decided_by={decided_by})")
 
 

@@ -20,9 +20,13 @@ from interpose import (
     ApprovalRequest,
     Event,
     HardAbort,
+    LLMContext,
+    LLMRequest,
+    LLMResponse,
     MessageBeforeInput,
     MessageBeforeOutput,
     MessageContext,
+    MiddlewareError,
     Pipeline,
     RegistrationError,
     ToolAfterInput,
@@ -101,6 +105,18 @@ async def forgot_call_next() -> None:
 
     result = await pipe.call_tool("read", {}, call=echo)
     print(f"  tool stage: {result.status}, decided_by={result.details['decided_by']}")
+
+    pipe = Pipeline(builtins=False)
+
+    @pipe.middleware("llm", id="forgetful-llm")
+    async def forgetful_llm(ctx: LLMContext, call_next: CallNext) -> None:
+        pass  # neither call_next() nor ctx.response
+
+    async with pipe.turn() as turn:
+        try:
+            await turn.call_llm(LLMRequest(), call=lambda request: LLMResponse(content="hi"))
+        except MiddlewareError as exc:
+            print(f"  llm stage: raised {type(exc).__name__} (stage={exc.stage!r})")
 
     pipe = Pipeline(builtins=False)
 
@@ -285,6 +301,36 @@ async def observers_after_drain() -> None:
     print(f"  do:    read after it: {len(seen)} events")
 
 
+# -- 10. a human-approval handler that waits in sync code ---------------------------------------
+def sync_prompt(request: ApprovalRequest, reason: str) -> bool:
+    """Don't: waits for a person in sync code (think ``input()``)."""
+    time.sleep(0.2)  # blocks the event loop, and approval_timeout cannot interrupt it
+    return True
+
+
+async def async_prompt(request: ApprovalRequest, reason: str) -> bool:
+    """Do: waits for a person with ``await`` (think a chat message and its reply)."""
+    await anyio.sleep(0.2)  # other tasks run meanwhile, and approval_timeout applies
+    return True
+
+
+async def waiting_human_approval() -> None:
+    print("10. human approval that waits")
+    handlers: tuple[tuple[str, Callable[[ApprovalRequest, str], Any]], ...] = (
+        ("don't: sync ", sync_prompt),
+        ("do:    async", async_prompt),
+    )
+    for label, handler in handlers:
+        pipe = Pipeline(builtins=False, human_approval=handler, approval_timeout=0.05)
+
+        @pipe.approver(tools=["exec"], id="ask-first")
+        def ask_first(req: ApprovalRequest) -> Approval:
+            return Approval.ask("a person must confirm")
+
+        result = await pipe.call_tool("exec", {"command": "deploy"}, call=echo)
+        print(f"  {label} handler answering after 0.2 s (timeout 0.05): {result.status}")
+
+
 async def main() -> None:
     await per_call_state()
     await forgot_call_next()
@@ -295,6 +341,7 @@ async def main() -> None:
     await unanchored_regex()
     await frozen_input()
     await observers_after_drain()
+    await waiting_human_approval()
 
 
 if __name__ == "__main__":

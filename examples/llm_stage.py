@@ -75,8 +75,7 @@ def retry_overloaded(inp: LLMAfterInput, out: LLMAfterOutput) -> None:
 
 @pipe.middleware("turn", id="turn-log")
 async def turn_log(ctx: TurnContext, call_next: Callable[[], Awaitable[None]]) -> None:
-    turn = ctx.turn
-    assert turn is not None  # typed Optional on the base class; always set in this stage
+    turn = ctx.turn  # a Turn in every stage context but ToolContext, where it may be None
     print(f"turn {turn.agent_id}/{turn.session_key} starts")
     await call_next()
     print(f"turn ends with {ctx.result!r}")

@@ -17,7 +17,7 @@ would run*, never on substrings of the text:
    ``setsid``, ``busybox`` and ``xargs`` are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
    (``D=/; rm -rf $D``), ``cd`` (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'``
-   strings and brace-free quoting tricks (``r''m``) are followed.
+   strings and quote splicing (``r''m``, ``"r"m``) are followed.
 3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``,
    ``sh -c``, ``eval``, ``su -c``, ``watch``, ``ssh host '...'``, ``flock -c``,
    ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
@@ -38,7 +38,11 @@ Rules (the rule id leads the block reason):
   (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
   A plain (non-recursive) ``rm *`` in the working directory is allowed: it only removes
-  files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.
+  files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.  The
+  contents of ``/tmp``, ``/var/tmp`` and ``/dev/shm`` may be cleared.  ``find`` without a
+  name filter means "every entry below the root", so ``find /var/log -mtime +30 -delete``
+  is refused (conservatively); ``-name``/``-path``/``-empty``/``-size``/``-newer``
+  filters narrow it.
 - ``disk``: ``dd of=/dev/<disk>``, ``mkfs*``/``mkswap`` on a device, partition editors
   (``fdisk``, ``sfdisk``, ``parted``, ``gdisk``, ``wipefs -a``, ``blkdiscard``) unless
   only listing, ``shred``/``cp``/``tee``/redirection onto a device.  ``/dev/null``,
@@ -90,9 +94,12 @@ values of variables set outside the command line or computed at run time
 (``rm -rf "$DIR"``, ``$(echo rm) -rf /``); aliases and shell functions defined
 elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
-interpreter code beyond the simple patterns listed above; and the remote side of
-``ssh`` beyond the command text.  The guard is a seatbelt for an honest-but-fallible
-agent, not a sandbox: run untrusted agents in a container as well.
+interpreter code beyond the simple patterns listed above; positional parameters handed
+to inline scripts (``find / -exec sh -c 'rm -rf "$1"' _ {} ;``); brace expansion
+(``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
+text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a
+seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a
+container as well.
 """
 
 from __future__ import annotations
@@ -412,6 +419,8 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
+            if rest and rest[0].text == "-":  # "env -": an empty environment
+                rest = rest[1:]
             if wrapper.assignments:
                 rest = _take_assignments(rest, env)
             split = parsed.value("--split-string")
@@ -853,6 +862,8 @@ def _judge_read(
         return None
     path = run.path(word)
     found = match_sensitive(path, home=HOME)
+    if found is None and word.glob:  # ".env*" matches ".env": try the shortest match
+        found = match_sensitive(_GLOB_PARTS.sub("", path), home=HOME)
     if found is None or found.rule in exempt:
         return None
     return Finding(
@@ -862,6 +873,8 @@ def _judge_read(
         f"token {_show(word.text)!r})",
     )
 
+
+_GLOB_PARTS = re.compile(r"[*?]|\[[^\]/]*\]")
 
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})
@@ -1115,6 +1128,14 @@ def _loose_mode(mode: str) -> str | None:
     return None
 
 
+def _sticky(mode: str | None) -> bool:
+    if mode is None:
+        return False
+    if _OCTAL_MODE.fullmatch(mode):
+        return len(mode) == 4 and int(mode[0], 8) & 1 == 1
+    return "t" in mode
+
+
 def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
     mode: str | None = None
     rest: list[Word] = []
@@ -1129,26 +1150,29 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
         mode, targets = targets[0].text, targets[1:]
     recursive = parsed.has("--recursive")
     loose = _loose_mode(mode) if mode is not None else None
+    if not (recursive or loose):
+        return None
     verb = " ".join(filter(None, [_verb(inv, parsed), mode]))
     for word in targets:
+        path = run.path(word)
+        if not recursive and path in _TEMP_DIRS and _sticky(mode):
+            continue  # /tmp is meant to be 1777
         hit = run.doomed(word, recursive=True, cwd_counts=False)
-        if hit is not None and (recursive or loose):
-            path, why = hit
+        if hit is not None:
             what = f"makes it {loose}" if loose else "rewrites permissions recursively"
             return Finding(
                 "permissions",
                 word.text,
-                f"{verb} on {path!r}, {why}: {what} (token {_show(word.text)!r})",
+                f"{verb} on {hit[0]!r}, {hit[1]}: {what} (token {_show(word.text)!r})",
             )
-        if loose:
-            path = run.path(word)
-            sensitive = match_sensitive(path, home=HOME)
-            if _SYSTEM_FILES.match(path.lower()) or sensitive is not None:
-                return Finding(
-                    "permissions",
-                    word.text,
-                    f"{verb} makes {_display(path)!r} {loose} (token {_show(word.text)!r})",
-                )
+        if loose and (
+            _SYSTEM_FILES.match(path.lower()) or match_sensitive(path, home=HOME) is not None
+        ):
+            return Finding(
+                "permissions",
+                word.text,
+                f"{verb} makes {_display(path)!r} {loose} (token {_show(word.text)!r})",
+            )
     return None
 
 

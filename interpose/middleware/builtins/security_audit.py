@@ -116,14 +116,20 @@ def resolve_path(path: str, *, home: str | None = None) -> str:
             p = base + p[m.end() :]
     if "//" in p:
         p = _SLASHES.sub("/", p)
+    p = _strip_proc(p)  # before normpath: "/proc/1/root/.." is "/", not "/proc/1"
     p = posixpath.normpath(p) if p else "."
     if p.startswith("//"):  # normpath keeps a leading "//" (POSIX); we do not
         p = "/" + p.lstrip("/")
+    return _strip_proc(p) if p.startswith("/proc/") else p
+
+
+def _strip_proc(p: str) -> str:
+    """Drop ``/proc/<pid>/root`` (a view of ``/``) and ``/proc/<pid>/cwd`` prefixes."""
     while p.startswith("/proc/"):
         if (m := _PROC_ROOT.match(p)) is not None:
             p = posixpath.normpath("/" + p[m.end() :].lstrip("/"))
         elif (m := _PROC_CWD.match(p)) is not None:
-            p = posixpath.normpath(p[m.end() :] or ".")
+            p = posixpath.normpath(p[m.end() :].lstrip("/") or ".")
         else:
             break
     return p
@@ -401,6 +407,9 @@ class SecurityAudit:
 
     Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.
     """
+
+    tools: ClassVar[frozenset[str]] = frozenset({"read", "write", "edit", "apply_patch"})
+    """The (normalized) tools this guard is meant for."""
 
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("path", "file_path", "file")
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
