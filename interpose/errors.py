@@ -48,16 +48,17 @@ class ConfigError(InterposeError, ValueError):
 
 
 class MiddlewareError(InterposeError, RuntimeError):
-    """A middleware returned without calling ``call_next()`` or setting ``ctx.result``.
+    """A middleware returned without calling ``call_next()`` or setting the stage's
+    result (``ctx.result``; ``ctx.response`` on the llm stage).
 
     Attributes:
         stage: the stage whose onion produced no result.
     """
 
     def __init__(self, stage: str) -> None:
+        result = "ctx.response" if stage == "llm" else "ctx.result"
         super().__init__(
-            f"{stage} stage: a middleware returned without calling call_next() or "
-            "setting ctx.result"
+            f"{stage} stage: a middleware returned without calling call_next() or setting {result}"
         )
         self.stage = stage
 

@@ -4,10 +4,18 @@ Every ``examples/*.py`` is run as a subprocess (new files are picked up by the g
 Every fenced python block in ``docs/*.md`` whose first line is ``# examples/<file>.py``
 must appear in that file: the block's lines after the marker, split at lines that are
 exactly ``# ...`` (an elision), must each occur in the file, in order.
+
+Every fenced console block that the docs present as an example's output (the paragraph
+before it says "`python examples/<file>.py` prints", or its first line is
+``$ python examples/<file>.py``) must be that example's whole output; on the Gotchas
+page, whose blocks are excerpts of ``examples/gotchas.py``, each block must be a run of
+consecutive lines of its output.  Measured durations (a number followed by ``ms`` or
+``us``, and the other numbers on that line) are compared as placeholders.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -41,8 +49,8 @@ EXPECTED: dict[str, list[str]] = {
         "tool.after: status=blocked blocked=True is_error=True",
         "-> blocked: {'status': 'blocked', 'tool': 'web_fetch', "
         "'reason': 'internal hosts are off limits'} (decided_by=no-internal-hosts)",
-        "-> responded: '<cached html>'",
-        "-> responded: 'User-agent: *\\nAllow: /'",
+        "-> responded: '<cached html>' (decided_by=cache)",
+        "-> responded: 'User-agent: *\\nAllow: /' (decided_by=robots)",
         "-> denied: {'status': 'denied', 'tool': 'web_fetch', "
         "'reason': 'example.org is not approved'} (decided_by=no-example-org)",
         "the tool ran for: ['https://example.net/']",
@@ -54,8 +62,13 @@ EXPECTED: dict[str, list[str]] = {
         "-> ok: ran 'deploy staging'",
         "-> denied: {'status': 'denied', 'tool': 'exec', 'reason': 'not today'}",
         "'reason': \"approver 'slow-reviewer' did not answer within 0.2s\"}",
+        "-> blocked: {'status': 'blocked', 'tool': 'exec', "
+        "'reason': \"interceptor 'ticket-check' failed: KeyError: 'ticket'\"}",
         "'reason': 'approval required (deployments need a human) but no human-approval "
         "handler is set'}",
+        "-> denied: {'status': 'denied', 'tool': 'exec', 'reason': \"approval required "
+        "(deployments need a human): the handler failed: OSError('no terminal to ask on')\"}",
+        "failures counted: {'slow-reviewer': 1, 'ticket-check': 1}",
         "timeouts counted: {'slow-reviewer': 1}",
     ],
     "middleware_timing.py": [
@@ -89,8 +102,11 @@ EXPECTED: dict[str, list[str]] = {
         "'reason': 'tool budget of 2 calls used up'}",
         "run_turn (new session): results for 'anyio'",
         "run_turn (spent session): None",
-        "HardAbort: the agent tried to shut the host down (turn aborted=True)",
+        "HardAbort: the agent tried to shut the host down (raised in kill-switch, "
+        "turn aborted=True)",
         "turn_aborted events: [('s1', False), ('s1', False), ('s1', False), ('s3', True)]",
+        "aborted calls: [('s1', 'web_search', 'budget'), ('s1', 'web_search', 'budget'), "
+        "('s1', 'web_search', 'budget')]",
     ],
     "errors_and_timeouts.py": [
         "read: blocked {'status': 'blocked', 'tool': 'read', "
@@ -136,6 +152,7 @@ EXPECTED: dict[str, list[str]] = {
         "  don't: instance says B, the call was A",
         "  do:    local says A, the call was A",
         "  tool stage: blocked, decided_by=forgetful",
+        "  llm stage: raised MiddlewareError (stage='llm')",
         "  message stage, silently: 'my password is hunter2'",
         "  don't: turn aborted=False\n  do:    turn aborted=True",
         "  don't: ok after 0.2 s (timeout 0.05), ticks: 0",
@@ -147,6 +164,8 @@ EXPECTED: dict[str, list[str]] = {
         "  don't: name an application tool before register_tool(): RegistrationError",
         "  don't: blocked: interceptor 'rename' failed: AttributeError: immutable type",
         "  do:    read after it: 3 events",
+        "  don't: sync  handler answering after 0.2 s (timeout 0.05): ok",
+        "  do:    async handler answering after 0.2 s (timeout 0.05): denied",
     ],
     "tool_names.py": [
         "normalize: exec apply_patch",
@@ -179,16 +198,61 @@ def _quoted_blocks() -> list[tuple[str, str, str]]:
     return found
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs_and_prints_what_the_docs_promise(example: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(example)],
+_CONSOLE = re.compile(r"^```console\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_PRINTS = re.compile(r"`python (examples/[\w.-]+\.py)`[^`]*\bprints\b")
+_COMMAND = re.compile(r"\$ python (examples/[\w.-]+\.py)")
+_DURATION = re.compile(r"\d (?:ms|us)\b")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# pages whose console blocks are excerpts of one example's output
+_EXCERPT_PAGES = {"gotchas.md": "examples/gotchas.py"}
+
+
+@functools.cache
+def _run(example: str) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<example>`` once per test session and return the finished process."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / example)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
+
+
+def _normalized_lines(text: str) -> list[str]:
+    """The lines of ``text``, with every number on a line that reports a duration
+    replaced by ``N`` (durations vary from run to run)."""
+    return [
+        _NUMBER.sub("N", line) if _DURATION.search(line) else line
+        for line in text.strip("\n").splitlines()
+    ]
+
+
+def _output_blocks() -> list[tuple[str, str, bool, str]]:
+    """(doc page, example path, whole output?, block body) for every console block that
+    the docs present as an example's output."""
+    found = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for match in _CONSOLE.finditer(text):
+            body = match.group(1)
+            first, _, rest = body.partition("\n")
+            command = _COMMAND.fullmatch(first.strip())
+            intro = text[: match.start()].rstrip("\n").rpartition("\n\n")[2]
+            prints = _PRINTS.search(" ".join(intro.split()))
+            if command is not None:
+                found.append((doc.name, command.group(1), True, rest))
+            elif prints is not None:
+                found.append((doc.name, prints.group(1), True, body))
+            elif doc.name in _EXCERPT_PAGES:
+                found.append((doc.name, _EXCERPT_PAGES[doc.name], False, body))
+    return found
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_and_prints_what_the_docs_promise(example: Path) -> None:
+    proc = _run(example.name)
     assert proc.returncode == 0, f"{example.name} failed:\n{proc.stdout}\n{proc.stderr}"
     missing = [line for line in EXPECTED.get(example.name, []) if line not in proc.stdout]
     assert not missing, f"{example.name} did not print {missing!r}; it printed:\n{proc.stdout}"
@@ -224,6 +288,34 @@ def test_docs_quote_examples_verbatim(page: str, source: str, body: str) -> None
         found = text.find(chunk, position)
         assert found >= 0, f"{page}: this block does not appear (in order) in {source}:\n{chunk}"
         position = found + len(chunk)
+
+
+@pytest.mark.parametrize(
+    ("page", "source", "whole", "body"),
+    [
+        pytest.param(page, source, whole, body, id=f"{page}-{n}-{Path(source).name}")
+        for n, (page, source, whole, body) in enumerate(_output_blocks(), 1)
+    ],
+)
+def test_docs_quote_example_output_verbatim(page: str, source: str, whole: bool, body: str) -> None:
+    path = ROOT / source
+    assert path.is_file(), f"{page} shows the output of {source}, which does not exist"
+    proc = _run(path.name)
+    assert proc.returncode == 0, f"{source} failed:\n{proc.stdout}\n{proc.stderr}"
+    printed, quoted = _normalized_lines(proc.stdout), _normalized_lines(body)
+    if whole:
+        assert quoted == printed, f"{page}: the output of {source} is now:\n{proc.stdout}"
+    else:
+        runs = [printed[i : i + len(quoted)] for i in range(len(printed) - len(quoted) + 1)]
+        assert quoted in runs, (
+            f"{page}: {source} no longer prints:\n{body}\nit prints:\n{proc.stdout}"
+        )
+
+
+def test_docs_show_the_output_of_examples() -> None:
+    # guards the check above against an intro wording that silently matches nothing
+    shown = {source for _, source, whole, _ in _output_blocks() if whole}
+    assert {"examples/block_and_respond.py", "examples/approval.py"} <= shown
 
 
 def test_docs_quote_at_least_one_example() -> None:

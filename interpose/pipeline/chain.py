@@ -206,7 +206,8 @@ def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
                     await fn(ctx, nxt)
             if not nxt.called and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
-        except _ABORTS:
+        except _ABORTS as exc:
+            exc.source = exc.source or step.id
             raise
         except Exception as exc:
             if await failed(step, exc, ctx) == "skip" and not nxt.called:

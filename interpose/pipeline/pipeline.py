@@ -119,8 +119,8 @@ class Pipeline:
             past it, the call is denied.
         observer_timeout: default timeout (s) of async observers.
         max_retries: how often a ``retry`` from an after-hook may re-run the operation.
-        human_approval: ``async (request, reason) -> bool | Approval``, answers
-            ``Approval.ask``; without one, ``ask`` means deny.
+        human_approval: ``(request, reason) -> bool | Approval``, sync or async,
+            answers ``Approval.ask``; without one, or when it fails, ``ask`` means deny.
         tracing: "off" | "tool" | "interceptor".
     """
 
@@ -414,7 +414,9 @@ class Pipeline:
             try:
                 return await self._tool(None, name, args, call, call_id, agent_id, session_key)
             except AbortTurn as exc:
-                return refusal("aborted", normalize_tool_name(name), exc.reason)
+                return refusal(
+                    "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
+                )
         turn = self.turn(agent_id=agent_id, session_key=session_key)
         async with turn:
             result = await turn.call_tool(name, args, call=call, call_id=call_id)
