@@ -39,6 +39,7 @@ __all__ = [
     "compile_steps",
     "invoke",
     "run_gate",
+    "run_gate_sync",
     "run_plain",
 ]
 
@@ -164,25 +165,43 @@ async def run_gate(
                 return step, responder
 
 
+def run_gate_sync(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    settle: Callable[[Step, Exception, Any, Any], OnError],
+) -> Step | None:
+    """``run_gate`` for chains of sync handlers only, with nobody listening: no coroutine,
+    no responder tracking; ``settle`` applies a failed step's policy synchronously.
+
+    Returns the step that blocked (or whose failure blocked), if any.
+    """
+    it = iter(fns)
+    while True:
+        try:
+            for fn in it:
+                if fn(inp, out) is not None:
+                    raise TypeError(
+                        "a sync handler returned a value; interceptors mutate their output "
+                        "and return None (declare it `async def` if it awaits)"
+                    )
+                if out.block:
+                    return steps[len(fns) - length_hint(it) - 1]
+            return None
+        except _ABORTS as exc:
+            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
+            raise
+        except Exception as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if settle(step, exc, inp, out) == "block":
+                return step
+
+
 # -- the middleware onion -------------------------------------------------------------
 
 App = Callable[[Any], Awaitable[None]]
 LayerFailure = Callable[[Step, Exception, Any], Awaitable[OnError]]
-
-
-class _Next:
-    """``call_next`` for one layer of one call: runs the inner app, remembers it did."""
-
-    __slots__ = ("called", "ctx", "inner")
-
-    def __init__(self, inner: App, ctx: Any) -> None:
-        self.inner = inner
-        self.ctx = ctx
-        self.called = False
-
-    def __call__(self) -> Awaitable[None]:
-        self.called = True
-        return self.inner(self.ctx)
 
 
 def _plain_layer(fn: Callable[..., Any], inner: App) -> App:
@@ -197,20 +216,27 @@ def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
     fn, timeout = step.call, step.timeout
 
     async def layer(ctx: Any) -> None:
-        nxt = _Next(inner, ctx)
+        called = False
+
+        def call_next() -> Awaitable[None]:  # a closure is cheaper than an object here
+            nonlocal called
+            called = True
+            return inner(ctx)
+
         try:
             if timeout is None:
-                await fn(ctx, nxt)
+                await fn(ctx, call_next)
             else:
                 with anyio.fail_after(timeout):
-                    await fn(ctx, nxt)
-            if not nxt.called and not ctx.has_result():
+                    await fn(ctx, call_next)
+            if not called and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
         except _ABORTS as exc:
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
-            if await failed(step, exc, ctx) == "skip" and not nxt.called:
+            # "skip": the layer counts as absent, so the rest of the onion still runs
+            if await failed(step, exc, ctx) == "skip" and not called:
                 await inner(ctx)
 
     return layer

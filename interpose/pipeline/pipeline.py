@@ -29,6 +29,7 @@ from .chain import (
     compile_steps,
     invoke,
     run_gate,
+    run_gate_sync,
     run_plain,
 )
 from .context import Context, ToolContext, TurnContext
@@ -85,6 +86,7 @@ class ToolChain:
         "before",
         "before_steps",
         "empty",
+        "quiet",
         "raw_name",
         "tool_name",
         "trusted_responders",
@@ -103,6 +105,8 @@ class ToolChain:
         self.after_steps: tuple[Step, ...] = ()
         self.app: Callable[[ToolContext], Awaitable[None]] | None = None
         self.empty = True
+        # only sync tool.before handlers: run them without a coroutine when nobody listens
+        self.quiet = False
         # a trusted before-step may respond past the approvers: track who responds
         self.trusted_responders = False
 
@@ -454,6 +458,8 @@ class Pipeline:
                     output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
                 )
             return ToolResult(output=out)
+        if chain.quiet and not self.bus.wanted:
+            return await self._quiet_tool(chain, turn, call_id, args, call, agent_id, session_key)
         self._check_running()
         if call_id is None:
             call_id = f"call-{next(self._call_ids)}"
@@ -496,6 +502,11 @@ class Pipeline:
 
             chain.app = build_onion(layers, core, self._layer_failed)
         chain.empty = not (chain.before or chain.approvers or chain.after or layers)
+        chain.quiet = (
+            bool(chain.before)
+            and not (chain.approvers or chain.after or layers)
+            and not any(s.is_async for s in chain.before_steps)
+        )
         chain.trusted_responders = bool(chain.approvers) and any(
             s.trusted for s in chain.before_steps
         )
@@ -503,6 +514,48 @@ class Pipeline:
             self._tool_chains.clear()
         self._tool_chains[(raw_name, agent_id)] = chain
         return chain
+
+    async def _quiet_tool(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str | None,
+        args: dict[str, Any],
+        call: ToolCallable,
+        agent_id: str,
+        session_key: str,
+    ) -> ToolResult:
+        """The tool stage for a chain of sync tool.before handlers when nobody listens:
+        no events, no timing, no responder tracking (there are no approvers)."""
+        name = chain.tool_name
+        out = ToolBeforeOutput(args=args)
+        inp = ToolBeforeInput(
+            tool_name=name,
+            turn_id=turn.turn_id if turn is not None else "",
+            raw_name=chain.raw_name,
+            tool_call_id=f"call-{next(self._call_ids)}" if call_id is None else call_id,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        blocker = run_gate_sync(chain.before, chain.before_steps, inp, out, self._settle)
+        if blocker is not None:
+            reason = out.block_reason or f"blocked by {blocker.id}"
+            return refusal("blocked", name, reason, decided_by=blocker.id)
+        if out.result is not None:
+            return _as_responded(out.result)
+        if type(out.args) is not dict:
+            raise TypeError(
+                f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
+            )
+        try:
+            value = call(out.args)
+            if isawaitable(value):
+                value = await value
+        except _ABORTS:
+            raise
+        except Exception as exc:
+            return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+        return ToolResult(output=value)
 
     async def _tool_core(
         self,
@@ -808,17 +861,24 @@ class Pipeline:
     # -- failures and events ------------------------------------------------------
 
     async def _hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
-        """A handler raised: record it, apply its policy to ``out``, return the policy."""
-        tool = str(getattr(inp, "tool_name", None) or getattr(inp, "command", ""))
-        await self._record_failure(
-            step,
-            exc,
-            inp.turn_id,
-            inp.agent_id,
-            inp.session_key,
-            tool,
-            getattr(inp, "tool_call_id", ""),
-        )
+        """A handler raised: publish it, then settle it (see ``_settle``)."""
+        if "interceptor_failed" in self.bus.wanted:
+            await self._emit_failure(
+                step,
+                exc,
+                inp.turn_id,
+                inp.agent_id,
+                inp.session_key,
+                _subject(inp),
+                getattr(inp, "tool_call_id", ""),
+            )
+        return self._settle(step, exc, inp, out)
+
+    def _settle(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
+        """Count and log a handler failure, apply its policy to ``out``, return the
+        policy; re-raises for "raise".  Synchronous, for the quiet path."""
+        tool = _subject(inp)
+        self._count_failure(step, exc, tool)
         if step.on_error == "raise":
             raise exc
         if step.on_error == "block":
@@ -862,11 +922,14 @@ class Pipeline:
         tool_name: str,
         call_id: str,
     ) -> None:
-        timed_out = isinstance(exc, TimeoutError)
-        counts = self.stats.timeouts if timed_out else self.stats.failures
-        counts[step.id] = counts.get(step.id, 0) + 1
-        if timed_out:
-            self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
+        self._count_failure(step, exc, tool_name)
+        if "interceptor_failed" in self.bus.wanted:
+            await self._emit_failure(step, exc, turn_id, agent_id, session_key, tool_name, call_id)
+
+    def _count_failure(self, step: Step, exc: Exception, tool_name: str) -> None:
+        self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
+        if isinstance(exc, TimeoutError):
+            self.stats.timeouts[step.id] = self.stats.timeouts.get(step.id, 0) + 1
         log.warning(
             "%s '%s' failed (%s, policy %s): %s",
             step.hook,
@@ -875,21 +938,31 @@ class Pipeline:
             step.on_error,
             _describe(exc, step),
         )
-        if "interceptor_failed" in self.bus.wanted:
-            await self.emit(
-                ev.InterceptorFailed,
-                turn_id,
-                agent_id,
-                session_key,
-                hook=step.hook,
-                interceptor_id=step.id,
-                error_type=type(exc).__name__,
-                error=_describe(exc, step),
-                policy=step.on_error,
-                timed_out=timed_out,
-                tool_name=tool_name,
-                tool_call_id=call_id,
-            )
+
+    async def _emit_failure(
+        self,
+        step: Step,
+        exc: Exception,
+        turn_id: str,
+        agent_id: str,
+        session_key: str,
+        tool_name: str,
+        call_id: str,
+    ) -> None:
+        await self.emit(
+            ev.InterceptorFailed,
+            turn_id,
+            agent_id,
+            session_key,
+            hook=step.hook,
+            interceptor_id=step.id,
+            error_type=type(exc).__name__,
+            error=_describe(exc, step),
+            policy=step.on_error,
+            timed_out=isinstance(exc, TimeoutError),
+            tool_name=tool_name,
+            tool_call_id=call_id,
+        )
 
     def _observer_failed(
         self, sub: Subscription, event: Any, exc: Exception, timed_out: bool
@@ -944,6 +1017,11 @@ class Pipeline:
 
 def _qualname(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+def _subject(inp: Any) -> str:
+    """The tool or command a hook input is about ("" for the other hooks)."""
+    return str(getattr(inp, "tool_name", None) or getattr(inp, "command", ""))
 
 
 def _describe(exc: BaseException, step: Step) -> str:
