@@ -29,7 +29,7 @@ import anyio
 
 from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .hooks import OnError
-from .payloads import ToolResult
+from .payloads import ToolResult, error_result
 from .registry import Entry
 
 __all__ = [
@@ -266,7 +266,7 @@ async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int
     except _ABORTS:
         raise
     except Exception as exc:
-        result = ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+        result = error_result(exc)
     else:
         result = ToolResult(output=out)
     return result, time.perf_counter_ns() - start

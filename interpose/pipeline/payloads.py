@@ -64,6 +64,11 @@ def refusal(status: ToolStatus, tool: str, reason: str, **details: Any) -> ToolR
     )
 
 
+def error_result(exc: BaseException) -> ToolResult:
+    """The result of an operation that raised: ``output="<ExcType>: <message>"``."""
+    return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+
+
 # -- message / params ---------------------------------------------------------------
 
 

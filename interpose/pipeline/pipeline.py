@@ -43,6 +43,7 @@ from .payloads import (
     ToolBeforeOutput,
     ToolResult,
     ToolStatus,
+    error_result,
     refusal,
 )
 from .registry import Interceptor, Middleware, Registry
@@ -454,9 +455,7 @@ class Pipeline:
             except _ABORTS:
                 raise
             except Exception as exc:
-                return ToolResult(
-                    output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
-                )
+                return error_result(exc)
             return ToolResult(output=out)
         if chain.quiet and not self.bus.wanted:
             return await self._quiet_tool(chain, turn, call_id, args, call, agent_id, session_key)
@@ -554,7 +553,7 @@ class Pipeline:
         except _ABORTS:
             raise
         except Exception as exc:
-            return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+            return error_result(exc)
         return ToolResult(output=value)
 
     async def _tool_core(
@@ -635,9 +634,7 @@ class Pipeline:
                 except _ABORTS:
                     raise
                 except Exception as exc:
-                    result = ToolResult(
-                        output=f"{type(exc).__name__}: {exc}", is_error=True, status="error"
-                    )
+                    result = error_result(exc)
                 else:
                     result = ToolResult(output=value)
                 duration = time.perf_counter_ns() - start
