@@ -699,6 +699,7 @@ class Pipeline:
                     is_error=True,
                     reason=exc.reason,
                     decided_by=exc.source,
+                    interceptors=_ran_until(chain, exc.source),
                 )
             raise
 
@@ -1058,6 +1059,12 @@ def _ran(chain: ToolChain, decider: Step | None, approved: bool) -> tuple[str, .
         approvers = approvers[: approvers.index(decider) + 1]
     ran = before + (approvers if approved else ())
     return tuple(s.id for s in ran + chain.after_steps)
+
+
+def _ran_until(chain: ToolChain, source: str) -> tuple[str, ...]:
+    """Ids of the before-steps and approvers up to the one an abort came from."""
+    ids = tuple(s.id for s in chain.before_steps + chain.approver_steps)
+    return ids[: ids.index(source) + 1] if source in ids else ()
 
 
 async def _turn_core(ctx: TurnContext) -> None:

@@ -756,3 +756,24 @@ async def test_tool_after_may_replace_the_result(pipe: Pipeline) -> None:
     result = await pipe.call_tool("read", {}, call=lambda a: "token=s3cr3t")
     assert result.output == "token=***"
     assert result.details == {"audited": True}
+
+
+async def test_an_aborted_call_is_reported_with_who_aborted_and_what_ran(
+    pipe: Pipeline, recorder: list[Any]
+) -> None:
+    pipe.intercept("tool.before", id="first", priority=10)(lambda inp, out: None)
+
+    @pipe.intercept("tool.before", id="stopper")
+    def stopper(inp: Any, out: Any) -> None:
+        raise AbortTurn("not today")
+
+    pipe.intercept("tool.before", id="never", priority=-10)(lambda inp, out: None)
+    pipe.subscribe(recorder.append, events={"tool_exec_end"})
+    async with pipe:
+        async with pipe.turn() as turn:
+            await turn.call_tool("exec", {"command": "ls"}, call=lambda a: "ran", call_id="c9")
+    assert turn.aborted and turn.abort_reason == "not today"
+    [end] = recorder
+    assert (end.status, end.tool_call_id, end.reason) == ("aborted", "c9", "not today")
+    assert end.decided_by == "stopper"
+    assert end.interceptors == ("first", "stopper")
