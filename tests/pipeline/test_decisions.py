@@ -769,10 +769,10 @@ async def test_an_aborted_call_is_reported_with_who_aborted_and_what_ran(
 
     pipe.intercept("tool.before", id="never", priority=-10)(lambda inp, out: None)
     pipe.subscribe(recorder.append, events={"tool_exec_end"})
-    async with pipe:
-        async with pipe.turn() as turn:
-            await turn.call_tool("exec", {"command": "ls"}, call=lambda a: "ran", call_id="c9")
-    assert turn.aborted and turn.abort_reason == "not today"
+    async with pipe, pipe.turn() as turn:
+        await turn.call_tool("exec", {"command": "ls"}, call=lambda a: "ran", call_id="c9")
+    assert turn.aborted
+    assert turn.abort_reason == "not today"
     [end] = recorder
     assert (end.status, end.tool_call_id, end.reason) == ("aborted", "c9", "not today")
     assert end.decided_by == "stopper"
