@@ -135,25 +135,22 @@ class Subscription:
     async def _deliver(
         self, event: Event, on_failure: Callable[[Subscription, Event, Exception, bool], None]
     ) -> None:
+        # "delivered" counts every event handed to the observer, whatever it did with it
+        self.stats.delivered += 1
         try:
-            if self.is_async:
-                if self.timeout is None:
-                    await self.observer(event)
-                else:
-                    with anyio.fail_after(self.timeout):
-                        await self.observer(event)
-            else:
+            if not self.is_async:
                 self.observer(event)
+            elif self.timeout is None:
+                await self.observer(event)
+            else:
+                with anyio.fail_after(self.timeout):
+                    await self.observer(event)
         except TimeoutError as exc:
             self.stats.timed_out += 1
             on_failure(self, event, exc, True)
         except Exception as exc:
             self.stats.failed += 1
             on_failure(self, event, exc, False)
-        else:
-            self.stats.delivered += 1
-            return
-        self.stats.delivered += 1  # delivered, even though the observer failed on it
 
     def close(self) -> None:
         self._closed = True
