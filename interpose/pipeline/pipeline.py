@@ -542,10 +542,7 @@ class Pipeline:
             return refusal("blocked", name, reason, decided_by=blocker.id)
         if out.result is not None:
             return _as_responded(out.result)
-        if type(out.args) is not dict:
-            raise TypeError(
-                f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
-            )
+        _check_rewritten_args(out)
         try:
             value = call(out.args)
             if isawaitable(value):
@@ -599,10 +596,7 @@ class Pipeline:
                     result = _as_responded(out.result)
                     if responder is not None:
                         result.details.setdefault("decided_by", responder.id)
-            if type(out.args) is not dict:
-                raise TypeError(
-                    f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
-                )
+            _check_rewritten_args(out)
             approved = bool(chain.approvers) and (
                 result is None
                 or (result.status == "responded" and not (decider is not None and decider.trusted))
@@ -1015,6 +1009,13 @@ class Pipeline:
 
 def _qualname(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+def _check_rewritten_args(out: ToolBeforeOutput) -> None:
+    if type(out.args) is not dict:
+        raise TypeError(
+            f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
+        )
 
 
 def _subject(inp: Any) -> str:
