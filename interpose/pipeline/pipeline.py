@@ -543,6 +543,7 @@ class Pipeline:
         if out.result is not None:
             return _as_responded(out.result)
         _check_rewritten_args(out)
+        # inline rather than `invoke`: no timing is needed here, and no extra coroutine
         try:
             value = call(out.args)
             if isawaitable(value):

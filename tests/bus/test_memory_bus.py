@@ -400,3 +400,19 @@ async def test_only_subscribed_kinds_are_built(
     assert pipe.bus.wanted == frozenset({"tool_exec_end"})
     assert counts == {"ToolExecEnd": 3}
     assert len(recorder) == 3
+
+
+async def test_unsubscribe_stops_delivery_and_the_events_are_no_longer_built() -> None:
+    pipe = Pipeline(builtins=False)
+    seen: list[str] = []
+    sub = pipe.subscribe(lambda e: seen.append(e.tool_call_id), events={"tool_exec_end"})
+    assert not pipe.bus.running
+    async with pipe:
+        assert pipe.bus.running
+        await pipe.call_tool("exec", {}, call=lambda a: None, call_id="before")
+        await pipe.bus.drain()
+        pipe.bus.unsubscribe(sub)
+        assert pipe.bus.wanted == frozenset()
+        await pipe.call_tool("exec", {}, call=lambda a: None, call_id="after")
+    assert not pipe.bus.running
+    assert seen == ["before"]
