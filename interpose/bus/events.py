@@ -80,7 +80,12 @@ class ToolExecStart(_Event, tag="tool_exec_start", frozen=True):
 
 
 class ToolExecEnd(_Event, tag="tool_exec_end", frozen=True):
-    """Published once per tool call, whatever happened to it (see ``status``)."""
+    """Published once per tool call, whatever happened to it (see ``status``).
+
+    ``interceptors`` names the registrations that ran, in order; ``interceptor_ns``
+    holds the wall time each of them took, position by position (it may be shorter
+    than ``interceptors``: middleware layers are not timed on their own).
+    """
 
     tool_name: str = ""
     tool_call_id: str = ""
@@ -90,6 +95,7 @@ class ToolExecEnd(_Event, tag="tool_exec_end", frozen=True):
     decided_by: str = ""
     reason: str = ""
     interceptors: tuple[str, ...] = ()
+    interceptor_ns: tuple[int, ...] = ()
 
 
 class ToolExecSkipped(_Event, tag="tool_exec_skipped", frozen=True):
