@@ -65,8 +65,14 @@ def refusal(status: ToolStatus, tool: str, reason: str, **details: Any) -> ToolR
 
 
 def error_result(exc: BaseException) -> ToolResult:
-    """The result of an operation that raised: ``output="<ExcType>: <message>"``."""
-    return ToolResult(output=f"{type(exc).__name__}: {exc}", is_error=True, status="error")
+    """The result of an operation that raised: ``output="<ExcType>: <message>"``,
+    ``details["error_type"]`` the exception's class name."""
+    return ToolResult(
+        output=f"{type(exc).__name__}: {exc}",
+        is_error=True,
+        status="error",
+        details={"error_type": type(exc).__qualname__},
+    )
 
 
 # -- message / params ---------------------------------------------------------------

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -46,9 +46,23 @@ from .payloads import (
     error_result,
     refusal,
 )
+from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
 from .tools import ToolMatcher, normalize_tool_name
+from .tracing import (
+    INTERNAL,
+    TIMINGS,
+    Tracing,
+    TracingLevel,
+    end_tool_span,
+    fail_span,
+    instrument,
+    tool_span_attributes,
+)
 from .turn import Turn
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer, TracerProvider
 
 __all__ = ["HumanApproval", "Pipeline", "PipelineStats"]
 
@@ -57,7 +71,6 @@ log = logging.getLogger("interpose")
 F = TypeVar("F", bound=Callable[..., Any])
 ToolCallable = Callable[[dict[str, Any]], Any]
 HumanApproval = Callable[[ApprovalRequest, str], "bool | Approval | Awaitable[bool | Approval]"]
-Tracing = Literal["off", "tool", "interceptor"]
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
 
@@ -91,6 +104,7 @@ class ToolChain:
         "raw_name",
         "tool_name",
         "trusted_responders",
+        "variants",
         "version",
     )
 
@@ -110,6 +124,8 @@ class ToolChain:
         self.quiet = False
         # a trusted before-step may respond past the approvers: track who responds
         self.trusted_responders = False
+        # the same chain with spans and/or timings, by (interceptor tracer, timed)
+        self.variants: dict[tuple[Tracer | None, bool], ToolChain] = {}
 
 
 class Pipeline:
@@ -126,7 +142,13 @@ class Pipeline:
         max_retries: how often a ``retry`` from an after-hook may re-run the operation.
         human_approval: ``(request, reason) -> bool | Approval``, sync or async,
             answers ``Approval.ask``; without one, or when it fails, ``ask`` means deny.
-        tracing: "off" | "tool" | "interceptor".
+        tracing: "off" | "tool" (a span per turn, LLM call and tool call) |
+            "interceptor" (and one per interceptor and middleware that ran).  Spans are
+            made only while a real tracer provider is installed: the global one, or
+            ``tracer_provider``.
+        tracer_provider: trace to this provider instead of the global one.
+        trace_content: record tool arguments and results in spans, redacted.
+        redactor: the redaction rules for recorded content (default ``Redactor()``).
     """
 
     def __init__(
@@ -139,10 +161,13 @@ class Pipeline:
         observer_timeout: float | None = 0.5,
         max_retries: int = 0,
         human_approval: HumanApproval | None = None,
-        tracing: Tracing = "tool",
+        tracing: TracingLevel = "tool",
+        tracer_provider: TracerProvider | None = None,
+        trace_content: bool = False,
+        redactor: Redactor | None = None,
     ) -> None:
-        if tracing not in ("off", "tool", "interceptor"):
-            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {tracing!r}")
+        self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
+        self._tracer = self._trace.tracer
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         for name, value in (
@@ -164,14 +189,17 @@ class Pipeline:
         self.observer_timeout = observer_timeout
         self.max_retries = max_retries
         self.human_approval = human_approval
-        self.tracing: Tracing = tracing
         self.stats = PipelineStats()
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
         self.bus.failure_hook = self._observer_failed
         self._tool_chains: dict[tuple[str, str], ToolChain] = {}
-        self._stage_apps: dict[tuple[str, str], tuple[int, Callable[[Any], Awaitable[None]]]] = {}
+        # keyed by (stage or hook, agent id, the tracer when interceptors get spans)
+        self._stage_apps: dict[
+            tuple[str, str, Tracer | None], tuple[int, Callable[[Any], Awaitable[None]]]
+        ] = {}
         self._hook_steps: dict[
-            tuple[str, str], tuple[int, tuple[Callable[..., Any], ...], tuple[Step, ...]]
+            tuple[str, str, Tracer | None],
+            tuple[int, tuple[Callable[..., Any], ...], tuple[Step, ...]],
         ] = {}
         self._prefix = secrets.token_hex(3)
         self._turn_ids = itertools.count(1)
@@ -181,6 +209,22 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"<Pipeline {len(self.registry)} registrations, tracing={self.tracing!r}>"
+
+    @property
+    def tracing(self) -> TracingLevel:
+        """The tracing level: "off" | "tool" | "interceptor" (may be changed)."""
+        return self._trace.level
+
+    @tracing.setter
+    def tracing(self, level: TracingLevel) -> None:
+        if level not in ("off", "tool", "interceptor"):
+            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
+        self._trace.level = level
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redaction rules applied to content recorded in spans."""
+        return self._trace.redactor
 
     # -- registration -------------------------------------------------------------
 
@@ -446,8 +490,10 @@ class Pipeline:
             chain = self._compile_tool(name, agent_id)
         if not callable(call):
             raise TypeError(f"call must be callable, got {type(call).__name__}")
-        if chain.empty and not self.bus.wanted:
-            # the floor plus one struct: nothing registered, nobody listening
+        tracer = self._tracer()
+        wanted = self.bus.wanted
+        if chain.empty and not wanted and tracer is None:
+            # the floor plus one struct: nothing registered, nobody listening, no tracing
             try:
                 out = call(args)
                 if type(out) is CoroutineType or isawaitable(out):
@@ -457,35 +503,94 @@ class Pipeline:
             except Exception as exc:
                 return error_result(exc)
             return ToolResult(output=out)
-        if chain.quiet and not self.bus.wanted:
+        if chain.quiet and not wanted and tracer is None:
             return await self._quiet_tool(chain, turn, call_id, args, call, agent_id, session_key)
         self._check_running()
         if call_id is None:
             call_id = f"call-{next(self._call_ids)}"
+        timed = "tool_exec_end" in wanted
+        spans = tracer if self._trace.level == "interceptor" else None
+        if timed or spans is not None:
+            variant = chain.variants.get((spans, timed))
+            chain = variant or self._compile_tool(name, agent_id, spans, timed, chain)
+        if tracer is None:
+            return await self._run_tool(chain, turn, call_id, args, call, agent_id, session_key)
+        with tracer.start_as_current_span(
+            f"execute_tool {chain.tool_name}",
+            kind=INTERNAL,
+            attributes=tool_span_attributes(
+                chain.tool_name,
+                name,
+                call_id,
+                agent_id,
+                session_key,
+                turn.provider if turn is not None else "",
+                turn.model if turn is not None else "",
+            ),
+            set_status_on_exception=False,
+        ) as span:
+            if self._trace.content:
+                span.set_attribute("gen_ai.tool.call.arguments", self.redactor.to_json(args))
+            try:
+                result = await self._run_tool(
+                    chain, turn, call_id, args, call, agent_id, session_key
+                )
+            except BaseException as exc:
+                fail_span(span, exc)
+                raise
+            end_tool_span(span, result, self._trace)
+        return result
+
+    async def _run_tool(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        call: ToolCallable,
+        agent_id: str,
+        session_key: str,
+    ) -> ToolResult:
+        """The middleware onion, if any, around ``_tool_core``."""
         if chain.app is None:
             return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
-        ctx = ToolContext(turn, chain.tool_name, name, call_id, args, call, agent_id, session_key)
+        ctx = ToolContext(
+            turn, chain.tool_name, chain.raw_name, call_id, args, call, agent_id, session_key
+        )
         await chain.app(ctx)
         if ctx.result is None:  # a plain (on_error="raise") layer returned without one
             raise MiddlewareError("tool")
         return ctx.result
 
-    def _compile_tool(self, raw_name: str, agent_id: str) -> ToolChain:
+    def _compile_tool(
+        self,
+        raw_name: str,
+        agent_id: str,
+        spans: Tracer | None = None,
+        timed: bool = False,
+        base: ToolChain | None = None,
+    ) -> ToolChain:
+        """Compile the chain of ``raw_name`` for ``agent_id`` and cache it; with ``spans``
+        or ``timed``, the instrumented variant of ``base``, cached on it."""
         if not isinstance(raw_name, str):
             raise TypeError(f"tool name must be a str, got {type(raw_name).__name__}")
         reg = self.registry
         tool = normalize_tool_name(raw_name)
         chain = ToolChain(reg.version, raw_name, tool)
-        chain.before, chain.before_steps = compile_steps(
-            reg.entries("tool.before", tool=tool, agent=agent_id), self.interceptor_timeout
-        )
-        chain.approvers, chain.approver_steps = compile_steps(
-            reg.entries("tool.approve", tool=tool, agent=agent_id), self.approval_timeout
-        )
-        chain.after, chain.after_steps = compile_steps(
-            reg.entries("tool.after", tool=tool, agent=agent_id), self.interceptor_timeout
-        )
+
+        def compiled(hook: str, timeout: float | None) -> tuple[Any, tuple[Step, ...]]:
+            fns, steps = compile_steps(reg.entries(hook, tool=tool, agent=agent_id), timeout)
+            if spans is None and not timed:
+                return fns, steps
+            steps = tuple(instrument(s, spans, timed) for s in steps)
+            return tuple(s.call for s in steps), steps
+
+        chain.before, chain.before_steps = compiled("tool.before", self.interceptor_timeout)
+        chain.approvers, chain.approver_steps = compiled("tool.approve", self.approval_timeout)
+        chain.after, chain.after_steps = compiled("tool.after", self.interceptor_timeout)
         _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
+        if spans is not None:
+            layers = tuple(instrument(s, spans, False, layer=True) for s in layers)
         if layers:
 
             async def core(ctx: ToolContext) -> None:
@@ -509,6 +614,9 @@ class Pipeline:
         chain.trusted_responders = bool(chain.approvers) and any(
             s.trusted for s in chain.before_steps
         )
+        if base is not None:
+            base.variants[(spans, timed)] = chain
+            return chain
         if len(self._tool_chains) >= _CACHE_LIMIT:
             self._tool_chains.clear()
         self._tool_chains[(raw_name, agent_id)] = chain
@@ -567,6 +675,10 @@ class Pipeline:
         name = chain.tool_name
         wanted = self.bus.wanted
         turn_id = turn.turn_id if turn is not None else ""
+        # what ran, and for how long, when someone will read it in tool_exec_end (the
+        # chain is then the timed variant, whose steps append here)
+        timings: list[tuple[str, int]] = []
+        token = TIMINGS.set(timings) if "tool_exec_end" in wanted else None
         try:
             inp = ToolBeforeInput(
                 tool_name=name,
@@ -587,7 +699,8 @@ class Pipeline:
                     inp,
                     out,
                     self._hook_failed,
-                    chain.trusted_responders or bool(wanted),
+                    # who responded matters to trusted responders, listeners and spans
+                    chain.trusted_responders or bool(wanted) or self._tracer() is not None,
                 )
                 if decider is not None:
                     reason = out.block_reason or f"blocked by {decider.id}"
@@ -673,11 +786,8 @@ class Pipeline:
                     duration_ns=duration,
                     decided_by=decider.id if decider is not None else "",
                     reason=reason,
-                    interceptors=_ran(
-                        chain,
-                        decider if result.status in ("blocked", "denied") else None,
-                        approved,
-                    ),
+                    interceptors=tuple(step_id for step_id, _ in timings),
+                    interceptor_ns=tuple(ns for _, ns in timings),
                 )
             return result
         except AbortTurn as exc:
@@ -694,9 +804,13 @@ class Pipeline:
                     is_error=True,
                     reason=exc.reason,
                     decided_by=exc.source,
-                    interceptors=_ran_until(chain, exc.source),
+                    interceptors=tuple(step_id for step_id, _ in timings),
+                    interceptor_ns=tuple(ns for _, ns in timings),
                 )
             raise
+        finally:
+            if token is not None:
+                TIMINGS.reset(token)
 
     async def _approve(
         self,
@@ -821,13 +935,16 @@ class Pipeline:
         self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
     ) -> Callable[[Any], Awaitable[None]]:
         """The ``stage`` middleware onion for ``agent_id`` around ``core`` (one fixed
-        function per stage), compiled once per registry version."""
-        key = (stage, agent_id)
+        function per stage), compiled once per registry version (and interceptor tracer)."""
+        spans = self._trace.interceptor_tracer()
+        key = (stage, agent_id, spans)
         cached = self._stage_apps.get(key)
         if cached is None or cached[0] != self.registry.version:
             _, layers = compile_steps(
                 self.registry.entries(stage, agent=agent_id), None, wrap=False
             )
+            if spans is not None:
+                layers = tuple(instrument(s, spans, False, layer=True) for s in layers)
             app = build_onion(layers, core, self._layer_failed) if layers else core
             cached = (self.registry.version, app)
             if len(self._stage_apps) >= _CACHE_LIMIT:
@@ -839,12 +956,16 @@ class Pipeline:
         self, hook: str, agent_id: str
     ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]:
         """Compiled (callables, steps) of a non-tool hook for ``agent_id``, cached."""
-        key = (hook, agent_id)
+        spans = self._trace.interceptor_tracer()
+        key = (hook, agent_id, spans)
         cached = self._hook_steps.get(key)
         if cached is None or cached[0] != self.registry.version:
             fns, steps = compile_steps(
                 self.registry.entries(hook, agent=agent_id), self.interceptor_timeout
             )
+            if spans is not None:
+                steps = tuple(instrument(s, spans, False) for s in steps)
+                fns = tuple(s.call for s in steps)
             cached = (self.registry.version, fns, steps)
             if len(self._hook_steps) >= _CACHE_LIMIT:
                 self._hook_steps.clear()
@@ -1046,27 +1167,6 @@ def _decision(answer: Any) -> tuple[str, str]:
     if isinstance(answer, Approval):
         return answer.decision, answer.reason
     raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
-
-
-def _ran(chain: ToolChain, decider: Step | None, approved: bool) -> tuple[str, ...]:
-    """Ids of the interceptors that ran on a call (for reports), in order.
-
-    ``decider`` is the step that blocked or denied (None otherwise); ``approved`` says
-    whether the approvers were consulted.
-    """
-    before, approvers = chain.before_steps, chain.approver_steps
-    if decider is not None and decider in before:
-        return tuple(s.id for s in before[: before.index(decider) + 1] + chain.after_steps)
-    if decider is not None and decider in approvers:
-        approvers = approvers[: approvers.index(decider) + 1]
-    ran = before + (approvers if approved else ())
-    return tuple(s.id for s in ran + chain.after_steps)
-
-
-def _ran_until(chain: ToolChain, source: str) -> tuple[str, ...]:
-    """Ids of the before-steps and approvers up to the one an abort came from."""
-    ids = tuple(s.id for s in chain.before_steps + chain.approver_steps)
-    return ids[: ids.index(source) + 1] if source in ids else ()
 
 
 async def _turn_core(ctx: TurnContext) -> None:

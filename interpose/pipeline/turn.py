@@ -15,6 +15,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, Status, StatusCode
 
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
@@ -37,6 +40,7 @@ from .payloads import (
     ToolResult,
     refusal,
 )
+from .tracing import CLIENT, INTERNAL, chat_span_attributes, turn_span_attributes
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -69,6 +73,8 @@ class Turn:
         self.aborted = False
         self.abort_reason = ""
         self._started = 0
+        self._span: Span | None = None
+        self._context_token: object = None
 
     def __repr__(self) -> str:
         state = f" aborted={self.abort_reason!r}" if self.aborted else ""
@@ -79,6 +85,17 @@ class Turn:
     async def __aenter__(self) -> Turn:
         self.pipeline._check_running()
         self._started = time.perf_counter_ns()
+        tracer = self.pipeline._tracer()
+        if tracer is not None:
+            # current for the whole turn: the chat and execute_tool spans nest in it
+            self._span = span = tracer.start_span(
+                f"invoke_agent {self.agent_id}",
+                kind=INTERNAL,
+                attributes=turn_span_attributes(
+                    self.agent_id, self.session_key, self.provider, self.model, self.turn_id
+                ),
+            )
+            self._context_token = otel_context.attach(otel_trace.set_span_in_context(span))
         if "turn_started" in self.pipeline.bus.wanted:
             await self._emit(ev.TurnStarted, provider=self.provider, model=self.model)
         return self
@@ -90,6 +107,8 @@ class Turn:
         tb: TracebackType | None,
     ) -> bool:
         duration = time.perf_counter_ns() - self._started
+        if self._span is not None:
+            self._end_span(exc)
         wanted = self.pipeline.bus.wanted
         if isinstance(exc, AbortTurn | HardAbort):
             self.aborted = True
@@ -105,6 +124,24 @@ class Turn:
         if "turn_ended" in wanted:
             await self._emit(ev.TurnEnded, duration_ns=duration)
         return False
+
+    def _end_span(self, exc: BaseException | None) -> None:
+        span, self._span = self._span, None
+        assert span is not None
+        otel_context.detach(self._context_token)  # type: ignore[arg-type]
+        if self.model:
+            span.set_attribute("gen_ai.request.model", self.model)
+        if isinstance(exc, AbortTurn | HardAbort):
+            span.set_attribute("error.type", "turn_aborted")
+            span.set_attribute("interpose.abort.hard", isinstance(exc, HardAbort))
+            if exc.source:
+                span.set_attribute("interpose.decided_by", exc.source)
+            span.set_status(Status(StatusCode.ERROR, exc.reason))
+        elif exc is not None:
+            span.record_exception(exc)
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
 
     async def _emit(self, cls: type[Any], **fields: Any) -> None:
         await self.pipeline.emit(cls, self.turn_id, self.agent_id, self.session_key, **fields)
@@ -154,7 +191,21 @@ class Turn:
         self.pipeline._check_running()
         ctx = LLMContext(self, request)
         ctx.state["call"] = call
-        await self.pipeline.stage_app("llm", self.agent_id, _llm_core)(ctx)
+        app = self.pipeline.stage_app("llm", self.agent_id, _llm_core)
+        tracer = self.pipeline._tracer()
+        if tracer is None:
+            await app(ctx)
+        else:
+            with tracer.start_as_current_span(
+                f"chat {self.model}" if self.model else "chat",
+                kind=CLIENT,
+                attributes=chat_span_attributes(
+                    self.agent_id, self.session_key, self.provider, self.model
+                ),
+            ) as span:
+                await app(ctx)
+                if ctx.response is not None:
+                    _end_chat_span(span, ctx.response, ctx.attempt)
         if ctx.response is None:
             raise MiddlewareError("llm")
         return ctx.response
@@ -330,6 +381,19 @@ async def _compact_core(ctx: CompactContext) -> None:
             summary = await summary
         out.summary = summary if isinstance(summary, str) else str(summary)
     ctx.result = out
+
+
+def _end_chat_span(span: Span, response: LLMResponse, attempts: int) -> None:
+    span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
+    if attempts > 1:
+        span.set_attribute("interpose.llm.attempts", attempts)
+    usage = response.usage
+    for key, attr in (
+        ("input_tokens", "gen_ai.usage.input_tokens"),
+        ("output_tokens", "gen_ai.usage.output_tokens"),
+    ):
+        if key in usage:
+            span.set_attribute(attr, usage[key])
 
 
 def _turn(ctx: Any) -> Turn:

@@ -1,0 +1,415 @@
+"""OpenTelemetry tracing, inline in the pipeline (``opentelemetry-api`` only).
+
+Spans follow the GenAI semantic conventions::
+
+    invoke_agent {agent}            INTERNAL, one per turn
+    ├── chat {model}                CLIENT, one per turn.call_llm
+    │   └── llm.before {id} ...     one per interceptor that ran (tracing="interceptor")
+    └── execute_tool {tool}         INTERNAL, one per tool call; current while the tool runs
+        ├── tool {middleware id}    a middleware layer; the layers inside it nest in it
+        ├── tool.before {id}
+        ├── tool.approve {id}
+        └── tool.after {id}
+
+A blocked or denied call ends its ``execute_tool`` span with status ERROR, ``error.type``
+``tool_blocked`` / ``tool_denied`` and the reason as the status description.
+
+Nothing here runs unless tracing is on *and* a real tracer provider is installed (an SDK
+one, set globally or passed as ``Pipeline(tracer_provider=...)``): until then the
+pipeline makes no OpenTelemetry call at all.  Finding out costs one attribute read.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import msgspec
+from opentelemetry import trace as _api
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+
+from ..errors import AbortTurn, HardAbort
+from .chain import Step
+from .payloads import Approval, ToolResult
+from .redaction import Redactor
+
+__all__ = [
+    "TIMINGS",
+    "TracingLevel",
+    "Tracing",
+    "instrument",
+    "tool_span_attributes",
+    "end_tool_span",
+    "fail_span",
+]
+
+TracingLevel = Literal["off", "tool", "interceptor"]
+
+# (registration id, ns) of each step that ran in the current tool call, when the
+# pipeline times its interceptors (someone subscribed to tool_exec_end)
+TIMINGS: ContextVar[list[tuple[str, int]] | None] = ContextVar("interpose_timings", default=None)
+
+_NO_PROVIDER = (_api.ProxyTracerProvider, _api.NoOpTracerProvider)
+
+
+# ``get_tracer_provider()`` reads the environment on every call while no provider is set
+# (~300 ns); the module global it checks first costs one attribute read.  An API
+# version without that global gets the public call.
+_READS_GLOBAL = hasattr(_api, "_TRACER_PROVIDER")
+
+
+def _global_provider() -> TracerProvider | None:
+    """The provider installed with ``set_tracer_provider``, or None."""
+    provider = _api._TRACER_PROVIDER if _READS_GLOBAL else _api.get_tracer_provider()
+    return None if isinstance(provider, _NO_PROVIDER) else provider
+
+
+class Tracing:
+    """A pipeline's tracing settings, and the tracer they resolve to right now.
+
+    ``tracer()`` is None while tracing is off or no real provider is installed; it
+    follows the global provider, so ``configure()`` may run after the pipeline is built.
+    """
+
+    __slots__ = ("_provider", "_tracer", "content", "explicit", "level", "redactor")
+
+    def __init__(
+        self,
+        level: TracingLevel,
+        provider: TracerProvider | None,
+        content: bool,
+        redactor: Redactor,
+    ) -> None:
+        if level not in ("off", "tool", "interceptor"):
+            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
+        self.level = level
+        self.explicit = provider
+        self.content = content
+        self.redactor = redactor
+        self._provider: TracerProvider | None = None
+        self._tracer: Tracer | None = None
+        if provider is None and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ:
+            _api.get_tracer_provider()  # loads the configured provider into the global
+
+    def tracer(self) -> Tracer | None:
+        """The tracer to use for this call, or None (tracing off or nothing installed)."""
+        if self.level == "off":
+            return None
+        provider = self.explicit or (_api._TRACER_PROVIDER if _READS_GLOBAL else _global_provider())
+        if provider is not self._provider:
+            self._provider = provider
+            self._tracer = (
+                None
+                if provider is None or isinstance(provider, _NO_PROVIDER)
+                else provider.get_tracer("interpose", _version())
+            )
+        return self._tracer
+
+    def interceptor_tracer(self) -> Tracer | None:
+        """The tracer when every interceptor gets a span, else None."""
+        return self.tracer() if self.level == "interceptor" else None
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+# -- spans of a tool call -----------------------------------------------------------------
+
+
+def tool_span_attributes(
+    tool_name: str,
+    raw_name: str,
+    call_id: str,
+    agent_id: str,
+    session_key: str,
+    provider: str,
+    model: str,
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool_name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.agent.id": agent_id,
+    }
+    if raw_name != tool_name:
+        attrs["interpose.tool.raw_name"] = raw_name
+    if session_key:
+        attrs["gen_ai.conversation.id"] = session_key
+    if provider:
+        attrs["gen_ai.provider.name"] = provider
+    if model:
+        attrs["gen_ai.request.model"] = model
+    return attrs
+
+
+def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
+    """Record how a call ended: its status, who decided, and ERROR for a refusal."""
+    status = result.status
+    span.set_attribute("interpose.tool.status", status)
+    decided_by = result.details.get("decided_by")
+    if decided_by:
+        span.set_attribute("interpose.decided_by", str(decided_by))
+    if status in ("blocked", "denied", "aborted"):
+        output = result.output
+        reason = str(output.get("reason", "")) if isinstance(output, dict) else ""
+        span.set_attribute("error.type", f"tool_{status}")
+        span.set_status(Status(StatusCode.ERROR, reason))
+    elif status == "error":
+        span.set_attribute("error.type", str(result.details.get("error_type", "tool_error")))
+        span.set_status(Status(StatusCode.ERROR, str(result.output)))
+    if tracing.content:
+        span.set_attribute("gen_ai.tool.call.result", tracing.redactor.to_json(result.output))
+
+
+# -- one span (and/or a timing) per step ---------------------------------------------------
+
+
+def instrument(step: Step, tracer: Tracer | None, timed: bool, *, layer: bool = False) -> Step:
+    """A copy of ``step`` whose callable opens a span around the handler (with a
+    tracer) and/or records its duration in ``TIMINGS`` (``timed``).
+
+    ``layer`` marks a middleware layer ``fn(ctx, call_next)``: its span stays open
+    around everything inside it, as the onion nests.
+    """
+    new = copy.copy(step)
+    fn = step.call
+    if layer:
+        assert tracer is not None
+        new.call = _traced_layer(fn, step, tracer)
+        return new
+    is_async = step.is_async
+    decide = _DECIDERS.get(step.hook, _decide_generic)
+    if tracer is None:
+        new.call = _timed_async(fn, step.id) if is_async else _timed_sync(fn, step.id)
+    elif is_async:
+        new.call = _traced_async(fn, step, tracer, decide, timed)
+    else:
+        new.call = _traced_sync(fn, step, tracer, decide, timed)
+    return new
+
+
+def _span_attributes(step: Step) -> dict[str, Any]:
+    return {
+        "interpose.hook": step.hook,
+        "interpose.interceptor.id": step.id,
+        "interpose.priority": step.priority,
+        "interpose.on_error": step.on_error,
+    }
+
+
+def _record(step_id: str, start: int) -> None:
+    timings = TIMINGS.get()
+    if timings is not None:
+        timings.append((step_id, time.perf_counter_ns() - start))
+
+
+def _timed_sync(fn: Callable[..., Any], step_id: str) -> Callable[..., Any]:
+    def timed(*args: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return fn(*args)
+        finally:
+            _record(step_id, start)
+
+    return timed
+
+
+def _timed_async(fn: Callable[..., Any], step_id: str) -> Callable[..., Any]:
+    async def timed(*args: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return await fn(*args)
+        finally:
+            _record(step_id, start)
+
+    return timed
+
+
+# A decider sees the handler's output before the call (its ``result`` and a snapshot),
+# the arguments after it, and its return value, and names the decision: continue,
+# modify, block, respond, retry, allow, deny or ask.
+Before = tuple[Any, Any]
+Decider = Callable[[tuple[Any, ...], Before, Any], str]
+
+
+def _snapshot(out: Any) -> Any:
+    try:
+        return msgspec.to_builtins(out)
+    except (TypeError, msgspec.EncodeError):
+        return msgspec.structs.astuple(out) if isinstance(out, msgspec.Struct) else out
+
+
+def _decide_generic(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+    out = args[-1]
+    if getattr(out, "block", False):
+        return "block"
+    if getattr(out, "retry", False):
+        return "retry"
+    return "modify" if _snapshot(out) != before[1] else "continue"
+
+
+def _decide_tool_before(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+    out = args[-1]
+    if out.block:
+        return "block"
+    if out.result is not before[0]:
+        return "respond"
+    return "modify" if _snapshot(out) != before[1] else "continue"
+
+
+def _decide_approval(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+    if answer is None or answer is True:
+        return "allow"
+    if answer is False:
+        return "deny"
+    if isinstance(answer, Approval):
+        return answer.decision
+    return "invalid"
+
+
+_DECIDERS: dict[str, Decider] = {
+    "tool.before": _decide_tool_before,
+    "tool.approve": _decide_approval,
+}
+
+
+def _before(step: Step, args: tuple[Any, ...]) -> Before:
+    if step.hook == "tool.approve":  # approvers answer with their return value
+        return None, None
+    out = args[-1]
+    return getattr(out, "result", None), _snapshot(out)
+
+
+def _traced_sync(
+    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider, timed: bool
+) -> Callable[..., Any]:
+    name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
+
+    def traced(*args: Any) -> Any:
+        start = time.perf_counter_ns()
+        with tracer.start_as_current_span(name, attributes=attrs) as span:
+            before = _before(step, args)
+            try:
+                answer = fn(*args)
+            except BaseException as exc:
+                _failed(span, exc)
+                raise
+            finally:
+                if timed:
+                    _record(step.id, start)
+            span.set_attribute("interpose.decision", decide(args, before, answer))
+            return answer
+
+    return traced
+
+
+def _traced_async(
+    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider, timed: bool
+) -> Callable[..., Any]:
+    name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
+
+    async def traced(*args: Any) -> Any:
+        start = time.perf_counter_ns()
+        with tracer.start_as_current_span(name, attributes=attrs) as span:
+            before = _before(step, args)
+            try:
+                answer = await fn(*args)
+            except BaseException as exc:
+                _failed(span, exc)
+                raise
+            finally:
+                if timed:
+                    _record(step.id, start)
+            span.set_attribute("interpose.decision", decide(args, before, answer))
+            return answer
+
+    return traced
+
+
+def _traced_layer(fn: Callable[..., Any], step: Step, tracer: Tracer) -> Callable[..., Any]:
+    name = f"{step.hook} {step.id}"
+    attrs = {**_span_attributes(step), "interpose.middleware": True}
+
+    async def traced(ctx: Any, call_next: Callable[[], Any]) -> None:
+        called = False
+
+        def spy() -> Any:
+            nonlocal called
+            called = True
+            return call_next()
+
+        with tracer.start_as_current_span(name, attributes=attrs) as span:
+            try:
+                await fn(ctx, spy)
+            except BaseException as exc:
+                _failed(span, exc)
+                raise
+            span.set_attribute("interpose.decision", "continue" if called else "respond")
+
+    return traced
+
+
+def _failed(span: Span, exc: BaseException) -> None:
+    # the span's own exit records the exception and sets status ERROR
+    aborted = isinstance(exc, AbortTurn | HardAbort)
+    span.set_attribute("interpose.decision", "abort" if aborted else "failed")
+    span.set_attribute("error.type", "turn_aborted" if aborted else type(exc).__qualname__)
+
+
+def fail_span(span: Span, exc: BaseException) -> None:
+    """End-of-span record for an exception leaving a tool call: an abort names who
+    aborted and why; anything else is an error of its type."""
+    if isinstance(exc, AbortTurn | HardAbort):
+        span.set_attribute("error.type", "tool_aborted")
+        if exc.source:
+            span.set_attribute("interpose.decided_by", exc.source)
+        span.set_status(Status(StatusCode.ERROR, exc.reason))
+    else:
+        span.set_attribute("error.type", type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+# -- turn and chat spans ------------------------------------------------------------------
+
+
+def turn_span_attributes(
+    agent_id: str, session_key: str, provider: str, model: str, turn_id: str
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": agent_id,
+        "gen_ai.agent.name": agent_id,
+        "interpose.turn.id": turn_id,
+    }
+    if session_key:
+        attrs["gen_ai.conversation.id"] = session_key
+    if provider:
+        attrs["gen_ai.provider.name"] = provider
+    if model:
+        attrs["gen_ai.request.model"] = model
+    return attrs
+
+
+def chat_span_attributes(
+    agent_id: str, session_key: str, provider: str, model: str
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.agent.id": agent_id}
+    if session_key:
+        attrs["gen_ai.conversation.id"] = session_key
+    if provider:
+        attrs["gen_ai.provider.name"] = provider
+    if model:
+        attrs["gen_ai.request.model"] = model
+    return attrs
+
+
+CLIENT = SpanKind.CLIENT
+INTERNAL = SpanKind.INTERNAL
