@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from inspect import isawaitable
 from operator import length_hint
+from time import perf_counter_ns
 from typing import Any
 
 import anyio
@@ -35,6 +36,7 @@ from .registry import Entry
 __all__ = [
     "Failure",
     "Step",
+    "Timings",
     "build_onion",
     "compile_steps",
     "invoke",
@@ -93,27 +95,51 @@ def compile_steps(
 Failure = Callable[[Step, Exception, Any, Any], Awaitable[OnError]]
 
 
+# (registration id, wall time in ns) of each handler that ran, in order
+Timings = list[tuple[str, int]]
+
+
 async def run_plain(
     fns: tuple[Callable[..., Any], ...],
     steps: tuple[Step, ...],
     inp: Any,
     out: Any,
     failed: Failure,
+    times: Timings | None = None,
 ) -> Step | None:
-    """Run every handler in order; returns the step whose failure asks to block, if any."""
+    """Run every handler in order; returns the step whose failure asks to block, if any.
+
+    With ``times``, appends each handler's (id, duration) to it.
+    """
     it = iter(fns)
+    start = 0
     while True:
         try:
-            for fn in it:
-                r = fn(inp, out)
-                if r is not None:
-                    await r
+            if times is not None:
+                for fn in it:
+                    start = perf_counter_ns()
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+                    times.append(
+                        (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
+                    )
+            else:
+                for fn in it:
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
             return None
         except _ABORTS as exc:
-            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            exc.source = exc.source or step.id
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
                 return step
 
@@ -125,6 +151,7 @@ async def run_gate(
     out: Any,
     failed: Failure,
     track: bool = False,
+    times: Timings | None = None,
 ) -> tuple[Step | None, Step | None]:
     """Run before-handlers on an output with ``block``; stop at the first block.
 
@@ -132,13 +159,28 @@ async def run_gate(
     with ``track`` (the output has a ``result``), the last step that set
     ``out.result``.  Tracking costs a comparison per step, so callers ask for it only
     when the responder matters (trusted responders ahead of approvers, or listeners).
+    With ``times`` (which implies ``track``), appends each handler's (id, duration).
     """
     it = iter(fns)
     responder: Step | None = None
-    seen = out.result if track else None
+    seen = out.result if track or times is not None else None
+    start = 0
     while True:
         try:
-            if track:
+            if times is not None:
+                for fn in it:
+                    start = perf_counter_ns()
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+                    step = steps[len(fns) - length_hint(it) - 1]
+                    times.append((step.id, perf_counter_ns() - start))
+                    if out.block:
+                        return step, responder
+                    if out.result is not seen:
+                        seen = out.result
+                        responder = step
+            elif track:
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
@@ -157,10 +199,15 @@ async def run_gate(
                         return steps[len(fns) - length_hint(it) - 1], responder
             return None, responder
         except _ABORTS as exc:
-            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            exc.source = exc.source or step.id
             raise
         except Exception as exc:
             step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
                 return step, responder
 

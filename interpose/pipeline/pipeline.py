@@ -25,6 +25,7 @@ from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
 from .chain import (
     Step,
+    Timings,
     build_onion,
     compile_steps,
     invoke,
@@ -51,7 +52,6 @@ from .registry import Interceptor, Middleware, Registry
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
     INTERNAL,
-    TIMINGS,
     Tracing,
     TracingLevel,
     end_tool_span,
@@ -103,7 +103,7 @@ class ToolChain:
         "quiet",
         "raw_name",
         "tool_name",
-        "trusted_responders",
+        "track_responders",
         "variants",
         "version",
     )
@@ -122,10 +122,11 @@ class ToolChain:
         self.empty = True
         # only sync tool.before handlers: run them without a coroutine when nobody listens
         self.quiet = False
-        # a trusted before-step may respond past the approvers: track who responds
-        self.trusted_responders = False
-        # the same chain with spans and/or timings, by (interceptor tracer, timed)
-        self.variants: dict[tuple[Tracer | None, bool], ToolChain] = {}
+        # track which before-step responds: a trusted one may respond past the
+        # approvers, and reports (events, spans) name the responder
+        self.track_responders = False
+        # the same chain for traced calls, by the tracer of interceptor spans (or None)
+        self.variants: dict[Tracer | None, ToolChain] = {}
 
 
 class Pipeline:
@@ -508,19 +509,39 @@ class Pipeline:
         self._check_running()
         if call_id is None:
             call_id = f"call-{next(self._call_ids)}"
-        timed = "tool_exec_end" in wanted
-        spans = tracer if self._trace.level == "interceptor" else None
-        if timed or spans is not None:
-            variant = chain.variants.get((spans, timed))
-            chain = variant or self._compile_tool(name, agent_id, spans, timed, chain)
-        if tracer is None:
-            return await self._run_tool(chain, turn, call_id, args, call, agent_id, session_key)
+        if tracer is not None:
+            spans = tracer if self._trace.level == "interceptor" else None
+            chain = chain.variants.get(spans) or self._compile_tool(name, agent_id, spans, chain)
+            return await self._traced_tool(
+                tracer, chain, turn, call_id, args, call, agent_id, session_key
+            )
+        # `_run_tool` inline: a coroutine less on the untraced path
+        if chain.app is None:
+            return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
+        ctx = ToolContext(turn, chain.tool_name, name, call_id, args, call, agent_id, session_key)
+        await chain.app(ctx)
+        if ctx.result is None:  # a plain (on_error="raise") layer returned without one
+            raise MiddlewareError("tool")
+        return ctx.result
+
+    async def _traced_tool(
+        self,
+        tracer: Tracer,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        call: ToolCallable,
+        agent_id: str,
+        session_key: str,
+    ) -> ToolResult:
+        """The tool stage inside its ``execute_tool`` span (current while the tool runs)."""
         with tracer.start_as_current_span(
             f"execute_tool {chain.tool_name}",
             kind=INTERNAL,
             attributes=tool_span_attributes(
                 chain.tool_name,
-                name,
+                chain.raw_name,
                 call_id,
                 agent_id,
                 session_key,
@@ -567,11 +588,10 @@ class Pipeline:
         raw_name: str,
         agent_id: str,
         spans: Tracer | None = None,
-        timed: bool = False,
         base: ToolChain | None = None,
     ) -> ToolChain:
-        """Compile the chain of ``raw_name`` for ``agent_id`` and cache it; with ``spans``
-        or ``timed``, the instrumented variant of ``base``, cached on it."""
+        """Compile the chain of ``raw_name`` for ``agent_id`` and cache it; with ``base``,
+        its variant for traced calls (a span per step with ``spans``), cached on it."""
         if not isinstance(raw_name, str):
             raise TypeError(f"tool name must be a str, got {type(raw_name).__name__}")
         reg = self.registry
@@ -580,9 +600,9 @@ class Pipeline:
 
         def compiled(hook: str, timeout: float | None) -> tuple[Any, tuple[Step, ...]]:
             fns, steps = compile_steps(reg.entries(hook, tool=tool, agent=agent_id), timeout)
-            if spans is None and not timed:
+            if spans is None:
                 return fns, steps
-            steps = tuple(instrument(s, spans, timed) for s in steps)
+            steps = tuple(instrument(s, spans) for s in steps)
             return tuple(s.call for s in steps), steps
 
         chain.before, chain.before_steps = compiled("tool.before", self.interceptor_timeout)
@@ -590,7 +610,7 @@ class Pipeline:
         chain.after, chain.after_steps = compiled("tool.after", self.interceptor_timeout)
         _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
         if spans is not None:
-            layers = tuple(instrument(s, spans, False, layer=True) for s in layers)
+            layers = tuple(instrument(s, spans, layer=True) for s in layers)
         if layers:
 
             async def core(ctx: ToolContext) -> None:
@@ -611,11 +631,11 @@ class Pipeline:
             and not (chain.approvers or chain.after or layers)
             and not any(s.is_async for s in chain.before_steps)
         )
-        chain.trusted_responders = bool(chain.approvers) and any(
-            s.trusted for s in chain.before_steps
+        chain.track_responders = base is not None or (
+            bool(chain.approvers) and any(s.trusted for s in chain.before_steps)
         )
         if base is not None:
-            base.variants[(spans, timed)] = chain
+            base.variants[spans] = chain
             return chain
         if len(self._tool_chains) >= _CACHE_LIMIT:
             self._tool_chains.clear()
@@ -675,10 +695,8 @@ class Pipeline:
         name = chain.tool_name
         wanted = self.bus.wanted
         turn_id = turn.turn_id if turn is not None else ""
-        # what ran, and for how long, when someone will read it in tool_exec_end (the
-        # chain is then the timed variant, whose steps append here)
-        timings: list[tuple[str, int]] = []
-        token = TIMINGS.set(timings) if "tool_exec_end" in wanted else None
+        # what ran, and for how long, when someone will read it in tool_exec_end
+        times: Timings | None = [] if "tool_exec_end" in wanted else None
         try:
             inp = ToolBeforeInput(
                 tool_name=name,
@@ -699,8 +717,8 @@ class Pipeline:
                     inp,
                     out,
                     self._hook_failed,
-                    # who responded matters to trusted responders, listeners and spans
-                    chain.trusted_responders or bool(wanted) or self._tracer() is not None,
+                    chain.track_responders or bool(wanted),
+                    times,
                 )
                 if decider is not None:
                     reason = out.block_reason or f"blocked by {decider.id}"
@@ -716,7 +734,9 @@ class Pipeline:
                 or (result.status == "responded" and not (decider is not None and decider.trusted))
             )
             if approved:
-                denial = await self._approve(chain, turn, call_id, out.args, agent_id, session_key)
+                denial = await self._approve(
+                    chain, turn, call_id, out.args, agent_id, session_key, times
+                )
                 if denial is not None:
                     decider, reason, status = denial
                     result = refusal(status, name, reason, decided_by=decider.id)
@@ -772,6 +792,7 @@ class Pipeline:
                     result,
                     duration,
                     ran,
+                    times,
                 )
             if "tool_exec_end" in wanted:
                 await self.emit(
@@ -786,8 +807,7 @@ class Pipeline:
                     duration_ns=duration,
                     decided_by=decider.id if decider is not None else "",
                     reason=reason,
-                    interceptors=tuple(step_id for step_id, _ in timings),
-                    interceptor_ns=tuple(ns for _, ns in timings),
+                    **_what_ran(times),
                 )
             return result
         except AbortTurn as exc:
@@ -804,13 +824,9 @@ class Pipeline:
                     is_error=True,
                     reason=exc.reason,
                     decided_by=exc.source,
-                    interceptors=tuple(step_id for step_id, _ in timings),
-                    interceptor_ns=tuple(ns for _, ns in timings),
+                    **_what_ran(times),
                 )
             raise
-        finally:
-            if token is not None:
-                TIMINGS.reset(token)
 
     async def _approve(
         self,
@@ -820,6 +836,7 @@ class Pipeline:
         args: dict[str, Any],
         agent_id: str,
         session_key: str,
+        times: Timings | None,
     ) -> tuple[Step, str, ToolStatus] | None:
         """Run the approvers; None if all allow, else (step, reason, status): "denied"
         for a deny or a late answer, "blocked" for an approver that failed closed."""
@@ -832,10 +849,15 @@ class Pipeline:
             session_key=session_key,
         )
         for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
+            start = time.perf_counter_ns()
             try:
-                answer = fn(request)
-                if answer is not None and isawaitable(answer):
-                    answer = await answer
+                try:
+                    answer = fn(request)
+                    if answer is not None and isawaitable(answer):
+                        answer = await answer
+                finally:
+                    if times is not None:
+                        times.append((step.id, time.perf_counter_ns() - start))
                 decision, reason = _decision(answer)
             except _ABORTS as exc:
                 exc.source = exc.source or step.id
@@ -894,6 +916,7 @@ class Pipeline:
         result: ToolResult,
         duration: int,
         ran: bool,
+        times: Timings | None,
     ) -> tuple[ToolResult, int]:
         name = chain.tool_name
         attempt = 0
@@ -918,6 +941,7 @@ class Pipeline:
                 inp,
                 out,
                 self._hook_failed,
+                times,
             )
             result = (
                 out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
@@ -944,7 +968,7 @@ class Pipeline:
                 self.registry.entries(stage, agent=agent_id), None, wrap=False
             )
             if spans is not None:
-                layers = tuple(instrument(s, spans, False, layer=True) for s in layers)
+                layers = tuple(instrument(s, spans, layer=True) for s in layers)
             app = build_onion(layers, core, self._layer_failed) if layers else core
             cached = (self.registry.version, app)
             if len(self._stage_apps) >= _CACHE_LIMIT:
@@ -964,7 +988,7 @@ class Pipeline:
                 self.registry.entries(hook, agent=agent_id), self.interceptor_timeout
             )
             if spans is not None:
-                steps = tuple(instrument(s, spans, False) for s in steps)
+                steps = tuple(instrument(s, spans) for s in steps)
                 fns = tuple(s.call for s in steps)
             cached = (self.registry.version, fns, steps)
             if len(self._hook_steps) >= _CACHE_LIMIT:
@@ -1167,6 +1191,14 @@ def _decision(answer: Any) -> tuple[str, str]:
     if isinstance(answer, Approval):
         return answer.decision, answer.reason
     raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
+
+
+def _what_ran(times: Timings | None) -> dict[str, tuple[Any, ...]]:
+    """The ``interceptors`` and ``interceptor_ns`` fields of a tool_exec_end."""
+    if not times:
+        return {}
+    ids, ns = zip(*times, strict=False)  # pairs: both come out the same length
+    return {"interceptors": ids, "interceptor_ns": ns}
 
 
 async def _turn_core(ctx: TurnContext) -> None:

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Literal
 
 import msgspec
@@ -38,7 +36,6 @@ from .payloads import Approval, ToolResult
 from .redaction import Redactor
 
 __all__ = [
-    "TIMINGS",
     "TracingLevel",
     "Tracing",
     "instrument",
@@ -48,10 +45,6 @@ __all__ = [
 ]
 
 TracingLevel = Literal["off", "tool", "interceptor"]
-
-# (registration id, ns) of each step that ran in the current tool call, when the
-# pipeline times its interceptors (someone subscribed to tool_exec_end)
-TIMINGS: ContextVar[list[tuple[str, int]] | None] = ContextVar("interpose_timings", default=None)
 
 _NO_PROVIDER = (_api.ProxyTracerProvider, _api.NoOpTracerProvider)
 
@@ -172,9 +165,8 @@ def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
 # -- one span (and/or a timing) per step ---------------------------------------------------
 
 
-def instrument(step: Step, tracer: Tracer | None, timed: bool, *, layer: bool = False) -> Step:
-    """A copy of ``step`` whose callable opens a span around the handler (with a
-    tracer) and/or records its duration in ``TIMINGS`` (``timed``).
+def instrument(step: Step, tracer: Tracer, *, layer: bool = False) -> Step:
+    """A copy of ``step`` whose callable runs the handler inside its own span.
 
     ``layer`` marks a middleware layer ``fn(ctx, call_next)``: its span stays open
     around everything inside it, as the onion nests.
@@ -182,17 +174,11 @@ def instrument(step: Step, tracer: Tracer | None, timed: bool, *, layer: bool = 
     new = copy.copy(step)
     fn = step.call
     if layer:
-        assert tracer is not None
         new.call = _traced_layer(fn, step, tracer)
-        return new
-    is_async = step.is_async
-    decide = _DECIDERS.get(step.hook, _decide_generic)
-    if tracer is None:
-        new.call = _timed_async(fn, step.id) if is_async else _timed_sync(fn, step.id)
-    elif is_async:
-        new.call = _traced_async(fn, step, tracer, decide, timed)
+    elif step.is_async:
+        new.call = _traced_async(fn, step, tracer, _DECIDERS.get(step.hook, _decide_generic))
     else:
-        new.call = _traced_sync(fn, step, tracer, decide, timed)
+        new.call = _traced_sync(fn, step, tracer, _DECIDERS.get(step.hook, _decide_generic))
     return new
 
 
@@ -203,34 +189,6 @@ def _span_attributes(step: Step) -> dict[str, Any]:
         "interpose.priority": step.priority,
         "interpose.on_error": step.on_error,
     }
-
-
-def _record(step_id: str, start: int) -> None:
-    timings = TIMINGS.get()
-    if timings is not None:
-        timings.append((step_id, time.perf_counter_ns() - start))
-
-
-def _timed_sync(fn: Callable[..., Any], step_id: str) -> Callable[..., Any]:
-    def timed(*args: Any) -> Any:
-        start = time.perf_counter_ns()
-        try:
-            return fn(*args)
-        finally:
-            _record(step_id, start)
-
-    return timed
-
-
-def _timed_async(fn: Callable[..., Any], step_id: str) -> Callable[..., Any]:
-    async def timed(*args: Any) -> Any:
-        start = time.perf_counter_ns()
-        try:
-            return await fn(*args)
-        finally:
-            _record(step_id, start)
-
-    return timed
 
 
 # A decider sees the handler's output before the call (its ``result`` and a snapshot),
@@ -289,12 +247,11 @@ def _before(step: Step, args: tuple[Any, ...]) -> Before:
 
 
 def _traced_sync(
-    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider, timed: bool
+    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider
 ) -> Callable[..., Any]:
     name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
 
     def traced(*args: Any) -> Any:
-        start = time.perf_counter_ns()
         with tracer.start_as_current_span(name, attributes=attrs) as span:
             before = _before(step, args)
             try:
@@ -302,9 +259,6 @@ def _traced_sync(
             except BaseException as exc:
                 _failed(span, exc)
                 raise
-            finally:
-                if timed:
-                    _record(step.id, start)
             span.set_attribute("interpose.decision", decide(args, before, answer))
             return answer
 
@@ -312,12 +266,11 @@ def _traced_sync(
 
 
 def _traced_async(
-    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider, timed: bool
+    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider
 ) -> Callable[..., Any]:
     name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
 
     async def traced(*args: Any) -> Any:
-        start = time.perf_counter_ns()
         with tracer.start_as_current_span(name, attributes=attrs) as span:
             before = _before(step, args)
             try:
@@ -325,9 +278,6 @@ def _traced_async(
             except BaseException as exc:
                 _failed(span, exc)
                 raise
-            finally:
-                if timed:
-                    _record(step.id, start)
             span.set_attribute("interpose.decision", decide(args, before, answer))
             return answer
 
