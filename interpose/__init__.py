@@ -52,6 +52,7 @@ from .pipeline.payloads import (
     ToolResult,
 )
 from .pipeline.pipeline import Pipeline
+from .pipeline.redaction import Redactor
 from .pipeline.registry import Interceptor, Middleware, Registry
 from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
 from .pipeline.turn import Turn
@@ -90,6 +91,7 @@ __all__ = [
     "ParamsBeforeOutput",
     "ParamsContext",
     "Pipeline",
+    "Redactor",
     "RegistrationError",
     "Registry",
     "STAGES",

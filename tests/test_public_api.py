@@ -38,6 +38,7 @@ PINNED = [
     "ParamsBeforeOutput",
     "ParamsContext",
     "Pipeline",
+    "Redactor",
     "RegistrationError",
     "Registry",
     "STAGES",
