@@ -27,7 +27,8 @@ SECRETS = [
     ("id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED] here"),
     (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED]"),
     (
-        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "jwt [REDACTED]",
     ),
     ("Authorization: Bearer abcdef0123456789abcdef", "Authorization: Bearer [REDACTED]"),
