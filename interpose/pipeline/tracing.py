@@ -314,11 +314,12 @@ def _failed(span: Span, exc: BaseException) -> None:
     span.set_attribute("error.type", "turn_aborted" if aborted else type(exc).__qualname__)
 
 
-def fail_span(span: Span, exc: BaseException) -> None:
-    """End-of-span record for an exception leaving a tool call: an abort names who
-    aborted and why; anything else is an error of its type."""
+def fail_span(span: Span, exc: BaseException, aborted: str = "tool_aborted") -> None:
+    """End-of-span record for an exception leaving a tool or LLM call: an abort is
+    ``error.type=aborted`` and names who aborted and why; anything else is an error of
+    its type."""
     if isinstance(exc, AbortTurn | HardAbort):
-        span.set_attribute("error.type", "tool_aborted")
+        span.set_attribute("error.type", aborted)
         if exc.source:
             span.set_attribute("interpose.decided_by", exc.source)
         span.set_status(Status(StatusCode.ERROR, exc.reason))

@@ -40,7 +40,7 @@ from .payloads import (
     ToolResult,
     refusal,
 )
-from .tracing import CLIENT, INTERNAL, chat_span_attributes, turn_span_attributes
+from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -202,8 +202,13 @@ class Turn:
                 attributes=chat_span_attributes(
                     self.agent_id, self.session_key, self.provider, self.model
                 ),
+                set_status_on_exception=False,
             ) as span:
-                await app(ctx)
+                try:
+                    await app(ctx)
+                except BaseException as exc:
+                    fail_span(span, exc, "turn_aborted")
+                    raise
                 if ctx.response is not None:
                     _end_chat_span(span, ctx.response, ctx.attempt)
         if ctx.response is None:

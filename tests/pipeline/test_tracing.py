@@ -548,3 +548,25 @@ def test_global_provider_installed_after_the_pipeline_is_built() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "['execute_tool exec']"
+
+
+async def test_failing_model_call_marks_the_chat_span(
+    provider: TracerProvider, spans: Spans
+) -> None:
+    pipe = traced_pipe(provider, tracing="tool")
+
+    def model(request: LLMRequest) -> LLMResponse:
+        raise ConnectionError("provider unreachable")
+
+    with pytest.raises(ConnectionError):
+        async with pipe.turn(agent_id="coder", model="claude-x") as turn:
+            await turn.call_llm(LLMRequest(), call=model)
+
+    chat = spans.one("chat claude-x")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.status.description == "ConnectionError: provider unreachable"
+    assert (chat.attributes or {})["error.type"] == "ConnectionError"
+    agent = spans.one("invoke_agent coder")
+    assert agent.status.status_code is StatusCode.ERROR
+    assert (agent.attributes or {})["error.type"] == "ConnectionError"
+    assert [e.name for e in agent.events] == ["exception"]
