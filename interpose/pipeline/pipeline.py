@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -64,7 +64,7 @@ from .turn import Turn
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
 
-__all__ = ["HumanApproval", "Pipeline", "PipelineStats"]
+__all__ = ["HumanApproval", "Pipeline", "PipelineStats", "Service"]
 
 log = logging.getLogger("interpose")
 
@@ -73,6 +73,14 @@ ToolCallable = Callable[[dict[str, Any]], Any]
 HumanApproval = Callable[[ApprovalRequest, str], "bool | Approval | Awaitable[bool | Approval]"]
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
+
+
+class Service(Protocol):
+    """Something that runs while a pipeline is entered (see ``Pipeline.add_service``)."""
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class PipelineStats:
@@ -207,6 +215,7 @@ class Pipeline:
         self._call_ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._services: list[Service] = []
 
     def __repr__(self) -> str:
         return f"<Pipeline {len(self.registry)} registrations, tracing={self.tracing!r}>"
@@ -370,6 +379,19 @@ class Pipeline:
 
     # -- lifecycle ----------------------------------------------------------------
 
+    def add_service(self, service: Service) -> None:
+        """Run ``service`` while the pipeline is entered: ``await service.start(tg)`` on
+        ``async with pipe`` (in the order added, with the pipeline's task group for its
+        background tasks) and ``await service.aclose()`` on exit (in reverse order,
+        after the bus has drained).  Process hooks use this for their child processes.
+
+        Raises:
+            RuntimeError: the pipeline is already entered.
+        """
+        if self._tg is not None:
+            raise RuntimeError("add services before entering the pipeline (`async with pipe`)")
+        self._services.append(service)
+
     async def __aenter__(self) -> Pipeline:
         if self._tg is not None:
             raise RuntimeError("this pipeline is already entered")
@@ -377,23 +399,47 @@ class Pipeline:
         await tg.__aenter__()
         self._tg = tg
         self.bus.start(tg)
+        started: list[Service] = []
+        try:
+            for service in self._services:
+                await service.start(tg)
+                started.append(service)
+        except BaseException:
+            await self._shutdown(tg, started)
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         tg = self._tg
         assert tg is not None
         await self.bus.drain()
-        self._tg = None
-        self.bus.close()
-        # The body's exception (if any) propagates by itself after we return, unwrapped:
-        # the task group only ever holds observer consumers, which never raise.
-        await tg.__aexit__(None, None, None)
+        await self._shutdown(tg, self._services)
+
+    async def _shutdown(self, tg: anyio.abc.TaskGroup, services: list[Service]) -> None:
+        try:
+            for service in reversed(services):
+                with anyio.CancelScope(shield=True):
+                    await service.aclose()
+        finally:
+            self._tg = None
+            self.bus.close()
+            # The body's exception (if any) propagates by itself after we return,
+            # unwrapped: the task group holds observer consumers, which never raise, and
+            # services' tasks, which aclose() has ended.
+            await tg.__aexit__(None, None, None)
 
     def _check_running(self) -> None:
-        if self.bus.subscriptions and self._tg is None:
+        if self._tg is not None:
+            return
+        if self.bus.subscriptions:
             raise RuntimeError(
                 "this pipeline has subscribers: enter it with `async with pipe:` before "
                 "calling it, so that observers run and are drained"
+            )
+        if self._services:
+            raise RuntimeError(
+                "this pipeline has services (process hooks...): enter it with `async with "
+                "pipe:` before calling it, so that they are started"
             )
 
     # -- turns --------------------------------------------------------------------
