@@ -77,17 +77,23 @@ class Subscription:
 
     # -- publisher side (sync core) -----------------------------------------------
 
-    def offer(self, event: Event) -> bool:
-        """Queue ``event`` without waiting; False only if a ``block`` buffer is full."""
+    def offer(self, event: Event, *, force: bool = False) -> bool:
+        """Queue ``event`` without waiting; False only if a ``block`` buffer is full.
+
+        ``force`` queues past a full ``block`` buffer instead (see
+        ``InMemoryBus.publish_report``).
+        """
         q = self._queue
         if len(q) >= self.buffer:
             if self.overflow == "block":
-                return False
-            self.stats.dropped += 1
-            if self.overflow == "drop_newest":
-                self.stats.published += 1
-                return True
-            q.popleft()
+                if not force:
+                    return False
+            else:
+                self.stats.dropped += 1
+                if self.overflow == "drop_newest":
+                    self.stats.published += 1
+                    return True
+                q.popleft()
         q.append(event)
         self.stats.published += 1
         if len(q) > self.stats.high_water:
@@ -97,8 +103,11 @@ class Subscription:
         return True
 
     async def wait_for_space(self) -> None:
+        # every publisher waiting on this buffer shares one event: the consumer wakes
+        # them all when it frees a slot, and they race for it
         while len(self._queue) >= self.buffer and not self._closed:
-            self._space = anyio.Event()
+            if self._space is None:
+                self._space = anyio.Event()
             await self._space.wait()
 
     # -- consumer side ------------------------------------------------------------
@@ -237,6 +246,14 @@ class InMemoryBus:
         self.wanted = frozenset(kind for kind, subs in self._by_kind.items() if subs)
 
     # -- publishing ---------------------------------------------------------------
+
+    def publish_report(self, event: Event) -> None:
+        """Queue a report raised while delivering (an observer failed) without waiting:
+        it runs in an observer's task, which must not block on the bus.  A full
+        ``block`` buffer takes it anyway (going over by the reports in flight) so that
+        nothing is lost; the drop policies apply as usual."""
+        for sub in self._by_kind.get(event.kind, ()):
+            sub.offer(event, force=True)
 
     def publish_nowait(self, event: Event) -> list[Subscription]:
         """Queue ``event`` everywhere it fits; returns the full ``block`` subscriptions."""

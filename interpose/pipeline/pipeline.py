@@ -1158,7 +1158,7 @@ class Pipeline:
         if event.kind == "interceptor_failed" and event.hook == "observer":
             return  # never report a failure about reporting a failure
         if "interceptor_failed" in self.bus.wanted:
-            self.bus.publish_nowait(
+            self.bus.publish_report(
                 ev.InterceptorFailed(
                     ts=time.time_ns(),
                     seq=next(self._seq),
