@@ -95,6 +95,37 @@ EXPECTED: dict[str, list[str]] = {
         "block policy: published=3 delivered=3 dropped=0",
         "drop_newest: delivered + dropped == published: True",
     ],
+    "audit_log.py": [
+        "published 10, dropped 0, read back 10",
+        "rotated: True, in seq order: True",
+        " 4 tool_exec_skipped call-2 blocked by no-rm: rm is not allowed",
+        " 6 tool_exec_skipped call-3 denied by no-deploys: deploys need a ticket",
+        " 9 tool_exec_end call-4 ok\n10 turn_ended",
+    ],
+    "logging_observer.py": [
+        "interpose.events INFO turn_started agent=coder session=s1 turn=t1",
+        "interpose.events INFO message_received chars=26 turn=t1",
+        "interpose.events WARNING tool_exec_skipped exec call=call-1 why=blocked "
+        "decided_by=no-rm reason='rm is not allowed' turn=t1",
+        'json: {"tool_name": "exec", "tool_call_id": "call-1", "status": "blocked", '
+        '"decided_by": "no-rm", "reason": "rm is not allowed", "session_key": "s1"}',
+        "interpose.events WARNING tool_exec_end exec call=call-1 status=blocked "
+        "decided_by=no-rm interceptors=no-rm reason='rm is not allowed' turn=t1",
+        "interpose.events WARNING interceptor_failed tool.before ticket-check policy=skip "
+        "tool=exec call=call-2 error=\"KeyError: 'env'\" turn=t1",
+        "interpose.events INFO tool_exec_end exec call=call-2 status=ok duration=",
+        "interpose.events INFO turn_ended duration=",
+    ],
+    "metrics_observer.py": [
+        "gen_ai.agent.id=coder gen_ai.tool.name=exec interpose.status=blocked: 1",
+        "gen_ai.agent.id=coder gen_ai.tool.name=exec interpose.status=ok: 3",
+        "interpose.tool.duration (s)\n"
+        "  gen_ai.agent.id=coder gen_ai.tool.name=exec interpose.status=ok: count=3\n",
+        "interpose.interceptor.id=no-rm: count=6",
+        "error.type=ValueError interpose.hook=tool.after interpose.interceptor.id=parse-tests "
+        "interpose.policy=skip: 1",
+        "interpose.subscription=sampler: 5",
+    ],
     "abort_turn.py": [
         "search: results for 'msgspec'",
         "turn aborted=True reason='tool budget of 2 calls used up'",
@@ -166,6 +197,18 @@ EXPECTED: dict[str, list[str]] = {
         "  do:    read after it: 3 events",
         "  don't: sync  handler answering after 0.2 s (timeout 0.05): ok",
         "  do:    async handler answering after 0.2 s (timeout 0.05): denied",
+    ],
+    "export_otlp.py": [
+        "call-1: ok\ncall-2: blocked",
+        "invoke_agent coder\n"
+        "  chat claude-x\n"
+        "  execute_tool exec\n"
+        "    tool.before builtin:command-safety-guard decision=continue\n"
+        "    tool.before no-color decision=modify\n"
+        "  execute_tool exec ERROR tool_blocked: command-safety-guard: fs-destruction: "
+        "rm -rf targets '/', the filesystem root (token '/')\n"
+        "    tool.before builtin:command-safety-guard decision=block\n"
+        "exporting 7 spans to ",
     ],
     "tool_names.py": [
         "normalize: exec apply_patch",
