@@ -19,6 +19,7 @@ __all__ = [
     "LLMResponseReceived",
     "MessageReceived",
     "ParamsResolved",
+    "SkipReason",
     "ToolExecEnd",
     "ToolExecSkipped",
     "ToolExecStart",
@@ -28,6 +29,9 @@ __all__ = [
     "decode_event",
     "encode_event",
 ]
+
+
+SkipReason: TypeAlias = Literal["blocked", "denied", "responded"]
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
@@ -103,7 +107,7 @@ class ToolExecSkipped(_Event, tag="tool_exec_skipped", frozen=True):
 
     tool_name: str = ""
     tool_call_id: str = ""
-    why: Literal["blocked", "denied", "responded"] = "blocked"
+    why: SkipReason = "blocked"
     reason: str = ""
     decided_by: str = ""
 

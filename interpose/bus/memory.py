@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from ..pipeline.registry import is_async_callable
 from .events import EVENT_KINDS, Event
@@ -31,6 +32,7 @@ log = logging.getLogger("interpose.bus")
 Overflow: TypeAlias = Literal["block", "drop_oldest", "drop_newest"]
 Observer: TypeAlias = Callable[[Any], Any]
 OVERFLOW_VALUES = frozenset({"block", "drop_oldest", "drop_newest"})
+_FAIR_SHARE = 64  # events a consumer delivers before it yields to other tasks
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Subscription:
         on_idle: Callable[[], None],
     ) -> None:
         q = self._queue
+        delivered = 0
         while True:
             while not q:
                 on_idle()
@@ -140,6 +143,11 @@ class Subscription:
                 await self._deliver(event, on_failure)
             finally:
                 self.busy = False
+            delivered += 1
+            if not delivered % _FAIR_SHARE:
+                # a sync observer never suspends: let the agent and the other
+                # observers run between slices of a long backlog
+                await anyio.lowlevel.checkpoint()
 
     async def _deliver(
         self, event: Event, on_failure: Callable[[Subscription, Event, Exception, bool], None]

@@ -40,6 +40,7 @@ __all__ = [
     "Tracing",
     "instrument",
     "tool_span_attributes",
+    "tool_span_base",
     "end_tool_span",
     "fail_span",
 ]
@@ -116,24 +117,24 @@ def _version() -> str:
 # -- spans of a tool call -----------------------------------------------------------------
 
 
-def tool_span_attributes(
-    tool_name: str,
-    raw_name: str,
-    call_id: str,
-    agent_id: str,
-    session_key: str,
-    provider: str,
-    model: str,
-) -> dict[str, Any]:
+def tool_span_base(tool_name: str, raw_name: str, agent_id: str) -> dict[str, Any]:
+    """The attributes every ``execute_tool`` span of one chain shares."""
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool_name,
-        "gen_ai.tool.call.id": call_id,
         "gen_ai.tool.type": "function",
         "gen_ai.agent.id": agent_id,
     }
     if raw_name != tool_name:
         attrs["interpose.tool.raw_name"] = raw_name
+    return attrs
+
+
+def tool_span_attributes(
+    base: dict[str, Any], call_id: str, session_key: str, provider: str, model: str
+) -> dict[str, Any]:
+    """``base`` plus what varies per call."""
+    attrs = {**base, "gen_ai.tool.call.id": call_id}
     if session_key:
         attrs["gen_ai.conversation.id"] = session_key
     if provider:
@@ -147,6 +148,8 @@ def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
     """Record how a call ended: its status, who decided, and ERROR for a refusal."""
     status = result.status
     span.set_attribute("interpose.tool.status", status)
+    if status == "ok" and not tracing.content:
+        return
     decided_by = result.details.get("decided_by")
     if decided_by:
         span.set_attribute("interpose.decided_by", str(decided_by))
@@ -176,9 +179,9 @@ def instrument(step: Step, tracer: Tracer, *, layer: bool = False) -> Step:
     if layer:
         new.call = _traced_layer(fn, step, tracer)
     elif step.is_async:
-        new.call = _traced_async(fn, step, tracer, _DECIDERS.get(step.hook, _decide_generic))
+        new.call = _traced_async(fn, step, tracer)
     else:
-        new.call = _traced_sync(fn, step, tracer, _DECIDERS.get(step.hook, _decide_generic))
+        new.call = _traced_sync(fn, step, tracer)
     return new
 
 
@@ -191,39 +194,83 @@ def _span_attributes(step: Step) -> dict[str, Any]:
     }
 
 
-# A decider sees the handler's output before the call (its ``result`` and a snapshot),
-# the arguments after it, and its return value, and names the decision: continue,
-# modify, block, respond, retry, allow, deny or ask.
-Before = tuple[Any, Any]
-Decider = Callable[[tuple[Any, ...], Before, Any], str]
+# How a handler's decision is read: ``snap(args)`` before the call keeps what the
+# handler may change; ``decide(args, snap, answer)`` after it names the decision:
+# continue, modify, block, respond, retry, allow, deny or ask.  The tool hooks compare
+# identities and shallow copies; the other hooks compare a builtins snapshot.
+Snap = Callable[[tuple[Any, ...]], Any]
+Decide = Callable[[tuple[Any, ...], Any, Any], str]
 
 
-def _snapshot(out: Any) -> Any:
+def _builtins(out: Any) -> Any:
     try:
         return msgspec.to_builtins(out)
     except (TypeError, msgspec.EncodeError):
         return msgspec.structs.astuple(out) if isinstance(out, msgspec.Struct) else out
 
 
-def _decide_generic(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+def _snap_generic(args: tuple[Any, ...]) -> Any:
+    return _builtins(args[-1])
+
+
+def _decide_generic(args: tuple[Any, ...], before: Any, answer: Any) -> str:
     out = args[-1]
     if getattr(out, "block", False):
         return "block"
     if getattr(out, "retry", False):
         return "retry"
-    return "modify" if _snapshot(out) != before[1] else "continue"
+    return "modify" if _builtins(out) != before else "continue"
 
 
-def _decide_tool_before(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+def _snap_tool_before(args: tuple[Any, ...]) -> Any:
+    out = args[-1]
+    return out.result, out.args, dict(out.args)
+
+
+def _decide_tool_before(args: tuple[Any, ...], before: Any, answer: Any) -> str:
     out = args[-1]
     if out.block:
         return "block"
-    if out.result is not before[0]:
+    result, args_obj, args_copy = before
+    if out.result is not result:
         return "respond"
-    return "modify" if _snapshot(out) != before[1] else "continue"
+    return "modify" if out.args is not args_obj or out.args != args_copy else "continue"
 
 
-def _decide_approval(args: tuple[Any, ...], before: Before, answer: Any) -> str:
+def _snap_tool_after(args: tuple[Any, ...]) -> Any:
+    result = args[-1].result
+    output = getattr(result, "output", None)
+    return (
+        result,
+        output,
+        dict(output) if type(output) is dict else None,
+        getattr(result, "status", None),
+        getattr(result, "is_error", None),
+    )
+
+
+def _decide_tool_after(args: tuple[Any, ...], before: Any, answer: Any) -> str:
+    out = args[-1]
+    if out.retry:
+        return "retry"
+    result = out.result
+    output = getattr(result, "output", None)
+    if (
+        result is not before[0]
+        or output is not before[1]
+        or (before[2] is not None and output != before[2])
+        or getattr(result, "status", None) != before[3]
+        or getattr(result, "is_error", None) != before[4]
+    ):
+        return "modify"
+    return "continue"
+
+
+def _snap_nothing(args: tuple[Any, ...]) -> Any:
+    return None
+
+
+def _decide_approval(args: tuple[Any, ...], before: Any, answer: Any) -> str:
     if answer is None or answer is True:
         return "allow"
     if answer is False:
@@ -233,27 +280,21 @@ def _decide_approval(args: tuple[Any, ...], before: Before, answer: Any) -> str:
     return "invalid"
 
 
-_DECIDERS: dict[str, Decider] = {
-    "tool.before": _decide_tool_before,
-    "tool.approve": _decide_approval,
+_PROBES: dict[str, tuple[Snap, Decide]] = {
+    "tool.before": (_snap_tool_before, _decide_tool_before),
+    "tool.approve": (_snap_nothing, _decide_approval),  # approvers answer by returning
+    "tool.after": (_snap_tool_after, _decide_tool_after),
 }
+_GENERIC: tuple[Snap, Decide] = (_snap_generic, _decide_generic)
 
 
-def _before(step: Step, args: tuple[Any, ...]) -> Before:
-    if step.hook == "tool.approve":  # approvers answer with their return value
-        return None, None
-    out = args[-1]
-    return getattr(out, "result", None), _snapshot(out)
-
-
-def _traced_sync(
-    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider
-) -> Callable[..., Any]:
+def _traced_sync(fn: Callable[..., Any], step: Step, tracer: Tracer) -> Callable[..., Any]:
     name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
+    snap, decide = _PROBES.get(step.hook, _GENERIC)
 
     def traced(*args: Any) -> Any:
         with tracer.start_as_current_span(name, attributes=attrs) as span:
-            before = _before(step, args)
+            before = snap(args)
             try:
                 answer = fn(*args)
             except BaseException as exc:
@@ -265,14 +306,13 @@ def _traced_sync(
     return traced
 
 
-def _traced_async(
-    fn: Callable[..., Any], step: Step, tracer: Tracer, decide: Decider
-) -> Callable[..., Any]:
+def _traced_async(fn: Callable[..., Any], step: Step, tracer: Tracer) -> Callable[..., Any]:
     name, attrs = f"{step.hook} {step.id}", _span_attributes(step)
+    snap, decide = _PROBES.get(step.hook, _GENERIC)
 
     async def traced(*args: Any) -> Any:
         with tracer.start_as_current_span(name, attributes=attrs) as span:
-            before = _before(step, args)
+            before = snap(args)
             try:
                 answer = await fn(*args)
             except BaseException as exc:

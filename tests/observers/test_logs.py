@@ -210,9 +210,11 @@ async def test_a_failing_observer_is_named_in_its_line(caplog: pytest.LogCapture
 
     [record] = ours(caplog)
     assert record.levelname == "WARNING"
-    # an observer's error carries only the message: the line adds the type
+    # an observer's error carries only the message: the line adds the type; the tool
+    # call whose event the observer failed on is named
     assert record.getMessage().startswith(
-        "interceptor_failed observer uploader policy=skip error='RuntimeError: out of disk'"
+        "interceptor_failed observer uploader policy=skip tool=read call=call-1 "
+        "error='RuntimeError: out of disk'"
     )
 
 

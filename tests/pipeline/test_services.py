@@ -75,3 +75,19 @@ async def test_calls_need_the_pipeline_entered_and_services_cannot_join_late() -
         assert result.output == "ok"
         with pytest.raises(RuntimeError, match="before entering"):
             pipe.add_service(Recorder("late", []))
+
+
+async def test_a_deadline_around_the_pipeline_cancels_a_stuck_drain() -> None:
+    pipe = Pipeline(builtins=False, observer_timeout=None)
+
+    async def stuck(event: Any) -> None:
+        await anyio.Event().wait()
+
+    pipe.subscribe(stuck, events={"tool_exec_end"})
+    with anyio.fail_after(5), anyio.move_on_after(0.1) as deadline:
+        async with pipe:
+            await pipe.call_tool("read", {}, call=lambda a: "ok")
+    assert deadline.cancelled_caught
+    # left cleanly: it can be entered again
+    async with pipe:
+        pass

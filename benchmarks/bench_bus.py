@@ -1,0 +1,628 @@
+"""What publishing one event costs the publisher, with 0, 1 and 4 subscribers, in one run.
+
+What it measures (ns per event; every case is an ``async def`` loop that does the thing
+``n`` times, run with ``loop.run_until_complete`` on one asyncio event loop, timed inside
+the coroutine with ``time.perf_counter_ns``):
+
+- references measured in the same run: an empty loop iteration; a bare attribute check
+  ``if holder.flag:`` (the least a "does anyone listen?" test can cost); a bare call
+  ``observe(event)``; and ``for q in queues: q.append(event)`` over 1 and 4 deques, the
+  floor of handing one event to N buffers;
+- ``InMemoryBus.publish_nowait(event)`` (the sync core) and ``await bus.publish(event)``
+  (what the pipeline awaits) of one pre-built ``ToolExecEnd``, with 0, 1 and 4
+  subscriptions to its kind; target: at most 300 ns per event per subscriber, read two
+  ways: the cost above publishing to nobody, ``(t_N - t_0) / N``, and the whole cost
+  spread over the subscribers, ``t_N / N``;
+- building the same ``ToolExecEnd`` directly, ``ToolExecEnd(ts=time_ns(), seq=..., ...)``
+  (a reference for what the emit path spends building its event);
+- the pipeline's emit path, written as the pipeline writes it:
+  ``if "tool_exec_end" in bus.wanted: await pipe.emit(ToolExecEnd, ...)`` (which builds
+  the event, stamps ``ts`` and ``seq``, and publishes it), with 0, 1 and 4 subscribers;
+  target: with nobody subscribed it costs at most 50 ns more than the bare attribute
+  check (no event is built); informational: what building the event costs (the same
+  emit without the check, nobody subscribed) and the cost per subscriber on top.
+
+Only publishing is timed.  Every subscription's buffer is larger than any run, so a
+publish never waits and no consumer runs inside the timed loop (a publish that does not
+wait never yields to the event loop).  Consumers deliver the backlog when the case leaves
+``async with bus`` / ``async with pipe``, after the clock has stopped; the observers
+count what they receive, and the run fails if any event went missing.
+
+Methodology (as in bench_tool_call.py): each case is calibrated to a loop count ``n``
+whose run lasts about ``--target-ms``, then warmed up; each round runs every case once, in
+a shuffled order, with the garbage collector disabled; a case's ns/event is the median
+over rounds.  Ratios compare numbers measured in the same run, so they hold on any
+machine even though the nanoseconds do not.
+
+Run it with ``python benchmarks/bench_bus.py [--quick] [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import interpose
+from interpose import Pipeline
+from interpose.bus import InMemoryBus
+from interpose.bus import events as ev
+
+Loop = Callable[[int], Coroutine[Any, Any, int]]
+"""A timed case: ``await loop(n)`` does the operation n times, returns the ns it took."""
+
+SUBSCRIBERS = (0, 1, 4)
+KIND = "tool_exec_end"
+# larger than any calibrated run: a publish never waits for a consumer
+BUFFER = 1 << 30
+TARGET_PER_SUBSCRIBER_NS = 300.0
+TARGET_NOBODY_NS = 50.0
+
+EVENT = ev.ToolExecEnd(
+    ts=1,
+    seq=1,
+    turn_id="t-1",
+    agent_id="coder",
+    session_key="s1",
+    tool_name="exec",
+    tool_call_id="call-1",
+    status="ok",
+    duration_ns=1234,
+    interceptors=("no-rm",),
+)
+
+
+class Delivery:
+    """What a case published to its subscribers, and what its observers received.
+
+    The observers run only when a case leaves ``async with``, outside the timed region.
+    """
+
+    def __init__(self) -> None:
+        self.expected = 0
+        self.received = 0
+
+    def observer(self, event: object) -> None:
+        self.received += 1
+
+
+class Flag:
+    __slots__ = ("flag",)
+
+    def __init__(self) -> None:
+        self.flag = False
+
+
+def observe(event: object) -> None:
+    """The callee of the bare-call reference."""
+
+
+# -- the cases ------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    key: str
+    label: str
+    loop: Loop
+    n: int = 0
+    samples: list[float] = field(default_factory=list)
+    delivery: Delivery = field(default_factory=Delivery)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def empty_loop_case() -> Loop:
+    async def loop(n: int) -> int:
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            pass
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def attribute_check_case() -> Loop:
+    async def loop(n: int) -> int:
+        holder = Flag()
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            if holder.flag:
+                pass
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def call_case() -> Loop:
+    async def loop(n: int) -> int:
+        fn = observe
+        event = EVENT
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            fn(event)
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def build_case() -> Loop:
+    """The event the emit cases publish, built directly at the call site."""
+
+    async def loop(n: int) -> int:
+        cls = ev.ToolExecEnd
+        seq = itertools.count(1)
+        time_ns = time.time_ns
+        interceptors = ("no-rm",)
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            cls(
+                ts=time_ns(),
+                seq=next(seq),
+                turn_id="t-1",
+                agent_id="coder",
+                session_key="s1",
+                tool_name="exec",
+                tool_call_id="call-1",
+                status="ok",
+                is_error=False,
+                duration_ns=1234,
+                decided_by="",
+                reason="",
+                interceptors=interceptors,
+            )
+        return time.perf_counter_ns() - start
+
+    return loop
+
+
+def append_case(queues: int) -> Loop:
+    """``for q in queues: q.append(event)``; the deques are emptied after the clock stops."""
+
+    async def loop(n: int) -> int:
+        qs = tuple(deque[object]() for _ in range(queues))
+        event = EVENT
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            for q in qs:
+                q.append(event)
+        elapsed = time.perf_counter_ns() - start
+        for q in qs:
+            q.clear()
+        return elapsed
+
+    return loop
+
+
+def bus_case(delivery: Delivery, subscribers: int, *, nowait: bool) -> Loop:
+    bus = InMemoryBus(observer_timeout=None)
+    for _ in range(subscribers):
+        bus.subscribe(delivery.observer, events={KIND}, buffer=BUFFER)
+
+    async def loop(n: int) -> int:
+        event = EVENT
+        async with bus:
+            if nowait:
+                publish_nowait = bus.publish_nowait
+                start = time.perf_counter_ns()
+                for _ in range(n):
+                    publish_nowait(event)
+                elapsed = time.perf_counter_ns() - start
+            else:
+                publish = bus.publish
+                start = time.perf_counter_ns()
+                for _ in range(n):
+                    await publish(event)
+                elapsed = time.perf_counter_ns() - start
+        delivery.expected += n * subscribers  # leaving `async with bus` delivered them
+        return elapsed
+
+    return loop
+
+
+def emit_case(delivery: Delivery, subscribers: int, *, guarded: bool) -> Loop:
+    """The pipeline's emit path with ``subscribers`` observers of tool_exec_end; with
+    ``guarded``, checked first the way the pipeline checks (``kind in bus.wanted``)."""
+    pipe = Pipeline(builtins=False, tracing="off", observer_timeout=None)
+    for _ in range(subscribers):
+        pipe.subscribe(delivery.observer, events={KIND}, buffer=BUFFER)
+
+    async def loop(n: int) -> int:
+        bus = pipe.bus
+        emit = pipe.emit
+        cls = ev.ToolExecEnd
+        interceptors = ("no-rm",)
+        async with pipe:
+            start = time.perf_counter_ns()
+            if guarded:
+                for _ in range(n):
+                    if KIND in bus.wanted:
+                        await emit(
+                            cls,
+                            "t-1",
+                            "coder",
+                            "s1",
+                            tool_name="exec",
+                            tool_call_id="call-1",
+                            status="ok",
+                            is_error=False,
+                            duration_ns=1234,
+                            decided_by="",
+                            reason="",
+                            interceptors=interceptors,
+                        )
+            else:
+                for _ in range(n):
+                    await emit(
+                        cls,
+                        "t-1",
+                        "coder",
+                        "s1",
+                        tool_name="exec",
+                        tool_call_id="call-1",
+                        status="ok",
+                        is_error=False,
+                        duration_ns=1234,
+                        decided_by="",
+                        reason="",
+                        interceptors=interceptors,
+                    )
+            elapsed = time.perf_counter_ns() - start
+        delivery.expected += n * subscribers
+        return elapsed
+
+    return loop
+
+
+def build_cases() -> list[Case]:
+    """Every case of the run, in table order."""
+    cases = [
+        Case("loop", "empty loop iteration", empty_loop_case()),
+        Case("attr", "attribute check: if holder.flag", attribute_check_case()),
+        Case("call", "bare call: observe(event)", call_case()),
+        Case("append1", "deque append, 1 deque", append_case(1)),
+        Case("append4", "deque append, 4 deques", append_case(4)),
+        Case("build", "ToolExecEnd(...) built directly", build_case()),
+    ]
+    for key, name, nowait in (
+        ("nowait", "bus.publish_nowait(event)", True),
+        ("publish", "await bus.publish(event)", False),
+    ):
+        for s in SUBSCRIBERS:
+            d = Delivery()
+            cases.append(
+                Case(f"{key}{s}", f"{name}, {s} subs", bus_case(d, s, nowait=nowait), delivery=d)
+            )
+    d = Delivery()
+    cases.append(
+        Case("emit0raw", "emit(...) unchecked, 0 subs", emit_case(d, 0, guarded=False), delivery=d)
+    )
+    for s in SUBSCRIBERS:
+        d = Delivery()
+        label = f"if kind in wanted: emit(...), {s} subs"
+        cases.append(Case(f"emit{s}", label, emit_case(d, s, guarded=True), delivery=d))
+    return cases
+
+
+def check_delivery(cases: list[Case]) -> None:
+    """Check that every event each case published reached every subscriber.
+
+    Raises:
+        RuntimeError: some case's observers did not receive every event it published.
+    """
+    for case in cases:
+        d = case.delivery
+        if d.received != d.expected:
+            raise RuntimeError(f"{case.label}: observers received {d.received} of {d.expected}")
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+def run_once(loop: asyncio.AbstractEventLoop, case: Case, n: int) -> int:
+    """Run ``case`` for ``n`` iterations with the GC off; returns the timed ns."""
+    gc.collect()
+    gc.disable()
+    try:
+        return loop.run_until_complete(case.loop(n))
+    finally:
+        gc.enable()
+
+
+def calibrate(loop: asyncio.AbstractEventLoop, case: Case, target_ns: int) -> int:
+    """The loop count whose timed part lasts about ``target_ns``."""
+    n = 16
+    while True:
+        elapsed = run_once(loop, case, n)
+        if elapsed >= target_ns // 4 or n >= 1 << 26:
+            break
+        n *= 4
+    return max(16, int(n * target_ns / max(elapsed, 1)))
+
+
+def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
+    """Calibrate, warm up and time every case ``rounds`` times, interleaved."""
+    target_ns = int(target_ms * 1e6)
+    loop = asyncio.new_event_loop()
+    try:
+        for case in cases:
+            case.n = calibrate(loop, case, target_ns)
+        for case in cases:
+            run_once(loop, case, case.n)
+        order = list(cases)
+        rng = random.Random(0)
+        for _ in range(rounds):
+            rng.shuffle(order)
+            for case in order:
+                case.samples.append(run_once(loop, case, case.n) / case.n)
+    finally:
+        loop.close()
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    case: str
+    ns_per_event: float | None
+    per_subscriber: float | None = None
+    measure: str = ""
+    value: float | None = None
+    ratio: float | None = None
+    target: str = ""
+    result: str = ""
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def analyse(cases: list[Case]) -> list[Row]:
+    """Turn the medians into table rows, with the targets checked.
+
+    Raises:
+        KeyError: a case the table needs was not measured.
+    """
+    t = {c.key: c.median for c in cases}
+    attr = t["attr"]
+    append_per = {1: t["append1"], 4: t["append4"] / 4}
+    rows = [
+        Row("empty loop iteration", t["loop"]),
+        Row("attribute check: if holder.flag", attr, None, "reference", attr),
+        Row("bare call: observe(event)", t["call"], None, "reference", t["call"]),
+    ]
+    for q in (1, 4):
+        rows.append(
+            Row(
+                f"deque append, {q} deque{'s' if q > 1 else ''}",
+                t[f"append{q}"],
+                append_per[q],
+                "per deque (floor)",
+                append_per[q],
+            )
+        )
+    for key, label in (("nowait", "bus.publish_nowait(event)"), ("publish", "await bus.publish")):
+        t0 = t[f"{key}0"]
+        rows.append(Row(f"{label}, 0 subscribers", t0, None, "publishing to nobody", t0))
+        for s in SUBSCRIBERS[1:]:
+            above = (t[f"{key}{s}"] - t0) / s
+            whole = t[f"{key}{s}"] / s
+            rows.append(
+                Row(
+                    f"{label}, {s} subscriber{'s' if s > 1 else ''}",
+                    t[f"{key}{s}"],
+                    whole,
+                    "(t_N - t_0)/N vs deque append",
+                    above,
+                    above / append_per[s],
+                    f"<= {TARGET_PER_SUBSCRIBER_NS:.0f} ns",
+                    _verdict(above <= TARGET_PER_SUBSCRIBER_NS),
+                )
+            )
+            rows.append(
+                Row(
+                    "  the same, whole cost spread",
+                    None,
+                    None,
+                    "t_N/N",
+                    whole,
+                    None,
+                    f"<= {TARGET_PER_SUBSCRIBER_NS:.0f} ns",
+                    _verdict(whole <= TARGET_PER_SUBSCRIBER_NS),
+                )
+            )
+        slope = (t[f"{key}4"] - t[f"{key}1"]) / 3
+        rows.append(
+            Row(
+                "  slope 1->4 per subscriber",
+                None,
+                None,
+                "vs deque append slope",
+                slope,
+                slope / ((t["append4"] - t["append1"]) / 3),
+                "info",
+            )
+        )
+    nobody = t["emit0"] - attr
+    rows.append(
+        Row(
+            "if kind in wanted: emit(...), 0 subs",
+            t["emit0"],
+            None,
+            "above the attribute check",
+            nobody,
+            t["emit0"] / attr,
+            f"<= {TARGET_NOBODY_NS:.0f} ns",
+            _verdict(nobody <= TARGET_NOBODY_NS),
+        )
+    )
+    rows.append(
+        Row(
+            "pipe.emit(...) unchecked, 0 subs",
+            t["emit0raw"],
+            None,
+            "vs build directly + publish to 0",
+            t["emit0raw"],
+            t["emit0raw"] / (t["build"] + t["publish0"]),
+            "info",
+        )
+    )
+    rows.append(Row("  ToolExecEnd(...) built directly", t["build"], None, "reference", t["build"]))
+    for s in SUBSCRIBERS[1:]:
+        above = (t[f"emit{s}"] - t["emit0raw"]) / s
+        rows.append(
+            Row(
+                f"if kind in wanted: emit(...), {s} sub{'s' if s > 1 else ''}",
+                t[f"emit{s}"],
+                t[f"emit{s}"] / s,
+                "per sub above unchecked, 0 subs",
+                above,
+                above / append_per[s],
+                "info",
+            )
+        )
+    return rows
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "" if x is None else format(x, fmt)
+
+
+def render(rows: list[Row]) -> str:
+    header = (
+        f"{'case':<40} {'ns/event':>9} {'ns/ev/sub':>9}  {'measure':<32} {'value ns':>9} "
+        f"{'ratio':>8}  {'target':<9} {'result':<6}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        ratio = _num(r.ratio, "5.2f") + ("x" if r.ratio is not None else "")
+        lines.append(
+            f"{r.case:<40} {_num(r.ns_per_event, '9.1f'):>9} "
+            f"{_num(r.per_subscriber, '9.1f'):>9}  {r.measure:<32} "
+            f"{_num(r.value, '9.1f'):>9} {ratio:>8}  {r.target:<9} {r.result:<6}".rstrip()
+        )
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    """``platform.processor()``, or the model name from /proc/cpuinfo where that is empty."""
+    name = platform.processor()
+    if name and name != platform.machine():
+        return name
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return name or "unknown"
+
+
+def _revision() -> str:
+    """The checkout's commit (``+changes`` if tracked files differ), or "unknown"."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}+changes" if dirty else head
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "interpose": getattr(interpose, "__version__", "unknown"),
+        "revision": _revision(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run every case, print the table (and write JSON if asked).
+
+    Raises:
+        RuntimeError: an observer did not receive every event published to it.
+        OSError: the JSON file cannot be written.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
+    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
+    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
+    opts = parser.parse_args(argv)
+    rounds = opts.rounds or (5 if opts.quick else 61)
+    target_ms = opts.target_ms or (2.0 if opts.quick else 20.0)
+
+    info = machine()
+    print(f"interpose bench_bus: publish cost per event ({'quick' if opts.quick else 'full'} run)")
+    print(
+        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
+        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
+        f"interpose {info['interpose']} at {info['revision']}"
+    )
+    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median ns per event\n")
+    cases = build_cases()
+    started = time.perf_counter()
+    measure(cases, rounds, target_ms)
+    check_delivery(cases)
+    rows = analyse(cases)
+    print(render(rows))
+    delivered = sum(c.delivery.received for c in cases)
+    print(f"\n(measured in {time.perf_counter() - started:.1f} s; {delivered} events delivered)")
+    if opts.json:
+        payload = {
+            "machine": info,
+            "rounds": rounds,
+            "target_ms": target_ms,
+            "cases": {
+                c.key: {
+                    "label": c.label,
+                    "n": c.n,
+                    "median_ns": c.median,
+                    "min_ns": min(c.samples),
+                    "quartiles_ns": statistics.quantiles(c.samples, n=4)
+                    if len(c.samples) > 1
+                    else [c.median] * 3,
+                }
+                for c in cases
+            },
+            "rows": [asdict(r) for r in rows],
+        }
+        with open(opts.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
