@@ -11,13 +11,41 @@ from collections.abc import Sequence
 
 from ...pipeline.registry import Interceptor, Registry
 from .command_safety import CommandSafetyGuard, analyze_command
+from .policies import (
+    LOOP_GUARD_ID,
+    OUTPUT_CAP_ID,
+    RATE_LIMIT_ID,
+    REDACT_SECRETS_ID,
+    RESULT_CACHE_ID,
+    TOOL_FILTER_ID,
+    LoopGuard,
+    OutputCap,
+    Policy,
+    RateLimit,
+    RedactSecrets,
+    ResultCache,
+    ToolFilter,
+)
 from .security_audit import SecurityAudit, normalize_path, sensitive_reason
 
 __all__ = [
     "COMMAND_SAFETY_ID",
+    "LOOP_GUARD_ID",
+    "OUTPUT_CAP_ID",
+    "RATE_LIMIT_ID",
+    "REDACT_SECRETS_ID",
+    "RESULT_CACHE_ID",
     "SECURITY_AUDIT_ID",
+    "TOOL_FILTER_ID",
     "CommandSafetyGuard",
+    "LoopGuard",
+    "OutputCap",
+    "Policy",
+    "RateLimit",
+    "RedactSecrets",
+    "ResultCache",
     "SecurityAudit",
+    "ToolFilter",
     "analyze_command",
     "builtin_interceptors",
     "normalize_path",
