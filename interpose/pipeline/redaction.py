@@ -22,31 +22,47 @@ __all__ = ["DEFAULT_PATTERNS", "MASK", "SENSITIVE_KEYS", "Redactor"]
 
 MASK = "[REDACTED]"
 
-# (name, pattern): the whole match is replaced, or only group "secret" when present
-DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
+# (name, pattern, hints): the whole match is replaced, or only group "secret" when
+# present.  ``hints`` are literals one of which every match contains (lower-case when
+# the pattern ignores case): a text without any of them skips the pattern, which keeps
+# clean text cheap (a regex starting with \b cannot scan ahead for a literal).
+DEFAULT_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "private-key",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        ("PRIVATE KEY-----",),
     ),
-    ("anthropic", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-    ("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    ("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
-    ("gitlab", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    ("slack", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    ("stripe", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("google", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    ("huggingface", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    ("anthropic", r"\bsk-ant-[A-Za-z0-9_\-]{16,}", ("sk-ant-",)),
+    ("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    (
+        "github",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    ("gitlab", r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),
+    ("slack", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),
+    ("stripe", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),
+    ("google", r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),
+    ("huggingface", r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
+    (
+        "aws-access-key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+    ),
     (
         "aws-secret-key",
         r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+=]{40})",
+        ("aws",),
     ),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    ("bearer", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9_\-.~+/]{16,}=*)"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", ("eyJ",)),
+    ("bearer", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9_\-.~+/]{16,}=*)", ("bearer",)),
     (
+        # also DB_PASSWORD=..., GITHUB_TOKEN: ... (a prefix joined by "_")
         "assignment",
-        r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
+        r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+_)*"
+        r"(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
         r"[\"']?\s*[:=]\s*[\"']?(?P<secret>[^\s\"',;&]{6,})",
+        ("pass", "pwd", "secret", "key", "token"),
     ),
 )
 
@@ -97,9 +113,14 @@ class Redactor:
         defaults: bool = True,
         mask: str = MASK,
     ) -> None:
-        compiled = [re.compile(p) for _, p in DEFAULT_PATTERNS] if defaults else []
-        compiled += [p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns]
-        self.patterns: tuple[re.Pattern[str], ...] = tuple(compiled)
+        rules: list[tuple[re.Pattern[str], tuple[str, ...], bool]] = []
+        if defaults:
+            for _, pattern, hints in DEFAULT_PATTERNS:
+                rules.append((re.compile(pattern), hints, pattern.startswith("(?i)")))
+        for p in patterns:
+            rules.append((p if isinstance(p, re.Pattern) else re.compile(p), (), False))
+        self._rules = tuple(rules)
+        self.patterns: tuple[re.Pattern[str], ...] = tuple(r[0] for r in rules)
         self.keys: frozenset[str] = frozenset(
             _norm_key(k) for k in (*(SENSITIVE_KEYS if defaults else ()), *keys)
         )
@@ -119,8 +140,20 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced by the mask."""
-        for pattern in self.patterns:
-            text = pattern.sub(self._sub, text)
+        lower: str | None = None
+        for pattern, hints, ignore_case in self._rules:
+            if hints:
+                if ignore_case:
+                    if lower is None:
+                        lower = text.lower()
+                    haystack = lower
+                else:
+                    haystack = text
+                if not any(hint in haystack for hint in hints):
+                    continue
+            replaced = pattern.sub(self._sub, text)
+            if replaced is not text and replaced != text:
+                text, lower = replaced, None
         return text
 
     def redact(self, value: Any) -> Any:

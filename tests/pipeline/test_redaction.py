@@ -116,3 +116,26 @@ def test_redact_returns_copies() -> None:
 def test_bad_pattern_raises() -> None:
     with pytest.raises(re.error):
         Redactor(["(unclosed"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DB_PASSWORD=correct-horse-battery",
+        "POSTGRES_PASSWORD: correct-horse-battery",
+        "MY_API_KEY=abcdef123456",
+        "GITHUB_TOKEN=abcdef123456",
+        "export SECRET='abcdef123456'",
+    ],
+)
+def test_prefixed_assignments_are_masked(text: str) -> None:
+    redacted = Redactor().redact_text(text)
+    assert redacted.endswith("[REDACTED]") or redacted.endswith("[REDACTED]'"), redacted
+    assert "abcdef123456" not in redacted
+    assert "correct-horse-battery" not in redacted
+
+
+def test_a_secret_after_a_rewritten_one_is_still_found() -> None:
+    # the case-insensitive hints are recomputed once a pattern has rewritten the text
+    text = "sk-ant-api03-" + "a" * 30 + " and Bearer " + "b" * 20
+    assert Redactor().redact_text(text) == "[REDACTED] and Bearer [REDACTED]"
