@@ -130,7 +130,7 @@ def test_bad_pattern_raises() -> None:
 )
 def test_prefixed_assignments_are_masked(text: str) -> None:
     redacted = Redactor().redact_text(text)
-    assert redacted.endswith("[REDACTED]") or redacted.endswith("[REDACTED]'"), redacted
+    assert redacted.endswith(("[REDACTED]", "[REDACTED]'")), redacted
     assert "abcdef123456" not in redacted
     assert "correct-horse-battery" not in redacted
 
