@@ -1,0 +1,916 @@
+"""Command hooks: a shell command per tool event, compatible with Claude Code hook scripts.
+
+A ``CommandHook`` registers one interceptor (``source="command"``) that, for every tool
+call it matches, starts the command, writes the event as one JSON object to its stdin,
+and reads its answer from the exit code, stdout and stderr::
+
+    exit 0   continue; stdout may be a JSON object carrying a decision (see below)
+    exit 2   block (tool.before / tool.after) or deny (tool.approve); stderr is the reason
+    other    a failure: the hook's ``on_error`` policy applies, interceptor_failed is published
+
+The events and what they are called on the hook's stdin (``hook_event_name``)::
+
+    tool.before   PreToolUse          may block, rewrite the arguments, abort the turn
+    tool.approve  PermissionRequest   may allow, deny, ask a human, abort the turn
+    tool.after    PostToolUse         may block the result, add context, abort the turn
+
+The JSON fields understood on stdout (a stdout that is empty, or is not a JSON object,
+means continue):
+
+- ``continue: false`` (+ ``stopReason``): raise ``AbortTurn`` — checked before anything
+  else.
+- ``decision``: "approve"/"allow" or "block"/"deny", with ``reason``.
+- ``hookSpecificOutput.permissionDecision``: "allow" | "deny" | "ask", with
+  ``permissionDecisionReason``; it takes precedence over ``decision``.
+  ``hookSpecificOutput.decision`` ``{behavior, message, interrupt}`` (the
+  PermissionRequest form) is read the same way.
+- ``updatedInput`` (top level or in ``hookSpecificOutput``): replaces the arguments
+  (tool.before only).
+- ``additionalContext`` (top level or in ``hookSpecificOutput``): appended to
+  ``result.details["additional_context"]`` (tool.after only).
+- ``systemMessage`` is logged; ``suppressOutput`` and unknown fields are ignored.
+
+Failures are exceptions raised from the handler, so the pipeline applies the hook's
+``on_error`` exactly as for an in-process interceptor: ``CommandHookError`` for an exit
+code other than 0 or 2, a death by signal, a stdout over the size limit or JSON of the
+wrong shape; ``TimeoutError`` (raised by the pipeline, which cancels the handler) when
+the command outlives its timeout.  Whenever the handler leaves before the command has
+exited, its whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import anyio
+import anyio.abc
+import msgspec
+
+from ..errors import AbortTurn, ConfigError, InterposeError, RegistrationError
+from ..pipeline.hooks import OnError
+from ..pipeline.payloads import (
+    Approval,
+    ApprovalRequest,
+    ToolAfterInput,
+    ToolAfterOutput,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolResult,
+    refusal,
+)
+from ..pipeline.registry import Interceptor, Registry
+from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
+
+if TYPE_CHECKING:
+    from ..pipeline.pipeline import Pipeline
+
+__all__ = [
+    "CLAUDE_EVENT_NAMES",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "PASSED_ENV_VARS",
+    "CommandHook",
+    "CommandHookError",
+]
+
+log = logging.getLogger("interpose.command_hooks")
+
+#: The Claude Code event name sent as ``hook_event_name`` for each interpose hook.
+CLAUDE_EVENT_NAMES: dict[str, str] = {
+    "tool.before": "PreToolUse",
+    "tool.after": "PostToolUse",
+    "tool.approve": "PermissionRequest",
+}
+_EVENTS_BY_CLAUDE_NAME = {claude: hook for hook, claude in CLAUDE_EVENT_NAMES.items()}
+
+#: The variables a command inherits from this process (when set); everything else is
+#: dropped unless passed in ``env``.
+PASSED_ENV_VARS: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+
+#: How much of stdout a command may write before it is killed (and of stderr is kept).
+DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
+
+_POSIX = os.name == "posix"
+_SHELL = ("/bin/sh", "-c")
+_STDERR_QUOTED = 500  # characters of stderr quoted in a failure message
+
+
+class CommandHookError(InterposeError, RuntimeError):
+    """A command hook failed: it exited with a code other than 0 or 2, was killed by a
+    signal, wrote more than its output limit to stdout, or printed a JSON object of the
+    wrong shape.  The pipeline applies the hook's ``on_error`` policy to it.
+
+    Attributes:
+        command: the command line, as configured.
+        returncode: the exit code (negative: killed by that signal), None if it had not
+            exited.
+        stderr: the end of what it wrote to stderr, decoded.
+    """
+
+    def __init__(
+        self, message: str, *, command: str, returncode: int | None = None, stderr: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.command = command
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+# -- what a command may print -------------------------------------------------------------
+
+
+class _PermissionRequestDecision(msgspec.Struct, rename="camel"):
+    """``hookSpecificOutput.decision`` of a Claude Code PermissionRequest hook."""
+
+    behavior: Literal["allow", "deny", "ask"]
+    message: str | None = None
+    interrupt: bool = False
+    updated_input: dict[str, Any] | None = None
+
+
+class _HookSpecificOutput(msgspec.Struct, rename="camel"):
+    hook_event_name: str | None = None
+    permission_decision: Literal["allow", "deny", "ask"] | None = None
+    permission_decision_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: str | None = None
+    decision: _PermissionRequestDecision | None = None
+
+
+class _HookOutput(msgspec.Struct, rename="camel"):
+    continue_: bool = msgspec.field(default=True, name="continue")
+    stop_reason: str | None = None
+    system_message: str | None = None
+    suppress_output: bool = False
+    decision: Literal["approve", "allow", "block", "deny"] | None = None
+    reason: str | None = None
+    hook_specific_output: _HookSpecificOutput | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: str | None = None
+
+
+_decode_output = msgspec.json.Decoder(_HookOutput).decode
+
+
+def _unencodable(obj: Any) -> str:
+    # arguments and results are whatever the agent passed: send what JSON cannot carry
+    # as its string form rather than failing the call
+    return str(obj)
+
+
+_encode_event = msgspec.json.Encoder(enc_hook=_unencodable).encode
+
+
+class _Verdict(NamedTuple):
+    """What a command decided, whatever field it used to say it."""
+
+    decision: Literal["allow", "deny", "ask"] | None
+    reason: str
+    updated_input: dict[str, Any] | None = None
+    additional_context: str | None = None
+
+
+_NO_VERDICT = _Verdict(None, "")
+
+
+# -- the hook -----------------------------------------------------------------------------
+
+
+class CommandHook:
+    """Run ``command`` on each matching tool event, Claude Code style.
+
+    Args:
+        command: a command line (run with ``/bin/sh -c``) or an argv list (run directly).
+        event: "tool.before", "tool.after" or "tool.approve"; the Claude Code names
+            "PreToolUse", "PostToolUse" and "PermissionRequest" are accepted too.
+        allow: the tools it runs for: names (``"exec"``, aliases allowed), ``group:*``
+            names and regexes (a string that is not a plain name, e.g. ``"^mcp__"``, or
+            a compiled pattern), searched in the normalized name.  Empty: every tool.
+        deny: tools it never runs for, in the same forms; deny wins over allow.
+        timeout: seconds the command may run; then it is killed and the call follows
+            ``on_error`` (a timed-out approver denies).
+        on_error: the policy for failures; default that of the hook (block before and
+            at approval, skip after).
+        priority: its place among the interceptors of its hook.
+        env: variables added to the minimal environment (see ``PASSED_ENV_VARS``).
+        cwd: the directory it runs in (default: the current one, when constructed);
+            also sent as ``cwd`` and as ``CLAUDE_PROJECT_DIR``.
+        id: the registration id; default ``"command:<command>"``.
+        shell: run a string command through ``/bin/sh -c`` (default: whether ``command``
+            is a string); an argv list with ``shell=True`` is quoted into one line.
+        max_output_bytes: how much the command may write to stdout before it is killed
+            and the call fails; the same amount of stderr is kept (the end of it).
+
+    Raises:
+        ConfigError: an unknown event, an empty command, a program that does not exist
+            or is not executable (the message names its path), a bad timeout, on_error,
+            priority, id, cwd, env or output limit, or an allow/deny item that is not a
+            valid name, group or regex.
+    """
+
+    __slots__ = (
+        "_argv",
+        "_derived_id",
+        "_env",
+        "_names",
+        "allow",
+        "command",
+        "command_line",
+        "cwd",
+        "deny",
+        "env",
+        "event",
+        "id",
+        "max_output_bytes",
+        "on_error",
+        "priority",
+        "shell",
+        "timeout",
+        "tool_matcher",
+    )
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        event: str = "tool.before",
+        allow: Iterable[str | re.Pattern[str]] = (),
+        deny: Iterable[str | re.Pattern[str]] = (),
+        timeout: float = 60.0,
+        on_error: OnError | None = None,
+        priority: int = 0,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        id: str | None = None,
+        shell: bool | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    ) -> None:
+        self.event = _check_event(event)
+        self.command = command if isinstance(command, str) else tuple(command)
+        if isinstance(self.command, str):
+            line = self.command
+        else:
+            if not self.command or not all(isinstance(a, str) for a in self.command):
+                raise ConfigError(
+                    f"command hook: command must be a str or a list of str, got {command!r}"
+                )
+            line = shlex.join(self.command)
+        if not line.strip():
+            raise ConfigError("command hook: the command is empty")
+        self.command_line = line
+        where = f"command hook {line!r}"
+        self.shell = isinstance(command, str) if shell is None else bool(shell)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise ConfigError(
+                f"{where}: timeout must be a positive number of seconds, got {timeout!r}"
+            )
+        self.timeout = float(timeout)
+        if (
+            isinstance(max_output_bytes, bool)
+            or not isinstance(max_output_bytes, int)
+            or max_output_bytes <= 0
+        ):
+            raise ConfigError(
+                f"{where}: max_output_bytes must be a positive int, got {max_output_bytes!r}"
+            )
+        self.max_output_bytes = max_output_bytes
+        if on_error not in (None, "block", "skip", "raise"):
+            raise ConfigError(
+                f"{where}: on_error must be 'block', 'skip' or 'raise', got {on_error!r}"
+            )
+        self.on_error = on_error
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise ConfigError(f"{where}: priority must be an int, got {priority!r}")
+        self.priority = priority
+        self.cwd = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+        if not os.path.isdir(self.cwd):
+            raise ConfigError(f"{where}: cwd {self.cwd} is not a directory")
+        self.env = dict(env or {})
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not isinstance(value, str) or not key or "=" in key:
+                raise ConfigError(
+                    f"{where}: env must map names to str values, got {key!r}: {value!r}"
+                )
+        self._env = _child_env(self.cwd, self.env)
+        self._argv = _argv(self.command, self.shell, self.cwd, self._env, where)
+        if id is not None and (not isinstance(id, str) or not id):
+            raise ConfigError(f"{where}: id must be a non-empty str, got {id!r}")
+        self._derived_id = id is None
+        self.id = f"command:{line}" if id is None else id
+        self.allow = tuple(allow) if not isinstance(allow, str | re.Pattern) else (allow,)
+        self.deny = tuple(deny) if not isinstance(deny, str | re.Pattern) else (deny,)
+        self.tool_matcher, self._names = _tool_matcher(self.allow, self.deny, where)
+
+    def __repr__(self) -> str:
+        return f"<CommandHook {self.id!r} on {self.event}>"
+
+    # -- registration ---------------------------------------------------------------
+
+    def interceptors(self, *, id: str | None = None) -> list[Interceptor]:
+        """The one interceptor that runs the command (``id`` overrides ``self.id``)."""
+        rid = self.id if id is None else id
+        handler: Any
+        if self.event == "tool.before":
+            handler = functools.partial(self._before, rid)
+        elif self.event == "tool.after":
+            handler = functools.partial(self._after, rid)
+        else:
+            handler = functools.partial(self._approve, rid)
+        return [
+            Interceptor(
+                id=rid,
+                hook=self.event,
+                handler=handler,
+                priority=self.priority,
+                tool_matcher=self.tool_matcher,
+                on_error=self.on_error,
+                timeout=self.timeout,
+                source="command",
+            )
+        ]
+
+    def install(self, pipe: Pipeline | Registry) -> Interceptor:
+        """Add the interceptor to ``pipe`` (a Pipeline or a Registry); returns it.
+
+        A default id that is already taken gets a ``#2``, ``#3``… suffix, so one script
+        may serve several events; an explicit ``id`` must be free.
+
+        Raises:
+            RegistrationError: a tool named in allow/deny is neither known nor
+                registered (the message lists the valid names), the filter matches no
+                known or registered tool, or the explicit id is taken.
+        """
+        registry = pipe if isinstance(pipe, Registry) else pipe.registry
+        unknown = sorted(self._names - registry.known_tools)
+        if unknown:
+            raise RegistrationError(
+                f"registration {self.id!r}: allow/deny name unknown tools {unknown}; "
+                f"valid tool names: {', '.join(sorted(registry.known_tools))}; "
+                f"groups: {', '.join(sorted(TOOL_GROUPS))}",
+                registration_id=self.id,
+            )
+        rid = registry.unique_id(self.id) if self._derived_id else self.id
+        (reg,) = self.interceptors(id=rid)
+        registry.add(reg)
+        return reg
+
+    # -- the handlers (per-call state stays in locals) ----------------------------------
+
+    async def _before(self, rid: str, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        returncode, stdout, stderr = await self._run(
+            self._event(
+                inp.tool_name,
+                inp.raw_name,
+                out.args,
+                inp.tool_call_id,
+                inp.agent_id,
+                inp.session_key,
+                inp.turn_id,
+            )
+        )
+        verdict = self._verdict(rid, returncode, stdout, stderr)
+        if verdict.decision == "deny":
+            out.block = True
+            out.block_reason = verdict.reason or f"blocked by command hook {self.command_line!r}"
+            return
+        if verdict.decision == "ask":
+            # nobody can be asked before the approvers run: fail closed, and say where
+            # an "ask" works
+            out.block = True
+            out.block_reason = (
+                f"approval required ({verdict.reason or self.command_line}): a tool.before "
+                "command hook cannot ask; register it with event='tool.approve'"
+            )
+            return
+        if verdict.updated_input is not None:
+            out.args = verdict.updated_input
+        if verdict.additional_context is not None:
+            log.warning(
+                "command hook %r: additionalContext is only used on tool.after; ignored", rid
+            )
+
+    async def _after(self, rid: str, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        result = out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
+        event = self._event(
+            inp.tool_name,
+            inp.raw_name,
+            inp.args,
+            inp.tool_call_id,
+            inp.agent_id,
+            inp.session_key,
+            inp.turn_id,
+        )
+        event["tool_response"] = {
+            "output": result.output,
+            "is_error": result.is_error,
+            "status": result.status,
+        }
+        event["duration_ms"] = inp.duration_ns / 1e6
+        returncode, stdout, stderr = await self._run(event)
+        verdict = self._verdict(rid, returncode, stdout, stderr)
+        if verdict.updated_input is not None:
+            log.warning("command hook %r: updatedInput is ignored on tool.after", rid)
+        if verdict.decision in ("deny", "ask"):
+            reason = verdict.reason or f"blocked by command hook {self.command_line!r}"
+            result = refusal("blocked", inp.tool_name, reason, decided_by=rid)
+        if verdict.additional_context is not None:
+            result.details.setdefault("additional_context", []).append(verdict.additional_context)
+        out.result = result
+
+    async def _approve(self, rid: str, request: ApprovalRequest) -> Approval | None:
+        returncode, stdout, stderr = await self._run(
+            self._event(
+                request.tool_name,
+                request.tool_name,
+                request.args,
+                request.tool_call_id,
+                request.agent_id,
+                request.session_key,
+                request.turn_id,
+            )
+        )
+        verdict = self._verdict(rid, returncode, stdout, stderr)
+        if verdict.updated_input is not None:
+            log.warning(
+                "command hook %r: updatedInput is ignored on tool.approve (approvers "
+                "cannot rewrite arguments; use event='tool.before')",
+                rid,
+            )
+        if verdict.additional_context is not None:
+            log.warning(
+                "command hook %r: additionalContext is only used on tool.after; ignored", rid
+            )
+        if verdict.decision == "deny":
+            return Approval.deny(verdict.reason or f"denied by command hook {self.command_line!r}")
+        if verdict.decision == "ask":
+            return Approval.ask(
+                verdict.reason or f"command hook {self.command_line!r} asks for approval"
+            )
+        if verdict.decision == "allow":
+            return Approval.allow(verdict.reason)
+        return None  # no opinion: like any approver that returns None, it allows
+
+    # -- the command --------------------------------------------------------------------
+
+    def _event(
+        self,
+        tool_name: str,
+        raw_name: str,
+        args: dict[str, Any],
+        call_id: str,
+        agent_id: str,
+        session_key: str,
+        turn_id: str,
+    ) -> dict[str, Any]:
+        """The JSON object written to the command's stdin (Claude Code's field names,
+        plus interpose's own)."""
+        return {
+            "session_id": session_key,
+            "transcript_path": None,
+            "cwd": self.cwd,
+            "hook_event_name": CLAUDE_EVENT_NAMES[self.event],
+            "tool_name": tool_name,
+            "raw_tool_name": raw_name or tool_name,
+            "tool_input": args,
+            "tool_use_id": call_id,
+            "tool_call_id": call_id,
+            "agent_id": agent_id,
+            "turn_id": turn_id,
+            "interpose_hook": self.event,
+        }
+
+    async def _run(self, event: dict[str, Any]) -> tuple[int, bytes, bytes]:
+        """Run the command with ``event`` on stdin; returns (exit code, stdout, stderr).
+
+        Raises:
+            CommandHookError: stdout over ``max_output_bytes`` (the command is killed).
+            OSError: the command could not be started.
+        """
+        payload = _encode_event(event)
+        limit = self.max_output_bytes
+        stdout = bytearray()
+        stderr = bytearray()
+        flooded = False
+        errors: list[BaseException] = []
+        process = await anyio.open_process(
+            self._argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=self.cwd,
+            env=self._env,
+            # its own process group, so that a timeout kills what it started too
+            start_new_session=_POSIX,
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        stdin_stream, stdout_stream, stderr_stream = process.stdin, process.stdout, process.stderr
+
+        async def feed() -> None:
+            try:
+                await stdin_stream.send(payload)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass  # it exited without reading its input: allowed
+            except Exception as exc:  # re-raised after the task group
+                errors.append(exc)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await stdin_stream.aclose()
+                    except (anyio.BrokenResourceError, OSError):
+                        pass
+
+        async def read_stdout() -> None:
+            nonlocal flooded
+            try:
+                async for chunk in stdout_stream:
+                    if len(stdout) + len(chunk) > limit:
+                        flooded = True
+                        _kill(process)
+                        return
+                    stdout.extend(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            except Exception as exc:  # re-raised after the task group
+                errors.append(exc)
+
+        async def read_stderr() -> None:
+            try:
+                async for chunk in stderr_stream:
+                    stderr.extend(chunk)
+                    if len(stderr) > limit:
+                        del stderr[:-limit]  # keep the end: that is where errors are
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            except Exception as exc:  # re-raised after the task group
+                errors.append(exc)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(feed)
+                tg.start_soon(read_stdout)
+                tg.start_soon(read_stderr)
+            returncode = await process.wait()
+        finally:
+            # cancelled (the pipeline's timeout, or the caller's) or flooded: the command
+            # and everything in its process group die with the call
+            if process.returncode is None:
+                _kill(process)
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+        if errors:
+            raise errors[0]
+        if flooded:
+            raise CommandHookError(
+                f"command hook {self.command_line!r} wrote more than {limit} bytes to stdout "
+                "and was killed",
+                command=self.command_line,
+                returncode=returncode,
+                stderr=_tail(stderr),
+            )
+        return returncode, bytes(stdout), bytes(stderr)
+
+    def _verdict(self, rid: str, returncode: int, stdout: bytes, stderr: bytes) -> _Verdict:
+        """Read what the command decided.
+
+        Raises:
+            AbortTurn: ``continue: false``, or a PermissionRequest deny with
+                ``interrupt: true``.
+            CommandHookError: an exit code other than 0 and 2, or JSON of the wrong shape.
+        """
+        if returncode == 2:
+            return _Verdict("deny", stderr.decode("utf-8", "replace").strip())
+        if returncode != 0:
+            tail = _tail(stderr)
+            if returncode < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-returncode).name}"
+                except ValueError:
+                    how = f"was killed by signal {-returncode}"
+            else:
+                how = f"exited {returncode}"
+            raise CommandHookError(
+                f"command hook {self.command_line!r} {how}: {tail or '(no stderr)'}",
+                command=self.command_line,
+                returncode=returncode,
+                stderr=tail,
+            )
+        text = stdout.strip()
+        if not text.startswith(b"{"):
+            if text:
+                log.debug("command hook %r printed (not JSON, ignored): %.200r", rid, text)
+            return _NO_VERDICT
+        try:
+            output = _decode_output(text)
+        except msgspec.ValidationError as exc:
+            raise CommandHookError(
+                f"command hook {self.command_line!r} printed a JSON object of the wrong "
+                f"shape: {exc}",
+                command=self.command_line,
+                returncode=returncode,
+                stderr=_tail(stderr),
+            ) from None
+        except msgspec.DecodeError:
+            # Claude Code treats output it cannot parse as plain text, and so do we
+            log.debug("command hook %r printed (not JSON, ignored): %.200r", rid, text)
+            return _NO_VERDICT
+        if output.system_message:
+            log.info("command hook %r: %s", rid, output.system_message)
+        if not output.continue_:
+            raise AbortTurn(output.stop_reason or f"stopped by command hook {self.command_line!r}")
+        return _read_verdict(output)
+
+
+def _read_verdict(output: _HookOutput) -> _Verdict:
+    """The decision of a parsed output: hookSpecificOutput first, then the top level."""
+    specific = output.hook_specific_output or _HookSpecificOutput()
+    decision: Literal["allow", "deny", "ask"] | None = None
+    reason = ""
+    updated = specific.updated_input if specific.updated_input is not None else output.updated_input
+    if specific.permission_decision is not None:
+        decision = specific.permission_decision
+        reason = specific.permission_decision_reason or output.reason or ""
+    elif specific.decision is not None:
+        asked = specific.decision
+        if asked.interrupt and asked.behavior == "deny":
+            raise AbortTurn(asked.message or "a command hook denied the call and stopped the turn")
+        decision, reason = asked.behavior, asked.message or ""
+        if updated is None:
+            updated = asked.updated_input
+    elif output.decision is not None:
+        decision = "allow" if output.decision in ("approve", "allow") else "deny"
+        reason = output.reason or ""
+    context = (
+        specific.additional_context
+        if specific.additional_context is not None
+        else output.additional_context
+    )
+    return _Verdict(decision, reason, updated, context)
+
+
+# -- construction helpers -----------------------------------------------------------------
+
+
+def _check_event(event: object) -> str:
+    if isinstance(event, str):
+        hook = _EVENTS_BY_CLAUDE_NAME.get(event, event)
+        if hook in CLAUDE_EVENT_NAMES:
+            return hook
+    choices = ", ".join(f"{h!r} ({c})" for h, c in CLAUDE_EVENT_NAMES.items())
+    raise ConfigError(f"command hook: unknown event {event!r}; events: {choices}")
+
+
+def _child_env(cwd: str, extra: Mapping[str, str]) -> dict[str, str]:
+    env = {name: os.environ[name] for name in PASSED_ENV_VARS if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env["CLAUDE_PROJECT_DIR"] = cwd
+    env.update(extra)
+    return env
+
+
+# the words that may start a `sh -c` line without being a program on PATH
+_SHELL_BUILTINS = """
+    . : alias bg break cd command continue echo eval exec exit export false fg getopts hash
+    jobs kill printf pwd read readonly return set shift test times trap true type ulimit
+    umask unalias unset wait if then else elif fi case esac for while until do done in time
+"""
+_SHELL_WORDS = frozenset(_SHELL_BUILTINS.split())
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+_PLAIN_WORD = re.compile(r"[\w.+\-]+")
+_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def _argv(
+    command: str | tuple[str, ...], shell: bool, cwd: str, env: Mapping[str, str], where: str
+) -> list[str]:
+    """The argv to start, after checking that the program exists.
+
+    Raises:
+        ConfigError: the program does not exist or is not executable, or a command line
+            that cannot be split into words.
+    """
+    if shell:
+        line = command if isinstance(command, str) else shlex.join(command)
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: cannot split the command line: {exc}") from None
+        while words and _ASSIGNMENT.match(words[0]):
+            words.pop(0)  # FOO=bar cmd ...: the program is the first word after them
+        first = _expand(words[0], env) if words else None
+        if first is not None and "/" in first:
+            _check_path(first, cwd, where)
+        elif first is not None and first not in _SHELL_WORDS and _PLAIN_WORD.fullmatch(first):
+            _check_on_path(first, env, where)
+        return [*_SHELL, line]
+    argv = [command] if isinstance(command, str) else list(command)
+    if "/" in argv[0]:
+        argv[0] = _check_path(argv[0], cwd, where)
+    else:
+        _check_on_path(argv[0], env, where)
+    return argv
+
+
+def _expand(word: str, env: Mapping[str, str]) -> str | None:
+    """``word`` with ``$VAR``/``${VAR}`` and a leading ``~`` expanded from the command's
+    environment; None when that cannot be done before running it."""
+    if "`" in word or "$(" in word:
+        return None
+    missing = False
+
+    def value(match: re.Match[str]) -> str:
+        nonlocal missing
+        name = match.group(1) or match.group(2)
+        if name not in env:
+            missing = True
+        return env.get(name, "")
+
+    word = _VARIABLE.sub(value, word)
+    if missing:
+        return None
+    if word == "~" or word.startswith("~/"):
+        home = env.get("HOME")
+        if home is None:
+            return None
+        word = home + word[1:]
+    return word
+
+
+def _check_path(path: str, cwd: str, where: str) -> str:
+    full = os.path.normpath(os.path.join(cwd, path))
+    if not os.path.isfile(full):
+        raise ConfigError(f"{where}: {full} does not exist")
+    if not os.access(full, os.X_OK):
+        raise ConfigError(
+            f"{where}: {full} is not executable (chmod +x it, or run it through an "
+            f"interpreter: 'bash {path}')"
+        )
+    return full
+
+
+def _check_on_path(name: str, env: Mapping[str, str], where: str) -> None:
+    search = env.get("PATH", os.defpath)
+    if shutil.which(name, path=search) is None:
+        raise ConfigError(f"{where}: {name!r} not found on PATH ({search})")
+
+
+# -- tool filter --------------------------------------------------------------------------
+
+# A plain tool name, as the tool filter builtin defines it; any other string is a regex.
+_NAME = re.compile(r"[\w.\-]+")
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_FLAG_LETTERS = ((re.ASCII, "a"), (re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
+
+
+def _tool_matcher(
+    allow: Sequence[object], deny: Sequence[object], where: str
+) -> tuple[re.Pattern[str] | None, frozenset[str]]:
+    """One compiled pattern selecting the tools (None: every tool), and the plain tool
+    names the lists mention (checked against the known tools at install).
+
+    The registry searches a tool matcher in the normalized name and then in that name's
+    aliases; a negative (deny) part would be bypassed by the alias search, so the
+    pattern refuses the alias spellings outright and accounts for them itself: a regex
+    that matches an alias also selects the canonical name.
+
+    Raises:
+        ConfigError: an item that is not a str or a compiled pattern, an unknown group,
+            an invalid regex.
+    """
+    names: set[str] = set()
+    allowed = _alternation(allow, "allow", where, names)
+    denied = _alternation(deny, "deny", where, names)
+    if not allowed and not denied:
+        return None, frozenset(names)
+    aliases = "|".join(re.escape(a) for a in sorted(TOOL_ALIASES))
+    source = f"^(?!(?:{aliases})$)"
+    if denied:
+        source += f"(?!.*?(?:{denied}))"
+    if allowed:
+        source += f"(?=.*?(?:{allowed}))"
+    try:
+        return re.compile(source), frozenset(names)
+    except re.error as exc:  # e.g. two regexes defining the same group name
+        raise ConfigError(f"{where}: allow/deny regexes cannot be combined: {exc}") from None
+
+
+def _alternation(items: Sequence[object], field: str, where: str, names_out: set[str]) -> str:
+    """An alternation that ``re.search`` finds in a normalized tool name exactly when one
+    of ``items`` matches it ("" for no items)."""
+    names: set[str] = set()
+    patterns: list[str] = []
+    for item in items:
+        pattern: re.Pattern[str] | None = None
+        if isinstance(item, re.Pattern):
+            pattern = item
+        elif not isinstance(item, str) or not item.strip():
+            raise ConfigError(
+                f"{where}: {field} items are tool names, group:* names or regexes, got {item!r}"
+            )
+        elif item.startswith("group:"):
+            if item not in TOOL_GROUPS:
+                raise ConfigError(
+                    f"{where}: {field}: unknown tool group {item!r}; "
+                    f"groups: {', '.join(sorted(TOOL_GROUPS))}"
+                )
+            names |= TOOL_GROUPS[item]
+        elif _NAME.fullmatch(item.strip()):
+            name = normalize_tool_name(item)
+            names.add(name)
+            names_out.add(name)
+        else:
+            try:
+                pattern = re.compile(item)
+            except re.error as exc:
+                raise ConfigError(
+                    f"{where}: {field}: {item!r} is not a valid regex: {exc}"
+                ) from None
+        if pattern is not None:
+            patterns.append(_scoped(pattern, where))
+            names |= {
+                canonical for alias, canonical in TOOL_ALIASES.items() if pattern.search(alias)
+            }
+    parts = [f"^(?:{'|'.join(re.escape(n) for n in sorted(names))})$"] if names else []
+    parts += patterns
+    return "|".join(parts)
+
+
+def _scoped(pattern: re.Pattern[str], where: str) -> str:
+    """``pattern`` as a group that keeps its meaning inside a larger pattern: its flags
+    scoped to it, its group names dropped (two items may use the same name).
+
+    Raises:
+        ConfigError: the pattern refers to a group (``\\1``, ``(?P=name)``, ``(?(1)…)``),
+            whose number or name would change in the combined pattern.
+    """
+    source = pattern.pattern
+    while match := _GLOBAL_FLAGS.match(source):  # global flags are only legal up front
+        source = source[match.end() :]
+    parts: list[str] = []
+    i, n, in_class = 0, len(source), False
+    while i < n:
+        char = source[i]
+        if char == "\\":
+            if source[i + 1 : i + 2] in _NONZERO_DIGITS and not in_class:
+                raise ConfigError(_GROUP_REFERENCE.format(where=where, pattern=pattern.pattern))
+            parts.append(source[i : i + 2])
+            i += 2
+        elif in_class:
+            in_class = char != "]"
+            parts.append(char)
+            i += 1
+        elif char == "[":
+            # a "]" right after "[" or "[^" is a literal, not the end of the class
+            start = i + 1 + (source[i + 1 : i + 2] == "^")
+            start += source[start : start + 1] == "]"
+            parts.append(source[i:start])
+            i, in_class = start, True
+        elif source.startswith(("(?P=", "(?("), i):
+            raise ConfigError(_GROUP_REFERENCE.format(where=where, pattern=pattern.pattern))
+        elif source.startswith("(?P<", i):
+            parts.append("(")  # a plain capturing group: numbers stay as they were
+            i = source.index(">", i) + 1
+        else:
+            parts.append(char)
+            i += 1
+    source = "".join(parts)
+    letters = "".join(letter for flag, letter in _FLAG_LETTERS if pattern.flags & flag)
+    if pattern.flags & re.VERBOSE:
+        # a comment may run to the end of the pattern: close the group on a new line
+        return f"(?{letters}x:{source}\n)"
+    return f"(?{letters}:{source})" if letters else f"(?:{source})"
+
+
+_NONZERO_DIGITS = frozenset("123456789")
+_GROUP_REFERENCE = (
+    "{where}: the regex {pattern!r} refers to a group, which a tool filter cannot do; "
+    "write it without backreferences"
+)
+
+
+def _tail(data: bytes | bytearray) -> str:
+    text = bytes(data).decode("utf-8", "replace").strip()
+    return text if len(text) <= _STDERR_QUOTED else "…" + text[-_STDERR_QUOTED:]
+
+
+def _kill(process: anyio.abc.Process) -> None:
+    """SIGKILL the command's process group (its children too), or just the command."""
+    if _POSIX:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
