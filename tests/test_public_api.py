@@ -95,8 +95,18 @@ def test_design_names_are_public() -> None:
 
 def test_no_private_module_leaks() -> None:
     public = {n for n in dir(interpose) if not n.startswith("_")}
-    subpackages = {"bus", "errors", "pipeline", "middleware", "observers", "agent", "cli"}
-    assert public - subpackages == set(interpose.__all__)
+    modules = {
+        "bus",
+        "errors",
+        "pipeline",
+        "middleware",
+        "observers",
+        "agent",
+        "cli",
+        "config",
+        "plugins",
+    }
+    assert public - modules == set(interpose.__all__)
 
 
 def test_registration_error_is_value_error() -> None:

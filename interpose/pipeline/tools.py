@@ -72,11 +72,17 @@ def _names_predicate(names: frozenset[str]) -> Callable[[str], bool]:
 
 def _regex_predicate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     search = pattern.search
+    # an alias is tried only when the pattern names it (r"^bash$" matches exec), so a
+    # negative pattern such as r"^(?!exec$)" is not turned around by exec's aliases
+    named = {
+        tool: tuple(alias for alias in aliases if alias in pattern.pattern)
+        for tool, aliases in _ALIASES_OF.items()
+    }
 
     def matches(tool: str) -> bool:
         if search(tool) is not None:
             return True
-        return any(search(alias) is not None for alias in _ALIASES_OF.get(tool, ()))
+        return any(search(alias) is not None for alias in named.get(tool, ()))
 
     return matches
 

@@ -12,6 +12,7 @@ from interpose import (
     TOOL_GROUPS,
     Interceptor,
     Pipeline,
+    Registry,
     ToolBeforeInput,
     ToolBeforeOutput,
     normalize_tool_name,
@@ -183,3 +184,17 @@ async def test_unknown_application_tool_runs_without_matchers(pipe: Pipeline) ->
     result = await pipe.call_tool("Deploy", {}, call=tool)
     assert result.status == "ok"
     assert seen == ["deploy"]
+
+
+def test_a_negative_regex_is_not_turned_around_by_aliases() -> None:
+    registry = Registry()
+    registry.add(
+        Interceptor(id="not-exec", hook="tool.before", tool_matcher=r"^(?!exec$)", handler=noop)
+    )
+    registry.add(Interceptor(id="bash", hook="tool.before", tool_matcher=r"^bash$", handler=noop))
+    assert [r.id for r in registry.get("tool.before", tool="exec")] == ["bash"]
+    assert [r.id for r in registry.get("tool.before", tool="read")] == ["not-exec"]
+
+
+def noop(inp: Any, out: Any) -> None:
+    pass
