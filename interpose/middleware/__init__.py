@@ -1,1 +1,3 @@
-"""What goes into the onion: built-in guards (and, later, process and command hooks)."""
+"""What goes into the onion besides your own handlers: the built-in guards and policies
+(``builtins``), JSON-RPC process hooks (``process``) and Claude-Code-compatible command
+hooks (``command_hooks``)."""
