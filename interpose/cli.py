@@ -1,11 +1,18 @@
-"""The ``interpose`` command: ``interpose demo``, ``interpose bench``."""
+"""The ``interpose`` command: ``interpose demo``, ``interpose bench``, ``interpose check``,
+``interpose run-hook-test``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Built, Config
+    from .pipeline.registry import Registration
 
 __all__ = ["main"]
 
@@ -86,6 +93,286 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(path: str) -> Built | None:
+    """Load and describe a config for ``check`` / ``run-hook-test``; None (after printing
+    the error on stderr) when it is invalid."""
+    from .config import describe, load_config
+    from .errors import ConfigError
+
+    try:
+        config = load_config(path)
+        return describe(config, base_dir=Path(path).resolve().parent, source=path)
+    except ConfigError as exc:
+        print(f"interpose: {exc}", file=sys.stderr)
+        return None
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``interpose check FILE``: validate a config and print its stack in execution order.
+
+    Exits 0 when the file is valid, 1 (the error on stderr) when it is not.
+    """
+    built = _load(args.file)
+    if built is None:
+        return 1
+    print(f"{args.file}: OK")
+    for line in _stack_lines(built):
+        print(line)
+    return 0
+
+
+def _seconds(value: float | None) -> str:
+    return "none" if value is None else f"{value:g}s"
+
+
+def _matcher(reg: Registration, built: Built) -> str:
+    """The tools and agents a registration applies to, as the config spelled them."""
+    import re as _re
+
+    shown = built.matchers.get(reg.id)
+    if shown is None:
+        matcher = reg.tool_matcher
+        if matcher is None:
+            shown = "*"
+        elif isinstance(matcher, _re.Pattern):
+            shown = f"/{matcher.pattern}/"
+        elif isinstance(matcher, str):
+            shown = matcher
+        else:
+            shown = ", ".join(matcher)
+    shown = shown or "*"
+    agents = reg.agent_matcher
+    if agents is not None:
+        pattern = agents.pattern if isinstance(agents, _re.Pattern) else agents
+        shown += f" (agents /{pattern}/)"
+    return shown
+
+
+def _stack_lines(built: Built) -> list[str]:
+    """The stack of a built config, stage by stage, each list in execution order; then
+    the process hooks, observers and tracing."""
+    from .pipeline.hooks import STAGE_HOOKS, STAGES
+
+    pipe = built.pipeline
+    registry = pipe.registry
+    lines = [
+        f"defaults: interceptor_timeout={_seconds(pipe.interceptor_timeout)} "
+        f"approval_timeout={_seconds(pipe.approval_timeout)} "
+        f"observer_timeout={_seconds(pipe.observer_timeout)} max_retries={pipe.max_retries}",
+    ]
+    rows: list[tuple[str, ...]] = []
+    for stage in STAGES:
+        keys = [(stage, "middleware"), *((hook, hook) for hook in STAGE_HOOKS[stage])]
+        for key, label in keys:
+            for entry in registry.entries(key):
+                reg = entry.reg
+                rows.append(
+                    (
+                        stage,
+                        label,
+                        str(reg.priority),
+                        reg.id,
+                        _matcher(reg, built),
+                        entry.on_error,
+                        reg.source,
+                    )
+                )
+    lines.append("")
+    if not rows:
+        lines.append("stack: empty (nothing is registered)")
+    else:
+        header = ("stage", "hook", "priority", "id", "tools", "on_error", "source")
+        widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
+        lines.append("stack (execution order):")
+        for row in (header, *rows):
+            cells = [
+                cell.rjust(width) if i == 2 else cell.ljust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=False))
+            ]
+            lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    lines.append("")
+    if built.processes:
+        lines.append("process hooks:")
+        width = max(len(name) for name in built.processes)
+        for name, command in built.processes.items():
+            lines.append(f"  {name.ljust(width)}  {command}")
+    else:
+        lines.append("process hooks: none")
+    subscriptions = pipe.bus.subscriptions
+    if subscriptions:
+        lines.append("observers:")
+        width = max(len(sub.name) for sub in subscriptions)
+        for sub in subscriptions:
+            kinds = "every event" if sub.kinds is None else ", ".join(sorted(sub.kinds))
+            lines.append(f"  {sub.name.ljust(width)}  {kinds} (overflow={sub.overflow})")
+    else:
+        lines.append("observers: none")
+    content = ", content recorded (redacted)" if built.trace_content else ""
+    export = f", exported to {built.exporter}" if built.exporter else ""
+    lines.append(f"tracing: {pipe.tracing}{content}{export}")
+    return lines
+
+
+def _run_hook_test(args: argparse.Namespace) -> int:
+    """``interpose run-hook-test FILE --tool T --args JSON``: one synthetic tool call
+    through the configured stack, with a stub tool that only echoes its arguments.
+
+    Exits 0 when the call went through the stack (whatever it decided), 1 when the
+    config is invalid, 2 when ``--args`` is not a JSON object.
+    """
+    try:
+        call_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        print(f"interpose run-hook-test: --args is not JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(call_args, dict):
+        print("interpose run-hook-test: --args must be a JSON object", file=sys.stderr)
+        return 2
+    from .config import load_config
+    from .errors import ConfigError
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        print(f"interpose: {exc}", file=sys.stderr)
+        return 1
+    import anyio
+
+    base_dir = Path(args.file).resolve().parent
+    lines = anyio.run(
+        _one_call, config, base_dir, args.file, args.tool, call_args, args.agent, args.session
+    )
+    for line in lines:
+        print(line)
+    return 0
+
+
+async def _one_call(
+    config: Config,
+    base_dir: Path,
+    file: str,
+    tool: str,
+    call_args: dict[str, Any],
+    agent: str,
+    session: str,
+) -> list[str]:
+    """Build the pipeline, enter it (process hooks start), make the call, and say what
+    happened, line by line."""
+    from .config import build_pipeline
+
+    exporter, provider = _span_recorder()
+    pipe = build_pipeline(
+        config,
+        base_dir=base_dir,
+        source=file,
+        tracing="interceptor" if provider is not None else None,
+        tracer_provider=provider,
+    )
+    events: list[Any] = []
+    pipe.subscribe(
+        events.append,
+        events={"tool_exec_start", "tool_exec_skipped", "tool_exec_end", "interceptor_failed"},
+        name="run-hook-test",
+    )
+    received: list[dict[str, Any]] = []
+
+    def stub(args: dict[str, Any]) -> dict[str, Any]:
+        received.append(dict(args))
+        return {"echo": args}
+
+    async with pipe:
+        result = await pipe.call_tool(
+            tool, call_args, call=stub, call_id="test-1", agent_id=agent, session_key=session
+        )
+    lines = [f"call: {tool} {json.dumps(call_args)} (agent {agent})", ""]
+    lines += _decisions(exporter, events)
+    lines.append("")
+    lines.append("events:")
+    for event in events:
+        lines.append("  " + _describe_event(event))
+    lines.append("")
+    if received:
+        lines.append(f"the tool (a stub) ran with: {json.dumps(received[-1], default=repr)}")
+    else:
+        lines.append("the tool (a stub) did not run")
+    output = json.dumps(result.output, default=repr)
+    decided = result.details.get("decided_by")
+    by = f" (decided by {decided})" if decided else ""
+    lines.append(f"result: {result.status}{by} {output}")
+    if provider is not None:
+        provider.shutdown()
+    return lines
+
+
+def _span_recorder() -> tuple[Any, Any]:
+    """An in-memory span exporter on a private SDK tracer provider, so that each
+    interceptor's decision can be read back; (None, None) without the SDK."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None, None
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter, provider
+
+
+def _decisions(exporter: Any, events: list[Any]) -> list[str]:
+    """What each interceptor and middleware layer decided, in the order they ran."""
+    end = next((e for e in events if e.kind == "tool_exec_end"), None)
+    took = dict(zip(end.interceptors, end.interceptor_ns, strict=False)) if end else {}
+    rows: list[tuple[str, str, str, str]] = []
+    if exporter is not None:
+        spans = sorted(
+            (
+                s
+                for s in exporter.get_finished_spans()
+                if "interpose.interceptor.id" in s.attributes
+            ),
+            key=lambda s: s.start_time,
+        )
+        for span in spans:
+            attrs = span.attributes
+            ident = str(attrs["interpose.interceptor.id"])
+            hook = (
+                "middleware" if attrs.get("interpose.middleware") else str(attrs["interpose.hook"])
+            )
+            ns = took.get(ident, span.end_time - span.start_time)
+            rows.append(
+                (hook, ident, str(attrs.get("interpose.decision", "?")), f"{ns / 1e6:.2f} ms")
+            )
+    else:
+        for ident, ns in took.items():
+            rows.append(("", ident, "ran", f"{ns / 1e6:.2f} ms"))
+    if not rows:
+        return ["decisions: nothing in the stack applies to this call"]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["decisions (in the order they ran):"]
+    for row in rows:
+        lines.append(
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[3]
+        )
+    return lines
+
+
+def _describe_event(event: Any) -> str:
+    kind = event.kind
+    if kind == "tool_exec_skipped":
+        return f"{kind}: {event.why} by {event.decided_by or '?'}: {event.reason}"
+    if kind == "tool_exec_end":
+        extra = f" by {event.decided_by}" if event.decided_by else ""
+        return f"{kind}: status={event.status}{extra}"
+    if kind == "interceptor_failed":
+        timed = ", timed out" if event.timed_out else ""
+        return (
+            f"{kind}: {event.hook} {event.interceptor_id} ({event.error}; "
+            f"policy {event.policy}{timed})"
+        )
+    return f"{kind}: {event.tool_name}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="interpose", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,6 +395,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="measure per-tool-call overhead against its floor")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
     bench.set_defaults(func=_bench)
+    check = sub.add_parser(
+        "check", help="validate a config file and print the stack it builds, in order"
+    )
+    check.add_argument("file", help="interpose.toml or a .json file of the same shape")
+    check.set_defaults(func=_check)
+    hook_test = sub.add_parser(
+        "run-hook-test",
+        help="send one synthetic tool call through a config's stack (the tool is a stub)",
+    )
+    hook_test.add_argument("file", help="interpose.toml or a .json file of the same shape")
+    hook_test.add_argument("--tool", required=True, help="the tool name, e.g. exec")
+    hook_test.add_argument(
+        "--args", default="{}", help='the arguments as a JSON object, e.g. {"command": "ls"}'
+    )
+    hook_test.add_argument("--agent", default="main", help="the agent id (default: main)")
+    hook_test.add_argument("--session", default="", help="the session key")
+    hook_test.set_defaults(func=_run_hook_test)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

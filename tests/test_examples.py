@@ -223,6 +223,82 @@ EXPECTED: dict[str, list[str]] = {
         "register_tool: deploy",
         "deploy: ok ['every-tool', 'deploy-gate']",
     ],
+    "guards.py": [
+        '  allowed  exec git commit -m "rm -rf /"',
+        "  BLOCKED  exec rm -rf /\n"
+        "           command-safety-guard: fs-destruction: rm -rf targets '/', the filesystem root "
+        "(token '/')",
+        "  BLOCKED  exec D=/; rm -rf $D",
+        "  allowed  read node_modules/dotenv/.env\n"
+        "  BLOCKED  read node_modules/../.env\n"
+        "           security-audit: env-file: 'node_modules/../.env' (normalized '.env')",
+        "           command-safety-guard: extra-deny: 'terraform destroy -auto-approve' matches "
+        "extra_deny pattern '^terraform destroy\\\\b'",
+        "  allowed  exec docker system prune -a --volumes",
+        "  allowed  read .env.ci\n  BLOCKED  read .env",
+        "one guard removed\n  allowed  read .env\n  BLOCKED  exec cat .env",
+        "  allowed  exec python3 -c 'import shutil; shutil.rmtree(\"/\")'",
+    ],
+    "policies.py": [
+        "  web_fetch         -> blocked: tool filter: web_fetch is denied by 'web_fetch'",
+        "  exec              -> blocked: tool filter: exec is not on the allow list "
+        "(group:fs, group:web, /^mcp_github_/)",
+        "  t=0.0s -> blocked: rate limit for exec in session s1: retry in 2.0s\n"
+        "  t=1.3s -> blocked: rate limit for exec in session s1: retry in 0.7s\n"
+        "  t=2.0s -> ok:",
+        "  call 3 -> blocked: loop guard: exec called 3 times with the same arguments in this turn",
+        "  output: {'ANTHROPIC_API_KEY': '[REDACTED]', 'AUTH': 'Bearer [REDACTED]', "
+        "'EDITOR': 'vim'}\n  details: {'redacted': 2}",
+        "  t=59.9s read  -> responded (cached 59.9s ago)\n  t=60.0s read  -> ok",
+        "  t=62.0s read  -> ok\n  the read tool ran 3 times",
+        "  details: {'truncated_chars': 18853}",
+        "   120 builtin:tool-filter\n"
+        "   105 builtin:loop-guard\n"
+        "   100 builtin:command-safety-guard\n"
+        "    95 builtin:rate-limit",
+    ],
+    "command_hook.py": [
+        "command:hooks/check.sh on tool.before\n"
+        "command:hooks/check.sh#2 on tool.approve\n"
+        "command:hooks/check.sh#3 on tool.after",
+        "bash {'command': 'git push --force origin main'} -> blocked: {'status': 'blocked', "
+        "'tool': 'exec', 'reason': 'force-pushing is not allowed'}",
+        "bash {'command': 'ls'} -> ok: ran {'command': 'ls --color=never'}",
+        "  human asked about 'deploy staging' (deploys need a human): yes\n"
+        "bash {'command': 'deploy staging'} -> ok: ran {'command': 'deploy staging'}",
+        "  additional_context: ['files under gen/ are generated: edit the templates']",
+        "web_fetch {'url': 'https://example.net'} -> ok:",
+        "ConfigError: command hook 'hooks/missing.sh': <examples>/hooks/missing.sh does not exist",
+    ],
+    "config.py": [
+        "exec passes through: ['builtin:tool-filter', 'builtin:loop-guard', "
+        "'builtin:command-safety-guard', 'no-force-push']",
+        "  exec git push --force          -> blocked by no-force-push: "
+        "force-pushing is not allowed",
+        "  deploy env=prod                -> denied by prod-needs-ticket: prod deploys need an OPS "
+        "ticket\n  deploy env=prod ticket=OPS-42  -> ok",
+        "  cron {}                        -> blocked by builtin:tool-filter: tool filter: cron is "
+        "denied by 'group:automation'",
+        "ConfigError: interpose.toml: hooks.commands[0].timeout_ms: expected int, got str",
+        "interpose.toml: OK\n",
+        "  tool   tool.approve         0  prod-needs-ticket             allow deploy",
+        "  tool.before  no-force-push                 block     ",
+        'result: blocked (decided by no-force-push) {"status": "blocked", "tool": "exec", '
+        '"reason": "force-pushing is not allowed"}',
+    ],
+    "process_hook.py": [
+        "review_gate is up: it calls itself 'review_gate'",
+        "git status        -> ok: ran 'git status' (timeout 30s)",
+        "git push --force  -> blocked: force-pushing rewrites shared history; push without --force",
+        "deploy prod       -> denied: production deploys need a change ticket",
+        "whoami            -> responded: agent coder in session s1",
+        "legacy running: False\nread notes.md     -> ok: ran 'notes.md'",
+        "interceptor_failed: process:legacy:before_tool policy=skip\n"
+        "  ProcessHookError: process hook 'legacy' is not running (handshake failed: "
+        "the child speaks protocol_version 2, this side speaks 1)",
+        "the gate saw: tool_exec_end exec ok | tool_exec_end exec blocked | "
+        "tool_exec_end exec denied | tool_exec_end whoami responded | tool_exec_end read ok",
+    ],
 }
 
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 import secrets
 import time
@@ -1217,6 +1218,29 @@ class Pipeline:
                 session_key=session_key,
                 **fields,
             )
+        )
+
+    # -- from a config file -------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike[str]) -> Pipeline:
+        """Build the pipeline an ``interpose.toml`` (or ``.json``) file describes; relative
+        commands and paths in it resolve against the file's directory.  See
+        ``interpose.config`` and docs/config.md.
+
+        When the file configures observers or process hooks, enter the pipeline
+        (``async with pipe:``) before calling it.
+
+        Raises:
+            ConfigError: the file is invalid; the message names the file, the field and
+                what was expected (``interpose.toml: hooks.processes.gate.priority:
+                expected int, got str``).
+        """
+        from ..config import build_pipeline, load_config
+
+        config = load_config(path)
+        return build_pipeline(
+            config, base_dir=os.path.dirname(os.path.abspath(path)), source=os.fspath(path)
         )
 
 

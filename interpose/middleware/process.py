@@ -1,0 +1,1388 @@
+"""Process hooks: a long-lived child process that answers hook calls over JSON-RPC 2.0.
+
+The child speaks JSON-RPC 2.0 on its stdin/stdout, one JSON object per line, as
+PicoClaw's process hooks do (its ``review_gate.py`` runs unchanged).  The protocol
+reference, with every message, is docs/process-hooks.md.
+
+How a call travels::
+
+    pipeline handler (e.g. ProcessHook._before_tool)
+      └─ _ask: encode the request, register a pending slot under a fresh id (and its
+         deadline), write the line to the child's stdin, wait for the slot
+    reader task (one per child): read a line (bounded), decode the envelope, pop the
+    pending slot of its id, hand it the raw result; the handler decodes the result
+    with the struct of its method and maps it onto the decision vocabulary
+    timer task (one per child): fail the slots still waiting at their deadline
+
+Every failure -- an invalid line, a reply to an unknown id, a result of the wrong type,
+a line over ``max_line``, the child exiting, a timeout, a handshake that never comes, a
+child that is down -- makes the waiting handler raise ``ProcessHookError`` (a timeout:
+``ProcessHookTimeout``, also a ``TimeoutError``), so that the pipeline applies the
+registration's ``on_error`` and publishes ``interceptor_failed``, as for any handler
+that raises.  Nothing waits without a bound.
+
+The child's life is a small state machine run by one supervisor task per hook::
+
+    spawn ─> handshake ─ok─> ready (serving) ─┐
+      ^         └─failed──────────────────────┤ exit, crash, over-long line,
+      │                                       │ a timeout with no sign of life
+      └──── backoff sleep (min, 2*min, ... max) <─ reap (terminate, then kill)
+
+While the child is down, calls fail at once with the reason; the backoff resets once a
+child has stayed up for ``restart_backoff[1]`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shutil
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..bus.events import EVENT_KINDS, Event, encode_event
+from ..errors import AbortTurn, ConfigError, HardAbort, InterposeError
+from ..pipeline.hooks import ON_ERROR_VALUES, OnError
+from ..pipeline.payloads import (
+    Approval,
+    ApprovalRequest,
+    LLMAfterInput,
+    LLMAfterOutput,
+    LLMBeforeInput,
+    LLMRequest,
+    LLMResponse,
+    ToolAfterInput,
+    ToolAfterOutput,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolCall,
+    ToolResult,
+)
+from ..pipeline.registry import Interceptor
+from ..pipeline.tools import ToolMatcher
+
+if TYPE_CHECKING:
+    from ..pipeline.pipeline import Pipeline
+
+__all__ = [
+    "INTERCEPT_POINTS",
+    "PROTOCOL_VERSION",
+    "ProcessHook",
+    "ProcessHookError",
+    "ProcessHookStats",
+    "ProcessHookTimeout",
+]
+
+PROTOCOL_VERSION: Final = 1
+
+#: intercept name -> the hook it is registered on
+INTERCEPT_POINTS: Final[Mapping[str, str]] = {
+    "before_tool": "tool.before",
+    "after_tool": "tool.after",
+    "approve_tool": "tool.approve",
+    "before_llm": "llm.before",
+    "after_llm": "llm.after",
+}
+
+#: variables copied from the parent's environment into the child's, when set
+INHERITED_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT")
+
+# The registration's own timeout is this much longer than the hook's, so that the hook's
+# timer fires first and the error says what was waited for; approvals are the exception
+# (see ProcessHook.interceptors).
+_BACKSTOP = 1.0
+_EXIT_WAIT = 1.0  # s: after stdout ends, for the exit code
+_CLOSE_GRACE = 1.0  # s: on close, for the child to exit after its stdin ends
+_KILL_WAIT = 1.0  # s: after SIGTERM, then after SIGKILL
+_STDERR_GRACE = 0.5  # s: after the child is gone, for the rest of its stderr
+_SLACK = 0.01  # s: tolerance when comparing a wait with a timeout
+_ABANDONED_KEPT = 1024  # ids given up on, remembered so that their late replies are known
+_PREVIEW = 120  # characters of an offending line quoted in messages
+_NAME = re.compile(r"[\w.-]+")
+
+
+def _new_lock() -> anyio.Lock:
+    """A lock that takes no checkpoint when it is free (anyio >= 4.5), else a plain one:
+    every call takes it once, so the checkpoint would cost each call a loop iteration."""
+    try:
+        return anyio.Lock(fast_acquire=True)
+    except TypeError:  # pragma: no cover - anyio < 4.5
+        return anyio.Lock()
+
+
+class ProcessHookError(InterposeError):
+    """A process hook could not answer a hook call; the message says why.
+
+    The pipeline treats it like any handler exception: the registration's ``on_error``
+    applies and ``interceptor_failed`` is published.
+
+    Attributes:
+        hook: the process hook's name.
+        method: the JSON-RPC method that failed ("" when no call was involved).
+        detail: the reason alone, without the hook's name and the method.
+    """
+
+    def __init__(self, message: str, *, hook: str, method: str = "", detail: str = "") -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.method = method
+        self.detail = detail or message
+
+
+class ProcessHookTimeout(ProcessHookError, TimeoutError):
+    """A process hook did not reply within its timeout (a ``TimeoutError`` too, so that
+    the pipeline counts it as one)."""
+
+
+@dataclass
+class ProcessHookStats:
+    """Counters of one process hook (``hook.stats``)."""
+
+    starts: int = 0  # children spawned: the first one and every restart
+    restarts: int = 0
+    requests: int = 0  # hook calls sent, handshakes included
+    failed: int = 0  # hook calls that raised ProcessHookError, timeouts included
+    timeouts: int = 0
+    invalid_lines: int = 0  # stdout lines that are not JSON-RPC messages
+    unknown_ids: int = 0  # replies to ids never sent
+    late_replies: int = 0  # replies to calls already given up on
+    oversized_lines: int = 0  # stdout lines longer than max_line
+    ignored: int = 0  # messages from the child that are not replies to calls
+    events_sent: int = 0
+    events_dropped: int = 0  # observed events not sent: the child was down or unwritable
+
+
+# -- wire structs (one encoder/decoder per type, created once) -----------------------------
+
+
+class _Request(msgspec.Struct):
+    jsonrpc: str
+    id: int
+    method: str
+    params: Any
+
+
+class _RpcError(msgspec.Struct):
+    code: int = 0
+    message: str = ""
+    data: Any = None
+
+
+class _Envelope(msgspec.Struct):
+    """Any message from the child: a reply (id + result or error) or something else."""
+
+    jsonrpc: str = "2.0"
+    id: int | str | None = None
+    method: str | None = None
+    result: msgspec.Raw = msgspec.Raw()  # left raw: the waiting call decodes it
+    error: _RpcError | None = None
+
+
+class _HelloParams(msgspec.Struct):
+    protocol_version: int = PROTOCOL_VERSION
+
+
+class _ToolParams(msgspec.Struct, kw_only=True):
+    name: str
+    args: dict[str, Any]
+    call_id: str
+    agent_id: str
+    session_key: str
+    turn_id: str
+
+
+class _BeforeToolParams(_ToolParams, kw_only=True):
+    raw_name: str
+
+
+class _ResultView(msgspec.Struct):
+    for_llm: Any
+    is_error: bool
+    status: str
+
+
+class _AfterToolParams(_ToolParams, kw_only=True):
+    raw_name: str
+    result: _ResultView
+    duration_ns: int
+
+
+class _LLMParams(msgspec.Struct, kw_only=True):
+    agent_id: str
+    session_key: str
+    turn_id: str
+    attempt: int
+    request: LLMRequest
+
+
+class _AfterLLMParams(_LLMParams, kw_only=True):
+    response: LLMResponse
+
+
+Action = Literal["continue", "modify", "respond", "deny_tool", "deny", "abort_turn", "hard_abort"]
+
+
+class _Decision(msgspec.Struct):
+    action: Action = "continue"
+    reason: str = ""
+
+
+class _HookResult(msgspec.Struct):
+    for_llm: Any = msgspec.UNSET
+    output: Any = msgspec.UNSET
+    is_error: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class _HelloReply(msgspec.Struct, kw_only=True):
+    name: str = ""
+    protocol_version: int
+
+
+class _BeforeToolReply(msgspec.Struct):
+    decision: _Decision | None = None
+    args: dict[str, Any] | None = None
+    hook_result: _HookResult | None = None
+
+
+class _AfterToolReply(msgspec.Struct):
+    decision: _Decision | None = None
+    result: _HookResult | None = None
+    hook_result: _HookResult | None = None
+    retry: bool = False
+
+
+class _ApproveToolReply(msgspec.Struct, kw_only=True):
+    allow: bool
+    reason: str = ""
+    ask: bool = False
+
+
+class _BeforeLLMReply(msgspec.Struct):
+    decision: _Decision | None = None
+    system: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    params: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
+
+
+class _AfterLLMReply(msgspec.Struct):
+    decision: _Decision | None = None
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    usage: dict[str, int] | None = None
+    stop_reason: str | None = None
+    retry: bool = False
+
+
+_encoder = msgspec.json.Encoder()
+_envelope: msgspec.json.Decoder[_Envelope] = msgspec.json.Decoder(_Envelope)
+_HELLO = msgspec.json.Decoder(_HelloReply)
+_BEFORE_TOOL = msgspec.json.Decoder(_BeforeToolReply)
+_AFTER_TOOL = msgspec.json.Decoder(_AfterToolReply)
+_APPROVE_TOOL = msgspec.json.Decoder(_ApproveToolReply)
+_BEFORE_LLM = msgspec.json.Decoder(_BeforeLLMReply)
+_AFTER_LLM = msgspec.json.Decoder(_AfterLLMReply)
+_EMPTY = b"{}"
+_NULL = b"null"
+
+R = TypeVar("R")
+
+# which actions each hook point accepts (besides the implicit continue/modify)
+_ACTIONS: Final[Mapping[str, frozenset[str]]] = {
+    "hook.before_tool": frozenset(
+        {"continue", "modify", "respond", "deny_tool", "deny", "abort_turn", "hard_abort"}
+    ),
+    "hook.after_tool": frozenset({"continue", "modify", "abort_turn", "hard_abort"}),
+    "hook.before_llm": frozenset({"continue", "modify", "abort_turn", "hard_abort"}),
+    "hook.after_llm": frozenset({"continue", "modify", "abort_turn", "hard_abort"}),
+}
+
+
+# -- one child process ----------------------------------------------------------------------
+
+
+class _Pending:
+    """A call waiting for its reply: the reader fills ``result`` or ``error`` (the
+    timer: ``timed_out``) and sets ``done``."""
+
+    __slots__ = (
+        "done",
+        "error",
+        "method",
+        "replies",
+        "result",
+        "sent",
+        "stuck_after",
+        "timed_out",
+        "within",
+    )
+
+    def __init__(
+        self, method: str, sent: float, replies: int, within: float, stuck_after: float
+    ) -> None:
+        self.method = method
+        self.sent = sent
+        self.replies = replies  # the child's reply count when it was sent
+        self.within = within
+        self.stuck_after = stuck_after
+        self.done = anyio.Event()
+        self.result: msgspec.Raw | None = None
+        self.error = ""
+        self.timed_out = False
+
+
+class _Child:
+    """One generation of the hook's process and the state of its conversation."""
+
+    __slots__ = (
+        "abandoned",
+        "deadlines",
+        "end_reason",
+        "ended",
+        "lock",
+        "pending",
+        "proc",
+        "ready",
+        "ready_at",
+        "replies",
+        "stderr_done",
+        "stderr_tail",
+    )
+
+    def __init__(self, proc: anyio.abc.Process) -> None:
+        self.proc = proc
+        self.pending: dict[int, _Pending] = {}
+        # (deadline, id) of the calls, one queue per timeout: sent in order, so each queue
+        # is sorted; entries of answered calls are dropped lazily (see ProcessHook._expire)
+        self.deadlines: dict[float, deque[tuple[float, int]]] = {}
+        # ids given up on (timed out, cancelled, failed): their replies are late, not stray
+        self.abandoned: dict[int, None] = {}
+        self.lock = _new_lock()
+        self.ready = False
+        self.ready_at = 0.0
+        self.replies = 0  # replies received so far: a call that sees none since it was
+        # sent, for its whole timeout, finds the child stuck
+        self.ended = anyio.Event()
+        self.end_reason = ""
+        self.stderr_done = anyio.Event()
+        self.stderr_tail: deque[str] = deque(maxlen=5)
+
+    async def send(self, line: bytes, hook: str, method: str) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            async with self.lock:  # one writer at a time: lines never interleave
+                await stdin.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise ProcessHookError(
+                f"process hook {hook!r}: {method}: cannot write to the process "
+                f"({type(exc).__name__}); it has exited or closed its stdin",
+                hook=hook,
+                method=method,
+            ) from exc
+
+    def abandon(self, rid: int) -> None:
+        self.abandoned[rid] = None
+        if len(self.abandoned) > _ABANDONED_KEPT:
+            del self.abandoned[next(iter(self.abandoned))]
+
+    def fail_pending(self, detail: str) -> None:
+        """Fail every waiting call with ``detail``."""
+        failed = list(self.pending.items())
+        self.pending.clear()  # in place: the reader and the timer hold this dict
+        for rid, slot in failed:
+            slot.error = detail
+            slot.done.set()
+            self.abandon(rid)
+
+    def stop(self, reason: str) -> None:
+        """End this generation: fail the waiting calls; the supervisor reaps it."""
+        if self.ended.is_set():
+            return
+        self.ready = False
+        self.end_reason = reason
+        self.fail_pending(reason)
+        self.ended.set()
+
+
+# -- the hook -------------------------------------------------------------------------------
+
+
+class ProcessHook:
+    """A hook served by a long-lived child process over JSON-RPC 2.0 (one JSON object per
+    line on its stdin/stdout), compatible with PicoClaw's process hooks.
+
+    ``install(pipe)`` registers one interceptor per intercepted point (ids
+    ``process:<name>:<point>``), subscribes the child to the observed events and adds the
+    hook as a pipeline service: the child starts with ``async with pipe`` and stops when
+    it ends.
+
+    Args:
+        name: the hook's name (letters, digits, ``_ . -``); it names the interceptors,
+            the logger ``interpose.process.<name>`` and every error.
+        command: the program and its arguments (not a shell string).
+        intercept: hook points served: before_tool, after_tool, approve_tool,
+            before_llm, after_llm.
+        observe: event kinds sent to the child as ``hook.event`` notifications.
+        tools: tool matcher of the tool points (as ``Interceptor.tool_matcher``).
+        agents: agent matcher (a regex on agent_id).
+        priority: priority of every interceptor (higher runs first).
+        on_error: policy when the child fails to answer: "block" (fail closed; on the
+            llm points, which cannot block, the error propagates as with "raise"),
+            "skip" (fail open) or "raise".
+        timeout: seconds to wait for each reply.
+        handshake_timeout: seconds to wait for the reply to ``hook.hello``.
+        max_line: longest stdout line accepted, in bytes.
+        env: variables added to the child's minimal environment (see ``INHERITED_ENV``).
+        cwd: the child's working directory.
+        restart_backoff: (first, longest) delay in seconds before restarting a child
+            that died; it doubles per consecutive restart.
+
+    Raises:
+        ConfigError: (a ``ValueError``) an invalid argument: unknown intercept point or
+            event kind, empty command, a command that cannot be found, a non-positive
+            timeout, and so on; the message names the hook and the argument.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        *,
+        intercept: Iterable[str] = ("before_tool",),
+        observe: Iterable[str] = (),
+        tools: ToolMatcher | None = None,
+        agents: str | None = None,
+        priority: int = 0,
+        on_error: OnError = "block",
+        timeout: float = 5.0,
+        handshake_timeout: float = 5.0,
+        max_line: int = 1 << 20,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        restart_backoff: tuple[float, float] = (0.1, 5.0),
+    ) -> None:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"process hook name must be letters, digits, '_', '.' or '-', got {name!r}"
+            )
+        where = f"process hook {name!r}"
+        self.name = name
+        if env is not None and not (
+            isinstance(env, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        ):
+            raise ConfigError(f"{where}: env must map str to str")
+        self.env: dict[str, str] = dict(env or {})
+        if cwd is not None and not isinstance(cwd, str):
+            raise ConfigError(f"{where}: cwd must be a str, got {cwd!r}")
+        self.cwd = cwd
+        self.command = _check_command(where, command, self.env, cwd)
+        points = _names(intercept, where, "intercept")
+        for point in points:
+            if point not in INTERCEPT_POINTS:
+                raise ConfigError(
+                    f"{where}: intercept: unknown hook point {point!r}; "
+                    f"expected one of {', '.join(INTERCEPT_POINTS)}"
+                )
+        kinds = _names(observe, where, "observe")
+        for kind in kinds:
+            if kind not in EVENT_KINDS:
+                raise ConfigError(
+                    f"{where}: observe: unknown event kind {kind!r}; "
+                    f"expected one of {', '.join(sorted(EVENT_KINDS))}"
+                )
+        if not points and not kinds:
+            raise ConfigError(f"{where}: it neither intercepts nor observes anything")
+        self.intercept: tuple[str, ...] = points
+        self.observe: tuple[str, ...] = kinds
+        if on_error not in ON_ERROR_VALUES:
+            raise ConfigError(
+                f"{where}: on_error must be 'block', 'skip' or 'raise', got {on_error!r}"
+            )
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ConfigError(f"{where}: priority must be an int, got {priority!r}")
+        if agents is not None and not isinstance(agents, str):
+            raise ConfigError(f"{where}: agents must be a regex string, got {agents!r}")
+        self.tools = tools
+        self.agents = agents
+        self.priority = priority
+        self.on_error: OnError = on_error
+        self.timeout = _positive(where, "timeout", timeout)
+        self.handshake_timeout = _positive(where, "handshake_timeout", handshake_timeout)
+        if not isinstance(max_line, int) or isinstance(max_line, bool) or max_line < 64:
+            raise ConfigError(
+                f"{where}: max_line must be an int of at least 64 bytes, got {max_line!r}"
+            )
+        self.max_line = max_line
+        try:
+            low, high = restart_backoff
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{where}: restart_backoff must be (first, longest) seconds, "
+                f"got {restart_backoff!r}"
+            ) from None
+        _positive(where, "restart_backoff[0]", low)
+        _positive(where, "restart_backoff[1]", high)
+        if low > high:
+            raise ConfigError(f"{where}: restart_backoff: first delay {low} exceeds longest {high}")
+        self.restart_backoff = (float(low), float(high))
+        self.stats = ProcessHookStats()
+        #: the name the child gave in its handshake reply ("" before the first one)
+        self.child_name = ""
+        self._log = logging.getLogger(f"interpose.process.{name}")
+        self._ids = iter(range(1, 1 << 62))
+        self._child: _Child | None = None
+        self._started = False
+        self._closing = False
+        self._down = "not started"
+        self._next_start = 0.0
+        # loop-bound objects are made in start(): the hook can run again under a new loop
+        self._ready: anyio.Event | None = None
+        self._wake: anyio.Event | None = None
+        self._stopped: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else self._why_down()
+        return f"<ProcessHook {self.name!r} {self.command!r} {state}>"
+
+    # -- state --------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether a child is up and has answered its handshake."""
+        child = self._child
+        return child is not None and child.ready
+
+    @property
+    def pid(self) -> int | None:
+        """The current child's process id (None when there is none)."""
+        child = self._child
+        return None if child is None or child.ended.is_set() else child.proc.pid
+
+    @property
+    def in_flight(self) -> int:
+        """How many hook calls are waiting for their reply."""
+        child = self._child
+        return 0 if child is None else len(child.pending)
+
+    async def wait_ready(self) -> None:
+        """Wait until a child has answered its handshake (at once if one has).  Bound
+        it with ``anyio.fail_after``: a child that never comes up is waited for forever.
+
+        Raises:
+            ProcessHookError: the hook is not started, or it is closed meanwhile.
+        """
+        while not self.running:
+            if not self._started or self._closing or self._ready is None:
+                raise ProcessHookError(
+                    f"process hook {self.name!r} is {'closed' if self._closing else 'not started'}",
+                    hook=self.name,
+                )
+            await self._ready.wait()
+
+    # -- registration -------------------------------------------------------------
+
+    def interceptors(self) -> list[Interceptor]:
+        """The registrations of the intercepted points, ids ``process:<name>:<point>``,
+        ``source="process:<name>"``.
+
+        The pipeline's timeout on each registration is ``timeout`` plus a second, so that
+        the hook's own timer fires first and its error names what it waited for; on
+        approve_tool it is ``timeout`` exactly, so that a late answer is a deny that
+        names the approver (the pipeline's rule for late approvers).
+        """
+        handlers: dict[str, Callable[..., Awaitable[Any]]] = {
+            "before_tool": self._before_tool,
+            "after_tool": self._after_tool,
+            "approve_tool": self._approve_tool,
+            "before_llm": self._before_llm,
+            "after_llm": self._after_llm,
+        }
+        regs = []
+        for point in self.intercept:
+            hook = INTERCEPT_POINTS[point]
+            tool_point = hook.startswith("tool.")
+            on_error: OnError = self.on_error
+            if not tool_point and on_error == "block":
+                on_error = "raise"  # the llm points cannot block: fail closed by raising
+            regs.append(
+                Interceptor(
+                    id=f"process:{self.name}:{point}",
+                    hook=hook,
+                    handler=handlers[point],
+                    priority=self.priority,
+                    tool_matcher=self.tools if tool_point else None,
+                    agent_matcher=self.agents,
+                    on_error=on_error,
+                    timeout=self.timeout if point == "approve_tool" else self.timeout + _BACKSTOP,
+                    source=f"process:{self.name}",
+                )
+            )
+        return regs
+
+    def install(self, pipe: Pipeline) -> None:
+        """Register the interceptors on ``pipe``, subscribe the child to the observed
+        events, and add the hook as a service (started and closed with the pipeline).
+
+        Raises:
+            RegistrationError: an interceptor was rejected (e.g. a tool matcher that
+                matches no known tool, an id already taken); nothing is left registered.
+            RuntimeError: the pipeline is already entered.
+        """
+        added: list[str] = []
+        try:
+            for reg in self.interceptors():
+                pipe.registry.add(reg)
+                added.append(reg.id)
+            pipe.add_service(self)
+        except BaseException:
+            for id in added:
+                pipe.registry.remove(id)
+            raise
+        if self.observe:
+            pipe.subscribe(self._observe, events=self.observe, name=f"process:{self.name}")
+
+    # -- lifecycle (the pipeline's Service protocol) --------------------------------
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Spawn the child and greet it; returns once the handshake succeeded or failed
+        (a failed one is retried with backoff in the background; calls fail meanwhile).
+
+        Raises:
+            ProcessHookError: the command cannot be started at all (not found, not
+                executable).
+            RuntimeError: the hook is already running.
+        """
+        if self._started:
+            raise RuntimeError(f"process hook {self.name!r} is already running")
+        self._closing = False
+        self._ready = anyio.Event()
+        self._wake = anyio.Event()
+        self._stopped = anyio.Event()
+        self._down = ""
+        first = await self._spawn()
+        self._started = True
+        try:
+            await tg.start(self._supervise, first)
+        except BaseException:
+            self._started = False
+            raise
+
+    async def aclose(self) -> None:
+        """Stop the child: close its stdin, give it a moment to exit, then terminate and
+        kill it; calls still waiting fail.  Bounded in time; idempotent."""
+        if not self._started:
+            return
+        self._closing = True
+        self._down = "closed"
+        assert self._wake is not None
+        assert self._stopped is not None
+        assert self._ready is not None
+        child = self._child
+        if child is not None:
+            child.stop("the hook is closing")
+        self._wake.set()
+        self._ready.set()  # wake wait_ready() callers: they raise
+        with anyio.move_on_after(_CLOSE_GRACE + 2 * _KILL_WAIT + _STDERR_GRACE + 1):
+            await self._stopped.wait()
+        if self._scope is not None:
+            self._scope.cancel()
+        self._started = False
+
+    def _why_down(self) -> str:
+        child = self._child
+        if child is None:
+            return self._down  # not started, closed, or it could not be spawned
+        if child.end_reason:
+            return child.end_reason
+        return "starting: waiting for the reply to hook.hello"
+
+    def _reset_ready(self) -> None:
+        """The child went down: later wait_ready() calls wait for the next one."""
+        if self._ready is not None and self._ready.is_set() and not self._closing:
+            self._ready = anyio.Event()
+
+    async def _spawn(self) -> _Child:
+        try:
+            # shielded: a process half-started when a cancel arrives would be orphaned
+            with anyio.CancelScope(shield=True):
+                proc = await anyio.open_process(
+                    list(self.command),
+                    cwd=self.cwd,
+                    env=self._child_env(),
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            detail = f"cannot start {self.command[0]!r}: {exc}"
+            raise ProcessHookError(
+                f"process hook {self.name!r}: {detail}", hook=self.name, detail=detail
+            ) from exc
+        self.stats.starts += 1
+        self._log.debug("process hook %r: started pid %s", self.name, proc.pid)
+        return _Child(proc)
+
+    def _child_env(self) -> dict[str, str]:
+        env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
+        env.setdefault("PATH", os.defpath)
+        env.update(self.env)
+        return env
+
+    async def _supervise(
+        self, first: _Child, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        assert self._wake is not None
+        assert self._stopped is not None
+        low, high = self.restart_backoff
+        delay = low
+        child: _Child | None = first
+        status = task_status
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                while True:
+                    if child is not None:
+                        self._child = child
+                        await self._serve(child, status)
+                        status = anyio.TASK_STATUS_IGNORED
+                        if child.ready_at and anyio.current_time() - child.ready_at >= high:
+                            delay = low  # it was up long enough: start the backoff over
+                    if self._closing:
+                        return
+                    self._next_start = anyio.current_time() + delay
+                    self._log.warning(
+                        "process hook %r is down (%s); restarting in %.3gs",
+                        self.name,
+                        self._why_down(),
+                        delay,
+                    )
+                    with anyio.move_on_after(delay):
+                        await self._wake.wait()
+                    if self._closing:
+                        return
+                    delay = min(delay * 2, high)
+                    try:
+                        child = await self._spawn()
+                    except ProcessHookError as exc:
+                        child = self._child = None
+                        self._down = exc.detail
+                    else:
+                        self.stats.restarts += 1
+        finally:
+            self._stopped.set()
+
+    async def _serve(self, child: _Child, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Run one generation: its reader and stderr tasks, the handshake, then wait for
+        its end and reap it."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump_stderr, child)
+                tg.start_soon(self._read, child)
+                tg.start_soon(self._expire, child)
+                if self._closing:
+                    child.stop("the hook is closing")
+                else:
+                    await self._handshake(child)
+                task_status.started()
+                await child.ended.wait()
+                self._reset_ready()
+                await self._reap(child)
+                with anyio.move_on_after(_STDERR_GRACE):
+                    await child.stderr_done.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT):
+                await child.proc.aclose()
+        if child.proc.returncode not in (None, 0) and child.stderr_tail:
+            self._log.warning(
+                "process hook %r: last lines of its stderr: %s",
+                self.name,
+                " | ".join(child.stderr_tail),
+            )
+
+    async def _handshake(self, child: _Child) -> None:
+        method = "hook.hello"
+        try:
+            raw = await self._request(
+                child, method, _HelloParams(), self.handshake_timeout, math.inf
+            )
+            reply = self._decode(_HELLO, raw, method)
+            if reply.protocol_version != PROTOCOL_VERSION:
+                raise self._error(
+                    method,
+                    f"the child speaks protocol_version {reply.protocol_version}, "
+                    f"this side speaks {PROTOCOL_VERSION}",
+                )
+        except ProcessHookError as exc:
+            self.stats.failed += 1
+            child.stop(f"handshake failed: {exc.detail}")
+            return
+        if child.ended.is_set():
+            return
+        child.ready = True
+        child.ready_at = anyio.current_time()
+        self.child_name = reply.name
+        assert self._ready is not None
+        self._ready.set()
+        self._log.info(
+            "process hook %r is up: pid %s, it calls itself %r",
+            self.name,
+            child.proc.pid,
+            reply.name,
+        )
+
+    async def _reap(self, child: _Child) -> None:
+        """Make sure the process is gone: close its stdin (on close, give it a moment to
+        exit by itself), then SIGTERM, then SIGKILL, each wait bounded."""
+        proc = child.proc
+        with anyio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                try:
+                    await proc.stdin.aclose()
+                except (OSError, anyio.BrokenResourceError):
+                    pass
+            if proc.returncode is None and self._closing:
+                with anyio.move_on_after(_CLOSE_GRACE):
+                    await proc.wait()
+            for stop in (proc.terminate, proc.kill):
+                if proc.returncode is not None:
+                    break
+                try:
+                    stop()
+                except ProcessLookupError:
+                    pass
+                with anyio.move_on_after(_KILL_WAIT):
+                    await proc.wait()
+
+    async def _pump_stderr(self, child: _Child) -> None:
+        """Forward the child's stderr, line by line, to the hook's logger (INFO)."""
+        stderr = child.proc.stderr
+        assert stderr is not None
+        stream = BufferedByteReceiveStream(stderr)
+        log = self._log
+        try:
+            while True:
+                try:
+                    data = await stream.receive_until(b"\n", self.max_line)
+                except anyio.DelimiterNotFound:
+                    data = await stream.receive(self.max_line)  # log it in pieces
+                except anyio.IncompleteRead:
+                    data = stream.buffer
+                    if data:
+                        await stream.receive(len(data))
+                        self._log_stderr(child, data, log)
+                    return
+                self._log_stderr(child, data, log)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return
+        finally:
+            child.stderr_done.set()
+
+    def _log_stderr(self, child: _Child, data: bytes, log: logging.Logger) -> None:
+        text = data.decode("utf-8", "replace").rstrip("\r")
+        child.stderr_tail.append(text[:_PREVIEW])
+        log.info("%s", text)
+
+    # -- the conversation -----------------------------------------------------------
+
+    async def _read(self, child: _Child) -> None:
+        """Read replies until stdout ends; hand each to its waiting call."""
+        stdout = child.proc.stdout
+        assert stdout is not None
+        stream = BufferedByteReceiveStream(stdout)
+        limit = self.max_line
+        on_line = self._on_line
+        try:
+            while True:
+                line = await stream.receive_until(b"\n", limit)
+                try:
+                    on_line(child, line)
+                except Exception as exc:  # a bug here must not take the pipeline down
+                    self._log.exception("process hook %r: cannot process a line", self.name)
+                    child.stop(f"internal error while reading its output: {exc!r}")
+                    return
+        except anyio.DelimiterNotFound:
+            self._oversized(child)
+            return
+        except (
+            anyio.IncompleteRead,
+            anyio.EndOfStream,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+        ):
+            pass
+        if child.ended.is_set():
+            return
+        code = child.proc.returncode
+        if code is None:
+            with anyio.move_on_after(_EXIT_WAIT):
+                code = await child.proc.wait()
+        child.stop("the process closed its stdout" if code is None else _exit_reason(code))
+
+    def _oversized(self, child: _Child) -> None:
+        self.stats.oversized_lines += 1
+        reason = f"a line on its stdout is longer than max_line ({self.max_line} bytes)"
+        self._log.warning("process hook %r: %s; restarting it", self.name, reason)
+        child.stop(reason)
+
+    def _on_line(self, child: _Child, line: bytes) -> None:
+        if len(line) > self.max_line:  # found in one read, past the limit
+            self._oversized(child)
+            return
+        try:
+            msg = _envelope.decode(line)
+        except msgspec.ValidationError as exc:
+            if not line.strip():
+                return
+            self._garbage(child, line, f"not a JSON-RPC message: {exc}")
+            return
+        except msgspec.DecodeError as exc:
+            if not line.strip():
+                return
+            self._garbage(child, line, f"reply is not valid JSON: {exc}")
+            return
+        rid = msg.id
+        slot = child.pending.pop(rid, None) if type(rid) is int and msg.method is None else None
+        if slot is None:
+            self._stray(child, msg)
+            return
+        child.replies += 1
+        if msg.error is not None:
+            error = msg.error
+            slot.error = f"the child answered with error {error.code}: {error.message}"
+        elif not len(msg.result):
+            slot.error = "the reply has neither result nor error"
+        else:
+            slot.result = msg.result
+        slot.done.set()
+
+    def _garbage(self, child: _Child, line: bytes, detail: str) -> None:
+        """A line that is not a JSON-RPC message: it may have been meant for any of the
+        waiting calls, so they all fail (better than each waiting for its timeout)."""
+        self.stats.invalid_lines += 1
+        detail = f"{detail}, in {_preview(line)}"
+        self._log.warning("process hook %r: %s", self.name, detail)
+        child.fail_pending(detail)
+
+    def _stray(self, child: _Child, msg: _Envelope) -> None:
+        """A message that answers no waiting call."""
+        rid = msg.id
+        if msg.method is not None:
+            # a request or notification from the child: nothing is served that way
+            self.stats.ignored += 1
+            self._log.debug("process hook %r: ignored %s from the child", self.name, msg.method)
+        elif rid is None:
+            # a reply to a notification (PicoClaw's review_gate.py answers hook.event)
+            self.stats.ignored += 1
+            if msg.error is not None:
+                self._log.warning(
+                    "process hook %r: the child reported error %s: %s",
+                    self.name,
+                    msg.error.code,
+                    msg.error.message,
+                )
+        elif type(rid) is int and rid in child.abandoned:
+            self.stats.late_replies += 1
+            child.replies += 1
+            self._log.info(
+                "process hook %r: late reply to request %s, already given up on", self.name, rid
+            )
+        else:
+            # meant for one of the waiting calls, but which one cannot be told
+            self.stats.unknown_ids += 1
+            detail = f"reply to unknown id {rid!r} (no request was sent with it)"
+            self._log.warning("process hook %r: %s", self.name, detail)
+            child.fail_pending(detail)
+
+    async def _request(
+        self, child: _Child, method: str, params: object, within: float, stuck_after: float
+    ) -> msgspec.Raw:
+        """Send one request to ``child`` and wait up to ``within`` seconds for its raw
+        result (the timer task, ``_expire``, ends the wait: no cancel scope per call).
+
+        ``stuck_after``: a call left unanswered this long, or until the caller's own
+        deadline, with no reply of any kind since it was sent, means that the child is
+        stuck: it is restarted.
+
+        Raises:
+            ProcessHookError: the request failed (see the message).
+            ProcessHookTimeout: no reply within ``within`` seconds.
+        """
+        rid = next(self._ids)
+        try:
+            line = _encoder.encode(_Request("2.0", rid, method, params)) + b"\n"
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            raise self._error(method, f"cannot encode the request: {exc}") from exc
+        sent = anyio.current_time()
+        slot = _Pending(method, sent, child.replies, within, stuck_after)
+        pending = child.pending
+        pending[rid] = slot
+        queue = child.deadlines.get(within)
+        if queue is None:
+            queue = child.deadlines[within] = deque()
+        queue.append((sent + within, rid))
+        self.stats.requests += 1
+        try:
+            await child.send(line, self.name, method)
+            await slot.done.wait()
+        finally:
+            if not slot.done.is_set():  # cancelled, or the line could not be written
+                pending.pop(rid, None)
+                child.abandon(rid)
+                # cancelled by the caller's timeout (the pipeline's, on approvers), which
+                # began a moment before `sent`: the same as our own timeout
+                if anyio.current_time() - sent >= stuck_after - _SLACK:
+                    self.stats.timeouts += 1
+                    if child.replies == slot.replies:
+                        child.stop(
+                            f"no reply to {method} within {stuck_after:g}s and no other "
+                            "reply since: the process is stuck"
+                        )
+            # keep the queue short: drop the answered calls at its head
+            while queue and queue[0][1] not in pending:
+                queue.popleft()
+        if slot.result is not None:
+            return slot.result
+        if slot.timed_out:
+            detail = f"no reply within {within:g}s"
+            raise ProcessHookTimeout(
+                f"process hook {self.name!r}: {method}: {detail}",
+                hook=self.name,
+                method=method,
+                detail=detail,
+            )
+        raise self._error(method, slot.error)
+
+    async def _expire(self, child: _Child) -> None:
+        """The timer of ``child``'s calls: fail each one still waiting at its deadline.
+
+        It sleeps until the earliest deadline, or for the shortest timeout in use when
+        nothing waits; a call sent meanwhile has a deadline at least that far away, so
+        the timer never needs waking.
+        """
+        period = min(self.timeout, self.handshake_timeout)
+        pending = child.pending
+        while True:
+            now = anyio.current_time()
+            wake = now + period
+            for queue in child.deadlines.values():
+                while queue:
+                    deadline, rid = queue[0]
+                    slot = pending.get(rid)
+                    if slot is not None and deadline > now:
+                        wake = min(wake, deadline)
+                        break
+                    queue.popleft()
+                    if slot is not None:
+                        self._expired(child, rid, slot)
+            await anyio.sleep(wake - now)
+
+    def _expired(self, child: _Child, rid: int, slot: _Pending) -> None:
+        child.pending.pop(rid, None)
+        child.abandon(rid)
+        self.stats.timeouts += 1
+        slot.timed_out = True
+        slot.done.set()
+        if child.replies == slot.replies and slot.within >= slot.stuck_after:
+            child.stop(
+                f"no reply to {slot.method} within {slot.within:g}s and no other reply "
+                "since: the process is stuck"
+            )
+
+    async def _ask(self, method: str, params: object, decoder: msgspec.json.Decoder[R]) -> R:
+        """One hook call to the current child, decoded with ``decoder``.
+
+        Raises:
+            ProcessHookError: the child is down, or the call failed (see the message).
+        """
+        child = self._child
+        try:
+            if child is None or not child.ready:
+                raise self._unavailable(method)
+            # approvals run under the pipeline's timeout (see interceptors()); ours backs it up
+            timeout = self.timeout + _BACKSTOP if method == "hook.approve_tool" else self.timeout
+            raw = await self._request(child, method, params, timeout, self.timeout)
+            return self._decode(decoder, raw, method)
+        except ProcessHookError:
+            self.stats.failed += 1
+            raise
+
+    def _decode(self, decoder: msgspec.json.Decoder[R], raw: msgspec.Raw, method: str) -> R:
+        data = raw if bytes(raw) != _NULL else _EMPTY  # a null result means "nothing to say"
+        try:
+            return decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise self._error(method, f"invalid reply: {exc}") from exc
+
+    def _error(self, method: str, detail: str) -> ProcessHookError:
+        return ProcessHookError(
+            f"process hook {self.name!r}: {method}: {detail}",
+            hook=self.name,
+            method=method,
+            detail=detail,
+        )
+
+    def _unavailable(self, method: str) -> ProcessHookError:
+        if not self._started:
+            why = (
+                "is closed"
+                if self._closing
+                else "is not started (enter the pipeline it is installed on: `async with pipe`)"
+            )
+        else:
+            why = f"is not running ({self._why_down()})"
+            wait = self._next_start - anyio.current_time()
+            if not self._closing and wait > 0:
+                why += f"; next start in {wait:.2g}s"
+            elif not self._closing and self._child is not None and self._child.end_reason:
+                why += "; it is being restarted"
+        return ProcessHookError(f"process hook {self.name!r} {why}", hook=self.name, method=method)
+
+    def _check_action(self, method: str, decision: _Decision) -> str:
+        action = decision.action
+        if action not in _ACTIONS[method]:
+            raise self._fail(method, f"action {action!r} does not apply to {method}")
+        if action == "abort_turn":
+            raise AbortTurn(decision.reason or f"turn aborted by process hook {self.name!r}")
+        if action == "hard_abort":
+            raise HardAbort(decision.reason or f"stopped by process hook {self.name!r}")
+        return action
+
+    # -- the handlers -----------------------------------------------------------------
+
+    async def _before_tool(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        method = "hook.before_tool"
+        params = _BeforeToolParams(
+            name=inp.tool_name,
+            args=out.args,
+            call_id=inp.tool_call_id,
+            agent_id=inp.agent_id,
+            session_key=inp.session_key,
+            turn_id=inp.turn_id,
+            raw_name=inp.raw_name,
+        )
+        reply = await self._ask(method, params, _BEFORE_TOOL)
+        if reply.decision is None:
+            if reply.args is not None:  # PicoClaw's plain {"args": {...}}
+                out.args = reply.args
+            return
+        action = self._check_action(method, reply.decision)
+        if action == "modify":
+            if reply.args is not None:
+                out.args = reply.args
+        elif action == "respond":
+            if reply.hook_result is None:
+                raise self._fail(method, "action 'respond' needs a hook_result")
+            output, is_error = self._result(method, reply.hook_result)
+            out.result = ToolResult(output=output, is_error=bool(is_error), status="responded")
+        elif action in ("deny_tool", "deny"):
+            out.block = True
+            out.block_reason = reply.decision.reason or f"denied by process hook {self.name!r}"
+
+    async def _after_tool(self, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        method = "hook.after_tool"
+        current = (
+            out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
+        )
+        params = _AfterToolParams(
+            name=inp.tool_name,
+            args=inp.args,
+            call_id=inp.tool_call_id,
+            agent_id=inp.agent_id,
+            session_key=inp.session_key,
+            turn_id=inp.turn_id,
+            raw_name=inp.raw_name,
+            result=_ResultView(current.output, current.is_error, current.status),
+            duration_ns=inp.duration_ns,
+        )
+        reply = await self._ask(method, params, _AFTER_TOOL)
+        action = "modify" if reply.decision is None else self._check_action(method, reply.decision)
+        if reply.result is not None and reply.hook_result is not None:
+            raise self._fail(method, "give result or hook_result, not both")
+        new = reply.result if reply.result is not None else reply.hook_result
+        if action == "modify" and new is not None:
+            output, is_error = self._result(method, new)
+            if is_error is msgspec.UNSET:
+                is_error = current.is_error
+            status = current.status
+            if status in ("ok", "error"):
+                status = "error" if is_error else "ok"
+            out.result = ToolResult(
+                output=output, is_error=bool(is_error), status=status, details=dict(current.details)
+            )
+        if reply.retry:
+            out.retry = True
+
+    async def _approve_tool(self, request: ApprovalRequest) -> Approval:
+        params = _ToolParams(
+            name=request.tool_name,
+            args=request.args,
+            call_id=request.tool_call_id,
+            agent_id=request.agent_id,
+            session_key=request.session_key,
+            turn_id=request.turn_id,
+        )
+        reply = await self._ask("hook.approve_tool", params, _APPROVE_TOOL)
+        if reply.ask:
+            return Approval.ask(reply.reason)
+        if reply.allow:
+            return Approval.allow(reply.reason)
+        return Approval.deny(reply.reason or f"denied by process hook {self.name!r}")
+
+    async def _before_llm(self, inp: LLMBeforeInput, out: LLMRequest) -> None:
+        method = "hook.before_llm"
+        params = _LLMParams(
+            agent_id=inp.agent_id,
+            session_key=inp.session_key,
+            turn_id=inp.turn_id,
+            attempt=inp.attempt,
+            request=out,
+        )
+        reply = await self._ask(method, params, _BEFORE_LLM)
+        if reply.decision is not None and self._check_action(method, reply.decision) == "continue":
+            return
+        if reply.system is not None:
+            out.system = reply.system
+        if reply.messages is not None:
+            out.messages = reply.messages
+        if reply.tools is not None:
+            out.tools = reply.tools
+        if reply.params is not None:
+            out.params = reply.params
+        if reply.headers is not None:
+            out.headers = reply.headers
+
+    async def _after_llm(self, inp: LLMAfterInput, out: LLMAfterOutput) -> None:
+        method = "hook.after_llm"
+        response = out.response
+        params = _AfterLLMParams(
+            agent_id=inp.agent_id,
+            session_key=inp.session_key,
+            turn_id=inp.turn_id,
+            attempt=inp.attempt,
+            request=inp.request,
+            response=response,
+        )
+        reply = await self._ask(method, params, _AFTER_LLM)
+        if reply.decision is None or self._check_action(method, reply.decision) == "modify":
+            if reply.content is not None:
+                response.content = reply.content
+            if reply.tool_calls is not None:
+                response.tool_calls = reply.tool_calls
+            if reply.usage is not None:
+                response.usage = reply.usage
+            if reply.stop_reason is not None:
+                response.stop_reason = reply.stop_reason
+        if reply.retry:
+            out.retry = True
+
+    def _result(self, method: str, result: _HookResult) -> tuple[Any, bool | msgspec.UnsetType]:
+        """(output, is_error) of a hook_result: ``for_llm`` (PicoClaw's name) or ``output``."""
+        if result.for_llm is not msgspec.UNSET and result.output is not msgspec.UNSET:
+            raise self._fail(method, "give for_llm or output in a result, not both")
+        if result.for_llm is not msgspec.UNSET:
+            return result.for_llm, result.is_error
+        if result.output is not msgspec.UNSET:
+            return result.output, result.is_error
+        raise self._fail(method, "a result needs for_llm (or output)")
+
+    def _fail(self, method: str, detail: str) -> ProcessHookError:
+        """A reply that decodes but makes no sense: counted as a failed call."""
+        self.stats.failed += 1
+        return self._error(method, f"invalid reply: {detail}")
+
+    # -- observed events ------------------------------------------------------------
+
+    async def _observe(self, event: Event) -> None:
+        """Send one event to the child as a ``hook.event`` notification (no reply)."""
+        child = self._child
+        if child is None or not child.ready:
+            self.stats.events_dropped += 1
+            return
+        line = b'{"jsonrpc":"2.0","method":"hook.event","params":{"type":"%s","data":%s}}\n' % (
+            event.kind.encode(),
+            encode_event(event),
+        )
+        try:
+            await child.send(line, self.name, "hook.event")
+        except ProcessHookError:
+            self.stats.events_dropped += 1  # the reader sees the exit and restarts it
+            return
+        self.stats.events_sent += 1
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _names(values: Iterable[str], where: str, what: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise ConfigError(f"{where}: {what} must be a list of names, not the string {values!r}")
+    names: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {what}: expected names, got {value!r}")
+        if value not in names:
+            names.append(value)
+    return tuple(names)
+
+
+def _positive(where: str, what: str, value: object) -> float:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigError(f"{where}: {what} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _check_command(
+    where: str, command: Sequence[str], env: Mapping[str, str] | None, cwd: str | None
+) -> tuple[str, ...]:
+    """Validate the argv and that its program exists (on the child's PATH, or as a path
+    relative to ``cwd``)."""
+    if isinstance(command, str | bytes):
+        raise ConfigError(
+            f"{where}: command must be a list of arguments (the program first), "
+            f"not the string {command!r}"
+        )
+    argv = tuple(command)
+    if not argv:
+        raise ConfigError(f"{where}: command is empty")
+    if not all(isinstance(arg, str) for arg in argv):
+        raise ConfigError(f"{where}: command arguments must be strings, got {argv!r}")
+    program = argv[0]
+    if os.sep in program or (os.altsep is not None and os.altsep in program):
+        path = os.path.join(cwd or os.curdir, program)  # as the OS will resolve it
+        if not os.path.isfile(path):
+            raise ConfigError(f"{where}: command {program!r} not found ({path} is not a file)")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(f"{where}: command {program!r} is not executable ({path})")
+    else:
+        search = (env or {}).get("PATH") or os.environ.get("PATH") or os.defpath
+        if shutil.which(program, path=search) is None:
+            raise ConfigError(f"{where}: command {program!r} not found on PATH ({search})")
+    return argv
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        return f"the process was killed by signal {-code}"
+    return f"the process exited with code {code}"
+
+
+def _preview(line: bytes) -> str:
+    text = line[:_PREVIEW].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(line) > _PREVIEW else "")
