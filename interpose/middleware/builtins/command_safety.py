@@ -22,8 +22,13 @@ would run*, never on substrings of the text:
    ``sh -c``, ``eval``, ``su -c``, ``watch``, ``ssh host '...'``, ``flock -c``,
    ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
    paths produced by an upstream ``find``/``echo``), here-documents and here-strings fed
-   to a shell, ``echo ... [| base64 -d] | sh``, and ``system("...")``-style calls inside
-   ``python -c``/``perl -e``/``awk`` programs.
+   to a shell, ``system("...")``-style calls inside ``python -c``/``perl -e``/``awk``
+   programs, and program text the guard can compute: the output of ``echo``, ``printf``
+   (escapes and formats as bash, dash and zsh read them), ``yes`` and here-documents,
+   through ``base64``/``base32``/``openssl base64`` decoding, ``xxd -r -p``, ``rev``,
+   ``tac``, ``tr`` and ``gunzip``-style decompression, whether it is piped into a shell or
+   an interpreter, substituted into a script (``sh -c "$(echo ...)"``, ``eval "$X"`` with
+   ``X=$(printf ...)``) or used as a command name (``$(echo rm) -rf /``).
 4. Per-command rules, chosen from tables by command name, judge options the way the
    command parses them: flags in any order and spelling (``-rf``, ``-r -f``, ``-R``,
    ``--recursive``, GNU unique-prefix abbreviations such as ``--rec``), option values
@@ -86,12 +91,32 @@ Rules (the rule id leads the block reason):
   upload (``-d @file``, ``-F x=@file``, ``-T``, ``--post-file``) naming a path that
   :func:`.security_audit.match_sensitive` flags -- the same list the file-tool guard
   uses.  ``source ~/.bashrc`` is allowed (loading a profile does not reveal it).
+- ``dynamic-code``: program text a shell or interpreter will run that the guard cannot
+  read, because it is made at run time.  The text of ``sh -c``, ``eval``, a here-string
+  or a process substitution fed to a shell, or ``python -c``, that is wholly a variable or
+  a command substitution whose value is unknown (``eval "$X"``, ``sh -c "$(cat f)"``,
+  ``source <(cat f)``); a command name inside such text that is (``bash -c "$CMD -x"``);
+  text piped into a shell or interpreter through a decoder or text transformer whose
+  output the guard cannot compute (``base64 -d payload | sh``, ``xxd -r hex.txt | bash``,
+  ``cat x | sed ... | sh``, ``python3 -c 'print(...)' | sh``, ``echo ... | head | sh``).
+  Variables and substitutions as *arguments* in such text are data (``bash -c "cd $DIR
+  && make"``); local text is visible to a reviewer and allowed (``cat install.sh |
+  bash``, ``python3 gen.py | sh``).  ``eval "$(tool ...)"`` of the shell-setup tools in
+  :data:`_SETUP_TOOLS` (``ssh-agent``, ``pyenv init``, ``direnv hook``, ``brew shellenv``,
+  completion scripts...) is trusted.  On the command line itself, a command name known
+  only at run time (``$CMD -rf /``, ``"$EDITOR" notes.txt``) is judged as each of
+  :data:`_STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
+  of them would be refused with those arguments; one that runs the words of a download
+  (``$(curl ...)``, ``X=$(curl ...); $X``, rule ``rce``) or of a decoder is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
 Known limits -- what a check of the command text cannot see: symlinks and bind mounts
 (``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
-values of variables set outside the command line or computed at run time
-(``rm -rf "$DIR"``, ``$(echo rm) -rf /``); aliases and shell functions defined
+values of variables set outside the command line or computed at run time, where they are
+arguments (``rm -rf "$DIR"``; as a command name see ``dynamic-code``); the output of
+local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
+the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
+inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
 elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
 interpreter code beyond the simple patterns listed above; positional parameters handed
@@ -109,6 +134,7 @@ import binascii
 import functools
 import posixpath
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -556,6 +582,7 @@ class _Invocation:
     env: dict[str, str] = field(default_factory=dict)
     redirects: tuple[Redirect, ...] = ()
     layers: list[list[Word]] = field(default_factory=list)
+    dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
 
     @property
     def shown(self) -> str:
@@ -583,7 +610,7 @@ _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*
 class _Run:
     """State of one analysis: variables, working directory, recursion depth."""
 
-    __slots__ = ("allow", "cwd", "deny", "depth", "vars")
+    __slots__ = ("allow", "cwd", "deny", "depth", "inside", "made", "outputs", "paths", "vars")
 
     def __init__(self, deny: Sequence[re.Pattern[str]], allow: Sequence[re.Pattern[str]]) -> None:
         self.deny = deny
@@ -591,6 +618,11 @@ class _Run:
         self.depth = 0
         self.vars: dict[str, str] = {}
         self.cwd: str | None = None
+        self.inside = ""  # in program text handed to a shell: where it came from
+        # created when first needed: most commands have no substitution
+        self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
+        self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
+        self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -618,10 +650,12 @@ class _Run:
                 f"{origin} nests shells more than {_MAX_DEPTH} levels deep",
             )
         self.depth += 1
+        outer, self.inside = self.inside, origin
         try:
             return self.source(text, origin, lenient=lenient)
         finally:
             self.depth -= 1
+            self.inside = outer
 
     def argv(self, words: Sequence[Word], origin: str) -> Finding | None:
         """Analyze an argument vector run without a shell (``find -exec``, ``xargs``)."""
@@ -681,7 +715,7 @@ class _Run:
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
     ) -> list[_Invocation]:
         for assignment in cmd.assignments:
-            self.assign(assignment.text, persistent=not cmd.words)
+            self.assign(assignment, persistent=not cmd.words)
         if not cmd.words:
             return []
         words = self._expand(cmd.words)
@@ -693,18 +727,22 @@ class _Run:
         env = dict(_assignment_pairs(cmd.assignments))
         env.update(unwrapped.env)
         inv = _Invocation(unwrapped.name, unwrapped.args, env, cmd.redirects, unwrapped.layers)
+        head = unwrapped.layers[-1][0].text
+        if ("$" in head or SUBST in head) and _dynamic_name(head):
+            inv.dynamic = head
         if not unwrapped.via_xargs:
             return [inv]
         values = _emitted(upstream, self)
-        if not values:
-            return [inv]
         marker = unwrapped.xargs_replace
+        if marker is not None:  # xargs -I: one argument per input line
+            values = _lines(_stream([upstream])) or values
+            if marker in head:  # xargs -I{} {} ...: the input names the command
+                inv.dynamic = head
+        if not values:  # input the guard cannot know (base64 -d x | xargs sh -c)
+            values = [Word(SUBST)]
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
-        return [
-            replace(inv, args=[_substitute(arg, marker, value) for arg in inv.args])
-            for value in values[:_MAX_FANOUT]
-        ]
+        return [_xargs_call(inv, marker, value) for value in values[:_MAX_FANOUT]]
 
     def invocation(self, inv: _Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
@@ -720,6 +758,8 @@ class _Run:
         found = _check_redirects(inv.redirects, self)
         if found is not None:
             return found
+        if inv.dynamic:
+            return self._dynamic_command(inv)
         for rule in _RULES.get(inv.name, ()):
             found = rule(inv, self)
             if found is not None:
@@ -730,14 +770,85 @@ class _Run:
                 return found
         return None
 
+    def _made_by(self, subs: Sequence[Script]) -> tuple[str, str] | None:
+        """(rule, command) when one of ``subs`` downloads its output or makes it in a
+        way the guard cannot follow (``$(curl ...)``, ``$(base64 -d f)``)."""
+        for script in subs:
+            source = _downloader(script)
+            if source is not None:
+                return "rce", source
+            hidden = self.substitution(script).hidden
+            if hidden:
+                return "dynamic-code", hidden
+        return None
+
+    def _dynamic_command(self, inv: _Invocation) -> Finding | None:
+        """A command whose name only run time knows (``$CMD -rf /``, ``$(cat f) x``).
+
+        In program text handed to a shell it is refused outright.  On the command line
+        itself it is judged as each command of :data:`_STAND_INS` in turn, and refused
+        when one of them would be: ``"$EDITOR" notes.txt`` passes, ``$X -rf /`` does not.
+        """
+        shown = _show(inv.dynamic)
+        head = inv.layers[-1][0] if inv.layers else Word(inv.dynamic)
+        made = self._made_by(head.subs)
+        if made is None and self.made:
+            names = (m.group(1) or m.group(2) for m in _VAR_REF.finditer(inv.dynamic))
+            made = next((self.made[n] for n in names if n in self.made), None)
+        if made is not None:  # $(curl ...) or X=$(curl ...); $X: the words are the command
+            rule, source = made
+            what = "downloaded by" if rule == "rce" else "made at run time by"
+            return Finding(
+                rule,
+                source,
+                f"the command {shown!r} runs words {what} {source!r}; the guard judges only "
+                f"commands it can read",
+            )
+        if self.inside:
+            return Finding(
+                "dynamic-code",
+                shown,
+                f"{self.inside} names its command with {shown!r}, which is known only at "
+                f"run time; program text handed to a shell must name its commands literally",
+            )
+        if not inv.args:  # "$@", $CMD: nothing any stand-in would refuse
+            return None
+        found, outer, self.paths = None, self.paths, self.paths or {}
+        try:
+            for stand_in in _STAND_INS:
+                probe = _Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
+                found = _judge(probe, self)
+                if found is not None:
+                    return Finding(
+                        "dynamic-code",
+                        shown,
+                        f"the command name {shown!r} is known only at run time, and its "
+                        f"arguments would be refused if it were {stand_in}: {found.message}",
+                    )
+        finally:
+            self.paths = outer
+        return None
+
     # -- variables and paths --------------------------------------------------------------------
 
-    def assign(self, text: str, *, persistent: bool) -> None:
-        name, _, value = text.partition("=")
+    def assign(self, word: Word, *, persistent: bool) -> None:
+        name, _, value = word.text.partition("=")
         name = name.rstrip("+")
         if not persistent or "[" in name:
             return
         value = self.expand_text(value)
+        if self.made:
+            self.made.pop(name, None)
+        if self.outputs:  # outputs computed with the old value may differ now
+            self.outputs.clear()
+        if SUBST in value and word.subs:  # X=$(printf 'rm -rf /'): its output, when known
+            spliced = self.spliced(word, value)
+            if spliced is None:
+                made = self._made_by(word.subs)
+                if made is not None:
+                    self.made = self.made or {}
+                    self.made[name] = made
+            value = spliced or value
         if value.startswith("~"):
             value = "$HOME" + value[1:]
         if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
@@ -759,6 +870,15 @@ class _Run:
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
+            if (
+                word.subs
+                and not word.process  # <(...) is a file name, not the output
+                and SUBST in text
+                and (spliced := self.spliced(word, text)) is not None
+            ):
+                # $(echo rm): the output is known, so the word is too (and already judged)
+                glob = word.glob or (not word.quoted and _GLOB_CHARS.search(spliced) is not None)
+                word, text = replace(word, subs=(), glob=glob), spliced
             if text == word.text:
                 out.append(word)
             elif word.quoted:
@@ -767,11 +887,171 @@ class _Run:
                 out.extend(replace(word, text=part) for part in text.split())
         return out
 
+    # -- program text computed at run time ---------------------------------------------------
+
+    def substitution(self, script: Script) -> _Stream:
+        """What ``$(script)`` or ``<(script)`` outputs, as far as the guard can tell.
+
+        The script itself has been judged already; this only evaluates its output.
+        """
+        if self.outputs is None:
+            self.outputs = {}
+        known = self.outputs.get(id(script))
+        if known is not None and known[0] is script:  # holding it keeps its id unique
+            return known[1]
+        stream = self._evaluate(script)
+        self.outputs[id(script)] = (script, stream)
+        return stream
+
+    def _evaluate(self, script: Script) -> _Stream:
+        if not any(  # $(git describe), $(date +%s): local output, nothing to compute
+            cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
+        ):
+            return _LOCAL
+        invs: list[_Invocation | None] = []
+        for cmd in script.commands:
+            words = self._expand(cmd.words) if cmd.words else []
+            unwrapped = _unwrap(words) if words else None
+            if unwrapped is None:
+                invs.append(None)
+                continue
+            # a command named at run time ($CMD) keeps its unknown name: local output
+            invs.append(_Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects))
+        if script.functions:
+            return _LOCAL
+        pipeline = script.pipelines[0] if len(script.pipelines) == 1 else None
+        if pipeline is not None and sum(map(len, pipeline.stages)) == len(invs):
+            return _stream([[invs[i] for i in stage] for stage in pipeline.stages])
+        return _stream([invs])  # one command, or a list of them: their outputs in turn
+
+    def spliced(self, word: Word, text: str) -> str | None:
+        """``text`` (``word``'s, variables expanded) with each substitution replaced by
+        its output, when every output is known and the same in every shell."""
+        if text.count(SUBST) != len(word.subs):  # ${x:-$(...)} keeps its source text
+            return None
+        parts = text.split(SUBST)
+        out = [parts[0]]
+        for sub, part in zip(word.subs, parts[1:], strict=True):
+            stream = self.substitution(sub)
+            if not stream.complete or len(stream.readings) != 1:
+                return None
+            out += (_command_output(stream.readings[0]), part)
+        return "".join(out)
+
+    def _readings(self, word: Word) -> list[str]:
+        """The texts a program word may be once its substitutions have run: known outputs
+        spliced in, setup code (``$(pyenv init -)``) as ``:``, anything else left as
+        :data:`SUBST` for the parse of the program to place (data or a command name)."""
+        texts = [word.text]
+        if not word.subs or word.text.count(SUBST) != len(word.subs):
+            return texts
+        parts = word.text.split(SUBST)
+        texts = [parts[0]]
+        for sub, part in zip(word.subs, parts[1:], strict=True):
+            stream = self.substitution(sub)
+            values = [SUBST]
+            if stream.complete:
+                values = [_command_output(r) for r in stream.readings]
+            elif not stream.hidden and _setup_code(sub):
+                values = [":"]  # the null command stands for setup code the guard trusts
+            texts = [head + value + part for head in texts for value in values]
+        return texts
+
+    def program(
+        self, inv: _Invocation, kind: str, words: Sequence[Word], origin: str
+    ) -> Finding | None:
+        """Judge program text given to ``inv`` (``kind`` as in :class:`_Exec`), made of
+        ``words`` joined by spaces, in each of its readings."""
+        if len(words) == 1 and not words[0].subs:  # the common case: bash -c '...'
+            return self._judge_program(inv, kind, words[0].text, words, origin)
+        texts = [""]
+        for k, word in enumerate(words):
+            sep = " " if k else ""
+            texts = [head + sep + tail for head in texts for tail in self._readings(word)]
+            if len(texts) > _MAX_READINGS:
+                return Finding(
+                    "dynamic-code",
+                    _snippet(words),
+                    f"{origin} may read in more than {_MAX_READINGS} ways once its "
+                    f"substitutions have run; the guard judges only program text it can read",
+                )
+        for text in texts:
+            found = self._judge_program(inv, kind, text, words, origin)
+            if found is not None:
+                return found
+        return None
+
+    def _judge_program(
+        self, inv: _Invocation, kind: str, text: str, words: Sequence[Word], origin: str
+    ) -> Finding | None:
+        if ("$" in text or SUBST in text) and _WHOLE_EXPANSION.fullmatch(text):
+            token = text.strip()
+            subs = [sub for w in words for sub in w.subs]
+            if token == SUBST and len(subs) == 1:
+                token = f"$({_script_snippet(subs[0])})"
+            what = (
+                "text made at run time"
+                if token == SUBST
+                else f"{_show(token)!r}, text known only at run time,"
+            )
+            return Finding(
+                "dynamic-code",
+                _show(token),
+                f"{inv.shown} runs {what} as its program; the guard judges only program text "
+                f"it can read",
+            )
+        if kind in ("shell", "eval", "source"):
+            return self.nested(text, origin)
+        return _inline_program(inv, self, text)
+
+    def stream_program(
+        self, inv: _Invocation, info: _Exec, stream: _Stream, how: str
+    ) -> Finding | None:
+        """Judge what ``stream`` carries into ``inv``, which runs it as a program."""
+        if stream.hidden:
+            return Finding(
+                "dynamic-code",
+                stream.hidden,
+                f"{inv.shown} runs program text that {stream.hidden!r} makes at run time "
+                f"({how} it); the guard judges only program text it can read",
+            )
+        origin = f"script {how} {inv.shown}"
+        for reading in stream.readings:
+            text = reading.decode("utf-8", "replace")
+            if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
+                text = text.replace(SUBST, "")
+            if info.kind in ("shell", "eval", "source"):
+                found = self.nested(text, origin)
+            else:
+                found = _inline_program(inv, self, text)
+            if found is not None:
+                return found
+        return None
+
+    def program_file(self, inv: _Invocation, info: _Exec, word: Word, how: str) -> Finding | None:
+        """``bash <(...)``, ``source <(...)``: the program is a process's output."""
+        sub = word.subs[0]
+        stream = self.substitution(sub)
+        if stream.readings or stream.hidden or _setup_code(sub):
+            return self.stream_program(inv, info, stream, how)
+        token = f"<({_script_snippet(sub)})"
+        return Finding(
+            "dynamic-code",
+            token,
+            f"{inv.shown} runs the output of {token!r} as its program, text known only at "
+            f"run time; the guard judges only program text it can read",
+        )
+
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
         if text.startswith("~") and not word.tilde:
             text = "./" + text  # a quoted '~' is a file literally named ~
-        path = resolve_path(text, home=HOME)
+        if self.paths is None:
+            path = resolve_path(text, home=HOME)
+        else:  # probing stand-ins: the same words, judged 14 times
+            path = self.paths.get(text) or self.paths.setdefault(
+                text, resolve_path(text, home=HOME)
+            )
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
         return path
@@ -1613,7 +1893,8 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
     if inv.name == "eval":
         return _Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
     if inv.name in ("source", "."):
-        return _Exec("source", tuple(inv.args[:1]), None, False)
+        stdin = bool(inv.args) and inv.args[0].text == "/dev/stdin"
+        return _Exec("source", tuple(inv.args[:1]), None, stdin)
     return None
 
 
@@ -1656,16 +1937,20 @@ def _rule_code(inv: _Invocation, run: _Run) -> Finding | None:
                     source = _downloader(sub)
                     if source is not None:
                         return _rce(inv, source, f"through {r.op!r}")
-            if info.kind == "shell" and r.op in ("<<", "<<-", "<<<"):
+            found = None
+            if r.op in ("<<", "<<-", "<<<"):
                 body = r.heredoc if r.heredoc is not None else r.target
-                found = run.nested(body.text, f"script fed to {inv.shown} by {r.op!r}")
-                if found is not None:
-                    return found
+                origin = f"script fed to {inv.shown} by {r.op!r}"
+                found = run.program(inv, info.kind, [body], origin)
+            elif r.op == "<" and r.target.process:
+                found = run.program_file(inv, info, r.target, f"fed by {r.op!r} to")
+            if found is not None:
+                return found
     if info.inline is None:
+        if info.code and info.code[0].process:
+            return run.program_file(inv, info, info.code[0], "handed as a file to")
         return None
-    if info.kind in ("shell", "eval"):
-        return run.nested(info.inline, f"{inv.shown} script")
-    return _inline_program(inv, run, info.inline)
+    return run.program(inv, info.kind, info.code, f"{inv.shown} script")
 
 
 _NET_CODE = re.compile(
@@ -1736,33 +2021,6 @@ def _is_network_tool(inv: _Invocation) -> bool:
     return inv.name in _NETWORK_TOOLS
 
 
-def _piped_text(stages: Sequence[Sequence[_Invocation | None]]) -> str | None:
-    """Text an ``echo``/``printf`` (optionally through ``base64 -d``) writes into a pipe."""
-    decode = False
-    for stage in reversed(stages):
-        if len(stage) != 1 or stage[0] is None:
-            return None
-        inv = stage[0]
-        if inv.name in ("base64", "base32") and any(
-            w.text in ("-d", "--decode", "-D") for w in inv.args
-        ):
-            decode = True
-            continue
-        if inv.name not in ("echo", "printf"):
-            return None
-        words = [w.text for w in inv.args]
-        while words and words[0] in ("-n", "-e", "-E", "-ne", "-en"):
-            words = words[1:]
-        text = " ".join(words).replace("\\n", "\n")
-        if not decode:
-            return text
-        try:
-            return base64.b64decode(text, validate=False).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
-            return None
-    return None
-
-
 def _pipeline_rules(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -> Finding | None:
     for j in range(1, len(stages)):
         for inv in stages[j]:
@@ -1783,12 +2041,11 @@ def _pipeline_rules(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -
             download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
             if download is not None and not _allowed(run, inv, download):
                 return _rce(inv, download.snippet(), "piped into it")
-            if info.kind == "shell":
-                text = _piped_text(stages[:j])
-                if text is not None:
-                    found = run.nested(text, f"script piped into {inv.shown}", lenient=True)
-                    if found is not None:
-                        return found
+            if _allowed(run, inv):
+                continue
+            found = run.stream_program(inv, info, _stream(stages[:j]), "piped into")
+            if found is not None:
+                return found
     return None
 
 
@@ -1812,6 +2069,707 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
         elif inv.name == "find":
             values += _find_plan(inv.args).entries()
     return values[: _MAX_FANOUT * 4]
+
+
+# -- program text computed at run time ------------------------------------------------------------
+#
+# A shell runs text it is handed: a ``-c`` script, ``eval``'s arguments, a here-string, what
+# is piped into it.  The guard can judge that text only if it can read it.  When the text
+# is literal, or computed from literals by commands whose output the guard can compute
+# (echo, printf, base64 -d, xxd -r -p, rev, tr...), the result is judged like any command
+# line.  When it is made at run time in a way the guard cannot follow (a decoder reading a
+# file, a program given inline, a variable or a substitution standing for the whole
+# script or a command name), it is refused as ``dynamic-code``.
+
+_MAX_TEXT = 1 << 16  # bytes of computed text the guard follows before giving up
+_MAX_READINGS = 8  # alternative texts of one program (shells differ on escapes)
+
+_DYNAMIC_NAME = re.compile(r"\$[A-Za-z_0-9@*#?$!{(-]")
+_WHOLE_EXPANSION = re.compile(
+    r"\s*(?:\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]|\$\{[^{}]*\}|" + SUBST + r")\s*"
+)
+_STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
+"""What a command name known only at run time is judged as (see ``_dynamic_command``).
+Others are covered by these: ``mv`` and ``chown`` of critical paths by ``rm -r`` and
+``tee``, ``fdisk`` by ``mkfs``."""
+
+
+def _dynamic_name(text: str) -> bool:
+    """Whether a command word names its command only at run time: an unresolved variable
+    or substitution in its last path component (``$CMD``, ``$(echo rm)``, ``${X:-rm}``).
+    ``$HOME/bin/tool`` and ``"$(npm bin)/eslint"`` name ``tool`` and ``eslint``."""
+    if "$" not in text and SUBST not in text:
+        return False
+    last = text.rsplit("/", 1)[-1]
+    return SUBST in last or "}" in last or _DYNAMIC_NAME.search(last) is not None
+
+
+def _judge(inv: _Invocation, run: _Run) -> Finding | None:
+    """The rules of ``inv``'s command name, then the generic ones."""
+    for rule in _RULES.get(inv.name, ()):
+        found = rule(inv, run)
+        if found is not None:
+            return found
+    for rule in _GENERIC_RULES:
+        found = rule(inv, run)
+        if found is not None:
+            return found
+    return None
+
+
+def _xargs_call(inv: _Invocation, marker: str, value: Word) -> _Invocation:
+    """``xargs -I{} CMD {}`` for one input value (which may name the command itself)."""
+    args = [_substitute(arg, marker, value) for arg in inv.args]
+    if marker not in inv.dynamic:
+        return replace(inv, args=args)
+    head = _substitute(Word(inv.dynamic), marker, value).text
+    return replace(
+        inv,
+        name=_canon(head),
+        args=args,
+        layers=[*inv.layers[:-1], [Word(head), *args]],
+        dynamic=head if _dynamic_name(head) else "",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    """What flows out of a command or a pipeline, as far as the guard can tell.
+
+    ``readings``: the texts it may be, when the guard can compute them (more than one when
+    shells disagree: ``printf '\\x72'`` is ``r`` in bash, ``\\x72`` in dash).  ``partial``:
+    they are only pieces of it (a group with a local file in it), each judged alone.
+    ``holes``: they contain :data:`SUBST` for output the guard does not know.  ``hidden``:
+    the command that makes the text at run time in a way the guard cannot follow (a
+    decoder of a file, a text transformer of unknown input, an inline program).  No
+    readings and nothing hidden: text from a local file or program (``cat install.sh``).
+    """
+
+    readings: tuple[bytes, ...] = ()
+    partial: bool = False
+    holes: bool = False
+    hidden: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.readings) and not self.partial and not self.holes
+
+
+_LOCAL = _Stream()
+
+_PASS_THROUGH = frozenset({"cat", "tee", "pv"})
+_DECOMPRESS = {
+    "gunzip": "gzip",
+    "zcat": "gzip",
+    "gzcat": "gzip",
+    "gzip": "gzip",
+    "bunzip2": "bzip2",
+    "bzcat": "bzip2",
+    "bzip2": "bzip2",
+    "unxz": "xz",
+    "xzcat": "xz",
+    "xz": "xz",
+    "unlzma": "xz",
+    "lzcat": "xz",
+    "lzma": "xz",
+}
+_TRANSFORMERS = frozenset(
+    {*_DECOMPRESS, *_INTERPRETERS, "awk", "base64", "base32", "basenc", "openssl", "xxd"}
+    | _set("rev tac tr sed cut iconv uudecode zstd unzstd zstdcat od hexdump")
+)
+"""Commands that turn the text they read into other text: between a literal and a shell
+they hide what the shell will run, unless the guard can compute their output."""
+
+_STREAM_NAMES = frozenset(
+    {*_TRANSFORMERS, *_PASS_THROUGH, *_WRAPPERS, "echo", "printf", "yes", "xargs"}
+)
+"""A substitution whose commands have none of these names outputs local text."""
+
+_SETUP_TOOLS: dict[str, frozenset[str] | None] = {
+    **dict.fromkeys(("ssh-agent", "gpg-agent", "keychain", "dircolors", "thefuck"), None),
+    **dict.fromkeys(
+        ("pyenv", "rbenv", "nodenv", "goenv", "jenv", "plenv", "phpenv", "luaenv", "scalaenv"),
+        _set("init virtualenv-init"),
+    ),
+    **dict.fromkeys(("zoxide", "starship", "atuin", "mcfly"), _set("init")),
+    **dict.fromkeys(("mise", "rtx"), _set("activate env hook-env")),
+    **dict.fromkeys(
+        ("conda", "mamba", "micromamba"),
+        _set("shell shell.bash shell.zsh shell.posix shell.fish shell-hook"),
+    ),
+    **dict.fromkeys(("kubectl", "helm", "gh", "npm", "pip", "pip3", "glab"), _set("completion")),
+    **dict.fromkeys(("rustup", "poetry", "deno"), _set("completions")),
+    "direnv": _set("hook export"),
+    "brew": _set("shellenv"),
+    "opam": _set("env config"),
+    "fnm": _set("env completions"),
+    "docker-machine": _set("env"),
+    "minikube": _set("docker-env podman-env"),
+    "luarocks": _set("path"),
+    "pixi": _set("shell-hook"),
+    "devbox": _set("shellenv"),
+    "uv": _set("generate-shell-completion"),
+}
+"""Tools whose output is shell setup code meant for ``eval "$(tool ...)"`` (with the
+subcommand that prints it; None: any).  The guard trusts that output as it trusts running
+the tool: ``eval "$(pyenv init -)"`` is allowed without knowing what it prints."""
+
+
+def _setup_code(script: Script) -> bool:
+    """``script`` is one call of a :data:`_SETUP_TOOLS` tool that prints setup code."""
+    if len(script.commands) != 1 or script.pipelines or script.functions:
+        return False
+    words = script.commands[0].words
+    if not words or _dynamic_name(words[0].text):
+        return False
+    subcommands = _SETUP_TOOLS.get(_canon(words[0].text), frozenset())
+    if subcommands is None:
+        return True
+    first = next((w.text for w in words[1:] if not w.text.startswith("-")), "")
+    return first in subcommands
+
+
+def _script_snippet(script: Script, limit: int = 60) -> str:
+    text = "; ".join(_snippet(cmd.words, limit) for cmd in script.commands if cmd.words)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# echo and printf -------------------------------------------------------------------------------
+
+_SIMPLE_ESCAPES = {
+    "a": b"\a",
+    "b": b"\b",
+    "e": b"\x1b",
+    "E": b"\x1b",
+    "f": b"\f",
+    "n": b"\n",
+    "r": b"\r",
+    "t": b"\t",
+    "v": b"\v",
+    "\\": b"\\",
+    '"': b'"',
+    "'": b"'",
+}
+_OCTAL_DIGITS = re.compile(r"[0-7]{1,3}")
+_OCTAL_AFTER_ZERO = re.compile(r"[0-7]{0,3}")
+_HEX_DIGITS = {
+    "x": re.compile(r"[0-9A-Fa-f]{1,2}"),
+    "u": re.compile(r"[0-9A-Fa-f]{1,4}"),
+    "U": re.compile(r"[0-9A-Fa-f]{1,8}"),
+}
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _unescape(text: str, *, octal: str, hex_escapes: bool, stop: bool) -> tuple[bytes, bool]:
+    """Expand backslash escapes; return the bytes and whether ``\\c`` ended the output.
+
+    ``octal``: ``"format"`` (a printf format: ``\\NNN``, one to three digits),
+    ``"echo"`` (bash ``echo -e``: only ``\\0NNN``), ``"both"`` (``%b``, dash and zsh echo).
+    ``hex_escapes``: ``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH`` (bash, zsh; not dash).
+    ``stop``: ``\\c`` ends all output (echo, ``%b``).
+    """
+    out = bytearray()
+    i, n = 0, len(text)
+    while i < n:
+        j = text.find("\\", i)
+        if j < 0 or j + 1 >= n:
+            out += _encode(text[i:])
+            break
+        out += _encode(text[i:j])
+        c = text[j + 1]
+        i = j + 2
+        if c in _SIMPLE_ESCAPES:
+            out += _SIMPLE_ESCAPES[c]
+        elif c == "c" and stop:
+            return bytes(out), True
+        elif c in _HEX_DIGITS and hex_escapes and (m := _HEX_DIGITS[c].match(text, i)):
+            code = int(m.group(), 16)
+            i = m.end()
+            out += bytes([code]) if c == "x" else _encode(chr(min(code, 0x10FFFF)))
+        elif c == "0" and octal != "format":
+            m = _OCTAL_AFTER_ZERO.match(text, i)
+            assert m is not None
+            out.append(int(m.group() or "0", 8) & 0xFF)
+            i = m.end()
+        elif c in "01234567" and octal != "echo":
+            m = _OCTAL_DIGITS.match(text, j + 1)
+            assert m is not None
+            out.append(int(m.group(), 8) & 0xFF)
+            i = m.end()
+        else:
+            out += _encode("\\" + c)
+    return bytes(out), False
+
+
+_ECHO_SHELLS = (("bash", "neE"), ("dash", "n"), ("zsh", "neE"))
+
+
+def _echo_readings(args: Sequence[str]) -> tuple[bytes, ...]:
+    """What ``echo ARGS`` prints in bash (escapes only with ``-e``), dash (escapes always,
+    no options but ``-n``) and zsh (escapes unless ``-E``)."""
+    readings: dict[bytes, None] = {}
+    for shell, options in _ECHO_SHELLS:
+        words = list(args)
+        newline, escapes = True, shell != "bash"
+        while (
+            words and len(words[0]) > 1 and words[0][0] == "-" and set(words[0][1:]) <= set(options)
+        ):
+            for flag in words.pop(0)[1:]:
+                if flag == "n":
+                    newline = False
+                else:
+                    escapes = flag == "e"
+        text = " ".join(words)
+        if escapes and "\\" in text:
+            data, stopped = _unescape(
+                text,
+                octal="echo" if shell == "bash" else "both",
+                hex_escapes=shell != "dash",
+                stop=True,
+            )
+            newline = newline and not stopped
+        else:
+            data = _encode(text)
+        readings[data + b"\n" if newline else data] = None
+    return tuple(readings)
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0']*)(\*|[0-9]*)(?:\.(\*|[0-9]*))?(.?)")
+_PRINTF_INT = re.compile(r"\s*([-+]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*")
+
+
+def _printf_int(arg: str) -> int | None:
+    if not arg:
+        return 0
+    if arg[0] in "'\"":
+        return ord(arg[1]) if len(arg) > 1 else 0
+    m = _PRINTF_INT.fullmatch(arg)
+    if m is None:
+        return None
+    sign, digits = m.groups()
+    base = 16 if digits[:2].lower() == "0x" else 8 if len(digits) > 1 and digits[0] == "0" else 10
+    value = int(digits, base)
+    return -value if sign == "-" else value
+
+
+def _printf(args: Sequence[str], *, hex_escapes: bool) -> bytes | None:
+    """What ``printf FORMAT ARGS...`` prints, or None for what the guard does not model
+    (``%q``, malformed numbers, huge widths)."""
+    if not args:
+        return None
+    fmt, rest = args[0], deque(args[1:])
+    out = bytearray()
+
+    def literal(text: str) -> None:
+        out.extend(_unescape(text, octal="format", hex_escapes=hex_escapes, stop=False)[0])
+
+    while True:
+        position, consumed = 0, False
+        for m in _PRINTF_SPEC.finditer(fmt):
+            literal(fmt[position : m.start()])
+            position = m.end()
+            flags, width, precision, conv = m.groups()
+            if conv == "%":
+                out += b"%"
+                continue
+            if conv not in "sbcdiuoxXeEfFgG" or not conv:
+                return None
+            consumed = True
+            spec = "%" + flags.replace("'", "")
+            for part, lead in ((width, ""), (precision, ".")):
+                if part is None:
+                    continue
+                if part == "*":
+                    number = _printf_int(rest.popleft() if rest else "")
+                    if number is None:
+                        return None
+                    part = str(number)
+                if part and int(part) > 4096:
+                    return None
+                spec += lead + part
+            arg = rest.popleft() if rest else ""
+            value: str | int | float
+            if conv == "b":
+                data, stopped = _unescape(arg, octal="both", hex_escapes=hex_escapes, stop=True)
+                out += data
+                if stopped:
+                    return bytes(out)
+                continue
+            if conv in "sc":
+                value, spec = (arg if conv == "s" else arg[:1]), spec + "s"
+            elif conv in "diuoxX":
+                number = _printf_int(arg)
+                if number is None:
+                    return None
+                value, spec = number, spec + ("d" if conv in "diu" else conv)
+            else:
+                try:
+                    value, spec = float(arg or "0"), spec + conv
+                except ValueError:
+                    return None
+            out += _encode(spec % value)
+            if len(out) > _MAX_TEXT:
+                return None
+        literal(fmt[position:])
+        if not rest or not consumed or len(out) > _MAX_TEXT:
+            break
+    return bytes(out)
+
+
+def _printf_readings(args: Sequence[str]) -> tuple[bytes, ...] | None:
+    """``printf`` as bash and zsh run it (``\\xHH`` escapes) and as dash does (none)."""
+    readings: dict[bytes, None] = {}
+    for hex_escapes in (True, False):
+        data = _printf(args, hex_escapes=hex_escapes)
+        if data is None:
+            return None
+        readings[data] = None
+    return tuple(readings)
+
+
+# decoders and text transformers --------------------------------------------------------------
+
+_WHITESPACE = re.compile(rb"\s+")
+_BASE64_GARBAGE = re.compile(rb"[^A-Za-z0-9+/=]")
+_HEX_TEXT = re.compile(rb"[0-9A-Fa-f]*")
+_BASE64_FLAGS = re.compile(r"-[dDi]+|--decode|--ignore-garbage|-w\d*|--wrap=\d+")
+_XXD_FLAGS = {"-r": "r", "-revert": "r", "-p": "p", "-ps": "p", "-plain": "p", "-postscript": "p"}
+_OPENSSL_BASE64 = frozenset({"-d", "-a", "-A", "-base64"})
+_DECOMPRESS_FLAGS = re.compile(r"-[dcfqk]+|--decompress|--stdout|--force|--quiet|--keep")
+_TR_CLASSES = {
+    "alpha": bytes(range(65, 91)) + bytes(range(97, 123)),
+    "upper": bytes(range(65, 91)),
+    "lower": bytes(range(97, 123)),
+    "digit": b"0123456789",
+    "alnum": b"0123456789" + bytes(range(65, 91)) + bytes(range(97, 123)),
+    "xdigit": b"0123456789ABCDEFabcdef",
+    "space": b"\t\n\v\f\r ",
+    "blank": b"\t ",
+    "punct": bytes(c for c in range(33, 127) if not chr(c).isalnum()),
+    "cntrl": bytes(range(32)) + b"\x7f",
+    "print": bytes(range(32, 127)),
+    "graph": bytes(range(33, 127)),
+}
+_TR_CLASS = re.compile(rb"\[:([a-z]+):\]")
+_TR_UNSUPPORTED = re.compile(rb"\[=|\[.\*")
+
+
+def _base64(data: bytes, *, ignore_garbage: bool, alphabet: str = "64") -> bytes | None:
+    data = _WHITESPACE.sub(b"", data)
+    if ignore_garbage:
+        data = _BASE64_GARBAGE.sub(b"", data)
+    try:
+        if alphabet == "32":
+            return base64.b32decode(data + b"=" * (-len(data) % 8))
+        if alphabet == "16":
+            return base64.b16decode(data, casefold=True)
+        return base64.b64decode(data + b"=" * (-len(data) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _tr_char(raw: bytes, i: int) -> tuple[int, int]:
+    if raw[i] != 0x5C or i + 1 >= len(raw):  # not a backslash
+        return raw[i], i + 1
+    m = _OCTAL_DIGITS.match(raw[i + 1 : i + 4].decode("latin-1"))
+    if m is not None:
+        return int(m.group(), 8) & 0xFF, i + 1 + m.end()
+    escaped = _SIMPLE_ESCAPES.get(chr(raw[i + 1]))
+    return (escaped[0] if escaped else raw[i + 1]), i + 2
+
+
+def _tr_set(spec: str) -> bytes | None:
+    """A ``tr`` set (ranges, escapes, ``[:class:]``); None for ``[=c=]``/``[c*n]``."""
+    raw = _encode(spec)
+    if _TR_UNSUPPORTED.search(raw):
+        return None
+    out = bytearray()
+    i, n = 0, len(raw)
+    while i < n:
+        m = _TR_CLASS.match(raw, i)
+        if m is not None:
+            members = _TR_CLASSES.get(m.group(1).decode())
+            if members is None:
+                return None
+            out += members
+            i = m.end()
+            continue
+        low, i = _tr_char(raw, i)
+        if i + 1 < n and raw[i] == 0x2D:  # "a-z"
+            high, i = _tr_char(raw, i + 1)
+            if high < low:
+                return None
+            out += bytes(range(low, high + 1))
+        else:
+            out.append(low)
+    return bytes(out)
+
+
+def _tr(args: Sequence[str], data: bytes) -> bytes | None:
+    """``tr [-d] [-s] SET1 [SET2]`` over ``data`` (GNU semantics); None for ``-c``, ``-t``
+    and sets the guard does not model."""
+    delete = squeeze = False
+    words = list(args)
+    while words and len(words[0]) > 1 and words[0][0] == "-":
+        for flag in words.pop(0)[1:]:
+            if flag == "d":
+                delete = True
+            elif flag == "s":
+                squeeze = True
+            else:  # -c, -t, long options: not modelled
+                return None
+    sets = [_tr_set(w) for w in words]
+    if not sets or len(sets) > 2 or any(s is None for s in sets):
+        return None
+    first, second = sets[0] or b"", sets[1] if len(sets) == 2 else None
+    squeezed: bytes | None = None
+    if delete:
+        if second is not None and not squeeze:
+            return None
+        data, squeezed = data.translate(None, first), second
+    elif second is not None:
+        if not second:
+            return None
+        second += second[-1:] * (len(first) - len(second))  # GNU pads with the last byte
+        table = bytearray(range(256))
+        for a, b in zip(first, second, strict=False):
+            table[a] = b
+        data = data.translate(bytes(table))
+        squeezed = second if squeeze else None
+    elif squeeze:
+        squeezed = first
+    else:
+        return None
+    if squeezed:
+        data = re.sub(b"([" + re.escape(squeezed) + b"])\\1+", rb"\1", data)
+    return data
+
+
+def _decompress(kind: str, data: bytes) -> bytes | None:
+    """``data`` decompressed, at most :data:`_MAX_TEXT` bytes of it; None if invalid."""
+    import bz2  # imported here: seldom needed, and not free to import
+    import lzma
+    import zlib
+
+    try:
+        if kind == "gzip":
+            out = zlib.decompressobj(47).decompress(data, _MAX_TEXT + 1)
+        elif kind == "bzip2":
+            out = bz2.BZ2Decompressor().decompress(data, max_length=_MAX_TEXT + 1)
+        else:
+            out = lzma.LZMADecompressor().decompress(data, max_length=_MAX_TEXT + 1)
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+        return None
+    return out if len(out) <= _MAX_TEXT else None
+
+
+def _transform(inv: _Invocation, data: bytes) -> bytes | None:
+    """What a transformer reading ``data`` on stdin prints; None when the guard cannot
+    tell (an option it does not model, a file operand, invalid input)."""
+    args = [w.text for w in inv.args]
+    name = inv.name
+    if name in ("base64", "base32"):
+        if not all(_BASE64_FLAGS.fullmatch(a) for a in args):
+            return None
+        flags = "".join(a for a in args if not a.startswith("--"))
+        if not ({"d", "D"} & set(flags) or "--decode" in args):
+            return None
+        garbage = "i" in flags or "--ignore-garbage" in args
+        return _base64(data, ignore_garbage=garbage, alphabet=name[4:])
+    if name == "basenc":
+        kinds = {"--base64": "64", "--base32": "32", "--base16": "16"}
+        alphabet = next((kinds[a] for a in args if a in kinds), None)
+        rest = [a for a in args if a not in kinds]
+        if alphabet is None or not rest or not all(a in ("-d", "--decode") for a in rest):
+            return None
+        return _base64(data, ignore_garbage=False, alphabet=alphabet)
+    if name == "openssl":
+        sub = args[0] if args else ""
+        options = set(args[1:])
+        if "-d" not in options or not options <= _OPENSSL_BASE64:
+            return None
+        if sub == "base64" or (sub == "enc" and options & {"-a", "-base64"}):
+            return _base64(data, ignore_garbage=False)
+        return None
+    if name == "xxd":
+        modes = {_XXD_FLAGS.get(a, "?") for a in args}
+        if modes != {"r", "p"}:
+            return None
+        data = _WHITESPACE.sub(b"", data)
+        if not _HEX_TEXT.fullmatch(data) or len(data) % 2:
+            return None
+        return bytes.fromhex(data.decode("ascii"))
+    if name in ("rev", "tac") and not args:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if name == "rev":
+            return _encode("\n".join(line[::-1] for line in text.split("\n")))
+        return _encode("".join(reversed(re.findall(r"[^\n]*\n|[^\n]+$", text))))
+    if name == "tr":
+        return _tr(args, data)
+    kind = _DECOMPRESS.get(name)
+    if kind is not None and all(_DECOMPRESS_FLAGS.fullmatch(a) for a in args):
+        decompressing = name not in ("gzip", "bzip2", "xz", "lzma") or any(
+            "d" in a for a in args if not a.startswith("--")
+        )
+        if decompressing or "--decompress" in args:
+            return _decompress(kind, data)
+    return None
+
+
+# streams -------------------------------------------------------------------------------------
+
+
+def _fed_text(inv: _Invocation) -> Word | None:
+    """The here-document or here-string a command reads as its stdin, if any."""
+    for r in reversed(inv.redirects):
+        if r.op in ("<<", "<<-"):
+            return r.heredoc
+        if r.op == "<<<":
+            return r.target
+    return None
+
+
+def _tilde(word: Word) -> str:
+    """The word's text after tilde expansion (``echo ~/x`` prints ``/home/user/x``)."""
+    text = word.text
+    if word.tilde and (text == "~" or text.startswith("~/")):
+        return HOME + text[1:]
+    return text
+
+
+def _literal(word: Word, trailing_newline: bool) -> _Stream:
+    data = _encode(word.text) + (b"\n" if trailing_newline else b"")
+    return _Stream((data,), holes=SUBST in word.text)
+
+
+def _reads_stdin(inv: _Invocation) -> bool:
+    """No file operand (the rough test: every argument is an option or ``-``)."""
+    return all(w.text.startswith("-") for w in inv.args)
+
+
+def _source(inv: _Invocation) -> _Stream:
+    """What ``inv`` writes to its stdout when it starts a pipeline."""
+    texts = [_tilde(w) for w in inv.args]
+    if inv.name == "echo":
+        return _Stream(_echo_readings(texts), holes=any(SUBST in t for t in texts))
+    if inv.name == "yes":  # the same line without end: one piece is enough to judge
+        line = _encode(" ".join(texts) if texts else "y") + b"\n"
+        return _Stream((line,), partial=True, holes=any(SUBST in t for t in texts))
+    if inv.name == "printf":
+        readings = _printf_readings(texts)
+        if readings is None:
+            return _Stream(hidden=inv.snippet())
+        return _Stream(readings, holes=any(SUBST in t for t in texts))
+    fed = _fed_text(inv)
+    if fed is not None and _reads_stdin(inv):
+        text = _literal(fed, trailing_newline=True)
+        if inv.name in _PASS_THROUGH:
+            return text
+        if inv.name in _TRANSFORMERS:
+            return _through(inv, text)
+        return _LOCAL
+    if inv.name not in _TRANSFORMERS:
+        return _LOCAL
+    if inv.name in _INTERPRETERS:
+        info = _exec_info(inv)
+        if info is not None and info.inline is None and not info.stdin:
+            return _LOCAL  # python gen.py: a program on disk, like ./gen.sh
+    return _Stream(hidden=inv.snippet())
+
+
+def _through(inv: _Invocation, incoming: _Stream) -> _Stream:
+    """What ``inv`` writes when ``incoming`` is its stdin."""
+    if incoming.hidden:
+        return incoming
+    if inv.name in _PASS_THROUGH:
+        if inv.name != "cat" or all(w.text == "-" for w in inv.args):
+            return incoming
+        if not any(w.text == "-" for w in inv.args):
+            return _source(inv)
+        return replace(incoming, partial=True)
+    if inv.name in _TRANSFORMERS:
+        if not incoming.complete:
+            return _Stream(hidden=inv.snippet())
+        out: dict[bytes, None] = {}
+        for reading in incoming.readings:
+            data = _transform(inv, reading)
+            if data is None:
+                return _Stream(hidden=inv.snippet())
+            out[data] = None
+        return _Stream(tuple(out))
+    if incoming.readings:  # echo 'rm -rf /' | head -1: what head makes of it is unknown
+        return _Stream(hidden=inv.snippet())
+    return _LOCAL
+
+
+def _group(invs: Sequence[_Invocation | None]) -> _Stream:
+    """What a subshell or group of commands writes: their outputs one after another.
+
+    Consecutive known outputs are joined (``{ printf r; printf 'm -rf /'; }`` is one
+    text); a local file among them splits the text into pieces, each judged alone.
+    """
+    runs: list[list[_Stream]] = [[]]
+    split = holes = False
+    for inv in invs:
+        if inv is None:
+            continue
+        piece = _source(inv)
+        if piece.hidden:
+            return piece
+        if not piece.readings:  # local text: unknown, but visible to a reviewer
+            split = True
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append(piece)
+        holes = holes or piece.holes
+        if piece.partial:  # yes: nothing after it ever runs
+            break
+    texts: dict[bytes, None] = {}
+    for run in runs:
+        joined: list[bytes] = [b""]
+        for piece in run:
+            joined = [head + tail for head in joined for tail in piece.readings]
+            if len(joined) > _MAX_READINGS:  # refuse rather than sample the readings
+                return _Stream(hidden="; ".join(i.snippet() for i in invs if i)[:60])
+        if run:
+            texts.update(dict.fromkeys(joined))
+    if not texts:
+        return _LOCAL
+    partial = split or any(p.partial for run in runs for p in run)
+    return _Stream(tuple(texts), partial=partial, holes=holes)
+
+
+def _stream(stages: Sequence[Sequence[_Invocation | None]]) -> _Stream:
+    """What the last of ``stages`` writes into the next pipe."""
+    state = _LOCAL
+    for k, stage in enumerate(stages):
+        if len(stage) == 1 and stage[0] is not None:
+            state = _source(stage[0]) if k == 0 else _through(stage[0], state)
+        elif not state.hidden:
+            state = _group(stage)
+    return state
+
+
+def _lines(stream: _Stream) -> list[Word]:
+    """The input lines of ``xargs -I`` (leading blanks dropped, empty lines skipped)."""
+    lines: dict[str, None] = {}
+    for reading in stream.readings:
+        for line in reading.decode("utf-8", "replace").split("\n"):
+            if line.strip():
+                lines[line.lstrip(" \t")] = None
+    return [Word(line, quoted=True) for line in list(lines)[:_MAX_FANOUT]]
+
+
+def _command_output(data: bytes) -> str:
+    """A reading as ``$(...)`` yields it: decoded, trailing newlines removed."""
+    return data.decode("utf-8", "replace").rstrip("\n")
 
 
 # -- functions ------------------------------------------------------------------------------------
@@ -2138,7 +3096,7 @@ def _rule_cd(inv: _Invocation, run: _Run) -> Finding | None:
 def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
     for word in inv.args:
         if _ASSIGNMENT.match(word.text):
-            run.assign(word.text, persistent=True)
+            run.assign(word, persistent=True)
     return None
 
 

@@ -17,7 +17,8 @@ subshells, groups and control structures included), the pipelines among them as 
 and the function definitions with their bodies.  Words keep what a judge needs after
 quote removal: the text, whether any part was quoted, whether a leading ``~`` is subject
 to tilde expansion, whether the word holds an unquoted glob, and the parsed scripts of the
-substitutions inside it (their output is represented by :data:`SUBST` in the text).
+substitutions inside it (their output is represented by :data:`SUBST` in the text; a
+``<(...)`` word, a file name rather than an output, is a :class:`ProcessSubstitution`).
 An unquoted ``$IFS``/``${IFS}`` splits the word, as it would at run time.
 
 Nothing is executed or expanded here: variables stay as ``$NAME`` in the text, globs are
@@ -36,6 +37,7 @@ __all__ = [
     "SUBST",
     "FunctionDef",
     "Pipeline",
+    "ProcessSubstitution",
     "Redirect",
     "Script",
     "ShellSyntaxError",
@@ -78,6 +80,23 @@ class Word:
     tilde: bool = False
     glob: bool = False
     subs: tuple[Script, ...] = ()
+
+    @property
+    def process(self) -> bool:
+        """The word is a :class:`ProcessSubstitution`."""
+        return False
+
+
+class ProcessSubstitution(Word):
+    """A ``<(...)`` or ``>(...)`` word: a file name whose contents are the output (or the
+    input) of ``subs[0]``, not that output itself.  (A subclass rather than a field:
+    every word is built on the parser's hot path, and each field costs there.)"""
+
+    __slots__ = ()
+
+    @property
+    def process(self) -> bool:
+        return True
 
 
 @dataclass(slots=True)
@@ -592,7 +611,7 @@ class _Parser:
         if c in "<>" and s.startswith("(", i + 1) and fd is None:
             self.pos = i + 2
             script = self._nested(i, "process substitution")
-            self.queue.append(_Token(_WORD, i, word=Word(SUBST, subs=(script,))))
+            self.queue.append(_Token(_WORD, i, word=ProcessSubstitution(SUBST, subs=(script,))))
             return
         if c in _OP_START:
             m = _OP_RE.match(s, i)
