@@ -40,28 +40,22 @@ Run it with ``python benchmarks/bench_bus.py [--quick] [--json out.json]``.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import itertools
 import json
-import os
-import platform
-import random
 import statistics
-import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
-import interpose
+# the house harness: calibration, interleaved rounds, machine description
+from bench_tool_call import Case as HarnessCase
+from bench_tool_call import Loop, machine, measure
+
 from interpose import Pipeline
 from interpose.bus import InMemoryBus
 from interpose.bus import events as ev
 
-Loop = Callable[[int], Coroutine[Any, Any, int]]
 """A timed case: ``await loop(n)`` does the operation n times, returns the ns it took."""
 
 SUBSCRIBERS = (0, 1, 4)
@@ -114,17 +108,10 @@ def observe(event: object) -> None:
 
 
 @dataclass
-class Case:
-    key: str
-    label: str
-    loop: Loop
-    n: int = 0
-    samples: list[float] = field(default_factory=list)
-    delivery: Delivery = field(default_factory=Delivery)
+class Case(HarnessCase):
+    """A case of the harness, with the deliveries its observers must have received."""
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
+    delivery: Delivery = field(default_factory=Delivery)
 
 
 def empty_loop_case() -> Loop:
@@ -334,46 +321,6 @@ def check_delivery(cases: list[Case]) -> None:
 # -- timing ----------------------------------------------------------------------------------
 
 
-def run_once(loop: asyncio.AbstractEventLoop, case: Case, n: int) -> int:
-    """Run ``case`` for ``n`` iterations with the GC off; returns the timed ns."""
-    gc.collect()
-    gc.disable()
-    try:
-        return loop.run_until_complete(case.loop(n))
-    finally:
-        gc.enable()
-
-
-def calibrate(loop: asyncio.AbstractEventLoop, case: Case, target_ns: int) -> int:
-    """The loop count whose timed part lasts about ``target_ns``."""
-    n = 16
-    while True:
-        elapsed = run_once(loop, case, n)
-        if elapsed >= target_ns // 4 or n >= 1 << 26:
-            break
-        n *= 4
-    return max(16, int(n * target_ns / max(elapsed, 1)))
-
-
-def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
-    """Calibrate, warm up and time every case ``rounds`` times, interleaved."""
-    target_ns = int(target_ms * 1e6)
-    loop = asyncio.new_event_loop()
-    try:
-        for case in cases:
-            case.n = calibrate(loop, case, target_ns)
-        for case in cases:
-            run_once(loop, case, case.n)
-        order = list(cases)
-        rng = random.Random(0)
-        for _ in range(rounds):
-            rng.shuffle(order)
-            for case in order:
-                case.samples.append(run_once(loop, case, case.n) / case.n)
-    finally:
-        loop.close()
-
-
 # -- reporting -------------------------------------------------------------------------------
 
 
@@ -518,54 +465,6 @@ def render(rows: list[Row]) -> str:
             f"{_num(r.value, '9.1f'):>9} {ratio:>8}  {r.target:<9} {r.result:<6}".rstrip()
         )
     return "\n".join(lines)
-
-
-def _cpu_model() -> str:
-    """``platform.processor()``, or the model name from /proc/cpuinfo where that is empty."""
-    name = platform.processor()
-    if name and name != platform.machine():
-        return name
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return name or "unknown"
-
-
-def _revision() -> str:
-    """The checkout's commit (``+changes`` if tracked files differ), or "unknown"."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        head = subprocess.run(
-            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}+changes" if dirty else head
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "python": sys.version.split()[0],
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "processor": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "interpose": getattr(interpose, "__version__", "unknown"),
-        "revision": _revision(),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,7 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -445,7 +445,7 @@ def calibrate(loop: asyncio.AbstractEventLoop, case: Case, target_ns: int) -> in
     return max(16, int(n * target_ns / max(elapsed, 1)))
 
 
-def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
+def measure(cases: Sequence[Case], rounds: int, target_ms: float) -> None:
     """Calibrate, warm up and time every case ``rounds`` times, interleaved."""
     target_ns = int(target_ms * 1e6)
     loop = asyncio.new_event_loop()
