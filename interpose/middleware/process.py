@@ -9,10 +9,17 @@ How a call travels::
     pipeline handler (e.g. ProcessHook._before_tool)
       └─ _ask: encode the request, register a pending slot under a fresh id (and its
          deadline), write the line to the child's stdin, wait for the slot
-    reader task (one per child): read a line (bounded), decode the envelope, pop the
-    pending slot of its id, hand it the raw result; the handler decodes the result
+    the child's stdout: each line (bounded) is decoded as an envelope, the pending slot
+    of its id is popped and handed the raw result; the handler decodes the result
     with the struct of its method and maps it onto the decision vocabulary
     timer task (one per child): fail the slots still waiting at their deadline
+
+On asyncio the child's stdin and stdout are pipes connected to asyncio transports: a
+request is written in one synchronous call, and the loop hands each chunk of stdout to
+a protocol that dispatches the complete lines at once, so a reply wakes its caller
+directly.  Under any other anyio backend (trio), anyio's process streams are used, with
+a reader task per child.  The registrations carry no pipeline timeout (the hook bounds
+its own waits), so a call costs no cancel scope either.
 
 Every failure -- an invalid line, a reply to an unknown id, a result of the wrong type,
 a line over ``max_line``, the child exiting, a timeout, a handshake that never comes, a
@@ -34,15 +41,18 @@ child has stayed up for ``restart_backoff[1]`` seconds.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import math
 import os
 import re
 import shutil
+import subprocess
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -96,9 +106,8 @@ INTERCEPT_POINTS: Final[Mapping[str, str]] = {
 #: variables copied from the parent's environment into the child's, when set
 INHERITED_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT")
 
-# The registration's own timeout is this much longer than the hook's, so that the hook's
-# timer fires first and the error says what was waited for; approvals are the exception
-# (see ProcessHook.interceptors).
+# On approve_tool the pipeline's timeout (the hook's) ends the wait; the hook's own timer
+# backs it up this much later (see ProcessHook.interceptors).
 _BACKSTOP = 1.0
 _EXIT_WAIT = 1.0  # s: after stdout ends, for the exit code
 _CLOSE_GRACE = 1.0  # s: on close, for the child to exit after its stdin ends
@@ -108,6 +117,10 @@ _SLACK = 0.01  # s: tolerance when comparing a wait with a timeout
 _ABANDONED_KEPT = 1024  # ids given up on, remembered so that their late replies are known
 _PREVIEW = 120  # characters of an offending line quoted in messages
 _NAME = re.compile(r"[\w.-]+")
+# On asyncio, the child's stdin/stdout are pipes connected to asyncio transports (no
+# reader task, no checkpoint per write); elsewhere, anyio's streams and a reader task.
+# Tests turn this off to run the portable path under asyncio too.
+_ASYNCIO_PIPES = True
 
 
 def _new_lock() -> anyio.Lock:
@@ -311,6 +324,14 @@ _ACTIONS: Final[Mapping[str, frozenset[str]]] = {
 # -- one child process ----------------------------------------------------------------------
 
 
+class _Event(Protocol):
+    """What a call waits on: anyio.Event, or asyncio.Event on the asyncio path."""
+
+    def set(self) -> None: ...
+    def is_set(self) -> bool: ...
+    async def wait(self) -> Any: ...
+
+
 class _Pending:
     """A call waiting for its reply: the reader fills ``result`` or ``error`` (the
     timer: ``timed_out``) and sets ``done``."""
@@ -328,17 +349,134 @@ class _Pending:
     )
 
     def __init__(
-        self, method: str, sent: float, replies: int, within: float, stuck_after: float
+        self,
+        done: _Event,
+        method: str,
+        sent: float,
+        replies: int,
+        within: float,
+        stuck_after: float,
     ) -> None:
+        self.done = done
         self.method = method
         self.sent = sent
         self.replies = replies  # the child's reply count when it was sent
         self.within = within
         self.stuck_after = stuck_after
-        self.done = anyio.Event()
         self.result: msgspec.Raw | None = None
         self.error = ""
         self.timed_out = False
+
+
+class _StreamInput:
+    """The child's stdin as anyio's byte stream (any backend): one writer at a time."""
+
+    __slots__ = ("lock", "stream")
+
+    def __init__(self, stream: anyio.abc.ByteSendStream) -> None:
+        self.stream = stream
+        self.lock = _new_lock()
+
+    async def send(self, line: bytes, deadline: float) -> None:
+        with anyio.fail_at(deadline):  # a child that stops reading fills the pipe
+            async with self.lock:  # lines never interleave
+                await self.stream.send(line)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class _PipeInput(asyncio.Protocol):
+    """The child's stdin as an asyncio pipe transport: a line is written in one
+    synchronous call, so lines never interleave and sending does not yield to the
+    loop -- unless the pipe is full, and then only until it drains or the deadline."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.WriteTransport | None = None
+        self.lost = False
+        self.drained: anyio.Event | None = None  # while writing is paused
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self.transport = transport
+
+    def pause_writing(self) -> None:
+        self.drained = anyio.Event()
+
+    def resume_writing(self) -> None:
+        drained, self.drained = self.drained, None
+        if drained is not None:
+            drained.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.resume_writing()
+
+    async def send(self, line: bytes, deadline: float) -> None:
+        transport = self.transport
+        if self.lost or transport is None or transport.is_closing():
+            raise anyio.BrokenResourceError
+        transport.write(line)
+        drained = self.drained
+        if drained is not None:
+            with anyio.fail_at(deadline):
+                await drained.wait()
+            if self.lost:
+                raise anyio.BrokenResourceError
+
+    async def aclose(self) -> None:
+        if self.transport is not None:
+            self.transport.close()  # what is buffered is still written, then EOF
+
+
+class _PipeOutput(asyncio.Protocol):
+    """The child's stdout as an asyncio pipe transport: the loop hands over the bytes as
+    they arrive and each complete line goes straight to ``on_line`` -- no reader task, so
+    a reply wakes its caller one loop iteration sooner.
+
+    ``on_line(line)`` returns False to stop reading; a line longer than ``limit`` calls
+    ``on_overflow()`` and stops reading.  ``closed`` is set when the pipe is closed (the
+    child closed its stdout, or reading stopped).
+    """
+
+    def __init__(
+        self,
+        on_line: Callable[[bytes], bool],
+        on_overflow: Callable[[], None],
+        limit: int,
+    ) -> None:
+        self.on_line = on_line
+        self.on_overflow = on_overflow
+        self.limit = limit
+        self.closed = anyio.Event()
+        self.transport: asyncio.ReadTransport | None = None
+        self.buffer = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.ReadTransport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer + data if self.buffer else data
+        start = 0
+        on_line = self.on_line
+        while (end := buffer.find(b"\n", start)) >= 0:
+            if not on_line(buffer[start:end]):  # on_line checks the length too
+                self.close()
+                return
+            start = end + 1
+        self.buffer = buffer[start:] if start else buffer
+        if len(self.buffer) > self.limit:
+            self.on_overflow()
+            self.close()
+
+    def close(self) -> None:
+        self.buffer = b""
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
 
 
 class _Child:
@@ -346,10 +484,13 @@ class _Child:
 
     __slots__ = (
         "abandoned",
+        "clock",
         "deadlines",
         "end_reason",
         "ended",
-        "lock",
+        "event",
+        "input",
+        "output",
         "pending",
         "proc",
         "ready",
@@ -359,15 +500,26 @@ class _Child:
         "stderr_tail",
     )
 
-    def __init__(self, proc: anyio.abc.Process) -> None:
+    def __init__(
+        self,
+        proc: anyio.abc.Process,
+        input: _StreamInput | _PipeInput,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.proc = proc
+        self.input = input
+        # what each call waits on, and the clock of its deadline: asyncio's own on the
+        # asyncio path (anyio's wrappers cost a microsecond or so per call), else anyio's
+        self.event: Callable[[], _Event] = anyio.Event if loop is None else asyncio.Event
+        self.clock: Callable[[], float] = anyio.current_time if loop is None else loop.time
+        # the stdout protocol on asyncio; None: a reader task reads proc.stdout
+        self.output: _PipeOutput | None = None
         self.pending: dict[int, _Pending] = {}
         # (deadline, id) of the calls, one queue per timeout: sent in order, so each queue
         # is sorted; entries of answered calls are dropped lazily (see ProcessHook._expire)
         self.deadlines: dict[float, deque[tuple[float, int]]] = {}
         # ids given up on (timed out, cancelled, failed): their replies are late, not stray
         self.abandoned: dict[int, None] = {}
-        self.lock = _new_lock()
         self.ready = False
         self.ready_at = 0.0
         self.replies = 0  # replies received so far: a call that sees none since it was
@@ -377,12 +529,17 @@ class _Child:
         self.stderr_done = anyio.Event()
         self.stderr_tail: deque[str] = deque(maxlen=5)
 
-    async def send(self, line: bytes, hook: str, method: str) -> None:
-        stdin = self.proc.stdin
-        assert stdin is not None
+    async def send(self, line: bytes, deadline: float, hook: str, method: str) -> None:
+        """Write one line, waiting for a full pipe to drain until ``deadline``.
+
+        Raises:
+            ProcessHookError: the process has exited or closed its stdin.
+            TimeoutError: the pipe stayed full until ``deadline``.
+        """
         try:
-            async with self.lock:  # one writer at a time: lines never interleave
-                await stdin.send(line)
+            await self.input.send(line, deadline)
+        except TimeoutError:  # an OSError, but not a broken pipe
+            raise
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise ProcessHookError(
                 f"process hook {hook!r}: {method}: cannot write to the process "
@@ -413,6 +570,18 @@ class _Child:
         self.end_reason = reason
         self.fail_pending(reason)
         self.ended.set()
+
+    def close_pipes(self) -> None:
+        """Close the asyncio pipe transports, if any (the process is gone: what is still
+        buffered for its stdin is dropped)."""
+        if isinstance(self.input, _PipeInput):
+            transport = self.input.transport
+            # one already closing is left alone: it ends once its buffer is written or
+            # the write fails on the dead process's pipe (abort would end it twice)
+            if transport is not None and not transport.is_closing():
+                transport.abort()
+        if self.output is not None:
+            self.output.close()
 
 
 # -- the hook -------------------------------------------------------------------------------
@@ -598,10 +767,11 @@ class ProcessHook:
         """The registrations of the intercepted points, ids ``process:<name>:<point>``,
         ``source="process:<name>"``.
 
-        The pipeline's timeout on each registration is ``timeout`` plus a second, so that
-        the hook's own timer fires first and its error names what it waited for; on
-        approve_tool it is ``timeout`` exactly, so that a late answer is a deny that
-        names the approver (the pipeline's rule for late approvers).
+        The hook bounds its own waits (its timer task, and the deadline of each write),
+        so the registrations have no pipeline timeout (``math.inf``): no cancel scope per
+        call.  On approve_tool the pipeline's timeout is ``timeout``, so that a late
+        answer is a deny that names the approver (the pipeline's rule for late
+        approvers); the hook's own timer backs it up a second later.
         """
         handlers: dict[str, Callable[..., Awaitable[Any]]] = {
             "before_tool": self._before_tool,
@@ -626,7 +796,7 @@ class ProcessHook:
                     tool_matcher=self.tools if tool_point else None,
                     agent_matcher=self.agents,
                     on_error=on_error,
-                    timeout=self.timeout if point == "approve_tool" else self.timeout + _BACKSTOP,
+                    timeout=self.timeout if point == "approve_tool" else math.inf,
                     source=f"process:{self.name}",
                 )
             )
@@ -715,23 +885,72 @@ class ProcessHook:
             self._ready = anyio.Event()
 
     async def _spawn(self) -> _Child:
+        loop = _asyncio_loop() if _ASYNCIO_PIPES else None
         try:
             # shielded: a process half-started when a cancel arrives would be orphaned
             with anyio.CancelScope(shield=True):
-                proc = await anyio.open_process(
-                    list(self.command),
-                    cwd=self.cwd,
-                    env=self._child_env(),
-                    start_new_session=True,
-                )
+                if loop is None:
+                    proc = await self._open_process()
+                    assert proc.stdin is not None
+                    child = _Child(proc, _StreamInput(proc.stdin))
+                else:
+                    child = await self._spawn_piped(loop)
         except OSError as exc:
             detail = f"cannot start {self.command[0]!r}: {exc}"
             raise ProcessHookError(
                 f"process hook {self.name!r}: {detail}", hook=self.name, detail=detail
             ) from exc
         self.stats.starts += 1
-        self._log.debug("process hook %r: started pid %s", self.name, proc.pid)
-        return _Child(proc)
+        self._log.debug("process hook %r: started pid %s", self.name, child.proc.pid)
+        return child
+
+    async def _open_process(
+        self, stdin: int = subprocess.PIPE, stdout: int = subprocess.PIPE
+    ) -> anyio.abc.Process:
+        return await anyio.open_process(
+            list(self.command),
+            stdin=stdin,
+            stdout=stdout,
+            cwd=self.cwd,
+            env=self._child_env(),
+            start_new_session=True,
+        )
+
+    async def _spawn_piped(self, loop: asyncio.AbstractEventLoop) -> _Child:
+        """Start the child on pipes of our own, connected to asyncio transports (the
+        fast path: see _PipeInput and _PipeOutput); its stderr stays an anyio stream."""
+        child_in, to_child = os.pipe()
+        from_child, child_out = os.pipe()
+        try:
+            proc = await self._open_process(stdin=child_in, stdout=child_out)
+        except BaseException:
+            os.close(to_child)
+            os.close(from_child)
+            raise
+        finally:
+            os.close(child_in)  # the child holds its own copies now
+            os.close(child_out)
+        input = _PipeInput()
+        child = _Child(proc, input, loop)
+        output = _PipeOutput(
+            functools.partial(self._take_line, child),
+            functools.partial(self._oversized, child),
+            self.max_line,
+        )
+        # the transports own the files (and close the descriptors) from here on
+        writer = os.fdopen(to_child, "wb", buffering=0)
+        reader = os.fdopen(from_child, "rb", buffering=0)
+        try:
+            await loop.connect_write_pipe(lambda: input, writer)
+            await loop.connect_read_pipe(lambda: output, reader)
+        except BaseException:
+            proc.kill()
+            child.close_pipes()
+            writer.close()
+            reader.close()
+            raise
+        child.output = output
+        return child
 
     def _child_env(self) -> dict[str, str]:
         env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
@@ -788,7 +1007,10 @@ class ProcessHook:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump_stderr, child)
-                tg.start_soon(self._read, child)
+                if child.output is None:
+                    tg.start_soon(self._read, child)
+                else:
+                    tg.start_soon(self._watch_output, child, child.output)
                 tg.start_soon(self._expire, child)
                 if self._closing:
                     child.stop("the hook is closing")
@@ -802,6 +1024,7 @@ class ProcessHook:
                     await child.stderr_done.wait()
                 tg.cancel_scope.cancel()
         finally:
+            child.close_pipes()
             with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT):
                 await child.proc.aclose()
         if child.proc.returncode not in (None, 0) and child.stderr_tail:
@@ -847,11 +1070,10 @@ class ProcessHook:
         exit by itself), then SIGTERM, then SIGKILL, each wait bounded."""
         proc = child.proc
         with anyio.CancelScope(shield=True):
-            if proc.stdin is not None:
-                try:
-                    await proc.stdin.aclose()
-                except (OSError, anyio.BrokenResourceError):
-                    pass
+            try:
+                await child.input.aclose()
+            except (OSError, anyio.BrokenResourceError):
+                pass
             if proc.returncode is None and self._closing:
                 with anyio.move_on_after(_CLOSE_GRACE):
                     await proc.wait()
@@ -897,20 +1119,15 @@ class ProcessHook:
     # -- the conversation -----------------------------------------------------------
 
     async def _read(self, child: _Child) -> None:
-        """Read replies until stdout ends; hand each to its waiting call."""
+        """The reader task of the portable path: read lines until stdout ends."""
         stdout = child.proc.stdout
         assert stdout is not None
         stream = BufferedByteReceiveStream(stdout)
         limit = self.max_line
-        on_line = self._on_line
+        take_line = self._take_line
         try:
             while True:
-                line = await stream.receive_until(b"\n", limit)
-                try:
-                    on_line(child, line)
-                except Exception as exc:  # a bug here must not take the pipeline down
-                    self._log.exception("process hook %r: cannot process a line", self.name)
-                    child.stop(f"internal error while reading its output: {exc!r}")
+                if not take_line(child, await stream.receive_until(b"\n", limit)):
                     return
         except anyio.DelimiterNotFound:
             self._oversized(child)
@@ -922,6 +1139,16 @@ class ProcessHook:
             anyio.BrokenResourceError,
         ):
             pass
+        await self._output_ended(child)
+
+    async def _watch_output(self, child: _Child, output: _PipeOutput) -> None:
+        """The asyncio path's stand-in for the reader task: wait for stdout to close."""
+        await output.closed.wait()
+        await self._output_ended(child)
+
+    async def _output_ended(self, child: _Child) -> None:
+        """The child's stdout ended: end the generation, with its exit code if it has
+        one by now."""
         if child.ended.is_set():
             return
         code = child.proc.returncode
@@ -929,6 +1156,15 @@ class ProcessHook:
             with anyio.move_on_after(_EXIT_WAIT):
                 code = await child.proc.wait()
         child.stop("the process closed its stdout" if code is None else _exit_reason(code))
+
+    def _take_line(self, child: _Child, line: bytes) -> bool:
+        """Handle one line of the child's stdout; False: stop reading (it is done for)."""
+        try:
+            self._on_line(child, line)
+        except Exception as exc:  # a bug here must not take the pipeline down
+            self._log.exception("process hook %r: cannot process a line", self.name)
+            child.stop(f"internal error while reading its output: {exc!r}")
+        return not child.ended.is_set()
 
     def _oversized(self, child: _Child) -> None:
         self.stats.oversized_lines += 1
@@ -1024,8 +1260,8 @@ class ProcessHook:
             line = _encoder.encode(_Request("2.0", rid, method, params)) + b"\n"
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             raise self._error(method, f"cannot encode the request: {exc}") from exc
-        sent = anyio.current_time()
-        slot = _Pending(method, sent, child.replies, within, stuck_after)
+        sent = child.clock()
+        slot = _Pending(child.event(), method, sent, child.replies, within, stuck_after)
         pending = child.pending
         pending[rid] = slot
         queue = child.deadlines.get(within)
@@ -1034,15 +1270,21 @@ class ProcessHook:
         queue.append((sent + within, rid))
         self.stats.requests += 1
         try:
-            await child.send(line, self.name, method)
+            await child.send(line, sent + within, self.name, method)
             await slot.done.wait()
+        except TimeoutError:  # the pipe stayed full: the child does not read its stdin
+            slot.timed_out = True
+            slot.error = (
+                f"the request could not be written within {within:g}s "
+                "(the process does not read its stdin)"
+            )
         finally:
             if not slot.done.is_set():  # cancelled, or the line could not be written
                 pending.pop(rid, None)
                 child.abandon(rid)
                 # cancelled by the caller's timeout (the pipeline's, on approvers), which
                 # began a moment before `sent`: the same as our own timeout
-                if anyio.current_time() - sent >= stuck_after - _SLACK:
+                if child.clock() - sent >= stuck_after - _SLACK:
                     self.stats.timeouts += 1
                     if child.replies == slot.replies:
                         child.stop(
@@ -1055,7 +1297,7 @@ class ProcessHook:
         if slot.result is not None:
             return slot.result
         if slot.timed_out:
-            detail = f"no reply within {within:g}s"
+            detail = slot.error or f"no reply within {within:g}s"
             raise ProcessHookTimeout(
                 f"process hook {self.name!r}: {method}: {detail}",
                 hook=self.name,
@@ -1315,14 +1557,22 @@ class ProcessHook:
             encode_event(event),
         )
         try:
-            await child.send(line, self.name, "hook.event")
-        except ProcessHookError:
+            await child.send(line, anyio.current_time() + self.timeout, self.name, "hook.event")
+        except (ProcessHookError, TimeoutError):
             self.stats.events_dropped += 1  # the reader sees the exit and restarts it
             return
         self.stats.events_sent += 1
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None under another backend (trio)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _names(values: Iterable[str], where: str, what: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from the next handler if the policy says so.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from inspect import isawaitable
@@ -60,11 +61,13 @@ class Step:
         self.priority: int = reg.priority
         self.on_error: OnError = entry.on_error
         self.is_async: bool = entry.is_async
-        self.timeout = timeout
+        # math.inf: the handler bounds its own waits (a process hook's timer), so it
+        # gets no cancel scope, which would cost every call several microseconds
+        self.timeout = None if timeout == math.inf else timeout
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
-        if wrap and entry.is_async and timeout is not None:
-            fn = functools.partial(_with_timeout, fn, timeout)
+        if wrap and entry.is_async and self.timeout is not None:
+            fn = functools.partial(_with_timeout, fn, self.timeout)
         self.call: Callable[..., Any] = fn
 
     def __repr__(self) -> str:

@@ -937,7 +937,9 @@ class Pipeline:
                 if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
                     return (
                         step,
-                        f"approver '{step.id}' did not answer within {step.timeout}s",
+                        f"approver '{step.id}' did not answer within {step.timeout}s"
+                        if step.timeout is not None
+                        else f"approver '{step.id}' timed out: {_describe(exc, step)}",
                         "denied",
                     )
                 if step.on_error == "raise":

@@ -41,7 +41,8 @@ class Interceptor:
     """An interceptor registration: ``handler(input, output)`` on one hook.
 
     ``tool.approve`` handlers take one argument, the ``ApprovalRequest``.  ``on_error``
-    and ``timeout`` default to the hook's policy and the pipeline's timeouts.  A
+    and ``timeout`` default to the hook's policy and the pipeline's timeouts;
+    ``timeout=math.inf`` means none (for a handler that bounds its own waits).  A
     ``trusted`` interceptor that responds (sets ``output.result``) skips the approvers.
     """
 

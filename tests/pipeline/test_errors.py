@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from interpose import (
     ToolContext,
     ToolResult,
 )
+from interpose.pipeline.chain import compile_steps
 
 Next = Callable[[], Awaitable[None]]
 
@@ -273,6 +275,45 @@ async def test_pipeline_interceptor_timeout_is_the_default() -> None:
     assert stuck.cancelled is True
     assert result.status == "ok"  # tool.after defaults to skip
     assert pipe.stats.timeouts == {"slow-after": 1}
+
+
+async def test_an_infinite_timeout_means_none_even_with_a_pipeline_default() -> None:
+    pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+    release = anyio.Event()
+    seen: list[bool] = []
+
+    async def bounded_by_itself(inp: Any, out: Any) -> None:
+        with anyio.move_on_after(0.3):  # the handler's own bound
+            await release.wait()
+        seen.append(True)
+
+    pipe.intercept("tool.before", id="self-bounded", timeout=math.inf)(bounded_by_itself)
+    fns, steps = compile_steps(pipe.registry.entries("tool.before", tool="exec"), 0.05)
+    assert steps[0].timeout is None
+    assert fns == (bounded_by_itself,)  # no cancel-scope wrapper at all
+
+    with anyio.fail_after(5):
+        result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+
+    assert seen == [True]  # it ran past the pipeline's 0.05 s default, not cancelled
+    assert result.status == "ok"
+    assert pipe.stats.timeouts == {}
+
+
+async def test_an_approver_with_no_timeout_that_raises_timeout_error_is_a_deny(
+    pipe: Pipeline,
+) -> None:
+    async def late(request: Any) -> None:
+        raise TimeoutError("no reply within 1s")
+
+    pipe.approver(id="own-timer", timeout=math.inf)(late)
+
+    result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+
+    assert result.status == "denied"
+    assert result.output["reason"] == (
+        "approver 'own-timer' timed out: TimeoutError: no reply within 1s"
+    )
 
 
 async def test_late_approver_is_a_deny(pipe: Pipeline) -> None:

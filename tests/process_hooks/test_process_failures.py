@@ -198,6 +198,53 @@ async def test_one_slow_call_fails_alone_while_the_child_serves_others() -> None
     assert (hook.stats.restarts, hook.stats.timeouts, later_pid) == (0, 1, pid)
 
 
+async def test_a_child_that_stops_reading_cannot_hold_a_call_past_its_timeout() -> None:
+    pipe = Pipeline(builtins=False)
+    hook = misbehave()
+    hook.install(pipe)
+    big = {"behave": "ok", "padding": "x" * (1 << 20)}  # far more than the pipe holds
+    with anyio.fail_after(10):
+        async with pipe:
+            pid = hook.pid
+            deaf = await pipe.call_tool("exec", {"behave": "deaf"}, call=tool)
+            with anyio.fail_after(TIMEOUT * 4):
+                stuck = await pipe.call_tool("exec", big, call=tool)
+            await hook.wait_ready()
+            later = await pipe.call_tool("exec", {"behave": "ok"}, call=tool)
+            later_pid = hook.pid
+    assert deaf.status == "blocked"
+    assert "no reply within 0.3s" in deaf.output["reason"]
+    # the first call timing out with no reply since stopped the child; the big write
+    # either found it gone or waited for the full pipe until the call's deadline
+    assert stuck.status == "blocked"
+    assert stuck.output["reason"].startswith("interceptor 'process:m:before_tool' failed: ")
+    assert (later.status, later.output) == ("responded", f"answered by {later_pid}")
+    assert later_pid != pid
+
+
+async def test_a_full_pipe_fails_the_call_at_its_deadline() -> None:
+    pipe = Pipeline(builtins=False)
+    hook = misbehave(env={"DEAF": "1"})  # it reads nothing after the handshake
+    hook.install(pipe)
+    big = {"behave": "ok", "padding": "x" * (1 << 20)}  # far more than the pipe holds
+    failures: list[InterceptorFailed] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    with anyio.fail_after(10):
+        async with pipe:
+            pid = hook.pid
+            with anyio.fail_after(TIMEOUT * 4):
+                stuck = await pipe.call_tool("exec", big, call=tool)
+            await hook.wait_ready()  # it was stuck: a new child is up
+            later_pid = hook.pid
+    assert stuck.status == "blocked"
+    assert [f.error for f in failures] == [
+        "ProcessHookTimeout: process hook 'm': hook.before_tool: the request could not be "
+        f"written within {TIMEOUT}s (the process does not read its stdin)"
+    ]
+    assert hook.stats.timeouts == 1
+    assert later_pid != pid
+
+
 async def test_a_cancelled_call_frees_its_slot_and_its_late_reply_is_harmless() -> None:
     pipe = Pipeline(builtins=False)
     hook = misbehave()

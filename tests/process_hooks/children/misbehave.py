@@ -8,10 +8,12 @@ flood           write a line of ``FLOOD`` bytes (default 200000)
 wrong_id        answer with an id that was never sent
 bad_type        answer ``{"args": "not a dict"}``
 rpc_error       answer with a JSON-RPC error
+deaf            never answer, and stop reading stdin (so that it fills up)
 hold            do not answer until a later ``release`` request
 release         answer the held requests first, then this one
 
-With ``BROKEN_HELLO`` set, the handshake reply has the wrong protocol_version.
+With ``BROKEN_HELLO`` set, the handshake reply has the wrong protocol_version; with
+``DEAF`` set, it stops reading its stdin once it has answered the handshake.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,12 +56,16 @@ def main() -> None:
         if method == "hook.hello":
             version = 2 if os.environ.get("BROKEN_HELLO") else 1
             reply(id, {"name": "misbehave", "protocol_version": version})
+            if os.environ.get("DEAF"):
+                time.sleep(3600)
             continue
         if id is None:
             continue
         behave = message.get("params", {}).get("args", {}).get("behave", "ok")
         if behave == "sleep":
             continue
+        if behave == "deaf":
+            time.sleep(3600)
         if behave == "garbage":
             write_line("this is not json")
         elif behave == "exit":
