@@ -1,0 +1,52 @@
+"""Every benchmark still runs end to end (one tiny round each) and reports what its
+docs say it reports.  No timing is asserted here: the numbers are for benchmarks/."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("bench_*.py"))
+
+
+def test_every_benchmark_is_listed_here() -> None:
+    assert SCRIPTS == [
+        "bench_bus",
+        "bench_guards",
+        "bench_process_hook",
+        "bench_tool_call",
+        "bench_tracing",
+    ]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    tiny = ["--rounds", "1", "--target-ms", "1", "--json", str(out)]
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{script}.py"), *tiny],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "interpose bench" in run.stdout
+    results = json.loads(out.read_text())
+    assert results["rounds"] == 1
+    assert results["machine"]["python"]
+    assert results["cases"]
+    if script == "bench_process_hook":
+        # the target's verdict is printed, whatever it is on a one-round run
+        assert "process hook vs the floor (paired)" in run.stdout
+        assert set(results["ratios"]) == set(results["cases"])
+    else:
+        # every row with a target ("info" is none) carries a verdict
+        targets = [row for row in results["rows"] if row["target"] not in ("", "info")]
+        assert targets
+        assert {row["result"] for row in targets} <= {"PASS", "MISS"}
