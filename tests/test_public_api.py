@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import interpose
 
@@ -119,3 +120,44 @@ def test_py_typed_is_shipped() -> None:
     from importlib.resources import files
 
     assert files("interpose").joinpath("py.typed").is_file()
+
+
+def _exception_table() -> list[tuple[str, str]]:
+    """(dotted name, "also a" column) of each row of docs/errors.md#the-exceptions."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "errors.md").read_text()
+    section = text.split("## The exceptions", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 3:
+            rows.append((cells[0].strip("`"), cells[1]))
+    return rows
+
+
+def _resolve(dotted: str) -> type:
+    module, _, name = dotted.rpartition(".")
+    found = getattr(importlib.import_module(module or "interpose"), name)
+    assert isinstance(found, type)
+    return found
+
+
+def test_the_errors_page_lists_every_exception_with_its_bases() -> None:
+    # importing these defines their subclasses of InterposeError
+    for module in ("config", "middleware.process", "middleware.command_hooks"):
+        importlib.import_module(f"interpose.{module}")
+    rows = _exception_table()
+    listed = {_resolve(name): also for name, also in rows}
+    assert len(listed) == len(rows)
+    for cls, also in listed.items():
+        assert issubclass(cls, interpose.InterposeError)
+        for base in filter(None, (b.strip(" `") for b in also.split(","))):
+            assert base in {c.__name__ for c in cls.__mro__[1:]}, (cls, base)
+
+    def public_subclasses(cls: type[BaseException]) -> set[type]:
+        found: set[type] = {cls} if not cls.__name__.startswith("_") else set()
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("interpose"):
+                found |= public_subclasses(sub)
+        return found
+
+    assert public_subclasses(interpose.InterposeError) == set(listed)
