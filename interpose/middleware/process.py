@@ -450,28 +450,38 @@ class _PipeOutput(asyncio.Protocol):
         self.limit = limit
         self.closed = anyio.Event()
         self.transport: asyncio.ReadTransport | None = None
-        self.buffer = b""
+        self.partial = bytearray()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.ReadTransport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        buffer = self.buffer + data if self.buffer else data
+        partial = self.partial  # the start of a line that has not ended yet
+        if partial:
+            partial += data
+            if b"\n" not in data:
+                if len(partial) > self.limit:
+                    self.on_overflow()
+                    self.close()
+                return
+            data = bytes(partial)
+            partial.clear()
         start = 0
         on_line = self.on_line
-        while (end := buffer.find(b"\n", start)) >= 0:
-            if not on_line(buffer[start:end]):  # on_line checks the length too
+        while (end := data.find(b"\n", start)) >= 0:
+            if not on_line(data[start:end]):  # on_line checks the length too
                 self.close()
                 return
             start = end + 1
-        self.buffer = buffer[start:] if start else buffer
-        if len(self.buffer) > self.limit:
-            self.on_overflow()
-            self.close()
+        if start < len(data):
+            partial += data[start:]
+            if len(partial) > self.limit:
+                self.on_overflow()
+                self.close()
 
     def close(self) -> None:
-        self.buffer = b""
+        self.partial.clear()
         if self.transport is not None:
             self.transport.close()
 
