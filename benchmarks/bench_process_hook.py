@@ -59,15 +59,16 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
 import msgspec
 from anyio.streams.buffered import BufferedByteReceiveStream
-from bench_tool_call import machine
+
+# the house harness's case record and machine description (its timing loop is
+# synchronous: these cases run inside one event loop, so they are timed below)
+from bench_tool_call import Case, Loop, machine
 
 import interpose.middleware.process as process_module
 from interpose import Pipeline
@@ -78,7 +79,6 @@ ARGS: dict[str, Any] = {"command": "ls -la", "cwd": "/tmp"}
 IN_FLIGHT = 8
 MAX_LINE = 1 << 20
 TARGET = 1.5
-Loop = Callable[[int], Awaitable[int]]
 
 
 # -- the children (this file run with --child) -------------------------------------------
@@ -329,19 +329,6 @@ async def latencies(pipe: Pipeline, tasks: int, calls: int) -> list[int]:
 
 
 # -- the harness ------------------------------------------------------------------------
-
-
-@dataclass
-class Case:
-    key: str
-    label: str
-    loop: Loop
-    n: int = 0
-    samples: list[float] = field(default_factory=list)  # ns per call, one per round
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
 
 
 async def run_once(case: Case, n: int) -> int:
