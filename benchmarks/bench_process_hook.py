@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -59,6 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -378,6 +380,17 @@ def process_hook(name: str) -> tuple[Pipeline, ProcessHook]:
     return pipe, hook
 
 
+@contextlib.contextmanager
+def portable_path() -> Iterator[None]:
+    """Process hooks started meanwhile use anyio's streams and a reader task (the path
+    they take under trio) although this runs on asyncio."""
+    process_module._ASYNCIO_PIPES = False
+    try:
+        yield
+    finally:
+        process_module._ASYNCIO_PIPES = True
+
+
 async def check_call(pipe: Pipeline, hook: ProcessHook) -> None:
     result = await pipe.call_tool(TOOL, ARGS, call=tool)
     if (result.status, result.output) != ("ok", ARGS) or hook.stats.failed:
@@ -399,38 +412,33 @@ async def bench(rounds: int, target_ms: float) -> dict[str, Any]:
     pipe, hook = process_hook("bench")
     portable_pipe, portable = process_hook("portable")
     try:
-        async with pipe:
-            process_module._ASYNCIO_PIPES = False  # its child gets anyio's streams
-            try:
-                await portable_pipe.__aenter__()
-            finally:
-                process_module._ASYNCIO_PIPES = True
-            try:
-                for child in (echo, stream_echo):
-                    if await child.round_trip(line) != line[:-1]:
-                        raise RuntimeError("the echo child did not echo the line")
-                if blocking.round_trip(line) != line[:-1]:
-                    raise RuntimeError("the blocking echo child did not echo the line")
-                for child in (rpc, json_rpc):
-                    answer = json.loads(await child.round_trip(line))
-                    if answer["result"] != {"args": ARGS}:
-                        raise RuntimeError(f"the hook child answered {answer!r}")
-                await check_call(pipe, hook)
-                await check_call(portable_pipe, portable)
-                cases = [
-                    Case("echo", "raw echo, asyncio pipes (floor)", raw_case(echo, line)),
-                    Case("streams", "raw echo, anyio streams", raw_case(stream_echo, line)),
-                    Case("blocking", "raw echo, blocking, no loop", blocking_case(blocking, line)),
-                    Case("rpc", "raw JSON-RPC to the hook child", raw_case(rpc, line)),
-                    Case("json_rpc", "  the same, child using json", raw_case(json_rpc, line)),
-                    Case("hook", "process hook: pipe.call_tool", hook_case(pipe)),
-                    Case("portable", "  portable path (anyio streams)", hook_case(portable_pipe)),
-                    Case("hook8", f"process hook, {IN_FLIGHT} in flight", concurrent_case(pipe, 8)),
-                ]
-                await measure(cases, rounds, target_ms)
-                lat = await latencies(pipe, IN_FLIGHT, max(50, cases[-1].n // IN_FLIGHT))
-            finally:
-                await portable_pipe.__aexit__(None, None, None)
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(pipe)
+            with portable_path():
+                await stack.enter_async_context(portable_pipe)
+            for child in (echo, stream_echo):
+                if await child.round_trip(line) != line[:-1]:
+                    raise RuntimeError("the echo child did not echo the line")
+            if blocking.round_trip(line) != line[:-1]:
+                raise RuntimeError("the blocking echo child did not echo the line")
+            for child in (rpc, json_rpc):
+                answer = json.loads(await child.round_trip(line))
+                if answer["result"] != {"args": ARGS}:
+                    raise RuntimeError(f"the hook child answered {answer!r}")
+            await check_call(pipe, hook)
+            await check_call(portable_pipe, portable)
+            cases = [
+                Case("echo", "raw echo, asyncio pipes (floor)", raw_case(echo, line)),
+                Case("streams", "raw echo, anyio streams", raw_case(stream_echo, line)),
+                Case("blocking", "raw echo, blocking, no loop", blocking_case(blocking, line)),
+                Case("rpc", "raw JSON-RPC to the hook child", raw_case(rpc, line)),
+                Case("json_rpc", "  the same, child using json", raw_case(json_rpc, line)),
+                Case("hook", "process hook: pipe.call_tool", hook_case(pipe)),
+                Case("portable", "  portable path (anyio streams)", hook_case(portable_pipe)),
+                Case("hook8", f"process hook, {IN_FLIGHT} in flight", concurrent_case(pipe, 8)),
+            ]
+            await measure(cases, rounds, target_ms)
+            lat = await latencies(pipe, IN_FLIGHT, max(50, cases[-1].n // IN_FLIGHT))
             for h in (hook, portable):
                 if h.stats.failed or h.stats.restarts:
                     raise RuntimeError(f"hook {h.name!r} failed while measured: {h.stats}")

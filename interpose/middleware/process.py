@@ -119,7 +119,8 @@ _PREVIEW = 120  # characters of an offending line quoted in messages
 _NAME = re.compile(r"[\w.-]+")
 # On asyncio, the child's stdin/stdout are pipes connected to asyncio transports (no
 # reader task, no checkpoint per write); elsewhere, anyio's streams and a reader task.
-# Tests turn this off to run the portable path under asyncio too.
+# Tests and the benchmark turn this off to run the portable path under asyncio too; it
+# is read when a hook starts, and holds for its restarts.
 _ASYNCIO_PIPES = True
 
 
@@ -731,6 +732,9 @@ class ProcessHook:
         self._wake: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
+        # the running asyncio loop when the children talk over asyncio pipes, else None
+        # (another backend, or the portable path forced): chosen once per start()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         state = "running" if self.running else self._why_down()
@@ -852,6 +856,7 @@ class ProcessHook:
         self._wake = anyio.Event()
         self._stopped = anyio.Event()
         self._down = ""
+        self._loop = _asyncio_loop() if _ASYNCIO_PIPES else None
         first = await self._spawn()
         self._started = True
         try:
@@ -895,7 +900,7 @@ class ProcessHook:
             self._ready = anyio.Event()
 
     async def _spawn(self) -> _Child:
-        loop = _asyncio_loop() if _ASYNCIO_PIPES else None
+        loop = self._loop
         try:
             # shielded: a process half-started when a cancel arrives would be orphaned
             with anyio.CancelScope(shield=True):
