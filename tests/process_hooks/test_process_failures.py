@@ -222,6 +222,19 @@ async def test_a_child_that_stops_reading_cannot_hold_a_call_past_its_timeout() 
     assert later_pid != pid
 
 
+async def test_a_request_larger_than_the_pipe_is_written_as_the_child_reads_it() -> None:
+    pipe = Pipeline(builtins=False)
+    hook = misbehave(timeout=5.0)
+    hook.install(pipe)
+    big = {"behave": "ok", "padding": "x" * (4 << 20)}  # many times what a pipe holds
+    with anyio.fail_after(10):
+        async with pipe:
+            pid = hook.pid
+            results = [await pipe.call_tool("exec", big, call=tool) for _ in range(3)]
+    assert [(r.status, r.output) for r in results] == [("responded", f"answered by {pid}")] * 3
+    assert (hook.stats.failed, hook.stats.restarts) == (0, 0)
+
+
 async def test_a_full_pipe_fails_the_call_at_its_deadline() -> None:
     pipe = Pipeline(builtins=False)
     hook = misbehave(env={"DEAF": "1"})  # it reads nothing after the handshake
