@@ -39,18 +39,15 @@ Run it with ``python benchmarks/bench_bus.py [--quick] [--json out.json]``.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
-import statistics
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 # the house harness: calibration, interleaved rounds, machine description
 from bench_tool_call import Case as HarnessCase
-from bench_tool_call import Loop, machine, measure
+from bench_tool_call import Loop, measure, option_parser, print_header, run_settings, write_results
 
 from interpose import Pipeline
 from interpose.bus import InMemoryBus
@@ -474,23 +471,15 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: an observer did not receive every event published to it.
         OSError: the JSON file cannot be written.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
-    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
-    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
-    opts = parser.parse_args(argv)
-    rounds = opts.rounds or (5 if opts.quick else 61)
-    target_ms = opts.target_ms or (2.0 if opts.quick else 20.0)
-
-    info = machine()
-    print(f"interpose bench_bus: publish cost per event ({'quick' if opts.quick else 'full'} run)")
-    print(
-        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
-        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
-        f"interpose {info['interpose']} at {info['revision']}"
+    opts = option_parser(__doc__).parse_args(argv)
+    rounds, target_ms = run_settings(opts, 61, 20.0)
+    info = print_header(
+        "interpose bench_bus: publish cost per event",
+        opts.quick,
+        rounds,
+        target_ms,
+        "median ns per event",
     )
-    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median ns per event\n")
     cases = build_cases()
     started = time.perf_counter()
     measure(cases, rounds, target_ms)
@@ -500,26 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     delivered = sum(c.delivery.received for c in cases)
     print(f"\n(measured in {time.perf_counter() - started:.1f} s; {delivered} events delivered)")
     if opts.json:
-        payload = {
-            "machine": info,
-            "rounds": rounds,
-            "target_ms": target_ms,
-            "cases": {
-                c.key: {
-                    "label": c.label,
-                    "n": c.n,
-                    "median_ns": c.median,
-                    "min_ns": min(c.samples),
-                    "quartiles_ns": statistics.quantiles(c.samples, n=4)
-                    if len(c.samples) > 1
-                    else [c.median] * 3,
-                }
-                for c in cases
-            },
-            "rows": [asdict(r) for r in rows],
-        }
-        with open(opts.json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2)
+        write_results(opts.json, info, rounds, target_ms, cases, rows)
     return 0
 
 

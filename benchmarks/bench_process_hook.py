@@ -70,7 +70,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 # the house harness's case record and machine description (its timing loop is
 # synchronous: these cases run inside one event loop, so they are timed below)
-from bench_tool_call import Case, Loop, machine
+from bench_tool_call import Case, Loop, option_parser, print_header, run_settings
 
 import interpose.middleware.process as process_module
 from interpose import Pipeline
@@ -496,26 +496,20 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a child or the hook does not answer as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
-    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
-    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
+    parser = option_parser(__doc__)
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     if opts.child:
         CHILDREN[opts.child]()
         return 0
-    rounds = opts.rounds or (5 if opts.quick else 31)
-    target_ms = opts.target_ms or (20.0 if opts.quick else 100.0)
-    info = machine()
-    print(f"interpose bench: process-hook round trip ({'quick' if opts.quick else 'full'} run)")
-    print(
-        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
-        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
-        f"interpose {info['interpose']} at {info['revision']}"
+    rounds, target_ms = run_settings(opts, 31, 100.0, quick_target_ms=20.0)
+    info = print_header(
+        "interpose bench: process-hook round trip",
+        opts.quick,
+        rounds,
+        target_ms,
+        "median per call",
     )
-    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median per call\n")
     started = time.perf_counter()
     results = anyio.run(bench, rounds, target_ms)
     print(render(results))

@@ -788,6 +788,84 @@ def machine() -> dict[str, Any]:
     }
 
 
+# -- what every benchmark's command line, header and results file share ------------------
+
+
+def option_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options of every benchmark: --quick, --rounds, --target-ms, --json."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
+    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
+    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
+    return parser
+
+
+def run_settings(
+    opts: argparse.Namespace, rounds: int, target_ms: float, quick_target_ms: float = 2.0
+) -> tuple[int, float]:
+    """(rounds, target ms) of this run: the options, else the full or the quick defaults."""
+    return (
+        opts.rounds or (5 if opts.quick else rounds),
+        opts.target_ms or (quick_target_ms if opts.quick else target_ms),
+    )
+
+
+def print_header(
+    title: str, quick: bool, rounds: int, target_ms: float, per: str
+) -> dict[str, Any]:
+    """Print what is measured, on what, and how; returns the machine description."""
+    info = machine()
+    print(f"{title} ({'quick' if quick else 'full'} run)")
+    print(
+        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
+        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
+        f"interpose {info['interpose']} at {info['revision']}"
+    )
+    print(f"{rounds} rounds x ~{target_ms:g} ms per case; {per}\n")
+    return info
+
+
+def write_results(
+    path: str,
+    info: dict[str, Any],
+    rounds: int,
+    target_ms: float,
+    cases: Sequence[Case],
+    rows: Sequence[Any],
+    *,
+    samples: bool = False,
+    **extra: Any,
+) -> None:
+    """Write the run as JSON: every case (loop count, median, minimum, quartiles, and
+    with ``samples`` every round's value) and every table row (dataclasses)."""
+
+    def summary(c: Case) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "label": c.label,
+            "n": c.n,
+            "median_ns": c.median,
+            "min_ns": min(c.samples),
+            "quartiles_ns": statistics.quantiles(c.samples, n=4)
+            if len(c.samples) > 1
+            else [c.median] * 3,
+        }
+        if samples:
+            found["samples_ns"] = c.samples
+        return found
+
+    payload = {
+        "machine": info,
+        "rounds": rounds,
+        "target_ms": target_ms,
+        **extra,
+        "cases": {c.key: summary(c) for c in cases},
+        "rows": [asdict(r) for r in rows],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run every case, print the table (and write JSON if asked).
 
@@ -795,23 +873,15 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a benchmarked pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
-    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
-    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
-    opts = parser.parse_args(argv)
-    rounds = opts.rounds or (5 if opts.quick else 61)
-    target_ms = opts.target_ms or (2.0 if opts.quick else 20.0)
-
-    info = machine()
-    print(f"interpose bench: per-tool-call overhead ({'quick' if opts.quick else 'full'} run)")
-    print(
-        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
-        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
-        f"interpose {info['interpose']} at {info['revision']}"
+    opts = option_parser(__doc__).parse_args(argv)
+    rounds, target_ms = run_settings(opts, 61, 20.0)
+    info = print_header(
+        "interpose bench: per-tool-call overhead",
+        opts.quick,
+        rounds,
+        target_ms,
+        "median ns per tool call",
     )
-    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median ns per tool call\n")
     cases = build_cases()
     started = time.perf_counter()
     measure(cases, rounds, target_ms)
@@ -820,26 +890,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     print(f"\n(measured in {elapsed:.1f} s)")
     if opts.json:
-        payload = {
-            "machine": info,
-            "rounds": rounds,
-            "target_ms": target_ms,
-            "cases": {
-                c.key: {
-                    "label": c.label,
-                    "n": c.n,
-                    "median_ns": c.median,
-                    "min_ns": min(c.samples),
-                    "quartiles_ns": statistics.quantiles(c.samples, n=4)
-                    if len(c.samples) > 1
-                    else [c.median] * 3,
-                }
-                for c in cases
-            },
-            "rows": [asdict(r) for r in rows],
-        }
-        with open(opts.json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2)
+        write_results(opts.json, info, rounds, target_ms, cases, rows)
     return 0
 
 

@@ -70,19 +70,30 @@ tracer provider may be installed in the process.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from types import FrameType
 from typing import Any
 
-from bench_tool_call import ARGS, TOOL, Case, Loop, Row, machine, measure, mw, render, tool
+from bench_tool_call import (
+    ARGS,
+    TOOL,
+    Case,
+    Loop,
+    Row,
+    measure,
+    mw,
+    option_parser,
+    print_header,
+    render,
+    run_settings,
+    tool,
+    write_results,
+)
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -561,23 +572,15 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a benchmarked pipeline or reference does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
-    parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
-    parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
-    opts = parser.parse_args(argv)
-    rounds = opts.rounds or (5 if opts.quick else 61)
-    target_ms = opts.target_ms or (2.0 if opts.quick else 20.0)
-
-    info = machine()
-    print(f"interpose bench: tracing cost per tool call ({'quick' if opts.quick else 'full'} run)")
-    print(
-        f"Python {info['python']} ({info['implementation']}) on {info['platform']}; "
-        f"processor: {info['processor']}; {info['cpu_count']} CPUs; "
-        f"interpose {info['interpose']} at {info['revision']}"
+    opts = option_parser(__doc__).parse_args(argv)
+    rounds, target_ms = run_settings(opts, 61, 20.0)
+    info = print_header(
+        "interpose bench: tracing cost per tool call",
+        opts.quick,
+        rounds,
+        target_ms,
+        f"median ns per tool call; N = {N}",
     )
-    print(f"{rounds} rounds x ~{target_ms:g} ms per case; median ns per tool call; N = {N}\n")
     provider, default_provider = Provider(), Provider(defaults=True)
     try:
         cases = build(provider, default_provider)
@@ -590,28 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     print(f"\n(measured in {time.perf_counter() - started:.1f} s)")
     if opts.json:
-        payload = {
-            "machine": info,
-            "rounds": rounds,
-            "target_ms": target_ms,
-            "interceptors": N,
-            "cases": {
-                c.key: {
-                    "label": c.label,
-                    "n": c.n,
-                    "median_ns": c.median,
-                    "min_ns": min(c.samples),
-                    "quartiles_ns": statistics.quantiles(c.samples, n=4)
-                    if len(c.samples) > 1
-                    else [c.median] * 3,
-                    "samples_ns": c.samples,
-                }
-                for c in cases
-            },
-            "rows": [asdict(r) for r in rows],
-        }
-        with open(opts.json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2)
+        write_results(opts.json, info, rounds, target_ms, cases, rows, samples=True, interceptors=N)
     return 0
 
 
