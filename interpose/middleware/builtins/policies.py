@@ -53,7 +53,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 import msgspec
 
@@ -105,6 +105,10 @@ class Policy:
 
     __slots__ = ()
 
+    # set by every policy's __init__
+    id: str
+    priority: int
+
     def interceptors(self) -> list[Interceptor]:
         """The registrations this policy needs, ready for ``Registry.add``."""
         raise NotImplementedError
@@ -130,6 +134,21 @@ class Policy:
                 registry.remove(reg.id)
             raise
         return added
+
+    def _registration(
+        self, hook: str, on_error: Literal["block", "skip"], tools: ToolMatcher | None
+    ) -> Interceptor:
+        """The policy itself (its ``__call__``) as the handler of ``hook``, under its id
+        and priority."""
+        return Interceptor(
+            id=self.id,
+            hook=hook,
+            handler=cast(Callable[..., Any], self),
+            priority=self.priority,
+            tool_matcher=tools,
+            on_error=on_error,
+            source="builtin",
+        )
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -334,16 +353,7 @@ class ToolFilter(Policy):
             out.block_reason = reason
 
     def interceptors(self) -> list[Interceptor]:
-        return [
-            Interceptor(
-                id=self.id,
-                hook="tool.before",
-                handler=self,
-                priority=self.priority,
-                on_error="block",
-                source="builtin",
-            )
-        ]
+        return [self._registration("tool.before", "block", None)]
 
 
 # -- rate limit ---------------------------------------------------------------------------
@@ -469,17 +479,7 @@ class RateLimit(Policy):
             out.block_reason = f"rate limit for {inp.tool_name}{where}: retry in {tenths:.1f}s"
 
     def interceptors(self) -> list[Interceptor]:
-        return [
-            Interceptor(
-                id=self.id,
-                hook="tool.before",
-                handler=self,
-                priority=self.priority,
-                tool_matcher=self.tools,
-                on_error="block",
-                source="builtin",
-            )
-        ]
+        return [self._registration("tool.before", "block", self.tools)]
 
 
 # -- secret redaction ---------------------------------------------------------------------
@@ -572,17 +572,7 @@ class RedactSecrets(Policy):
             result.details["redacted"] = result.details.get("redacted", 0) + masked
 
     def interceptors(self) -> list[Interceptor]:
-        return [
-            Interceptor(
-                id=self.id,
-                hook="tool.after",
-                handler=self,
-                priority=self.priority,
-                tool_matcher=self.tools,
-                on_error="block",
-                source="builtin",
-            )
-        ]
+        return [self._registration("tool.after", "block", self.tools)]
 
 
 # -- loop guard ---------------------------------------------------------------------------
@@ -682,17 +672,7 @@ class LoopGuard(Policy):
             )
 
     def interceptors(self) -> list[Interceptor]:
-        return [
-            Interceptor(
-                id=self.id,
-                hook="tool.before",
-                handler=self,
-                priority=self.priority,
-                tool_matcher=self.tools,
-                on_error="block",
-                source="builtin",
-            )
-        ]
+        return [self._registration("tool.before", "block", self.tools)]
 
 
 # -- result cache -------------------------------------------------------------------------
@@ -1042,14 +1022,4 @@ class OutputCap(Policy):
             result.details["truncated_chars"] = cut
 
     def interceptors(self) -> list[Interceptor]:
-        return [
-            Interceptor(
-                id=self.id,
-                hook="tool.after",
-                handler=self,
-                priority=self.priority,
-                tool_matcher=self.tools,
-                on_error="skip",
-                source="builtin",
-            )
-        ]
+        return [self._registration("tool.after", "skip", self.tools)]
