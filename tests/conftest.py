@@ -1,12 +1,18 @@
-"""Shared fixtures: an empty pipeline and a list that records bus events."""
+"""Shared fixtures: an empty pipeline, a list that records bus events, and a check that
+processes a test started are gone."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import anyio
 import pytest
 
 from interpose import Pipeline
+
+WaitGone = Callable[[Iterable[int]], Awaitable[None]]
 
 
 @pytest.fixture
@@ -19,3 +25,43 @@ def pipe() -> Pipeline:
 def recorder() -> list[Any]:
     """A list to collect events: ``pipe.subscribe(recorder.append, ...)``."""
     return []
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended: there is no such process, or it is a zombie.
+
+    A killed orphan is reparented to PID 1, and some containers' PID 1 never reaps it:
+    it stays a zombie (dead, holding nothing but its pid), which ``os.kill(pid, 0)``
+    still finds.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]  # after "(command name)"
+    except (OSError, IndexError):  # gone meanwhile, or no /proc (not Linux)
+        return not os.path.exists(f"/proc/{pid}") and os.path.isdir("/proc")
+    return state == "Z"
+
+
+@pytest.fixture
+def wait_gone() -> WaitGone:
+    """``await wait_gone(pids)``: returns once every process in ``pids`` has ended,
+    polling ``os.kill(pid, 0)`` for at most 5 seconds (a SIGKILL takes effect
+    asynchronously); then fails the test naming those still running."""
+
+    async def wait(pids: Iterable[int]) -> None:
+        waiting = set(pids)
+        assert waiting, "no pids to wait for"
+        with anyio.move_on_after(5.0):
+            for _ in range(500):  # bounded in count too: 500 looks, 10 ms apart
+                waiting = {pid for pid in waiting if not _ended(pid)}
+                if not waiting:
+                    return
+                await anyio.sleep(0.01)
+        still = {pid for pid in waiting if not _ended(pid)}
+        assert not still, f"still running after 5 s: {sorted(still)}"
+
+    return wait

@@ -69,6 +69,7 @@ from ..pipeline.payloads import (
 )
 from ..pipeline.registry import Interceptor, Registry
 from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
+from ._process_group import signal_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -101,6 +102,7 @@ DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 _POSIX = os.name == "posix"
 _SHELL = ("/bin/sh", "-c")
 _STDERR_QUOTED = 500  # characters of stderr quoted in a failure message
+_DRAIN_GRACE = 1.0  # s: after the command exits, for the rest of its output
 
 
 class CommandHookError(InterposeError, RuntimeError):
@@ -535,7 +537,7 @@ class CommandHook:
                 async for chunk in stdout_stream:
                     if len(stdout) + len(chunk) > limit:
                         flooded = True
-                        _kill(process)
+                        signal_group(process, signal.SIGKILL)
                         return
                     stdout.extend(chunk)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -559,12 +561,19 @@ class CommandHook:
                 tg.start_soon(feed)
                 tg.start_soon(read_stdout)
                 tg.start_soon(read_stderr)
-            returncode = await process.wait()
+                # The command's own exit ends the hook, not the end of its output: a
+                # process it left in the background (`sleep 600 &`) holds the pipes open
+                # and would hold the call until the timeout.  Its group dies now, so the
+                # pipes close once the readers have what was written before the exit.
+                returncode = await wait_exited(process)
+                signal_group(process, signal.SIGKILL)
+                # bounded: a process that left the group (setsid) may still hold a pipe
+                tg.cancel_scope.deadline = anyio.current_time() + _DRAIN_GRACE
         finally:
-            # cancelled (the pipeline's timeout, or the caller's) or flooded: the command
-            # and everything in its process group die with the call
-            if process.returncode is None:
-                _kill(process)
+            # finished, cancelled (the pipeline's timeout, or the caller's) or flooded:
+            # the command and everything in its process group die with the call, even
+            # when the command itself has exited already
+            signal_group(process, signal.SIGKILL)
             with anyio.CancelScope(shield=True):
                 await process.aclose()
         if errors:
@@ -900,17 +909,3 @@ _GROUP_REFERENCE = (
 def _tail(data: bytes | bytearray) -> str:
     text = bytes(data).decode("utf-8", "replace").strip()
     return text if len(text) <= _STDERR_QUOTED else "…" + text[-_STDERR_QUOTED:]
-
-
-def _kill(process: anyio.abc.Process) -> None:
-    """SIGKILL the command's process group (its children too), or just the command."""
-    if _POSIX:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass

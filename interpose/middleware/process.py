@@ -48,7 +48,9 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,6 +81,7 @@ from ..pipeline.payloads import (
 )
 from ..pipeline.registry import Interceptor
 from ..pipeline.tools import ToolMatcher
+from ._process_group import signal_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -735,6 +738,10 @@ class ProcessHook:
         # the running asyncio loop when the children talk over asyncio pipes, else None
         # (another backend, or the portable path forced): chosen once per start()
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the thread whose event loop started the hook: its children, events and pipes
+        # belong to that loop, and a call from another loop would wait on them forever
+        self._thread: int | None = None
+        self._thread_name = ""
 
     def __repr__(self) -> str:
         state = "running" if self.running else self._why_down()
@@ -765,8 +772,11 @@ class ProcessHook:
         it with ``anyio.fail_after``: a child that never comes up is waited for forever.
 
         Raises:
-            ProcessHookError: the hook is not started, or it is closed meanwhile.
+            ProcessHookError: the hook is not started, or it is closed meanwhile, or it
+                was started by the event loop of another thread.
         """
+        if self._started and self._thread != threading.get_ident():
+            raise self._foreign_thread("")
         while not self.running:
             if not self._started or self._closing or self._ready is None:
                 raise ProcessHookError(
@@ -857,6 +867,8 @@ class ProcessHook:
         self._stopped = anyio.Event()
         self._down = ""
         self._loop = _asyncio_loop() if _ASYNCIO_PIPES else None
+        self._thread = threading.get_ident()
+        self._thread_name = threading.current_thread().name
         first = await self._spawn()
         self._started = True
         try:
@@ -1027,6 +1039,7 @@ class ProcessHook:
                 else:
                     tg.start_soon(self._watch_output, child, child.output)
                 tg.start_soon(self._expire, child)
+                tg.start_soon(self._watch_exit, child)
                 if self._closing:
                     child.stop("the hook is closing")
                 else:
@@ -1081,8 +1094,10 @@ class ProcessHook:
         )
 
     async def _reap(self, child: _Child) -> None:
-        """Make sure the process is gone: close its stdin (on close, give it a moment to
-        exit by itself), then SIGTERM, then SIGKILL, each wait bounded."""
+        """Make sure the process and its process group are gone: close its stdin (on
+        close, give it a moment to exit by itself), then SIGTERM the group, then SIGKILL
+        it, each wait bounded.  The SIGKILL goes out even when the child has exited by
+        then: what it started (and left in its group) dies with this generation."""
         proc = child.proc
         with anyio.CancelScope(shield=True):
             try:
@@ -1091,16 +1106,14 @@ class ProcessHook:
                 pass
             if proc.returncode is None and self._closing:
                 with anyio.move_on_after(_CLOSE_GRACE):
-                    await proc.wait()
-            for stop in (proc.terminate, proc.kill):
-                if proc.returncode is not None:
-                    break
-                try:
-                    stop()
-                except ProcessLookupError:
-                    pass
-                with anyio.move_on_after(_KILL_WAIT):
-                    await proc.wait()
+                    await wait_exited(proc)
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if proc.returncode is not None and sig is signal.SIGTERM:
+                    continue
+                signal_group(proc, sig)
+                if proc.returncode is None:
+                    with anyio.move_on_after(_KILL_WAIT):
+                        await wait_exited(proc)
 
     async def _pump_stderr(self, child: _Child) -> None:
         """Forward the child's stderr, line by line, to the hook's logger (INFO)."""
@@ -1169,8 +1182,25 @@ class ProcessHook:
         code = child.proc.returncode
         if code is None:
             with anyio.move_on_after(_EXIT_WAIT):
-                code = await child.proc.wait()
+                code = await wait_exited(child.proc)
         child.stop("the process closed its stdout" if code is None else _exit_reason(code))
+
+    async def _watch_exit(self, child: _Child) -> None:
+        """End the generation when the process exits, even if its stdout stays open.
+
+        A process the child started inherits its stdout; when the child exits, that
+        process keeps the pipe open, so no EOF would tell that the child is gone and the
+        calls would wait for their timeouts.  Killing the child's process group closes
+        the pipe: the reader then delivers the replies the child wrote before it exited
+        and, at EOF, ends the generation with its exit code.
+        """
+        code = await wait_exited(child.proc)
+        if child.ended.is_set():
+            return  # it was stopped first: _reap ends its group
+        signal_group(child.proc, signal.SIGKILL)
+        with anyio.move_on_after(_EXIT_WAIT):  # a process that left the group may hold it
+            await child.ended.wait()
+        child.stop(_exit_reason(code))
 
     def _take_line(self, child: _Child, line: bytes) -> bool:
         """Handle one line of the child's stdout; False: stop reading (it is done for)."""
@@ -1179,7 +1209,9 @@ class ProcessHook:
         except Exception as exc:  # a bug here must not take the pipeline down
             self._log.exception("process hook %r: cannot process a line", self.name)
             child.stop(f"internal error while reading its output: {exc!r}")
-        return not child.ended.is_set()
+        # a child told to close may still write (replies to the last events, say): keep
+        # reading until it exits, or its writes fail with a broken pipe
+        return not child.ended.is_set() or self._closing
 
     def _oversized(self, child: _Child) -> None:
         self.stats.oversized_lines += 1
@@ -1202,6 +1234,9 @@ class ProcessHook:
             if not line.strip():
                 return
             self._garbage(child, line, f"reply is not valid JSON: {exc}")
+            return
+        except UnicodeDecodeError as exc:  # msgspec checks UTF-8 where it makes a str
+            self._garbage(child, line, f"reply is not valid UTF-8: {_bad_utf8(exc)}")
             return
         rid = msg.id
         slot = child.pending.pop(rid, None) if type(rid) is int and msg.method is None else None
@@ -1361,10 +1396,13 @@ class ProcessHook:
         """One hook call to the current child, decoded with ``decoder``.
 
         Raises:
-            ProcessHookError: the child is down, or the call failed (see the message).
+            ProcessHookError: the child is down, the call failed (see the message), or it
+                comes from another thread than the one whose event loop started the hook.
         """
         child = self._child
         try:
+            if self._thread != threading.get_ident() and self._started:
+                raise self._foreign_thread(method)
             if child is None or not child.ready:
                 raise self._unavailable(method)
             # approvals run under the pipeline's timeout (see interceptors()); ours backs it up
@@ -1381,6 +1419,13 @@ class ProcessHook:
             return decoder.decode(data)
         except msgspec.DecodeError as exc:
             raise self._error(method, f"invalid reply: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            # the result is left raw by the reader, so its strings are checked only now:
+            # an invalid line all the same, answering only this call
+            self.stats.invalid_lines += 1
+            detail = f"reply is not valid UTF-8: {_bad_utf8(exc)}"
+            self._log.warning("process hook %r: %s: %s", self.name, method, detail)
+            raise self._error(method, detail) from exc
 
     def _error(self, method: str, detail: str) -> ProcessHookError:
         return ProcessHookError(
@@ -1389,6 +1434,17 @@ class ProcessHook:
             method=method,
             detail=detail,
         )
+
+    def _foreign_thread(self, method: str) -> ProcessHookError:
+        detail = (
+            f"called from thread {threading.current_thread().name!r}, but the hook runs in "
+            f"the event loop of thread {self._thread_name!r}, which entered its pipeline; "
+            "its child answers only there: call the pipeline from that loop (from another "
+            "thread with anyio.from_thread.run or asyncio.run_coroutine_threadsafe), or "
+            "give each thread's event loop a pipeline of its own"
+        )
+        where = f"process hook {self.name!r}: {method}" if method else f"process hook {self.name!r}"
+        return ProcessHookError(f"{where}: {detail}", hook=self.name, method=method, detail=detail)
 
     def _unavailable(self, method: str) -> ProcessHookError:
         if not self._started:
@@ -1646,6 +1702,11 @@ def _exit_reason(code: int) -> str:
     if code < 0:
         return f"the process was killed by signal {-code}"
     return f"the process exited with code {code}"
+
+
+def _bad_utf8(exc: UnicodeDecodeError) -> str:
+    bad = exc.object[exc.start : exc.end]
+    return f"{exc.reason} ({' '.join(f'{b:#04x}' for b in bad[:4])})"
 
 
 def _preview(line: bytes) -> str:

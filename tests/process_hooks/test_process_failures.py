@@ -86,6 +86,20 @@ FAILURES = [
         id="wrong-field-type",
     ),
     pytest.param(
+        "bad_utf8",
+        "ProcessHookError: process hook 'm': hook.before_tool: reply is not valid UTF-8: "
+        "invalid start byte (0xff)",
+        False,
+        id="invalid-utf8-in-the-result",
+    ),
+    pytest.param(
+        "bad_utf8_error",
+        "ProcessHookError: process hook 'm': hook.before_tool: reply is not valid UTF-8: "
+        'invalid start byte (0xff), in \'{"jsonrpc": "2.0", "id": ',
+        False,
+        id="invalid-utf8-in-the-envelope",
+    ),
+    pytest.param(
         "rpc_error",
         "ProcessHookError: process hook 'm': hook.before_tool: the child answered with "
         "error -32000: database unavailable",
@@ -388,3 +402,25 @@ async def test_the_timer_skips_calls_that_already_failed() -> None:
     assert "reply is not valid JSON" in garbage.output["reason"]
     assert "no reply within 0.3s" in slow.output["reason"]
     assert (hook.stats.timeouts, hook.stats.failed) == (1, 2)
+
+
+@pytest.mark.parametrize("behave", ["bad_utf8", "bad_utf8_error"])
+async def test_invalid_utf8_is_an_invalid_line_and_the_child_stays(behave: str) -> None:
+    pipe = Pipeline(builtins=False)
+    hook = misbehave(on_error="raise")
+    hook.install(pipe)
+    with anyio.fail_after(10):
+        async with pipe:
+            pid = hook.pid
+            # on_error="raise": the caller gets the hook's own error, not a bare
+            # UnicodeDecodeError
+            with pytest.raises(ProcessHookError) as caught:
+                await pipe.call_tool("exec", {"behave": behave}, call=tool)
+            later = await pipe.call_tool("exec", {"behave": "ok"}, call=tool)
+            later_pid = hook.pid
+    assert "reply is not valid UTF-8: invalid start byte (0xff)" in str(caught.value)
+    assert (caught.value.hook, caught.value.method) == ("m", "hook.before_tool")
+    assert (later.status, later.output) == ("responded", f"answered by {pid}")
+    assert later_pid == pid
+    stats = hook.stats
+    assert (stats.invalid_lines, stats.failed, stats.restarts) == (1, 1, 0)

@@ -11,6 +11,11 @@ rpc_error       answer with a JSON-RPC error
 deaf            never answer, and stop reading stdin (so that it fills up)
 hold            do not answer until a later ``release`` request
 release         answer the held requests first, then this one
+spawn           start a grandchild that sleeps, holding this child's stdin, stdout and
+                stderr, append its pid to the file ``$PIDS``, then answer
+orphan          like spawn, but exit with code 3 instead of answering
+bad_utf8        answer with a reason that is not valid UTF-8 (byte 0xff)
+bad_utf8_error  answer with a JSON-RPC error whose message is not valid UTF-8
 
 With ``BROKEN_HELLO`` set, the handshake reply has the wrong protocol_version; with
 ``DEAF`` set, it stops reading its stdin once it has answered the handshake.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -40,6 +46,17 @@ def messages() -> Iterator[dict[str, Any]]:
         if line.strip():
             message: dict[str, Any] = json.loads(line)
             yield message
+
+
+def write_bytes(data: bytes) -> None:
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.flush()
+
+
+def spawn_grandchild() -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(os.environ["PIDS"], "a") as pids:
+        pids.write(f"{sleeper.pid}\n")
 
 
 def ok(method: str) -> dict[str, Any]:
@@ -80,6 +97,17 @@ def main() -> None:
         elif behave == "rpc_error":
             error = {"code": -32000, "message": "database unavailable"}
             write_line(json.dumps({"jsonrpc": "2.0", "id": id, "error": error}))
+        elif behave in ("spawn", "orphan"):
+            spawn_grandchild()
+            if behave == "orphan":
+                os._exit(3)
+            reply(id, ok(method))
+        elif behave == "bad_utf8":
+            reason = b'{"action": "deny_tool", "reason": "caf\xff"}'
+            write_bytes(b'{"jsonrpc": "2.0", "id": %d, "result": {"decision": %s}}' % (id, reason))
+        elif behave == "bad_utf8_error":
+            broken = b'{"code": -32000, "message": "caf\xff"}'
+            write_bytes(b'{"jsonrpc": "2.0", "id": %d, "error": %s}' % (id, broken))
         elif behave == "hold":
             held.append((id, method))
         elif behave == "release":
