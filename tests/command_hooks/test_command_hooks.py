@@ -466,6 +466,59 @@ async def test_a_timeout_kills_the_hook_and_what_it_started(tmp_path: Path) -> N
         await wait_gone(pid)
 
 
+BLOCK = """echo '{"decision": "block", "reason": "decided before exiting"}'"""
+
+
+@pytest.mark.parametrize(
+    ("line", "status", "reason"),
+    [
+        pytest.param(
+            f'sleep 600 & echo $! >"$HOOK_PIDS"; {BLOCK}; exit 0',
+            "blocked",
+            "decided before exiting",
+            id="job-holding-the-pipes",
+        ),
+        pytest.param(
+            f'(sleep 600 & echo $! >"$HOOK_PIDS"); {BLOCK}; exit 0',
+            "blocked",
+            "decided before exiting",
+            id="subshell-holding-the-pipes",
+        ),
+        pytest.param(
+            'sleep 600 >/dev/null & echo $! >"$HOOK_PIDS"; echo "not that" >&2; exit 2',
+            "blocked",
+            "not that",
+            id="holding-stderr-exit-2",
+        ),
+        pytest.param(
+            'sleep 600 >/dev/null 2>&1 </dev/null & echo $! >"$HOOK_PIDS"; exit 0',
+            "ok",
+            None,
+            id="detached-from-the-pipes",
+        ),
+    ],
+)
+async def test_a_hook_that_leaves_a_process_in_the_background_ends_at_its_exit(
+    tmp_path: Path, wait_gone: Any, line: str, status: str, reason: str | None
+) -> None:
+    pipe = Pipeline(builtins=False)
+    failures: list[Event] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    pids = tmp_path / "pids"
+    CommandHook(line, env={"HOOK_PIDS": str(pids)}).install(pipe)  # the default 60 s timeout
+    async with pipe:
+        # the background process holds the pipes the script had (or none of them): the
+        # call still ends when the script exits, with what it wrote before exiting
+        with anyio.fail_after(5):
+            result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+    assert result.status == status
+    if reason is not None:
+        assert result.output["reason"] == reason
+    assert failures == []
+    # and the background process died with the script's process group
+    await wait_gone([int(pids.read_text())])
+
+
 async def test_a_late_approver_is_a_deny(pipe: Pipeline, tmp_path: Path) -> None:
     CommandHook(
         str(SCRIPTS / "sleep.sh"),

@@ -12,6 +12,7 @@ import pytest
 
 from interpose import Pipeline, ToolResult
 from interpose.bus.events import InterceptorFailed
+from interpose.middleware.command_hooks import CommandHook
 from interpose.middleware.process import ProcessHook
 
 pytestmark = pytest.mark.integration
@@ -69,3 +70,38 @@ def test_a_process_hook_serves_fails_and_restarts_under_trio() -> None:
     ]
     assert last_pid != first_pid
     assert (found["stats"].starts, found["stats"].restarts) == (2, 1)
+
+
+def test_what_hooks_leave_running_dies_with_them_under_trio(tmp_path: Path, wait_gone: Any) -> None:
+    # a process hook's child that exits leaving a grandchild on its pipes, and a command
+    # hook whose script leaves a job in the background: both noticed at the exit, both
+    # leftovers killed with their process groups
+    grandchild_pids = tmp_path / "grandchild"
+    job_pids = tmp_path / "job"
+
+    async def scenario() -> list[ToolResult]:
+        pipe = Pipeline(builtins=False)
+        ProcessHook(
+            "m",
+            [sys.executable, str(MISBEHAVE)],
+            tools="exec",
+            timeout=30.0,
+            env={"PIDS": str(grandchild_pids)},
+        ).install(pipe)
+        line = 'sleep 600 & echo $! >"$HOOK_PIDS"; exit 0'
+        CommandHook(line, allow=["read"], env={"HOOK_PIDS": str(job_pids)}).install(pipe)
+        with anyio.fail_after(10):
+            async with pipe:
+                with anyio.fail_after(5):  # far below both hooks' timeouts
+                    results = [
+                        await pipe.call_tool("exec", {"behave": "orphan"}, call=tool),
+                        await pipe.call_tool("read", {"path": "x"}, call=tool),
+                    ]
+                pids = [int(grandchild_pids.read_text()), int(job_pids.read_text())]
+                await wait_gone(pids)
+        return results
+
+    orphaned, read = anyio.run(scenario, backend="trio")
+    assert orphaned.status == "blocked"
+    assert orphaned.output["reason"].endswith("the process exited with code 3")
+    assert (read.status, read.output) == ("ok", "ran {'path': 'x'}")
