@@ -555,12 +555,12 @@ class _Step:
 def _explain(error: str, data: Any, table: str) -> tuple[str, str]:
     """(field path, problem) for a msgspec validation error about ``data``."""
     match = _AT.match(error)
-    if match is None:  # not located: the top level itself
-        return "", _problem(error, None, _MISSING, table)
-    message = match.group("message")
-    raw = match.group("container") if match.group("path") == "key" else match.group("path")
+    # msgspec locates nothing at the top level itself ("$" is implied)
+    message = error if match is None else match.group("message")
+    path = "$" if match is None else match.group("path")
+    raw = match.group("container") if match is not None and path == "key" else path
     steps, typ, value = _locate(raw, data)
-    if match.group("path") == "key":
+    if path == "key":
         key = _failing_key(value, _key_type(typ))
         if key is not None:
             steps.append(_Step("key", key))
@@ -576,6 +576,8 @@ def _explain(error: str, data: Any, table: str) -> tuple[str, str]:
     if missing is not None:
         steps.append(_Step("field", missing.group(1)))
         return _render(steps), "required field is missing"
+    if match is None:  # the file as a whole is of the wrong type (a list, say)
+        return "", _problem(message, None, _MISSING, table)
     return _render(steps), _problem(message, typ, value, table)
 
 

@@ -57,6 +57,14 @@ CASES: dict[str, tuple[str, str]] = {
         "unknown field; expected one of: interceptor_timeout_ms, approval_timeout_ms, "
         "observer_timeout_ms, max_retries",
     ),
+    "unknown_top_level.toml": (
+        "hoks",
+        "unknown field; expected one of: hooks, observers, tracing, plugins",
+    ),
+    "unknown_top_level.json": (
+        "hoks",
+        "unknown field; expected one of: hooks, observers, tracing, plugins",
+    ),
     "missing_command.toml": ("hooks.processes.gate.command", "required field is missing"),
     "bad_on_error.toml": (
         "hooks.processes.gate.on_error",
@@ -305,3 +313,41 @@ def test_a_wrong_value_anywhere_is_reported_at_its_own_path() -> None:
         assert caught.value.problem.startswith("expected "), str(caught.value)
         checked += 1
     assert checked > 100
+
+
+# the tables whose keys are names the user chooses, not fields
+FREE_FORM = {
+    "hooks.processes",
+    "hooks.processes.gate.env",
+    "hooks.commands[0].env",
+    "observers.otlp.headers",
+    "plugins",
+}
+
+
+def test_an_unknown_key_in_any_table_names_its_path_and_the_valid_keys() -> None:
+    data = _every_table()
+    tables: list[tuple[str, list[str | int]]] = [("", []), *_leaves(data)]
+    checked: list[str] = []
+    for shown, raw in tables:
+        table: Any = data
+        for key in raw:
+            table = table[key]
+        if not isinstance(table, dict) or shown in FREE_FORM or raw[:1] == ["plugins"]:
+            continue
+        broken = copy.deepcopy(data)
+        target: Any = broken
+        for key in raw:
+            target = target[key]
+        target["typo"] = True
+        with pytest.raises(ConfigFileError) as caught:
+            decode_config(broken)
+        assert caught.value.field == f"{shown}.typo".lstrip("."), str(caught.value)
+        problem = caught.value.problem
+        assert problem.startswith("unknown field; expected one of: "), str(caught.value)
+        # every key the table has (all of them: _every_table writes out every field)
+        listed = problem.removeprefix("unknown field; expected one of: ").split(", ")
+        assert sorted(listed) == sorted(table), shown
+        checked.append(shown)
+    assert {"", "hooks", "hooks.defaults", "hooks.commands[0].filter.tool"} <= set(checked)
+    assert len(checked) >= 20
