@@ -34,8 +34,12 @@ Failures are exceptions raised from the handler, so the pipeline applies the hoo
 ``on_error`` exactly as for an in-process interceptor: ``CommandHookError`` for an exit
 code other than 0 or 2, a death by signal, a stdout over the size limit or JSON of the
 wrong shape; ``TimeoutError`` (raised by the pipeline, which cancels the handler) when
-the command outlives its timeout.  Whenever the handler leaves before the command has
-exited, its whole process group is killed.
+the command outlives its timeout.
+
+The command runs in a process group of its own, which dies with the call: at the
+command's exit (a process it left in the background would otherwise hold its pipes,
+and the call, until the timeout) and whenever the handler leaves before that.  The
+answer is what the command wrote before it exited.
 """
 
 from __future__ import annotations

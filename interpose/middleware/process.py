@@ -33,10 +33,18 @@ The child's life is a small state machine run by one supervisor task per hook::
     spawn ─> handshake ─ok─> ready (serving) ─┐
       ^         └─failed──────────────────────┤ exit, crash, over-long line,
       │                                       │ a timeout with no sign of life
-      └──── backoff sleep (min, 2*min, ... max) <─ reap (terminate, then kill)
+      └──── backoff sleep (min, 2*min, ... max) <─ reap (SIGTERM, then SIGKILL, to
+                                                   the child's process group)
 
 While the child is down, calls fail at once with the reason; the backoff resets once a
 child has stayed up for ``restart_backoff[1]`` seconds.
+
+The child leads a process group of its own, and the group dies with each generation:
+what the child started cannot outlive it.  Its exit is watched directly (see
+_process_group.wait_exited), not inferred from EOF alone, since a process it started
+may hold its stdout open.  The hook serves the event loop that started it, and a call
+from another thread's loop fails at once instead of waiting for a reply that the other
+loop receives.
 """
 
 from __future__ import annotations
