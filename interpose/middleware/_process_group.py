@@ -22,7 +22,7 @@ import signal
 import anyio
 import anyio.abc
 
-__all__ = ["signal_group", "wait_exited"]
+__all__ = ["kill_group", "terminate_group", "wait_exited"]
 
 _POSIX = os.name == "posix"
 _POLL_FIRST = 0.001  # s: first interval between looks at the exit code, doubling
@@ -73,18 +73,27 @@ async def wait_exited(process: anyio.abc.Process) -> int:
     return code
 
 
-def signal_group(process: anyio.abc.Process, sig: signal.Signals) -> None:
-    """Send ``sig`` to the process group ``process`` leads (itself and whatever it
-    started that stayed in the group); to ``process`` alone where there are no process
-    groups.  A group that is gone already is not an error."""
+def kill_group(process: anyio.abc.Process) -> None:
+    """SIGKILL the process group ``process`` leads: itself and whatever it started that
+    stayed in the group (just ``process`` where there are no process groups).  A group
+    that is gone already is not an error."""
+    _signal_group(process, "SIGKILL")
+
+
+def terminate_group(process: anyio.abc.Process) -> None:
+    """SIGTERM the process group ``process`` leads, as ``kill_group`` does SIGKILL."""
+    _signal_group(process, "SIGTERM")
+
+
+def _signal_group(process: anyio.abc.Process, name: str) -> None:
     if _POSIX:
         try:
-            os.killpg(process.pid, sig)
+            os.killpg(process.pid, getattr(signal, name))
         except (ProcessLookupError, PermissionError):
             pass  # no member is left, or none that may be signalled
         return
-    if process.returncode is None:  # pragma: no cover - Windows
+    if process.returncode is None:  # pragma: no cover - Windows: no process groups
         try:
-            process.send_signal(sig)
+            process.kill() if name == "SIGKILL" else process.terminate()
         except ProcessLookupError:
             pass

@@ -73,7 +73,7 @@ from ..pipeline.payloads import (
 )
 from ..pipeline.registry import Interceptor, Registry
 from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
-from ._process_group import signal_group, wait_exited
+from ._process_group import kill_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -541,7 +541,7 @@ class CommandHook:
                 async for chunk in stdout_stream:
                     if len(stdout) + len(chunk) > limit:
                         flooded = True
-                        signal_group(process, signal.SIGKILL)
+                        kill_group(process)
                         return
                     stdout.extend(chunk)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -570,14 +570,14 @@ class CommandHook:
                 # and would hold the call until the timeout.  Its group dies now, so the
                 # pipes close once the readers have what was written before the exit.
                 returncode = await wait_exited(process)
-                signal_group(process, signal.SIGKILL)
+                kill_group(process)
                 # bounded: a process that left the group (setsid) may still hold a pipe
                 tg.cancel_scope.deadline = anyio.current_time() + _DRAIN_GRACE
         finally:
             # finished, cancelled (the pipeline's timeout, or the caller's) or flooded:
             # the command and everything in its process group die with the call, even
             # when the command itself has exited already
-            signal_group(process, signal.SIGKILL)
+            kill_group(process)
             with anyio.CancelScope(shield=True):
                 await process.aclose()
         if errors:

@@ -56,7 +56,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 from collections import deque
@@ -89,7 +88,7 @@ from ..pipeline.payloads import (
 )
 from ..pipeline.registry import Interceptor
 from ..pipeline.tools import ToolMatcher
-from ._process_group import signal_group, wait_exited
+from ._process_group import kill_group, terminate_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -120,7 +119,7 @@ INHERITED_ENV: Final = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMP
 # On approve_tool the pipeline's timeout (the hook's) ends the wait; the hook's own timer
 # backs it up this much later (see ProcessHook.interceptors).
 _BACKSTOP = 1.0
-_EXIT_WAIT = 1.0  # s: after stdout ends, for the exit code
+_EXIT_WAIT = 1.0  # s: after stdout ends, for the exit code; after the exit, for EOF
 _CLOSE_GRACE = 1.0  # s: on close, for the child to exit after its stdin ends
 _KILL_WAIT = 1.0  # s: after SIGTERM, then after SIGKILL
 _STDERR_GRACE = 0.5  # s: after the child is gone, for the rest of its stderr
@@ -1115,13 +1114,14 @@ class ProcessHook:
             if proc.returncode is None and self._closing:
                 with anyio.move_on_after(_CLOSE_GRACE):
                     await wait_exited(proc)
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                if proc.returncode is not None and sig is signal.SIGTERM:
-                    continue
-                signal_group(proc, sig)
-                if proc.returncode is None:
-                    with anyio.move_on_after(_KILL_WAIT):
-                        await wait_exited(proc)
+            if proc.returncode is None:
+                terminate_group(proc)
+                with anyio.move_on_after(_KILL_WAIT):
+                    await wait_exited(proc)
+            kill_group(proc)
+            if proc.returncode is None:
+                with anyio.move_on_after(_KILL_WAIT):
+                    await wait_exited(proc)
 
     async def _pump_stderr(self, child: _Child) -> None:
         """Forward the child's stderr, line by line, to the hook's logger (INFO)."""
@@ -1205,7 +1205,7 @@ class ProcessHook:
         code = await wait_exited(child.proc)
         if child.ended.is_set():
             return  # it was stopped first: _reap ends its group
-        signal_group(child.proc, signal.SIGKILL)
+        kill_group(child.proc)
         with anyio.move_on_after(_EXIT_WAIT):  # a process that left the group may hold it
             await child.ended.wait()
         child.stop(_exit_reason(code))
