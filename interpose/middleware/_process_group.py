@@ -9,13 +9,14 @@ any member is alive, so the group can still be signalled after its leader was re
 ``wait_exited`` notices the exit of the program itself.  EOF on its pipes is not enough:
 a background child inherits them and keeps them open; and ``process.wait()`` is not
 either: on asyncio before Python 3.12 it returns only once every pipe of the process has
-closed.  It watches a pidfd where there is one (Linux >= 5.3), else polls the exit code
-that the backend's child watcher records (asyncio's does so when the process exits,
-whoever holds its pipes; trio's ``returncode`` polls ``waitpid`` itself).
+closed.  Under trio, ``process.wait()`` watches the process itself and is used as it is;
+under asyncio, a pidfd where there is one (Linux >= 5.3), else a poll of the exit code
+that asyncio's child watcher records when the process exits, whoever holds its pipes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 
@@ -32,6 +33,14 @@ _POLL_MAX = 0.05  # s: the longest interval (the wait's latency without a pidfd)
 # reused between the spawn and pidfd_open
 _PIDFD_RECHECK = 1.0
 _wait_readable = getattr(anyio, "wait_readable", None)  # anyio >= 4.7
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _pidfd(pid: int) -> int | None:
@@ -53,6 +62,9 @@ async def wait_exited(process: anyio.abc.Process) -> int:
     code = process.returncode
     if code is not None:
         return code
+    if not _on_asyncio():
+        # trio's wait() watches the process itself (a pidfd, kqueue, or a waitid thread)
+        return await process.wait()
     pidfd = _pidfd(process.pid)
     delay = _POLL_FIRST
     try:

@@ -17,6 +17,7 @@ import pytest
 
 from interpose import Pipeline, ToolResult
 from interpose.bus.events import InterceptorFailed
+from interpose.middleware import _process_group
 from interpose.middleware.process import ProcessHook
 
 pytestmark = pytest.mark.integration
@@ -71,6 +72,24 @@ async def test_a_child_that_exits_leaving_a_grandchild_is_noticed_at_once(
     assert (later.status, later.output) == ("responded", f"answered by {later_pid}")
     assert later_pid != first_pid
     assert (hook.stats.restarts, hook.stats.timeouts) == (1, 0)
+
+
+async def test_without_a_pidfd_the_exit_is_noticed_all_the_same(
+    tmp_path: Path, wait_gone: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what happens where there is no pidfd (macOS, an old Linux kernel): the exit code
+    # that asyncio's child watcher records is polled instead
+    monkeypatch.setattr(_process_group, "_pidfd", lambda pid: None)
+    pipe = Pipeline(builtins=False)
+    pids = tmp_path / "pids"
+    hook = misbehave(pids)
+    hook.install(pipe)
+    with anyio.fail_after(10):
+        async with pipe:
+            with anyio.fail_after(5):
+                orphaned = await pipe.call_tool("exec", {"behave": "orphan"}, call=tool)
+            await wait_gone(grandchildren(pids))
+    assert orphaned.output["reason"].endswith("the process exited with code 3")
 
 
 async def test_closing_the_pipeline_ends_what_the_child_started(
