@@ -3,7 +3,7 @@
 Command hooks and process hooks start their programs in a session of their own
 (``start_new_session=True``), so each one leads a process group whose id is its pid:
 everything it starts lands in that group unless it leaves on purpose (``setsid``), and
-one ``killpg`` ends them all.  Linux keeps a process group's id from being reused while
+one ``killpg`` ends them all.  POSIX keeps a process group's id from being reused while
 any member is alive, so the group can still be signalled after its leader was reaped.
 
 ``wait_exited`` notices the exit of the program itself.  EOF on its pipes is not enough:
