@@ -378,6 +378,13 @@ class HooksConfig(_Table):
     builtins: BuiltinsConfig = msgspec.field(default_factory=BuiltinsConfig)
     processes: dict[str, ProcessHookConfig] = {}
     commands: list[CommandHookConfig] = []
+    claude_settings: Annotated[
+        list[str],
+        _doc(
+            "Claude Code settings files (`.claude/settings.json`) whose `hooks` run too; "
+            "relative: to this file's directory"
+        ),
+    ] = []
 
 
 class AuditConfig(_Table):
@@ -503,6 +510,12 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
             ) from None
         except _DuplicateKey as exc:
             raise ConfigFileError(file, "", f"invalid JSON: duplicate key {exc.key!r}") from None
+    if suffix == ".json":
+        from .middleware.claude_code import is_claude_settings
+
+        if is_claude_settings(data, file):
+            # a Claude Code settings file: its hooks, behind interpose's default stack
+            return Config(hooks=HooksConfig(claude_settings=[str(Path(file).resolve())]))
     return decode_config(data, file=file, table="object" if suffix == ".json" else "table")
 
 
@@ -787,6 +800,8 @@ class Built:
         exporter: where spans are exported ("" when nowhere).
         trace_content: whether spans record tool arguments and results.
         processes: process hook name -> its command line.
+        notes: what the config asks for that is not done (unsupported hooks of a Claude
+            Code settings file), one line each.
     """
 
     pipeline: Pipeline
@@ -794,6 +809,7 @@ class Built:
     exporter: str = ""
     trace_content: bool = False
     processes: dict[str, str] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def describe(
@@ -900,6 +916,8 @@ class _Builder:
             for i, command in enumerate(hooks.commands):
                 if command.enabled:
                     self.command(pipe, built, i, command)
+            for i, settings in enumerate(hooks.claude_settings):
+                self.claude_settings(pipe, built, f"hooks.claude_settings[{i}]", settings)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)
@@ -1108,6 +1126,22 @@ class _Builder:
         if table.filter.tool.deny:
             label.append("deny " + ", ".join(table.filter.tool.deny))
         built.matchers[reg.id] = "; ".join(label)
+
+    def claude_settings(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
+        """Install the hooks of a Claude Code settings file; its own errors name it."""
+        from .middleware.claude_code import ClaudeSettings
+
+        path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
+        if not path.is_file():
+            self.fail(where, f"{path} does not exist")
+        settings = ClaudeSettings(path, name=value)
+        with self.at(where):
+            regs = settings.install(pipe)
+        for reg in regs:
+            event = reg.id.split(" ", 1)[0].removeprefix("claude:")
+            shown = [settings.matchers(e) for e in event.split("/") if e in settings.hooks]
+            built.matchers[reg.id] = "; ".join(s for s in shown if s) or "*"
+        built.notes += [f"{value}: {note}" for note in settings.notes]
 
     # -- observers ------------------------------------------------------------------------
 
