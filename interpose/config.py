@@ -363,6 +363,13 @@ class CommandHookConfig(_Table):
     env: Annotated[dict[str, str], _doc("variables added to the minimal environment")] = {}
     cwd: Annotated[str | None, _doc("where it runs; unset: the config file's directory")] = None
     id: Annotated[str | None, _doc("the registration id; unset: `command:<command>`")] = None
+    dialect: Annotated[
+        Literal["interpose", "claude-code"],
+        _doc(
+            "what the command sees: interpose's tool names and argument keys, or exactly "
+            "what Claude Code sends (`Bash`, `file_path`…)"
+        ),
+    ] = "interpose"
 
 
 class HooksConfig(_Table):
@@ -1118,6 +1125,7 @@ class _Builder:
                 env=table.env,
                 cwd=cwd,
                 id=table.id,
+                dialect=table.dialect,
             )
             reg = hook.install(pipe)
         label = []

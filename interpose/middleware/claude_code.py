@@ -619,11 +619,14 @@ def _http_call(
     async def call(event: dict[str, Any]) -> _Answer:
         body = _encode_event(event)
         request = (head + f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
-        stream: anyio.abc.ByteStream = (
-            await anyio.connect_tcp(host, port, tls=True)
-            if tls
-            else await anyio.connect_tcp(host, port)
-        )
+        try:
+            stream: anyio.abc.ByteStream = (
+                await anyio.connect_tcp(host, port, tls=True)
+                if tls
+                else await anyio.connect_tcp(host, port)
+            )
+        except OSError as exc:
+            raise HttpHookError(f"http hook {label}: cannot connect: {exc}", url=url) from None
         async with stream:
             await stream.send(request)
             data = bytearray()
@@ -789,18 +792,39 @@ class ClaudeSettings:
         except OSError as exc:
             raise ConfigFileError(source, "", f"cannot read it: {exc}") from None
         try:
-            settings = msgspec.json.decode(data, type=_SettingsFile)
+            raw = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise ConfigFileError(source, "", f"invalid JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ConfigFileError(source, "", "expected a JSON object")
+        hooks_table = raw.get("hooks", {})
+        try:
+            settings = msgspec.convert({"hooks": {}, "env": raw.get("env", {})}, _SettingsFile)
+            if not isinstance(hooks_table, dict):
+                raise msgspec.ValidationError("Expected `object` - at `$.hooks`")
+            for event, value in hooks_table.items():
+                try:
+                    settings.hooks[event] = msgspec.convert(value, list[_MatcherGroup])
+                except msgspec.ValidationError as exc:
+                    # msgspec writes dict keys as [...]: name the event instead
+                    raise msgspec.ValidationError(
+                        str(exc).replace("at `$", f"at `$.hooks.{event}")
+                        if " - at `$" in str(exc)
+                        else f"{exc} - at `$.hooks.{event}`"
+                    ) from None
         except msgspec.ValidationError as exc:
             message, _, where = str(exc).partition(" - at `$.")
             raise ConfigFileError(source, where.rstrip("`"), message) from None
-        except msgspec.DecodeError as exc:
-            raise ConfigFileError(source, "", f"invalid JSON: {exc}") from None
         self.env = dict(settings.env)
         self.hooks: dict[str, list[_Hook]] = {}
         for event, groups in settings.hooks.items():
             if event not in SUPPORTED_EVENTS:
-                what = "not supported by interpose" if event in CLAUDE_EVENTS else "unknown"
-                self.notes.append(f"hooks.{event}: {what} event; its hooks never run")
+                what = (
+                    "an event interpose does not run"
+                    if event in CLAUDE_EVENTS
+                    else ("an unknown event")
+                )
+                self.notes.append(f"hooks.{event}: {what}; its hooks never run")
                 continue
             hooks: list[_Hook] = []
             for i, group in enumerate(groups):
