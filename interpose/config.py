@@ -522,7 +522,8 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
 
         if is_claude_settings(data, file):
             # a Claude Code settings file: its hooks, behind interpose's default stack
-            return Config(hooks=HooksConfig(claude_settings=[str(Path(file).resolve())]))
+            # (named relative to its own directory, which relative paths resolve against)
+            return Config(hooks=HooksConfig(claude_settings=[Path(file).name]))
     return decode_config(data, file=file, table="object" if suffix == ".json" else "table")
 
 
@@ -1146,9 +1147,7 @@ class _Builder:
         with self.at(where):
             regs = settings.install(pipe)
         for reg in regs:
-            event = reg.id.split(" ", 1)[0].removeprefix("claude:")
-            shown = [settings.matchers(e) for e in event.split("/") if e in settings.hooks]
-            built.matchers[reg.id] = "; ".join(s for s in shown if s) or "*"
+            built.matchers[reg.id] = settings.describe(reg)
         built.notes += [f"{value}: {note}" for note in settings.notes]
 
     # -- observers ------------------------------------------------------------------------

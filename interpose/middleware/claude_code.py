@@ -943,6 +943,7 @@ class ClaudeSettings:
                     handler=runner.pre_tool_use,
                     priority=self.priority,
                     timeout=math.inf,
+                    on_error="skip",
                     source="claude-settings",
                 )
             )
@@ -955,6 +956,7 @@ class ClaudeSettings:
                     handler=runner.permission_request,
                     priority=self.priority,
                     timeout=longest + 1.0 if longest else None,
+                    on_error="skip",
                     source="claude-settings",
                 )
             )
@@ -966,6 +968,7 @@ class ClaudeSettings:
                     handler=runner.post_tool_use,
                     priority=self.priority,
                     timeout=math.inf,
+                    on_error="skip",
                     source="claude-settings",
                 )
             )
@@ -977,6 +980,7 @@ class ClaudeSettings:
                     handler=runner.user_prompt_submit,
                     priority=self.priority,
                     timeout=math.inf,
+                    on_error="skip",
                     source="claude-settings",
                 )
             )
@@ -988,6 +992,7 @@ class ClaudeSettings:
                     handler=runner.pre_compact,
                     priority=self.priority,
                     timeout=math.inf,
+                    on_error="skip",
                     source="claude-settings",
                 )
             )
@@ -1024,6 +1029,15 @@ class ClaudeSettings:
     def matchers(self, event: str) -> str:
         """The matchers of an event's hooks, for ``interpose check``."""
         return ", ".join(dict.fromkeys(h.matcher or "*" for h in self.hooks.get(event, ())))
+
+    def describe(self, reg: Registration) -> str:
+        """What a registration of ``registrations()`` runs for, for ``interpose check``:
+        its events' matchers (``Bash, Edit|Write``)."""
+        events = reg.id.split(" ", 1)[0].removeprefix("claude:").split("/")
+        shown = [self.matchers(event) for event in events if event in self.hooks]
+        if not shown and events == ["PermissionRequest"]:
+            return "(answers the asks of PreToolUse)"
+        return "; ".join(shown) or "*"
 
 
 class _Runner:
