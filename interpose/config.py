@@ -768,7 +768,8 @@ def build_pipeline(
 
     Order of registration (it decides the order of interceptors with equal priority):
     the guards, the policies, the process hooks and the command hooks in file order,
-    then the observers, then the plugins in file order.  When the config has observers
+    the hooks of the ``claude_settings`` files, then the observers, then the plugins in
+    file order.  When the config has observers
     or process hooks, enter the pipeline (``async with pipe:``) before calling it.
 
     Args:
