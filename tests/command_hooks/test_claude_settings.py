@@ -477,6 +477,13 @@ class _Handler(BaseHTTPRequestHandler):
                     }
                 }
             payload = json.dumps(answer).encode()
+        if self.path == "/chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half = len(payload) // 2
+            for part in (payload[:half], payload[half:], b""):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            return
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -666,3 +673,55 @@ async def test_the_result_of_a_blocked_call_is_not_sent_to_post_tool_use(tmp_pat
     result = await bounded(pipe, "bash", {"command": "git push --force"}, call=shell)
     assert result.status == "blocked"
     assert recorded(path) == []
+
+
+async def test_permission_request_hooks_answer_the_approval_step(tmp_path: Path) -> None:
+    path = settings_file(
+        tmp_path,
+        {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [hook("ask_deploys.sh")]}],
+            "PermissionRequest": [
+                {"matcher": "Bash", "hooks": [hook("decide.sh", "allow", "'staging is fine'")]},
+                {"matcher": "Write", "hooks": [hook("decide.sh", "deny", "'no writes today'")]},
+            ],
+        },
+    )
+    questions: list[str] = []
+
+    def human(request: ApprovalRequest, reason: str) -> bool:
+        questions.append(reason)
+        return False
+
+    pipe = Pipeline(builtins=False, human_approval=human)
+    ClaudeSettings(path).install(pipe)
+    # the PreToolUse "ask" opens the approval step; the PermissionRequest hook answers it
+    deploy = await bounded(pipe, "bash", {"command": "deploy staging"}, call=shell)
+    written = await bounded(pipe, "write", {"path": "a", "content": ""}, call=lambda a: "ok")
+    assert (deploy.status, written.status) == ("ok", "denied")
+    assert written.output["reason"] == "no writes today"
+    assert questions == []
+
+
+async def test_a_user_prompt_submit_exit_2_aborts_the_turn(tmp_path: Path) -> None:
+    blocker = {"type": "command", "command": "cat >/dev/null; echo 'not on Fridays' >&2; exit 2"}
+    path = settings_file(tmp_path, {"UserPromptSubmit": [{"hooks": [blocker]}]})
+    pipe = Pipeline.from_config(path)
+    with anyio.fail_after(LIMIT):
+        async with pipe.turn(agent_id="coder") as turn:
+            await turn.message("deploy")
+            raise AssertionError("the turn went on")  # pragma: no cover
+    assert (turn.aborted, turn.abort_reason) == (True, "not on Fridays")
+
+
+async def test_a_chunked_http_answer_is_read(tmp_path: Path, policy_server: str) -> None:
+    path = settings_file(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "http", "url": policy_server + "/chunked"}]}
+            ]
+        },
+    )
+    pipe = Pipeline.from_config(path)
+    denied = await bounded(pipe, "bash", {"command": "sudo ls"}, call=shell)
+    assert denied.output["reason"] == "no sudo (policy server)"
