@@ -631,7 +631,9 @@ def _http_call(
             await stream.send(request)
             data = bytearray()
             try:
-                while len(data) <= _MAX_HTTP_BYTES:
+                # Connection: close asks the server to end the answer by closing; one
+                # that keeps it open anyway is read up to its Content-Length or last chunk
+                while len(data) <= _MAX_HTTP_BYTES and not _complete(data):
                     data.extend(await stream.receive())
             except (anyio.EndOfStream, anyio.BrokenResourceError):
                 pass
@@ -658,6 +660,24 @@ def _http_call(
         return _Answer(verdict.decision, verdict.reason, verdict.updated_input, context)
 
     return call
+
+
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)\s*\r\n", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked\s*\r\n", re.IGNORECASE)
+
+
+def _complete(data: bytearray) -> bool:
+    """Whether ``data`` holds a whole HTTP answer (headers and the body they announce)."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    head = bytes(data[: end + 2])
+    length = _CONTENT_LENGTH.search(head)
+    if length is not None:
+        return len(data) - end - 4 >= int(length.group(1))
+    if _CHUNKED.search(head) is not None:
+        return data.endswith(b"\r\n0\r\n\r\n") or data[end + 4 :].startswith(b"0\r\n\r\n")
+    return False
 
 
 def _short(data: bytes) -> str:

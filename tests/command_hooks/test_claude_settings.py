@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
+import anyio.abc
 import pytest
 
 from interpose import Approval, ApprovalRequest, ConfigError, Pipeline, ToolResult
@@ -725,3 +726,41 @@ async def test_a_chunked_http_answer_is_read(tmp_path: Path, policy_server: str)
     pipe = Pipeline.from_config(path)
     denied = await bounded(pipe, "bash", {"command": "sudo ls"}, call=shell)
     assert denied.output["reason"] == "no sudo (policy server)"
+
+
+async def test_a_server_that_keeps_the_connection_open_is_read_to_its_content_length(
+    tmp_path: Path,
+) -> None:
+    answer = json.dumps({"decision": "block", "reason": "held open"}).encode()
+    served = anyio.Event()
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += await stream.receive()
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(answer), answer)
+            )
+            await served.wait()  # keep the connection open until the call is over
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    url = f"http://127.0.0.1:{port}/hold"
+    path = settings_file(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "http", "url": url, "timeout": 5}]}
+            ]
+        },
+    )
+    pipe = Pipeline.from_config(path)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        result = await bounded(pipe, "bash", {"command": "ls"}, call=shell)
+        served.set()
+        tg.cancel_scope.cancel()
+    # a hook that had waited for the close would have timed out: a non-blocking failure
+    assert (result.status, result.output["reason"]) == ("blocked", "held open")
+    assert pipe.stats.failures == {}
