@@ -968,14 +968,14 @@ class ClaudeSettings:
                 )
             )
         if "PreToolUse" in hooks or "PermissionRequest" in hooks:
-            longest = max((h.timeout for h in hooks.get("PermissionRequest", ())), default=0.0)
             regs.append(
                 Interceptor(
                     id=f"claude:PermissionRequest{label}",
                     hook="tool.approve",
                     handler=runner.permission_request,
                     priority=self.priority,
-                    timeout=longest + 1.0 if longest else None,
+                    # each hook bounds itself (its own timeout): no cancel scope per call
+                    timeout=math.inf,
                     on_error="skip",
                     source="claude-settings",
                 )
