@@ -486,6 +486,9 @@ class _SettingsFile(msgspec.Struct, kw_only=True):
 
 
 _EVENT_KEY = re.compile(r"[A-Z][A-Za-z]*")
+#: How often Stop hooks may continue one turn (Claude Code leaves loops to the hooks,
+#: which see ``stop_hook_active``; a bound keeps a hook that always blocks from looping).
+MAX_STOP_CONTINUES = 8
 _PLAIN_MATCHER = re.compile(r"[A-Za-z0-9_|\s]+")
 DEFAULT_TIMEOUT = 60.0
 
@@ -869,8 +872,8 @@ class ClaudeSettings:
                 self.hooks[event] = hooks
         if "Stop" in self.hooks:
             self.notes.append(
-                'hooks.Stop: observed only: a Stop hook\'s decision "block" cannot continue '
-                "the turn (interpose's agent loop has no place to continue it); it is logged"
+                'hooks.Stop: a decision "block" continues the turn only when its body can '
+                "be resumed (the reference Agent's can); otherwise it is logged"
             )
 
     def __repr__(self) -> str:
@@ -1336,20 +1339,45 @@ class _Runner:
             await self.run(start, event, where)
         try:
             await call_next()
+            await self.stop(ctx, where)
         except AbortTurn:
             await self.end(turn.session_key, where)
             raise
-        stop = self.select("Stop", "")
-        if stop:
-            event = {**self.common("Stop", turn.session_key), "stop_hook_active": False}
-            for answer in await self.run(stop, event, where):
-                if answer.decision in ("deny", "ask"):
-                    log.warning(
-                        "a Stop hook asked to continue the turn (%s); interpose's "
-                        "agent loop cannot, so the turn ends",
-                        answer.reason,
-                    )
         await self.end(turn.session_key, where)
+
+    async def stop(self, ctx: TurnContext, where: tuple[str, str, str, str, str, str]) -> None:
+        """Run the Stop hooks; while one blocks, resume the turn with its reason (when
+        the body can be resumed), at most ``MAX_STOP_CONTINUES`` times."""
+        turn = ctx.turn
+        hooks = self.select("Stop", "")
+        resume = getattr(ctx.body, "resume", None)
+        active = False
+        for attempt in range(MAX_STOP_CONTINUES + 1):
+            if not hooks:
+                return
+            event = {**self.common("Stop", turn.session_key), "stop_hook_active": active}
+            blocked = [
+                a for a in await self.run(hooks, event, where) if a.decision in ("deny", "ask")
+            ]
+            if not blocked:
+                return
+            reason = _reasons(blocked, "a Stop hook asks to go on")
+            if resume is None:
+                log.warning(
+                    "a Stop hook asked to continue the turn (%s), but this turn's body "
+                    "cannot be resumed: the turn ends",
+                    reason,
+                )
+                return
+            if attempt == MAX_STOP_CONTINUES:
+                log.warning(
+                    "Stop hooks asked to continue the turn %d times: it ends now (%s)",
+                    MAX_STOP_CONTINUES,
+                    reason,
+                )
+                return
+            active = True
+            ctx.result = await resume(turn, reason)
 
     async def end(self, session_key: str, where: tuple[str, str, str, str, str, str]) -> None:
         hooks = self.select("SessionEnd", "other")

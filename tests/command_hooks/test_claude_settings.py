@@ -17,9 +17,10 @@ import anyio.abc
 import pytest
 
 from interpose import Approval, ApprovalRequest, ConfigError, Pipeline, ToolResult
+from interpose.agent import Agent, ScriptedModel, reply, tool_use
 from interpose.cli import main
 from interpose.config import ConfigFileError
-from interpose.middleware.claude_code import ClaudeSettings, compile_matcher
+from interpose.middleware.claude_code import MAX_STOP_CONTINUES, ClaudeSettings, compile_matcher
 
 pytestmark = pytest.mark.integration
 
@@ -609,7 +610,7 @@ def test_interpose_check_lists_the_hooks_and_what_does_not_run(
     assert "hooks.Stop[0].hooks[0]: hooks of type 'prompt' are not supported" in out
     assert "hooks.Notification: an event interpose does not run; its hooks never run" in out
     assert "hooks.SubagentStop: an event interpose does not run; its hooks never run" in out
-    assert 'hooks.Stop: observed only: a Stop hook\'s decision "block"' in out
+    assert 'hooks.Stop: a decision "block" continues the turn only when its body' in out
 
 
 @pytest.mark.parametrize(
@@ -764,3 +765,51 @@ async def test_a_server_that_keeps_the_connection_open_is_read_to_its_content_le
     # a hook that had waited for the close would have timed out: a non-blocking failure
     assert (result.status, result.output["reason"]) == ("blocked", "held open")
     assert pipe.stats.failures == {}
+
+
+async def test_a_stop_hook_that_blocks_makes_the_agent_go_on(tmp_path: Path) -> None:
+    path = settings_file(tmp_path, {"Stop": [{"hooks": [hook("tests_before_stop.py")]}]})
+    pipe = Pipeline.from_config(path)
+    pipe.register_tool("run_tests")
+    model = ScriptedModel(
+        [
+            reply("Done."),
+            tool_use("run_tests", {}, id="t1"),
+            reply("Done, and the tests pass."),
+        ]
+    )
+    agent = Agent(pipe, model, {"run_tests": lambda args: "3 passed"}, max_steps=5)
+    with anyio.fail_after(LIMIT):
+        run = await agent.run("fix the bug", session_key="s1")
+    assert (run.answer, run.stop_reason, run.steps) == ("Done, and the tests pass.", "answer", 3)
+    assert [r.result.output for r in run.calls] == ["3 passed"]
+    users = [m["content"] for m in run.history if m["role"] == "user"]
+    assert users == ["fix the bug", "Run the tests before you finish."]
+    assert [e["stop_hook_active"] for e in recorded(path)] == [False, True]
+
+
+async def test_a_stop_hook_cannot_resume_a_plain_turn_body(tmp_path: Path) -> None:
+    path = settings_file(tmp_path, {"Stop": [{"hooks": [hook("tests_before_stop.py")]}]})
+    pipe = Pipeline.from_config(path)
+    bodies: list[str] = []
+
+    async def body(turn: Any) -> str:
+        bodies.append(turn.turn_id)
+        return "done"
+
+    with anyio.fail_after(LIMIT):
+        assert await pipe.run_turn(body) == "done"
+    assert len(bodies) == 1  # the body ran once; the hook's block was logged
+    assert [e["stop_hook_active"] for e in recorded(path)] == [False]
+
+
+async def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:
+    always = {"type": "command", "command": "cat >/dev/null; echo 'keep going' >&2; exit 2"}
+    path = settings_file(tmp_path, {"Stop": [{"hooks": [always]}]})
+    pipe = Pipeline.from_config(path)
+    agent = Agent(pipe, ScriptedModel([]), {}, max_steps=100)
+    with anyio.fail_after(LIMIT):
+        run = await agent.run("hi")
+    assert run.steps == 1 + MAX_STOP_CONTINUES
+    users = [m["content"] for m in run.history if m["role"] == "user"]
+    assert users == ["hi"] + ["keep going"] * MAX_STOP_CONTINUES
