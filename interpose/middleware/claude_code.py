@@ -20,7 +20,9 @@ Two pieces, usable separately:
       UserPromptSubmit    message.before
       PreCompact          session.compact
       SessionStart        turn-stage middleware, before the turn (observed)
-      Stop, SessionEnd    turn-stage middleware, after the turn (observed)
+      Stop                turn-stage middleware, after the turn's work: a block resumes
+                          a turn whose body has resume() (the reference Agent's)
+      SessionEnd          turn-stage middleware, after the turn (observed)
 
 As in Claude Code, a hook that fails (an exit code other than 0 and 2, a timeout, an
 HTTP status other than 2xx, a connection error) is a non-blocking error: the call goes
