@@ -8,6 +8,10 @@ and reads its answer from the exit code, stdout and stderr::
     exit 2   block (tool.before / tool.after) or deny (tool.approve); stderr is the reason
     other    a failure: the hook's ``on_error`` policy applies, interceptor_failed is published
 
+With ``dialect="claude-code"`` the event is exactly Claude Code's (its tool names and
+``tool_input`` fields, per-tool ``tool_response``; see ``interpose.middleware.claude_code``)
+and ``updatedInput`` is mapped back to interpose's argument keys.
+
 The events and what they are called on the hook's stdin (``hook_event_name``)::
 
     tool.before   PreToolUse          may block, rewrite the arguments, abort the turn
