@@ -813,3 +813,25 @@ async def test_a_stop_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None
     assert run.steps == 1 + MAX_STOP_CONTINUES
     users = [m["content"] for m in run.history if m["role"] == "user"]
     assert users == ["hi"] + ["keep going"] * MAX_STOP_CONTINUES
+
+
+async def test_the_settings_env_reaches_the_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("API_TOKEN", "secret")  # the agent's own environment stays out
+    echo = {"type": "command", "command": 'echo "team=$TEAM token=$API_TOKEN"'}
+    path = settings_file(tmp_path, {"UserPromptSubmit": [{"hooks": [echo]}]}, env={"TEAM": "infra"})
+    pipe = Pipeline.from_config(path)
+    with anyio.fail_after(LIMIT):
+        async with pipe.turn() as turn:
+            msg = await turn.message("hi")
+    assert msg.metadata["additional_context"] == ["team=infra token="]
+
+
+def test_an_included_settings_file_that_does_not_exist_names_the_entry(tmp_path: Path) -> None:
+    toml = tmp_path / "interpose.toml"
+    toml.write_text('[hooks]\nclaude_settings = ["nowhere/.claude/settings.json"]\n')
+    with pytest.raises(ConfigFileError) as info:
+        Pipeline.from_config(toml)
+    assert info.value.field == "hooks.claude_settings[0]"
+    assert "does not exist" in info.value.problem
