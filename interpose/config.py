@@ -48,6 +48,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from .middleware.claude_code import ToolMapping
     from .pipeline.pipeline import Pipeline
     from .pipeline.tracing import TracingLevel
 
@@ -55,6 +56,7 @@ __all__ = [
     "AuditConfig",
     "BuiltinsConfig",
     "Built",
+    "ClaudeToolConfig",
     "CommandHookConfig",
     "CommandSafetyGuardConfig",
     "Config",
@@ -372,6 +374,17 @@ class CommandHookConfig(_Table):
     ] = "interpose"
 
 
+class ClaudeToolConfig(_Table):
+    """``[hooks.claude_tools.<Claude name>]``: one of the application's tools as Claude
+    Code hooks see it (a row added to the claude-code dialect's tool table)."""
+
+    tool: Annotated[str, _doc("the interpose tool name (required)", min_length=1)]
+    fields: Annotated[
+        dict[str, str],
+        _doc("interpose argument key -> Claude `tool_input` key, for the keys that differ"),
+    ] = {}
+
+
 class HooksConfig(_Table):
     """``[hooks]``: everything registered in the pipeline."""
 
@@ -385,6 +398,7 @@ class HooksConfig(_Table):
     builtins: BuiltinsConfig = msgspec.field(default_factory=BuiltinsConfig)
     processes: dict[str, ProcessHookConfig] = {}
     commands: list[CommandHookConfig] = []
+    claude_tools: dict[str, ClaudeToolConfig] = {}
     claude_settings: Annotated[
         list[str],
         _doc(
@@ -871,6 +885,7 @@ class _Builder:
         self.run_plugins = run_plugins
         self.tracing = tracing
         self.tracer_provider = tracer_provider
+        self._claude_tools: ToolMapping | None = None
 
     def fail(self, field: str, problem: str) -> NoReturn:
         raise ConfigFileError(self.source, field, problem)
@@ -1128,6 +1143,7 @@ class _Builder:
                 cwd=cwd,
                 id=table.id,
                 dialect=table.dialect,
+                tool_mapping=self.claude_tools() if table.dialect == "claude-code" else None,
             )
             reg = hook.install(pipe)
         label = []
@@ -1137,6 +1153,18 @@ class _Builder:
             label.append("deny " + ", ".join(table.filter.tool.deny))
         built.matchers[reg.id] = "; ".join(label)
 
+    def claude_tools(self) -> ToolMapping:
+        """The claude-code dialect's tool table, with ``[hooks.claude_tools]`` added."""
+        if self._claude_tools is None:
+            from .middleware.claude_code import ClaudeTool, default_tool_mapping
+
+            mapping = default_tool_mapping()
+            for name, table in self.config.hooks.claude_tools.items():
+                with self.at(f"hooks.claude_tools.{_key(name)}"):
+                    mapping.add(ClaudeTool(name, table.tool, table.fields))
+            self._claude_tools = mapping
+        return self._claude_tools
+
     def claude_settings(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
         """Install the hooks of a Claude Code settings file; its own errors name it."""
         from .middleware.claude_code import ClaudeSettings
@@ -1144,7 +1172,7 @@ class _Builder:
         path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
         if not path.is_file():
             self.fail(where, f"{path} does not exist")
-        settings = ClaudeSettings(path, name=value)
+        settings = ClaudeSettings(path, name=value, tool_mapping=self.claude_tools())
         with self.at(where):
             regs = settings.install(pipe)
         for reg in regs:

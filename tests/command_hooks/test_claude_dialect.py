@@ -233,3 +233,26 @@ async def test_the_dialect_from_a_config_file(tmp_path: Path) -> None:
 def test_an_unknown_dialect_is_refused() -> None:
     with pytest.raises(ConfigError, match="dialect must be 'interpose' or 'claude-code'"):
         CommandHook("true", dialect="codex")  # type: ignore[arg-type]
+
+
+async def test_a_config_adds_the_applications_tools_to_the_table(tmp_path: Path) -> None:
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "record.py").write_bytes((HOOKS / "record.py").read_bytes())
+    (tmp_path / "hooks" / "record.py").chmod(0o755)
+    (tmp_path / "interpose.toml").write_text(
+        "[hooks]\n"
+        'tools = ["deploy"]\n'
+        "[hooks.claude_tools.Deploy]\n"
+        'tool = "deploy"\n'
+        'fields = { env = "environment" }\n'
+        "[[hooks.commands]]\n"
+        'command = "hooks/record.py"\n'
+        'dialect = "claude-code"\n'
+        'filter.tool.allow = ["deploy"]\n'
+        f'env = {{ CLAUDE_PROJECT_DIR = "{tmp_path}" }}\n'
+    )
+    pipe = Pipeline.from_config(tmp_path / "interpose.toml")
+    with anyio.fail_after(LIMIT):
+        await pipe.call_tool("deploy", {"env": "prod"}, call=str)
+    (event,) = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert (event["tool_name"], event["tool_input"]) == ("Deploy", {"environment": "prod"})
