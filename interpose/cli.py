@@ -207,6 +207,9 @@ def _stack_lines(built: Built) -> list[str]:
             lines.append(f"  {sub.name.ljust(width)}  {kinds} (overflow={sub.overflow})")
     else:
         lines.append("observers: none")
+    if built.notes:
+        lines.append("notes (what runs differently from Claude Code):")
+        lines += [f"  {note}" for note in built.notes]
     content = ", content recorded (redacted)" if built.trace_content else ""
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")

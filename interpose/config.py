@@ -48,6 +48,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from .middleware.claude_code import ToolMapping
     from .pipeline.pipeline import Pipeline
     from .pipeline.tracing import TracingLevel
 
@@ -55,6 +56,7 @@ __all__ = [
     "AuditConfig",
     "BuiltinsConfig",
     "Built",
+    "ClaudeToolConfig",
     "CommandHookConfig",
     "CommandSafetyGuardConfig",
     "Config",
@@ -363,6 +365,24 @@ class CommandHookConfig(_Table):
     env: Annotated[dict[str, str], _doc("variables added to the minimal environment")] = {}
     cwd: Annotated[str | None, _doc("where it runs; unset: the config file's directory")] = None
     id: Annotated[str | None, _doc("the registration id; unset: `command:<command>`")] = None
+    dialect: Annotated[
+        Literal["interpose", "claude-code"],
+        _doc(
+            "what the command sees: interpose's tool names and argument keys, or exactly "
+            "what Claude Code sends (`Bash`, `file_path`…)"
+        ),
+    ] = "interpose"
+
+
+class ClaudeToolConfig(_Table):
+    """``[hooks.claude_tools.<Claude name>]``: one of the application's tools as Claude
+    Code hooks see it (a row added to the claude-code dialect's tool table)."""
+
+    tool: Annotated[str, _doc("the interpose tool name (required)", min_length=1)]
+    fields: Annotated[
+        dict[str, str],
+        _doc("interpose argument key -> Claude `tool_input` key, for the keys that differ"),
+    ] = {}
 
 
 class HooksConfig(_Table):
@@ -378,6 +398,14 @@ class HooksConfig(_Table):
     builtins: BuiltinsConfig = msgspec.field(default_factory=BuiltinsConfig)
     processes: dict[str, ProcessHookConfig] = {}
     commands: list[CommandHookConfig] = []
+    claude_tools: dict[str, ClaudeToolConfig] = {}
+    claude_settings: Annotated[
+        list[str],
+        _doc(
+            "Claude Code settings files (`.claude/settings.json`) whose `hooks` run too; "
+            "relative: to this file's directory"
+        ),
+    ] = []
 
 
 class AuditConfig(_Table):
@@ -503,6 +531,13 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
             ) from None
         except _DuplicateKey as exc:
             raise ConfigFileError(file, "", f"invalid JSON: duplicate key {exc.key!r}") from None
+    if suffix == ".json":
+        from .middleware.claude_code import is_claude_settings
+
+        if is_claude_settings(data, file):
+            # a Claude Code settings file: its hooks, behind interpose's default stack
+            # (named relative to its own directory, which relative paths resolve against)
+            return Config(hooks=HooksConfig(claude_settings=[Path(file).name]))
     return decode_config(data, file=file, table="object" if suffix == ".json" else "table")
 
 
@@ -749,7 +784,8 @@ def build_pipeline(
 
     Order of registration (it decides the order of interceptors with equal priority):
     the guards, the policies, the process hooks and the command hooks in file order,
-    then the observers, then the plugins in file order.  When the config has observers
+    the hooks of the ``claude_settings`` files, then the observers, then the plugins in
+    file order.  When the config has observers
     or process hooks, enter the pipeline (``async with pipe:``) before calling it.
 
     Args:
@@ -789,6 +825,8 @@ class Built:
         exporter: where spans are exported ("" when nowhere).
         trace_content: whether spans record tool arguments and results.
         processes: process hook name -> its command line.
+        notes: what the config asks for that is not done (unsupported hooks of a Claude
+            Code settings file), one line each.
     """
 
     pipeline: Pipeline
@@ -796,6 +834,7 @@ class Built:
     exporter: str = ""
     trace_content: bool = False
     processes: dict[str, str] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def describe(
@@ -848,6 +887,7 @@ class _Builder:
         self.run_plugins = run_plugins
         self.tracing = tracing
         self.tracer_provider = tracer_provider
+        self._claude_tools: ToolMapping | None = None
 
     def fail(self, field: str, problem: str) -> NoReturn:
         raise ConfigFileError(self.source, field, problem)
@@ -902,6 +942,8 @@ class _Builder:
             for i, command in enumerate(hooks.commands):
                 if command.enabled:
                     self.command(pipe, built, i, command)
+            for i, settings in enumerate(hooks.claude_settings):
+                self.claude_settings(pipe, built, f"hooks.claude_settings[{i}]", settings)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)
@@ -1102,6 +1144,8 @@ class _Builder:
                 env=table.env,
                 cwd=cwd,
                 id=table.id,
+                dialect=table.dialect,
+                tool_mapping=self.claude_tools() if table.dialect == "claude-code" else None,
             )
             reg = hook.install(pipe)
         label = []
@@ -1110,6 +1154,32 @@ class _Builder:
         if table.filter.tool.deny:
             label.append("deny " + ", ".join(table.filter.tool.deny))
         built.matchers[reg.id] = "; ".join(label)
+
+    def claude_tools(self) -> ToolMapping:
+        """The claude-code dialect's tool table, with ``[hooks.claude_tools]`` added."""
+        if self._claude_tools is None:
+            from .middleware.claude_code import ClaudeTool, default_tool_mapping
+
+            mapping = default_tool_mapping()
+            for name, table in self.config.hooks.claude_tools.items():
+                with self.at(f"hooks.claude_tools.{_key(name)}"):
+                    mapping.add(ClaudeTool(name, table.tool, table.fields))
+            self._claude_tools = mapping
+        return self._claude_tools
+
+    def claude_settings(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
+        """Install the hooks of a Claude Code settings file; its own errors name it."""
+        from .middleware.claude_code import ClaudeSettings
+
+        path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
+        if not path.is_file():
+            self.fail(where, f"{path} does not exist")
+        settings = ClaudeSettings(path, name=value, tool_mapping=self.claude_tools())
+        with self.at(where):
+            regs = settings.install(pipe)
+        for reg in regs:
+            built.matchers[reg.id] = settings.describe(reg)
+        built.notes += [f"{value}: {note}" for note in settings.notes]
 
     # -- observers ------------------------------------------------------------------------
 

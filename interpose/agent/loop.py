@@ -148,14 +148,8 @@ class Agent:
         """
         run = AgentRun()
         history = self.history(session_key)
-        turns: list[Turn] = []
-
-        async def body(turn: Turn) -> AgentRun:
-            turns.append(turn)
-            run.turn_id = turn.turn_id
-            await self._turn(turn, message, history, run)
-            return run
-
+        body = _TurnBody(self, message, history, run)
+        turns = body.turns
         await self.pipeline.run_turn(
             body,
             agent_id=self.agent_id,
@@ -175,7 +169,12 @@ class Agent:
         msg = await turn.message(message)
         run.message = msg.message
         history.append({"role": "user", "content": msg.message})
-        params = _request_params(await turn.params())
+        await self._steps(turn, _request_params(await turn.params()), history, run)
+
+    async def _steps(
+        self, turn: Turn, params: dict[str, Any], history: list[dict[str, Any]], run: AgentRun
+    ) -> None:
+        """LLM calls and tool calls until an answer without tool calls, or max_steps."""
         while run.steps < self.max_steps:
             request = LLMRequest(
                 system=self.system,
@@ -219,6 +218,39 @@ class Agent:
             raise
         run.calls.append(ToolRecord(call=call, result=result))
         return result
+
+
+class _TurnBody:
+    """The work of one ``Agent.run`` turn, as ``pipeline.run_turn`` calls it.
+
+    ``resume(turn, message)`` goes on with the same turn, ``message`` being the user's
+    next message (sharing the run's ``max_steps``): a turn-stage middleware that finds a
+    ``resume`` on its context's body may continue a turn that was about to end (a
+    Claude Code Stop hook's ``decision: "block"`` does).
+    """
+
+    __slots__ = ("agent", "history", "message", "run", "turns")
+
+    def __init__(
+        self, agent: Agent, message: str, history: list[dict[str, Any]], run: AgentRun
+    ) -> None:
+        self.agent = agent
+        self.message = message
+        self.history = history
+        self.run = run
+        self.turns: list[Turn] = []
+
+    async def __call__(self, turn: Turn) -> AgentRun:
+        self.turns.append(turn)
+        self.run.turn_id = turn.turn_id
+        await self.agent._turn(turn, self.message, self.history, self.run)
+        return self.run
+
+    async def resume(self, turn: Turn, message: str) -> AgentRun:
+        self.history.append({"role": "user", "content": message})
+        params = _request_params(turn.resolved) if turn.resolved is not None else {}
+        await self.agent._steps(turn, params, self.history, self.run)
+        return self.run
 
 
 def _request_params(params: ParamsBeforeOutput) -> dict[str, Any]:

@@ -8,6 +8,10 @@ and reads its answer from the exit code, stdout and stderr::
     exit 2   block (tool.before / tool.after) or deny (tool.approve); stderr is the reason
     other    a failure: the hook's ``on_error`` policy applies, interceptor_failed is published
 
+With ``dialect="claude-code"`` the event is exactly Claude Code's (its tool names and
+``tool_input`` fields, per-tool ``tool_response``; see ``interpose.middleware.claude_code``)
+and ``updatedInput`` is mapped back to interpose's argument keys.
+
 The events and what they are called on the hook's stdin (``hook_event_name``)::
 
     tool.before   PreToolUse          may block, rewrite the arguments, abort the turn
@@ -77,6 +81,7 @@ from ._process_group import kill_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
+    from .claude_code import ToolMapping
 
 __all__ = [
     "CLAUDE_EVENT_NAMES",
@@ -214,24 +219,32 @@ class CommandHook:
             is a string); an argv list with ``shell=True`` is quoted into one line.
         max_output_bytes: how much the command may write to stdout before it is killed
             and the call fails; the same amount of stderr is kept (the end of it).
+        dialect: ``"interpose"`` (interpose's tool names and argument keys on stdin) or
+            ``"claude-code"`` (exactly what Claude Code sends: ``Bash``, ``file_path``,
+            Claude's ``tool_response``; ``updatedInput`` is mapped back).  See
+            ``interpose.middleware.claude_code``.
+        tool_mapping: the tool table of the ``claude-code`` dialect (default
+            ``default_tool_mapping()``); extend it for the application's own tools.
 
     Raises:
         ConfigError: an unknown event, an empty command, a program that does not exist
             or is not executable (the message names its path), a bad timeout, on_error,
-            priority, id, cwd, env or output limit, or an allow/deny item that is not a
-            valid name, group or regex.
+            priority, id, cwd, env, output limit or dialect, or an allow/deny item that
+            is not a valid name, group or regex.
     """
 
     __slots__ = (
         "_argv",
         "_derived_id",
         "_env",
+        "_mapping",
         "_names",
         "allow",
         "command",
         "command_line",
         "cwd",
         "deny",
+        "dialect",
         "env",
         "event",
         "id",
@@ -258,6 +271,8 @@ class CommandHook:
         id: str | None = None,
         shell: bool | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        dialect: Literal["interpose", "claude-code"] = "interpose",
+        tool_mapping: ToolMapping | None = None,
     ) -> None:
         self.event = _check_event(event)
         self.command = command if isinstance(command, str) else tuple(command)
@@ -314,6 +329,16 @@ class CommandHook:
         self.allow = tuple(allow) if not isinstance(allow, str | re.Pattern) else (allow,)
         self.deny = tuple(deny) if not isinstance(deny, str | re.Pattern) else (deny,)
         self.tool_matcher, self._names = _tool_matcher(self.allow, self.deny, where)
+        if dialect not in ("interpose", "claude-code"):
+            raise ConfigError(
+                f"{where}: dialect must be 'interpose' or 'claude-code', got {dialect!r}"
+            )
+        self.dialect = dialect
+        self._mapping: ToolMapping | None = None
+        if dialect == "claude-code":
+            from .claude_code import default_tool_mapping
+
+            self._mapping = tool_mapping if tool_mapping is not None else default_tool_mapping()
 
     def __repr__(self) -> str:
         return f"<CommandHook {self.id!r} on {self.event}>"
@@ -397,7 +422,14 @@ class CommandHook:
             )
             return
         if verdict.updated_input is not None:
-            out.args = verdict.updated_input
+            if self._mapping is not None:
+                # Claude's field names back to the ones this call uses
+                claude_name = self._mapping.claude_name(inp.tool_name, inp.raw_name)
+                _, out.args = self._mapping.to_interpose(
+                    claude_name, verdict.updated_input, like=out.args
+                )
+            else:
+                out.args = verdict.updated_input
         if verdict.additional_context is not None:
             log.warning(
                 "command hook %r: additionalContext is only used on tool.after; ignored", rid
@@ -413,13 +445,15 @@ class CommandHook:
             inp.agent_id,
             inp.session_key,
             inp.turn_id,
+            result,
         )
-        event["tool_response"] = {
-            "output": result.output,
-            "is_error": result.is_error,
-            "status": result.status,
-        }
-        event["duration_ms"] = inp.duration_ns / 1e6
+        if self._mapping is None:
+            event["tool_response"] = {
+                "output": result.output,
+                "is_error": result.is_error,
+                "status": result.status,
+            }
+            event["duration_ms"] = inp.duration_ns / 1e6
         returncode, stdout, stderr = await self._run(event)
         verdict = self._verdict(rid, returncode, stdout, stderr)
         if verdict.updated_input is not None:
@@ -475,9 +509,24 @@ class CommandHook:
         agent_id: str,
         session_key: str,
         turn_id: str,
+        result: ToolResult | None = None,
     ) -> dict[str, Any]:
-        """The JSON object written to the command's stdin (Claude Code's field names,
-        plus interpose's own)."""
+        """The JSON object written to the command's stdin: Claude Code's field names
+        plus interpose's own, or in the claude-code dialect exactly Claude's event."""
+        if self._mapping is not None:
+            from .claude_code import tool_event
+
+            return tool_event(
+                self._mapping,
+                CLAUDE_EVENT_NAMES[self.event],
+                tool_name,
+                raw_name,
+                args,
+                call_id=call_id,
+                session_id=session_key,
+                cwd=self.cwd,
+                result=result,
+            )
         return {
             "session_id": session_key,
             "transcript_path": None,

@@ -1228,7 +1228,9 @@ class Pipeline:
     def from_config(cls, path: str | os.PathLike[str]) -> Pipeline:
         """Build the pipeline an ``interpose.toml`` (or ``.json``) file describes; relative
         commands and paths in it resolve against the file's directory.  See
-        ``interpose.config`` and docs/config.md.
+        ``interpose.config`` and docs/config.md.  A Claude Code settings file
+        (``.claude/settings.json``) is accepted too: its hooks run behind the default
+        guards (docs/command-hooks.md).
 
         When the file configures observers or process hooks, enter the pipeline
         (``async with pipe:``) before calling it.
