@@ -319,6 +319,7 @@ def test_a_wrong_value_anywhere_is_reported_at_its_own_path() -> None:
 FREE_FORM = {
     "hooks.processes",
     "hooks.processes.gate.env",
+    "hooks.claude_tools",
     "hooks.commands[0].env",
     "observers.otlp.headers",
     "plugins",
