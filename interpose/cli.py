@@ -210,6 +210,15 @@ def _stack_lines(built: Built) -> list[str]:
     content = ", content recorded (redacted)" if built.trace_content else ""
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
+    if built.priority_order == "picoclaw":
+        lines.append(
+            "priority order: picoclaw (builtins before process hooks, lower priority "
+            "first, ties by name), as interpose priorities:"
+        )
+        lines += [f"  {line}" for line in built.order] or ["  (nothing to order)"]
+    if built.notes:
+        lines.append("notes:")
+        lines += [f"  {note}" for note in built.notes]
     return lines
 
 
