@@ -1797,9 +1797,7 @@ class ProcessHook:
                         method, "give response or its fields at the top level, not both"
                     )
                 content, calls, usage = view.content, view.tool_calls, view.usage
-                stop = self._one(
-                    method, "stop_reason or finish_reason", view.stop_reason, view.finish_reason
-                )
+                stop = self._stop_reason(method, view, response.stop_reason)
             else:
                 content, calls, usage = reply.content, reply.tool_calls, reply.usage
                 stop = reply.stop_reason
@@ -1813,6 +1811,18 @@ class ProcessHook:
                 response.stop_reason = stop
         if reply.retry:
             out.retry = True
+
+    def _stop_reason(self, method: str, view: _LLMResponseView, sent: str) -> str | None:
+        """The stop reason of a response in a reply: an echoed record carries both
+        names (as sent); the one the hook changed wins."""
+        changed = {
+            value for value in (view.stop_reason, view.finish_reason) if value not in (None, sent)
+        }
+        if len(changed) > 1:
+            raise self._fail(method, "stop_reason and finish_reason disagree")
+        if changed:
+            return changed.pop()
+        return view.stop_reason if view.stop_reason is not None else view.finish_reason
 
     def _tool_calls(self, method: str, calls: list[dict[str, Any]]) -> list[ToolCall]:
         """Tool calls of a reply, in interpose's shape (``{id, name, args}``) or
