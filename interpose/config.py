@@ -635,6 +635,7 @@ def _picoclaw(data: Any, file: str) -> tuple[Any, list[str], dict[str, str]]:
         hooks = data["hooks"] = dict(hooks)
         if _picoclaw_shaped(data):
             hooks.setdefault("priority_order", "picoclaw")
+            _picoclaw_processes(hooks, notes)
             foreign = [key for key in data if key not in Config.__struct_fields__]
             for key in foreign:
                 del data[key]
@@ -649,6 +650,26 @@ def _picoclaw(data: Any, file: str) -> tuple[Any, list[str], dict[str, str]]:
                 builtins, file, notes, moved, shaped=hooks.get("priority_order") == "picoclaw"
             )
     return data, notes, moved
+
+
+def _picoclaw_processes(hooks: dict[str, Any], notes: list[str]) -> None:
+    """PicoClaw starts a process hook only when it says ``"enabled": true`` and so does
+    ``hooks`` (Go's zero value is false); interpose's default is on.  In a PicoClaw
+    file, the hooks PicoClaw would not start are not started here either."""
+    processes = hooks.get("processes")
+    if not isinstance(processes, dict):
+        return
+    hooks["processes"] = processes = dict(processes)
+    for name, table in processes.items():
+        if not isinstance(table, dict) or ("enabled" in table and table["enabled"] is not True):
+            continue  # a wrong type is the schema's to report; false stays false
+        if table.get("enabled") is not True or hooks.get("enabled") is not True:
+            why = "it" if table.get("enabled") is not True else "hooks"
+            processes[name] = {**table, "enabled": False}
+            notes.append(
+                f"hooks.processes.{_key(name)}: not started: PicoClaw starts a process hook "
+                f'only when it and hooks say "enabled": true ({why} does not)'
+            )
 
 
 def _picoclaw_builtins(

@@ -280,3 +280,33 @@ def test_defaults_and_trusted(tmp_path: Path) -> None:
     assert isinstance(approve, Interceptor)
     assert (before.trusted, approve.trusted) == (True, False)
     assert approve.timeout == 2.0  # the hook's timeout: interceptor_timeout_ms
+
+
+@pytest.mark.parametrize(
+    ("hooks_enabled", "gate_enabled", "why"),
+    [(None, True, "hooks"), (True, None, "it"), (False, True, "hooks")],
+    ids=["hooks-unset", "hook-unset", "hooks-off"],
+)
+def test_a_process_hook_picoclaw_would_not_start_is_not_started(
+    tmp_path: Path, hooks_enabled: bool | None, gate_enabled: bool | None, why: str
+) -> None:
+    gate = process()
+    del gate["enabled"]
+    if gate_enabled is not None:
+        gate["enabled"] = gate_enabled
+    hooks: dict[str, Any] = {"processes": {"gate": gate}}
+    if hooks_enabled is not None:
+        hooks["enabled"] = hooks_enabled
+    built = describe(load_config(write(tmp_path, {"hooks": hooks})), base_dir=tmp_path)
+    assert built.processes == {}
+    if hooks_enabled is False:
+        assert built.pipeline.registry.list() == []  # hooks.enabled = false: nothing at all
+    else:  # interpose's guards are not PicoClaw's to switch off
+        assert [r.id for r in built.pipeline.registry.list()] == [
+            "builtin:command-safety-guard",
+            "builtin:security-audit",
+        ]
+    assert built.notes == [
+        "hooks.processes.gate: not started: PicoClaw starts a process hook only when it "
+        f'and hooks say "enabled": true ({why} does not)'
+    ]
