@@ -636,6 +636,14 @@ def _picoclaw(data: Any, file: str) -> tuple[Any, list[str], dict[str, str]]:
         if _picoclaw_shaped(data):
             hooks.setdefault("priority_order", "picoclaw")
             _picoclaw_processes(hooks, notes)
+            defaults = hooks.get("defaults")
+            if isinstance(defaults, dict):
+                # PicoClaw reads a timeout of 0 (Go's zero value) as "the default"
+                hooks["defaults"] = {
+                    key: value
+                    for key, value in defaults.items()
+                    if not (key.endswith("_timeout_ms") and value == 0 and value is not False)
+                }
             foreign = [key for key in data if key not in Config.__struct_fields__]
             for key in foreign:
                 del data[key]

@@ -310,3 +310,17 @@ def test_a_process_hook_picoclaw_would_not_start_is_not_started(
         "hooks.processes.gate: not started: PicoClaw starts a process hook only when it "
         f'and hooks say "enabled": true ({why} does not)'
     ]
+
+
+def test_a_zero_timeout_means_the_default_as_in_picoclaw(tmp_path: Path) -> None:
+    defaults = {"observer_timeout_ms": 0, "interceptor_timeout_ms": 0, "approval_timeout_ms": 0}
+    data = picoclaw({"gate": process()}, defaults=defaults)
+    pipe = describe(load_config(write(tmp_path, data)), base_dir=tmp_path).pipeline
+    assert (pipe.observer_timeout, pipe.interceptor_timeout, pipe.approval_timeout) == (
+        0.5,
+        5.0,
+        60.0,
+    )
+    # in interpose's own files, 0 stays out of range
+    plain = write(tmp_path, {"hooks": {"defaults": {"observer_timeout_ms": 0}}}, "plain.json")
+    assert error_of(plain) == ("hooks.defaults.observer_timeout_ms", "expected int >= 1, got 0")
