@@ -1,8 +1,12 @@
 """Process hooks: a long-lived child process that answers hook calls over JSON-RPC 2.0.
 
 The child speaks JSON-RPC 2.0 on its stdin/stdout, one JSON object per line, as
-PicoClaw's process hooks do (its ``review_gate.py`` runs unchanged).  The protocol
-reference, with every message, is docs/process-hooks.md.
+PicoClaw's process hooks do.  Requests carry the fields of both dialects (interpose's
+``name``/``args``/``agent_id``..., PicoClaw's ``tool``/``arguments``/``meta``...) and
+replies are accepted in either shape, so that a hook written for any version of
+PicoClaw's protocol runs unchanged (PicoClaw's event names live in ``picoclaw.py``).
+The protocol reference, with every message and the comparison with upstream, is
+docs/process-hooks.md.
 
 How a call travels::
 
