@@ -17,8 +17,7 @@ from typing import Any
 
 import anyio
 
-from interpose import ApprovalRequest, ConfigError, Pipeline
-from interpose.middleware.command_hooks import CommandHook
+from interpose import ApprovalRequest, CommandHook, ConfigError, Pipeline
 
 HERE = Path(__file__).resolve().parent  # the "project": hooks run here, paths are relative
 

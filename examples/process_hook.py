@@ -22,9 +22,8 @@ from typing import Any
 
 import anyio
 
-from interpose import Pipeline, ToolResult
+from interpose import Pipeline, ProcessHook, ToolResult
 from interpose.bus.events import InterceptorFailed
-from interpose.middleware.process import ProcessHook
 
 GATE = Path(__file__).parent / "hooks" / "review_gate.py"
 # a child that answers the handshake with a protocol version interpose does not speak

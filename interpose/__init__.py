@@ -5,6 +5,7 @@
 """
 
 from .bus.events import Event
+from .bus.memory import InMemoryBus, Subscription, SubscriptionStats
 from .errors import (
     AbortTurn,
     ConfigError,
@@ -13,6 +14,8 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .middleware.command_hooks import CommandHook, CommandHookError
+from .middleware.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
 from .pipeline.context import (
     CommandContext,
     CompactContext,
@@ -66,6 +69,8 @@ __all__ = [
     "CommandBeforeInput",
     "CommandBeforeOutput",
     "CommandContext",
+    "CommandHook",
+    "CommandHookError",
     "CompactContext",
     "CompactInput",
     "CompactOutput",
@@ -73,6 +78,7 @@ __all__ = [
     "Event",
     "HOOKS",
     "HardAbort",
+    "InMemoryBus",
     "Interceptor",
     "InterposeError",
     "KNOWN_TOOL_NAMES",
@@ -91,10 +97,16 @@ __all__ = [
     "ParamsBeforeOutput",
     "ParamsContext",
     "Pipeline",
+    "ProcessHook",
+    "ProcessHookError",
+    "ProcessHookStats",
+    "ProcessHookTimeout",
     "Redactor",
     "RegistrationError",
     "Registry",
     "STAGES",
+    "Subscription",
+    "SubscriptionStats",
     "TOOL_ALIASES",
     "TOOL_GROUPS",
     "ToolAfterInput",

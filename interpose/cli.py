@@ -207,12 +207,18 @@ def _stack_lines(built: Built) -> list[str]:
             lines.append(f"  {sub.name.ljust(width)}  {kinds} (overflow={sub.overflow})")
     else:
         lines.append("observers: none")
-    if built.notes:
-        lines.append("notes (what runs differently from Claude Code):")
-        lines += [f"  {note}" for note in built.notes]
     content = ", content recorded (redacted)" if built.trace_content else ""
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
+    if built.priority_order == "picoclaw":
+        lines.append(
+            "priority order: picoclaw (builtins before process hooks, lower priority "
+            "first, ties by name), as interpose priorities:"
+        )
+        lines += [f"  {line}" for line in built.order] or ["  (nothing to order)"]
+    if built.notes:
+        lines.append("notes:")
+        lines += [f"  {note}" for note in built.notes]
     return lines
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
@@ -83,6 +84,9 @@ __all__ = [
     "parse_config",
     "reference",
 ]
+
+
+_log = logging.getLogger("interpose.config")
 
 
 class ConfigFileError(ConfigError):
@@ -155,7 +159,10 @@ class CommandSafetyGuardConfig(_Table):
     """``[hooks.builtins.command-safety-guard]``: the exec guard (on by default)."""
 
     enabled: Annotated[bool, _doc("register the guard")] = True
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 100
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 100 (see `priority_order`)"),
+    ] = None
     deny: Annotated[
         list[str],
         _doc("extra regexes over each simple command's normalized text; a match blocks"),
@@ -170,7 +177,10 @@ class SecurityAuditConfig(_Table):
     """``[hooks.builtins.security-audit]``: the file-path guard (on by default)."""
 
     enabled: Annotated[bool, _doc("register the guard")] = True
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 99
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 99 (see `priority_order`)"),
+    ] = None
     deny: Annotated[
         list[str], _doc("extra regexes over the normalized, lower-cased path; a match blocks")
     ] = []
@@ -193,7 +203,10 @@ class ToolFilterConfig(_Table):
     deny: Annotated[
         list[str], _doc("the same kinds of rules; a tool one of them matches is blocked")
     ] = []
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 120
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 120 (see `priority_order`)"),
+    ] = None
 
 
 class RateLimitConfig(_Table):
@@ -208,7 +221,10 @@ class RateLimitConfig(_Table):
     ] = None
     tools: Annotated[ToolsField, _doc(_TOOLS_DOC)] = None
     max_buckets: Annotated[int, _doc("how many buckets are kept (LRU)", ge=1)] = 10_000
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 95
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 95 (see `priority_order`)"),
+    ] = None
 
 
 class RedactSecretsConfig(_Table):
@@ -221,7 +237,10 @@ class RedactSecretsConfig(_Table):
     ] = []
     keys: Annotated[list[str], _doc("extra key names whose values are always masked")] = []
     tools: Annotated[ToolsField, _doc(_TOOLS_DOC)] = None
-    priority: Annotated[int, _doc("its place among the tool.after interceptors")] = 100
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.after interceptors; unset: 100 (see `priority_order`)"),
+    ] = None
 
 
 class LoopGuardConfig(_Table):
@@ -233,7 +252,10 @@ class LoopGuardConfig(_Table):
     ] = 3
     tools: Annotated[ToolsField, _doc(_TOOLS_DOC)] = None
     max_turns: Annotated[int, _doc("how many turns' counts are kept (LRU)", ge=1)] = 1024
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 105
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 105 (see `priority_order`)"),
+    ] = None
 
 
 class ResultCacheConfig(_Table):
@@ -256,7 +278,10 @@ class ResultCacheConfig(_Table):
         _doc("`session`: entries are per agent and session; `global`: shared"),
     ] = "session"
     max_entries: Annotated[int, _doc("how many results are kept (LRU)", ge=1)] = 1024
-    priority: Annotated[int, _doc("its place among the tool.before interceptors")] = 5
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.before interceptors; unset: 5 (see `priority_order`)"),
+    ] = None
 
 
 class OutputCapConfig(_Table):
@@ -269,7 +294,10 @@ class OutputCapConfig(_Table):
     ] = "\n… [truncated {chars}]"
     strings_only: Annotated[bool, _doc("leave non-string outputs alone")] = False
     tools: Annotated[ToolsField, _doc(_TOOLS_DOC)] = None
-    priority: Annotated[int, _doc("its place among the tool.after interceptors")] = 90
+    priority: Annotated[
+        int | None,
+        _doc("its place among the tool.after interceptors; unset: 90 (see `priority_order`)"),
+    ] = None
 
 
 class BuiltinsConfig(_Table, rename="kebab"):
@@ -300,9 +328,15 @@ class ProcessHookConfig(_Table):
         default_factory=lambda: ["before_tool"]
     )
     observe: Annotated[
-        list[EventKind], _doc("event kinds sent to it as `hook.event` notifications")
+        list[str],
+        _doc(
+            "events sent to it as notifications: event kinds, PicoClaw's names of them "
+            "(`agent.tool.exec_start`, `turn_end`) or `*` for all"
+        ),
     ] = []
-    priority: Annotated[int, _doc("the priority of each of its interceptors")] = 0
+    priority: Annotated[
+        int, _doc("the priority of each of its interceptors (see `priority_order`)")
+    ] = 0
     on_error: Annotated[
         OnErrorName,
         _doc("when it fails to answer: `block` (fail closed), `skip` (fail open), `raise`"),
@@ -320,6 +354,20 @@ class ProcessHookConfig(_Table):
     env: Annotated[dict[str, str], _doc("variables added to the child's minimal environment")] = {}
     cwd: Annotated[
         str | None, _doc("the child's working directory; unset: the config file's directory")
+    ] = None
+    dir: Annotated[str | None, _doc("PicoClaw's name of `cwd` (give one of them)")] = None
+    transport: Annotated[
+        Literal["stdio"] | None, _doc("PicoClaw's transport: only `stdio` (the default)")
+    ] = None
+    trusted: Annotated[
+        bool, _doc("a `respond` from its before_tool skips the approvers (as a trusted handler)")
+    ] = False
+    event_method: Annotated[
+        Literal["hook.event", "hook.runtime_event"] | None,
+        _doc(
+            "how events are sent; unset: `hook.runtime_event` when `observe` uses PicoClaw's "
+            "`agent.*` names, else `hook.event`"
+        ),
     ] = None
 
 
@@ -394,6 +442,14 @@ class HooksConfig(_Table):
     tools: Annotated[
         list[str], _doc("application tool names to add to the known set, for matchers")
     ] = []
+    priority_order: Annotated[
+        Literal["interpose", "picoclaw"] | None,
+        _doc(
+            "how the priorities of builtins and process hooks order them: `interpose` "
+            "(higher first) or `picoclaw` (builtins before process hooks, lower first, ties "
+            "by name); unset: `picoclaw` in a PicoClaw-shaped file, else `interpose`"
+        ),
+    ] = None
     defaults: DefaultsConfig = msgspec.field(default_factory=DefaultsConfig)
     builtins: BuiltinsConfig = msgspec.field(default_factory=BuiltinsConfig)
     processes: dict[str, ProcessHookConfig] = {}
@@ -469,8 +525,12 @@ class TracingConfig(_Table):
     content: Annotated[bool, _doc("record tool arguments and results in spans, redacted")] = False
 
 
-class Config(_Table):
-    """A whole config file."""
+class Config(_Table, dict=True):
+    """A whole config file.
+
+    (``dict=True``: the loader notes what it left out of a PicoClaw-shaped file on the
+    instance, as ``_notes``, for ``interpose check``; see ``_picoclaw``.)
+    """
 
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
     observers: ObserversConfig = msgspec.field(default_factory=ObserversConfig)
@@ -547,11 +607,161 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
     Raises:
         ConfigFileError: ``data`` does not match the schema.
     """
+    data, notes, moved = _picoclaw(data, file, json=table == "object")
     try:
-        return msgspec.convert(data, Config)
+        config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
         field, problem = _explain(str(exc), data, table)
+        for flat, nested in moved.items():  # a key that came from a builtin's `config`
+            if field == flat or field.startswith((flat + ".", flat + "[")):
+                field = nested + field[len(flat) :]
+                break
         raise ConfigFileError(file, field, problem) from None
+    config._notes = notes  # type: ignore[attr-defined]
+    return config
+
+
+# -- PicoClaw's files ---------------------------------------------------------------------
+
+_PICOCLAW_PROCESS_KEYS = ("transport", "dir", "trusted")
+
+
+def _picoclaw_shaped(data: dict[str, Any]) -> bool:
+    """Whether parsed data is a PicoClaw config: a process hook with one of PicoClaw's
+    own keys (``transport``, ``dir``, ``trusted``), or a builtin with a ``config``."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    processes = hooks.get("processes")
+    if isinstance(processes, dict) and any(
+        isinstance(table, dict) and any(key in table for key in _PICOCLAW_PROCESS_KEYS)
+        for table in processes.values()
+    ):
+        return True
+    builtins = hooks.get("builtins")
+    return isinstance(builtins, dict) and any(
+        isinstance(table, dict) and "config" in table for table in builtins.values()
+    )
+
+
+def _picoclaw(data: Any, file: str, *, json: bool) -> tuple[Any, list[str], dict[str, str]]:
+    """Parsed data with PicoClaw's forms rewritten to interpose's; the notes on what
+    was left out, and {flat field: the field it came from} for error messages.
+
+    - ``hooks.builtins.<name>.config`` (PicoClaw's options of a builtin) is merged into
+      its table;
+    - a builtin interpose does not have is left out with a note when it is not enabled
+      (PicoClaw does not look it up either), an error when it is;
+    - in a PicoClaw-shaped file (JSON only: PicoClaw's config is ``config.json``, and an
+      ``interpose.toml`` that uses ``dir`` or ``transport`` stays interpose's),
+      ``hooks.priority_order`` defaults to ``picoclaw`` and top-level sections other than
+      interpose's (``agents``, ``channels``, ...) are left out with a note.
+
+    Raises:
+        ConfigFileError: an enabled builtin interpose does not have; a key given both in
+            a builtin's ``config`` and in its table.
+    """
+    notes: list[str] = []
+    moved: dict[str, str] = {}
+    if not isinstance(data, dict):
+        return data, notes, moved
+    data = dict(data)
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        hooks = data["hooks"] = dict(hooks)
+        if json and _picoclaw_shaped(data):
+            hooks.setdefault("priority_order", "picoclaw")
+            _picoclaw_processes(hooks, notes)
+            defaults = hooks.get("defaults")
+            if isinstance(defaults, dict):
+                # PicoClaw reads a timeout of 0 (Go's zero value) as "the default"
+                hooks["defaults"] = {
+                    key: value
+                    for key, value in defaults.items()
+                    if not (key.endswith("_timeout_ms") and value == 0 and value is not False)
+                }
+            foreign = [key for key in data if key not in Config.__struct_fields__]
+            for key in foreign:
+                del data[key]
+            if foreign:
+                notes.append(
+                    "PicoClaw settings interpose has no use for were left out: "
+                    + ", ".join(foreign)
+                )
+        builtins = hooks.get("builtins")
+        if isinstance(builtins, dict):
+            hooks["builtins"] = _picoclaw_builtins(
+                builtins, file, notes, moved, shaped=hooks.get("priority_order") == "picoclaw"
+            )
+    return data, notes, moved
+
+
+def _picoclaw_processes(hooks: dict[str, Any], notes: list[str]) -> None:
+    """PicoClaw starts a process hook only when it says ``"enabled": true`` and so does
+    ``hooks`` (Go's zero value is false); interpose's default is on.  In a PicoClaw
+    file, the hooks PicoClaw would not start are not started here either."""
+    processes = hooks.get("processes")
+    if not isinstance(processes, dict):
+        return
+    hooks["processes"] = processes = dict(processes)
+    for name, table in processes.items():
+        if not isinstance(table, dict) or ("enabled" in table and table["enabled"] is not True):
+            continue  # a wrong type is the schema's to report; false stays false
+        if table.get("enabled") is not True or hooks.get("enabled") is not True:
+            why = "it" if table.get("enabled") is not True else "hooks"
+            processes[name] = {**table, "enabled": False}
+            notes.append(
+                f"hooks.processes.{_key(name)}: not started: PicoClaw starts a process hook "
+                f'only when it and hooks say "enabled": true ({why} does not)'
+            )
+
+
+def _picoclaw_builtins(
+    builtins: dict[str, Any],
+    file: str,
+    notes: list[str],
+    moved: dict[str, str],
+    *,
+    shaped: bool,
+) -> dict[str, Any]:
+    """``hooks.builtins`` with each ``config`` merged; in a PicoClaw-ordered file, the
+    builtins interpose does not have are left out when disabled, an error when enabled
+    (elsewhere the schema reports them: a misspelt name must not pass)."""
+    known = [field.encode_name for field in _fields_of(BuiltinsConfig)]
+    result: dict[str, Any] = {}
+    for name, table in builtins.items():
+        where = f"hooks.builtins.{_key(name)}"
+        if name not in known and shaped:
+            if isinstance(table, dict) and table.get("enabled") is not True:
+                notes.append(f"{where}: not an interpose builtin; left out (it is not enabled)")
+                continue
+            raise ConfigFileError(
+                file,
+                where,
+                "not an interpose builtin (a PicoClaw builtin is Go code compiled into "
+                "PicoClaw: run it as a process hook or a plugin instead, or disable it); "
+                f"interpose's builtins: {', '.join(known)}",
+            )
+        if isinstance(table, dict) and isinstance(table.get("config"), dict):
+            table = dict(table)
+            options = table.pop("config")
+            for key, value in options.items():
+                if key in table:
+                    raise ConfigFileError(
+                        file,
+                        f"{where}.config.{_key(str(key))}",
+                        f"also given as {where}.{_key(str(key))}: give it once",
+                    )
+                table[key] = value
+                moved[f"{where}.{_key(str(key))}"] = f"{where}.config.{_key(str(key))}"
+        result[name] = table
+    return result
+
+
+def _fields_of(cls: type[msgspec.Struct]) -> list[msgspec.inspect.Field]:
+    info = msgspec.inspect.type_info(cls)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return list(info.fields)
 
 
 class _DuplicateKey(ValueError):
@@ -811,7 +1021,10 @@ def build_pipeline(
         tracing=tracing,
         tracer_provider=tracer_provider,
     )
-    return builder.build().pipeline
+    built = builder.build()
+    for note in built.notes:
+        _log.warning("%s: %s", source, note)
+    return built.pipeline
 
 
 @dataclasses.dataclass
@@ -825,8 +1038,15 @@ class Built:
         exporter: where spans are exported ("" when nowhere).
         trace_content: whether spans record tool arguments and results.
         processes: process hook name -> its command line.
-        notes: what the config asks for that is not done (unsupported hooks of a Claude
-            Code settings file), one line each.
+        priority_order: "interpose" or "picoclaw" (``hooks.priority_order``, resolved).
+        order: under the PicoClaw order, one line per builtin and process hook, in
+            PicoClaw's order, with its PicoClaw priority and the interpose priority it
+            got; empty otherwise.
+        notes: what the config asks for that is not done or has no effect (unsupported
+            hooks of a Claude Code settings file, a PicoClaw event interpose does not
+            have, a disabled PicoClaw builtin, PicoClaw settings left out), one line each;
+            they are logged as warnings (logger ``interpose.config``) when the pipeline
+            is built.
     """
 
     pipeline: Pipeline
@@ -834,6 +1054,8 @@ class Built:
     exporter: str = ""
     trace_content: bool = False
     processes: dict[str, str] = dataclasses.field(default_factory=dict)
+    priority_order: str = "interpose"
+    order: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -855,6 +1077,19 @@ def describe(
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")
+#: the interpose priority of each builtin whose table leaves it unset
+_BUILTIN_PRIORITY: dict[str, int] = {
+    "command-safety-guard": 100,
+    "security-audit": 99,
+    "tool-filter": 120,
+    "rate-limit": 95,
+    "redact-secrets": 100,
+    "loop-guard": 105,
+    "result-cache": 5,
+    "output-cap": 90,
+}
+#: the priority of the first hook under the PicoClaw order (see _Builder.rank)
+_RANK_TOP = 1000
 _INTERPRETER = re.compile(r"(python[0-9.]*|pypy[0-9.]*|bash|sh|zsh|dash|node|ruby|perl)")
 
 
@@ -927,6 +1162,8 @@ class _Builder:
             trace_content=config.tracing.content,
         )
         built = Built(pipe, exporter=exporter, trace_content=config.tracing.content)
+        built.notes += getattr(config, "_notes", [])
+        self.rank(built)
         if provider is not None and not self.dry and self.tracer_provider is None:
             pipe.add_service(_FlushSpans(provider))
         hooks = config.hooks
@@ -949,6 +1186,52 @@ class _Builder:
             self.plugin(pipe, name, table)
         return built
 
+    # -- order --------------------------------------------------------------------------
+
+    def rank(self, built: Built) -> None:
+        """Under the PicoClaw order, give each enabled builtin and process hook the
+        interpose priority that puts it where PicoClaw would run it: builtins (PicoClaw's
+        in-process hooks) before process hooks, lower priority first, ties by name.
+
+        A builtin whose priority the file leaves unset counts as minus its interpose
+        default, so that the builtins keep their usual order among themselves.  The
+        ranked hooks get ``_RANK_TOP``, ``_RANK_TOP - 1``, ...: they run before command
+        hooks and plugins of ordinary priorities.
+        """
+        hooks = self.config.hooks
+        order = hooks.priority_order or "interpose"
+        built.priority_order = order
+        self.ranks: dict[tuple[str, str], int] = {}
+        if order != "picoclaw" or not hooks.enabled:
+            return
+        entries: list[tuple[int, int, str, bool]] = []
+        for field in _fields_of(BuiltinsConfig):
+            table = getattr(hooks.builtins, field.name)
+            if table is not None and table.enabled:
+                name = field.encode_name
+                given = table.priority
+                unset = given is None
+                priority = -_BUILTIN_PRIORITY[name] if given is None else given
+                entries.append((0, priority, name, unset))
+        for name, process in hooks.processes.items():
+            if process.enabled:
+                entries.append((1, process.priority, name, False))
+        entries.sort()
+        for i, (source, priority, name, unset) in enumerate(entries):
+            kind = "builtin" if source == 0 else "process"
+            self.ranks[(kind, name)] = _RANK_TOP - i
+            shown = f"{priority} (unset: minus its default)" if unset else str(priority)
+            built.order.append(
+                f"{i + 1}. {kind} {name}: picoclaw priority {shown} -> priority {_RANK_TOP - i}"
+            )
+
+    def priority(self, kind: str, name: str, given: int | None, default: int = 0) -> int:
+        """The interpose priority of a builtin or process hook (see ``rank``)."""
+        ranked = self.ranks.get((kind, name))
+        if ranked is not None:
+            return ranked
+        return default if given is None else given
+
     # -- builtins -------------------------------------------------------------------------
 
     def guards(self, pipe: Pipeline, builtins: BuiltinsConfig) -> None:
@@ -970,8 +1253,23 @@ class _Builder:
             path_allow=audit.allow,
         )
         guards = (
-            (safety.enabled, safety.priority, "command-safety-guard"),
-            (audit.enabled, audit.priority, "security-audit"),
+            (
+                safety.enabled,
+                self.priority(
+                    "builtin",
+                    "command-safety-guard",
+                    safety.priority,
+                    _BUILTIN_PRIORITY["command-safety-guard"],
+                ),
+                "command-safety-guard",
+            ),
+            (
+                audit.enabled,
+                self.priority(
+                    "builtin", "security-audit", audit.priority, _BUILTIN_PRIORITY["security-audit"]
+                ),
+                "security-audit",
+            ),
         )
         for reg, (enabled, priority, key) in zip(regs, guards, strict=True):
             if enabled:
@@ -1001,7 +1299,13 @@ class _Builder:
             )
             deny = self.rules(where + "tool-filter.deny", table.deny, pipe)
             with self.at(where + "tool-filter"):
-                policy = ToolFilter(allow=allow, deny=deny, priority=table.priority)
+                policy = ToolFilter(
+                    allow=allow,
+                    deny=deny,
+                    priority=self.priority(
+                        "builtin", "tool-filter", table.priority, _BUILTIN_PRIORITY["tool-filter"]
+                    ),
+                )
                 policy.install(pipe)
         if builtins.loop_guard is not None and builtins.loop_guard.enabled:
             guard = builtins.loop_guard
@@ -1011,7 +1315,9 @@ class _Builder:
                     guard.max_repeats,
                     tools=tools,
                     max_turns=guard.max_turns,
-                    priority=guard.priority,
+                    priority=self.priority(
+                        "builtin", "loop-guard", guard.priority, _BUILTIN_PRIORITY["loop-guard"]
+                    ),
                 ).install(pipe)
         if builtins.rate_limit is not None and builtins.rate_limit.enabled:
             rate = builtins.rate_limit
@@ -1023,7 +1329,9 @@ class _Builder:
                     burst=rate.burst,
                     tools=tools,
                     max_buckets=rate.max_buckets,
-                    priority=rate.priority,
+                    priority=self.priority(
+                        "builtin", "rate-limit", rate.priority, _BUILTIN_PRIORITY["rate-limit"]
+                    ),
                 ).install(pipe)
         if builtins.redact_secrets is not None and builtins.redact_secrets.enabled:
             redact = builtins.redact_secrets
@@ -1033,7 +1341,12 @@ class _Builder:
                 RedactSecrets(
                     Redactor(redact.patterns, keys=redact.keys),
                     tools=tools,
-                    priority=redact.priority,
+                    priority=self.priority(
+                        "builtin",
+                        "redact-secrets",
+                        redact.priority,
+                        _BUILTIN_PRIORITY["redact-secrets"],
+                    ),
                 ).install(pipe)
         if builtins.result_cache is not None and builtins.result_cache.enabled:
             cache = builtins.result_cache
@@ -1050,7 +1363,9 @@ class _Builder:
                     invalidate_on=invalidate,
                     scope=cache.scope,
                     max_entries=cache.max_entries,
-                    priority=cache.priority,
+                    priority=self.priority(
+                        "builtin", "result-cache", cache.priority, _BUILTIN_PRIORITY["result-cache"]
+                    ),
                 ).install(pipe)
         if builtins.output_cap is not None and builtins.output_cap.enabled:
             cap = builtins.output_cap
@@ -1061,16 +1376,32 @@ class _Builder:
                     marker=cap.marker,
                     strings_only=cap.strings_only,
                     tools=tools,
-                    priority=cap.priority,
+                    priority=self.priority(
+                        "builtin", "output-cap", cap.priority, _BUILTIN_PRIORITY["output-cap"]
+                    ),
                 ).install(pipe)
 
     # -- out-of-process hooks -------------------------------------------------------------
 
     def process(self, pipe: Pipeline, built: Built, name: str, table: ProcessHookConfig) -> None:
+        from .middleware.picoclaw import resolve_observe
         from .middleware.process import ProcessHook
 
         where = f"hooks.processes.{_key(name)}"
-        cwd = self.directory(where + ".cwd", table.cwd)
+        if table.dir is not None and table.cwd is not None:
+            self.fail(where + ".dir", "give dir (PicoClaw's name) or cwd, not both")
+        if table.dir is not None:
+            cwd = self.directory(where + ".dir", table.dir)
+        else:
+            cwd = self.directory(where + ".cwd", table.cwd)
+        for i, kind in enumerate(table.observe):
+            with self.at(f"{where}.observe[{i}]"):
+                _, never = resolve_observe([kind], f"process hook {name!r}")
+            if never:
+                built.notes.append(
+                    f"{where}.observe[{i}]: PicoClaw's {kind!r} has no interpose "
+                    "counterpart: it is never sent"
+                )
         self.environment(where + ".env", table.env)
         with self.at(where + ".command"):
             self.program(table.command, cwd, table.env)
@@ -1086,13 +1417,15 @@ class _Builder:
                 observe=table.observe,
                 tools=tools,
                 agents=table.agents,
-                priority=table.priority,
+                priority=self.priority("process", name, table.priority),
                 on_error=table.on_error,
                 timeout=_seconds(timeout),
                 handshake_timeout=_seconds(table.handshake_timeout_ms),
                 max_line=table.max_line_bytes,
                 env=table.env,
                 cwd=str(cwd),
+                event_method=table.event_method,
+                trusted=table.trusted,
             )
             hook.install(pipe)
         built.processes[name] = " ".join(table.command)

@@ -1,8 +1,12 @@
 """Process hooks: a long-lived child process that answers hook calls over JSON-RPC 2.0.
 
 The child speaks JSON-RPC 2.0 on its stdin/stdout, one JSON object per line, as
-PicoClaw's process hooks do (its ``review_gate.py`` runs unchanged).  The protocol
-reference, with every message, is docs/process-hooks.md.
+PicoClaw's process hooks do.  Requests carry the fields of both dialects (interpose's
+``name``/``args``/``agent_id``..., PicoClaw's ``tool``/``arguments``/``meta``...) and
+replies are accepted in either shape, so that a hook written for any version of
+PicoClaw's protocol runs unchanged (PicoClaw's event names live in ``picoclaw.py``).
+The protocol reference, with every message and the comparison with upstream, is
+docs/process-hooks.md.
 
 How a call travels::
 
@@ -68,7 +72,7 @@ import anyio.abc
 import msgspec
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ..bus.events import EVENT_KINDS, Event, encode_event
+from ..bus.events import Event, encode_event
 from ..errors import AbortTurn, ConfigError, HardAbort, InterposeError
 from ..pipeline.hooks import ON_ERROR_VALUES, OnError
 from ..pipeline.payloads import (
@@ -78,7 +82,6 @@ from ..pipeline.payloads import (
     LLMAfterOutput,
     LLMBeforeInput,
     LLMRequest,
-    LLMResponse,
     ToolAfterInput,
     ToolAfterOutput,
     ToolBeforeInput,
@@ -87,8 +90,9 @@ from ..pipeline.payloads import (
     ToolResult,
 )
 from ..pipeline.registry import Interceptor
-from ..pipeline.tools import ToolMatcher
+from ..pipeline.tools import ToolMatcher, normalize_tool_name
 from ._process_group import kill_group, terminate_group, wait_exited
+from .picoclaw import EVENT_METHODS, event_names, resolve_observe, uses_runtime_names
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -125,6 +129,7 @@ _KILL_WAIT = 1.0  # s: after SIGTERM, then after SIGKILL
 _STDERR_GRACE = 0.5  # s: after the child is gone, for the rest of its stderr
 _SLACK = 0.01  # s: tolerance when comparing a wait with a timeout
 _ABANDONED_KEPT = 1024  # ids given up on, remembered so that their late replies are known
+_CLOSING = "the hook is closing"
 _PREVIEW = 120  # characters of an offending line quoted in messages
 _NAME = re.compile(r"[\w.-]+")
 # On asyncio, the child's stdin/stdout are pipes connected to asyncio transports (no
@@ -211,8 +216,25 @@ class _Envelope(msgspec.Struct):
     error: _RpcError | None = None
 
 
-class _HelloParams(msgspec.Struct):
+# Every request carries the fields of both dialects (see docs/process-hooks.md,
+# "Compatibility with PicoClaw"): interpose's (name, args, agent_id, ...) and PicoClaw's
+# (tool, arguments, meta, ...), so that a hook written against either reads what it
+# expects.  Replies are accepted in either shape.
+
+
+class _HelloParams(msgspec.Struct, kw_only=True):
     protocol_version: int = PROTOCOL_VERSION
+    name: str  # PicoClaw's: the hook's name, its protocol version, what it serves
+    version: int = PROTOCOL_VERSION
+    modes: list[str]
+
+
+class _Meta(msgspec.Struct, kw_only=True):
+    """PicoClaw's ``meta`` (its Go field names)."""
+
+    agent_id: str = msgspec.field(name="AgentID")
+    turn_id: str = msgspec.field(name="TurnID")
+    session_key: str = msgspec.field(name="SessionKey")
 
 
 class _ToolParams(msgspec.Struct, kw_only=True):
@@ -222,6 +244,9 @@ class _ToolParams(msgspec.Struct, kw_only=True):
     agent_id: str
     session_key: str
     turn_id: str
+    tool: str  # PicoClaw: the tool's name and arguments, and meta
+    arguments: dict[str, Any]
+    meta: _Meta
 
 
 class _BeforeToolParams(_ToolParams, kw_only=True):
@@ -238,6 +263,34 @@ class _AfterToolParams(_ToolParams, kw_only=True):
     raw_name: str
     result: _ResultView
     duration_ns: int
+    duration: int  # PicoClaw's name of duration_ns
+
+
+class _FunctionView(msgspec.Struct):
+    name: str
+    arguments: str  # a JSON string, as in OpenAI's tool calls
+
+
+class _ToolCallView(msgspec.Struct, kw_only=True):
+    """A tool call the model asked for, in interpose's fields and in PicoClaw's
+    (OpenAI's) ``{type, function: {name, arguments}}``."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    type: str = "function"
+    function: _FunctionView
+
+
+class _ResponseView(msgspec.Struct, kw_only=True):
+    """The LLM response as sent: interpose's fields and PicoClaw's names of them."""
+
+    role: str = "assistant"
+    content: str
+    tool_calls: list[_ToolCallView]
+    usage: dict[str, int]
+    stop_reason: str
+    finish_reason: str
 
 
 class _LLMParams(msgspec.Struct, kw_only=True):
@@ -245,14 +298,25 @@ class _LLMParams(msgspec.Struct, kw_only=True):
     session_key: str
     turn_id: str
     attempt: int
+    meta: _Meta
+    model: str  # PicoClaw: the request's model (from params["model"], "" if unset)
+
+
+class _BeforeLLMParams(_LLMParams, kw_only=True):
     request: LLMRequest
+    messages: list[dict[str, Any]]  # PicoClaw: the request's fields at the top level
+    tools: list[dict[str, Any]]
+    options: dict[str, Any]
 
 
 class _AfterLLMParams(_LLMParams, kw_only=True):
-    response: LLMResponse
+    request: LLMRequest
+    response: _ResponseView
 
 
-Action = Literal["continue", "modify", "respond", "deny_tool", "deny", "abort_turn", "hard_abort"]
+Action = Literal[
+    "continue", "modify", "respond", "deny_tool", "deny", "abort_turn", "hard_abort", ""
+]
 
 
 class _Decision(msgspec.Struct):
@@ -266,45 +330,101 @@ class _HookResult(msgspec.Struct):
     is_error: bool | msgspec.UnsetType = msgspec.UNSET
 
 
+class _AfterResult(_HookResult):
+    """after_tool's ``result``: a tool result, or PicoClaw's whole after_tool record
+    with the tool result inside (``{"tool": ..., "result": {"for_llm": ...}}``)."""
+
+    result: _HookResult | None = None
+
+
+class _Call(msgspec.Struct):
+    """PicoClaw's ``call`` in a before_tool reply."""
+
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+class _Reply(msgspec.Struct):
+    """What every interceptor reply may carry: interpose's ``decision`` object, or
+    PicoClaw's ``action`` and ``reason`` at the top level."""
+
+    decision: _Decision | None = None
+    action: Action | None = None
+    reason: str = ""
+
+
+class _Scope(msgspec.Struct, kw_only=True):
+    """PicoClaw's ``scope`` of a runtime event."""
+
+    agent_id: str
+    session_key: str
+    turn_id: str
+
+
 class _HelloReply(msgspec.Struct, kw_only=True):
     name: str = ""
-    protocol_version: int
+    protocol_version: int | None = None  # PicoClaw's replies ({"ok": true}) have none
+    version: int | None = None
 
 
-class _BeforeToolReply(msgspec.Struct):
-    decision: _Decision | None = None
+class _BeforeToolReply(_Reply):
     args: dict[str, Any] | None = None
+    call: _Call | None = None
     hook_result: _HookResult | None = None
-
-
-class _AfterToolReply(msgspec.Struct):
-    decision: _Decision | None = None
     result: _HookResult | None = None
+
+
+class _AfterToolReply(_Reply):
+    result: _AfterResult | None = None
     hook_result: _HookResult | None = None
     retry: bool = False
 
 
 class _ApproveToolReply(msgspec.Struct, kw_only=True):
-    allow: bool
+    allow: bool | None = None
+    approved: bool | None = None  # PicoClaw's name
     reason: str = ""
     ask: bool = False
 
 
-class _BeforeLLMReply(msgspec.Struct):
-    decision: _Decision | None = None
+class _LLMRequestView(msgspec.Struct):
+    """PicoClaw's ``request`` in a before_llm reply."""
+
+    model: str | None = None
+    system: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    options: dict[str, Any] | None = None
+
+
+class _BeforeLLMReply(_Reply):
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] | None = None
     params: dict[str, Any] | None = None
     headers: dict[str, str] | None = None
+    request: _LLMRequestView | None = None
 
 
-class _AfterLLMReply(msgspec.Struct):
-    decision: _Decision | None = None
+class _LLMResponseView(msgspec.Struct):
+    """An LLM response in a reply: interpose's fields, PicoClaw's (``finish_reason``,
+    OpenAI-shaped tool calls), or PicoClaw's after_llm record with the response
+    inside."""
+
     content: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
     usage: dict[str, int] | None = None
     stop_reason: str | None = None
+    finish_reason: str | None = None
+    response: _LLMResponseView | None = None
+
+
+class _AfterLLMReply(_Reply):
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
+    stop_reason: str | None = None
+    response: _LLMResponseView | None = None
     retry: bool = False
 
 
@@ -623,7 +743,10 @@ class ProcessHook:
         command: the program and its arguments (not a shell string).
         intercept: hook points served: before_tool, after_tool, approve_tool,
             before_llm, after_llm.
-        observe: event kinds sent to the child as ``hook.event`` notifications.
+        observe: events sent to the child as notifications: interpose's event kinds,
+            PicoClaw's names of them (``agent.tool.exec_start``, ``turn_end``), or
+            ``*`` for every event; PicoClaw events interpose does not have are accepted
+            and listed in ``never_observed``.
         tools: tool matcher of the tool points (as ``Interceptor.tool_matcher``).
         agents: agent matcher (a regex on agent_id).
         priority: priority of every interceptor (higher runs first).
@@ -637,6 +760,11 @@ class ProcessHook:
         cwd: the child's working directory.
         restart_backoff: (first, longest) delay in seconds before restarting a child
             that died; it doubles per consecutive restart.
+        event_method: ``"hook.event"`` or ``"hook.runtime_event"`` (PicoClaw's current
+            method); unset: ``hook.runtime_event`` when ``observe`` is written in
+            PicoClaw's runtime names (``agent.*``), else ``hook.event``.
+        trusted: a ``respond`` from its before_tool skips the approvers (see
+            ``Interceptor.trusted``).
 
     Raises:
         ConfigError: (a ``ValueError``) an invalid argument: unknown intercept point or
@@ -661,6 +789,8 @@ class ProcessHook:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         restart_backoff: tuple[float, float] = (0.1, 5.0),
+        event_method: str | None = None,
+        trusted: bool = False,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigError(
@@ -685,17 +815,27 @@ class ProcessHook:
                     f"{where}: intercept: unknown hook point {point!r}; "
                     f"expected one of {', '.join(INTERCEPT_POINTS)}"
                 )
-        kinds = _names(observe, where, "observe")
-        for kind in kinds:
-            if kind not in EVENT_KINDS:
-                raise ConfigError(
-                    f"{where}: observe: unknown event kind {kind!r}; "
-                    f"expected one of {', '.join(sorted(EVENT_KINDS))}"
-                )
-        if not points and not kinds:
+        names = _names(observe, where, "observe")
+        kinds, never = resolve_observe(names, where)
+        if not points and not names:
             raise ConfigError(f"{where}: it neither intercepts nor observes anything")
         self.intercept: tuple[str, ...] = points
+        #: the interpose event kinds sent to the child
         self.observe: tuple[str, ...] = kinds
+        #: names in ``observe`` PicoClaw knows but interpose has no event for: never sent
+        self.never_observed: tuple[str, ...] = never
+        if event_method is None:
+            event_method = "hook.runtime_event" if uses_runtime_names(names) else "hook.event"
+        if event_method not in EVENT_METHODS:
+            raise ConfigError(
+                f"{where}: event_method must be one of {', '.join(EVENT_METHODS)}, "
+                f"got {event_method!r}"
+            )
+        self.event_method: str = event_method
+        self._event_method = event_method.encode()
+        if not isinstance(trusted, bool):
+            raise ConfigError(f"{where}: trusted must be a bool, got {trusted!r}")
+        self.trusted = trusted
         if on_error not in ON_ERROR_VALUES:
             raise ConfigError(
                 f"{where}: on_error must be 'block', 'skip' or 'raise', got {on_error!r}"
@@ -728,6 +868,15 @@ class ProcessHook:
             raise ConfigError(f"{where}: restart_backoff: first delay {low} exceeds longest {high}")
         self.restart_backoff = (float(low), float(high))
         self.stats = ProcessHookStats()
+        modes = [] if not kinds else ["observe"]
+        for mode, served in (
+            ("llm", ("before_llm", "after_llm")),
+            ("tool", ("before_tool", "after_tool")),
+            ("approve", ("approve_tool",)),
+        ):
+            if any(point in points for point in served):
+                modes.append(mode)
+        self._hello = _HelloParams(name=name, modes=modes)
         #: the name the child gave in its handshake reply ("" before the first one)
         self.child_name = ""
         self._log = logging.getLogger(f"interpose.process.{name}")
@@ -828,6 +977,7 @@ class ProcessHook:
                     agent_matcher=self.agents,
                     on_error=on_error,
                     timeout=self.timeout if point == "approve_tool" else math.inf,
+                    trusted=self.trusted and point == "before_tool",
                     source=f"process:{self.name}",
                 )
             )
@@ -896,7 +1046,7 @@ class ProcessHook:
         assert self._ready is not None
         child = self._child
         if child is not None:
-            child.stop("the hook is closing")
+            child.stop(_CLOSING)
         self._wake.set()
         self._ready.set()  # wake wait_ready() callers: they raise
         with anyio.move_on_after(_CLOSE_GRACE + 2 * _KILL_WAIT + _STDERR_GRACE + 1):
@@ -1048,7 +1198,7 @@ class ProcessHook:
                 tg.start_soon(self._expire, child)
                 tg.start_soon(self._watch_exit, child)
                 if self._closing:
-                    child.stop("the hook is closing")
+                    child.stop(_CLOSING)
                 else:
                     await self._handshake(child)
                 task_status.started()
@@ -1072,16 +1222,19 @@ class ProcessHook:
     async def _handshake(self, child: _Child) -> None:
         method = "hook.hello"
         try:
-            raw = await self._request(
-                child, method, _HelloParams(), self.handshake_timeout, math.inf
-            )
+            raw = await self._request(child, method, self._hello, self.handshake_timeout, math.inf)
             reply = self._decode(_HELLO, raw, method)
-            if reply.protocol_version != PROTOCOL_VERSION:
-                raise self._error(
-                    method,
-                    f"the child speaks protocol_version {reply.protocol_version}, "
-                    f"this side speaks {PROTOCOL_VERSION}",
-                )
+            # PicoClaw's replies carry no version ({"ok": true, "name": ...}); one that
+            # names a version must name ours
+            for key, version in (
+                ("protocol_version", reply.protocol_version),
+                ("version", reply.version),
+            ):
+                if version is not None and version != PROTOCOL_VERSION:
+                    raise self._error(
+                        method,
+                        f"the child speaks {key} {version}, this side speaks {PROTOCOL_VERSION}",
+                    )
         except ProcessHookError as exc:
             self.stats.failed += 1
             child.stop(f"handshake failed: {exc.detail}")
@@ -1212,6 +1365,10 @@ class ProcessHook:
 
     def _take_line(self, child: _Child, line: bytes) -> bool:
         """Handle one line of the child's stdout; False: stop reading (it is done for)."""
+        if child.ended.is_set() and child.end_reason == _CLOSING:
+            # closing: drain what it still writes (PicoClaw-style hooks answer the last
+            # notifications too) so that it sees its stdin end, not a broken pipe
+            return True
         try:
             self._on_line(child, line)
         except Exception as exc:  # a bug here must not take the pipeline down
@@ -1471,7 +1628,7 @@ class ProcessHook:
         return ProcessHookError(f"process hook {self.name!r} {why}", hook=self.name, method=method)
 
     def _check_action(self, method: str, decision: _Decision) -> str:
-        action = decision.action
+        action = decision.action or "continue"  # PicoClaw: an empty action continues
         if action not in _ACTIONS[method]:
             raise self._fail(method, f"action {action!r} does not apply to {method}")
         if action == "abort_turn":
@@ -1480,10 +1637,29 @@ class ProcessHook:
             raise HardAbort(decision.reason or f"stopped by process hook {self.name!r}")
         return action
 
+    def _decision(self, method: str, reply: _Reply) -> tuple[str | None, bool]:
+        """(the reply's action after _check_action, or None when it gives none; whether
+        it is PicoClaw's flat shape, whose data sent alongside ``continue`` applies too,
+        as in PicoClaw)."""
+        if reply.decision is not None and reply.action is not None:
+            raise self._fail(method, "give decision or action, not both")
+        if reply.action is not None:
+            return self._check_action(method, _Decision(reply.action, reply.reason)), True
+        if reply.decision is not None:
+            return self._check_action(method, reply.decision), False
+        return None, False
+
+    def _one(self, method: str, what: str, first: R | None, second: R | None) -> R | None:
+        """Of two fields that say the same thing in the two dialects, the one given."""
+        if first is not None and second is not None:
+            raise self._fail(method, f"give {what}, not both")
+        return first if first is not None else second
+
     # -- the handlers -----------------------------------------------------------------
 
     async def _before_tool(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         method = "hook.before_tool"
+        meta = _Meta(agent_id=inp.agent_id, turn_id=inp.turn_id, session_key=inp.session_key)
         params = _BeforeToolParams(
             name=inp.tool_name,
             args=out.args,
@@ -1492,24 +1668,39 @@ class ProcessHook:
             session_key=inp.session_key,
             turn_id=inp.turn_id,
             raw_name=inp.raw_name,
+            tool=inp.tool_name,
+            arguments=out.args,
+            meta=meta,
         )
         reply = await self._ask(method, params, _BEFORE_TOOL)
-        if reply.decision is None:
-            if reply.args is not None:  # PicoClaw's plain {"args": {...}}
-                out.args = reply.args
-            return
-        action = self._check_action(method, reply.decision)
-        if action == "modify":
-            if reply.args is not None:
-                out.args = reply.args
-        elif action == "respond":
-            if reply.hook_result is None:
-                raise self._fail(method, "action 'respond' needs a hook_result")
-            output, is_error = self._result(method, reply.hook_result)
+        action, flat = self._decision(method, reply)
+        call = reply.call
+        if call is not None and call.tool is not None:
+            tool = normalize_tool_name(call.tool)
+            if tool not in (inp.tool_name, normalize_tool_name(inp.raw_name)):
+                raise self._fail(
+                    method,
+                    f"call.tool {call.tool!r}: a hook cannot turn a call of "
+                    f"{inp.tool_name!r} into a call of another tool",
+                )
+        args = self._one(
+            method, "args or call.arguments", reply.args, None if call is None else call.arguments
+        )
+        # {"args": ...} alone is the seed's pass-through or rewrite; interpose's nested
+        # continue ignores args sent alongside, PicoClaw's flat one applies them
+        applies = action not in ("deny_tool", "deny") and (flat or action != "continue")
+        if args is not None and applies:
+            out.args = args
+        if action == "respond":
+            result = self._one(method, "hook_result or result", reply.hook_result, reply.result)
+            if result is None:
+                raise self._fail(method, "action 'respond' needs a hook_result (or result)")
+            output, is_error = self._result(method, result)
             out.result = ToolResult(output=output, is_error=bool(is_error), status="responded")
         elif action in ("deny_tool", "deny"):
             out.block = True
-            out.block_reason = reply.decision.reason or f"denied by process hook {self.name!r}"
+            reason = reply.reason if flat else (reply.decision or _Decision()).reason
+            out.block_reason = reason or f"denied by process hook {self.name!r}"
 
     async def _after_tool(self, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
         method = "hook.after_tool"
@@ -1526,12 +1717,23 @@ class ProcessHook:
             raw_name=inp.raw_name,
             result=_ResultView(current.output, current.is_error, current.status),
             duration_ns=inp.duration_ns,
+            tool=inp.tool_name,
+            arguments=inp.args,
+            meta=_Meta(agent_id=inp.agent_id, turn_id=inp.turn_id, session_key=inp.session_key),
+            duration=inp.duration_ns,
         )
         reply = await self._ask(method, params, _AFTER_TOOL)
-        action = "modify" if reply.decision is None else self._check_action(method, reply.decision)
-        if reply.result is not None and reply.hook_result is not None:
-            raise self._fail(method, "give result or hook_result, not both")
-        new = reply.result if reply.result is not None else reply.hook_result
+        action, flat = self._decision(method, reply)
+        if action is None or flat:
+            action = "modify"  # a result given alongside PicoClaw's continue applies too
+        new: _HookResult | None = self._one(
+            method, "result or hook_result", reply.result, reply.hook_result
+        )
+        if isinstance(new, _AfterResult) and new.result is not None:
+            # PicoClaw's whole record: the tool result is inside it
+            if new.for_llm is not msgspec.UNSET or new.output is not msgspec.UNSET:
+                raise self._fail(method, "give result.for_llm or result.result, not both")
+            new = new.result
         if action == "modify" and new is not None:
             output, is_error = self._result(method, new)
             if is_error is msgspec.UNSET:
@@ -1546,6 +1748,7 @@ class ProcessHook:
             out.retry = True
 
     async def _approve_tool(self, request: ApprovalRequest) -> Approval:
+        method = "hook.approve_tool"
         params = _ToolParams(
             name=request.tool_name,
             args=request.args,
@@ -1553,60 +1756,160 @@ class ProcessHook:
             agent_id=request.agent_id,
             session_key=request.session_key,
             turn_id=request.turn_id,
+            tool=request.tool_name,
+            arguments=request.args,
+            meta=_Meta(
+                agent_id=request.agent_id,
+                turn_id=request.turn_id,
+                session_key=request.session_key,
+            ),
         )
-        reply = await self._ask("hook.approve_tool", params, _APPROVE_TOOL)
+        reply = await self._ask(method, params, _APPROVE_TOOL)
         if reply.ask:
             return Approval.ask(reply.reason)
-        if reply.allow:
+        if None not in (reply.allow, reply.approved) and reply.allow != reply.approved:
+            raise self._fail(method, "allow and approved disagree")
+        allowed = reply.allow if reply.allow is not None else reply.approved
+        if allowed:
             return Approval.allow(reply.reason)
+        if allowed is None and not reply.reason:
+            # as in PicoClaw, a reply without a decision is a deny
+            return Approval.deny(f"process hook {self.name!r} gave no decision (allow/approved)")
         return Approval.deny(reply.reason or f"denied by process hook {self.name!r}")
 
     async def _before_llm(self, inp: LLMBeforeInput, out: LLMRequest) -> None:
         method = "hook.before_llm"
-        params = _LLMParams(
+        model = out.params.get("model", "")
+        params = _BeforeLLMParams(
             agent_id=inp.agent_id,
             session_key=inp.session_key,
             turn_id=inp.turn_id,
             attempt=inp.attempt,
+            meta=_Meta(agent_id=inp.agent_id, turn_id=inp.turn_id, session_key=inp.session_key),
+            model=model if isinstance(model, str) else str(model),
             request=out,
+            messages=out.messages,
+            tools=out.tools,
+            options=out.params,
         )
         reply = await self._ask(method, params, _BEFORE_LLM)
-        if reply.decision is not None and self._check_action(method, reply.decision) == "continue":
+        action, flat = self._decision(method, reply)
+        if action == "continue" and not flat:
             return
-        if reply.system is not None:
-            out.system = reply.system
-        if reply.messages is not None:
-            out.messages = reply.messages
-        if reply.tools is not None:
-            out.tools = reply.tools
-        if reply.params is not None:
-            out.params = reply.params
+        view = reply.request
+        if view is not None:
+            if any(
+                value is not None
+                for value in (reply.system, reply.messages, reply.tools, reply.params)
+            ):
+                raise self._fail(method, "give request or its fields at the top level, not both")
+            system, messages, tools = view.system, view.messages, view.tools
+            new_params = view.options
+            if view.model and view.model != params.model:
+                new_params = {**(out.params if new_params is None else new_params)}
+                new_params["model"] = view.model
+        else:
+            system, messages, tools = reply.system, reply.messages, reply.tools
+            new_params = reply.params
+        if system is not None:
+            out.system = system
+        if messages is not None:
+            out.messages = messages
+        if tools is not None:
+            out.tools = tools
+        if new_params is not None:
+            out.params = new_params
         if reply.headers is not None:
             out.headers = reply.headers
 
     async def _after_llm(self, inp: LLMAfterInput, out: LLMAfterOutput) -> None:
         method = "hook.after_llm"
         response = out.response
+        model = inp.request.params.get("model", "")
         params = _AfterLLMParams(
             agent_id=inp.agent_id,
             session_key=inp.session_key,
             turn_id=inp.turn_id,
             attempt=inp.attempt,
+            meta=_Meta(agent_id=inp.agent_id, turn_id=inp.turn_id, session_key=inp.session_key),
+            model=model if isinstance(model, str) else str(model),
             request=inp.request,
-            response=response,
+            response=_ResponseView(
+                content=response.content,
+                tool_calls=[
+                    _ToolCallView(
+                        id=call.id,
+                        name=call.name,
+                        args=call.args,
+                        function=_FunctionView(call.name, _encoder.encode(call.args).decode()),
+                    )
+                    for call in response.tool_calls
+                ],
+                usage=response.usage,
+                stop_reason=response.stop_reason,
+                finish_reason=response.stop_reason,
+            ),
         )
         reply = await self._ask(method, params, _AFTER_LLM)
-        if reply.decision is None or self._check_action(method, reply.decision) == "modify":
-            if reply.content is not None:
-                response.content = reply.content
-            if reply.tool_calls is not None:
-                response.tool_calls = reply.tool_calls
-            if reply.usage is not None:
-                response.usage = reply.usage
-            if reply.stop_reason is not None:
-                response.stop_reason = reply.stop_reason
+        action, flat = self._decision(method, reply)
+        if action is None or action == "modify" or flat:
+            view = reply.response
+            if view is not None and view.response is not None:
+                view = view.response  # PicoClaw's whole record: the response is inside
+            if view is not None:
+                if any(
+                    value is not None
+                    for value in (reply.content, reply.tool_calls, reply.usage, reply.stop_reason)
+                ):
+                    raise self._fail(
+                        method, "give response or its fields at the top level, not both"
+                    )
+                content, calls, usage = view.content, view.tool_calls, view.usage
+                stop = self._stop_reason(method, view, response.stop_reason)
+            else:
+                content, calls, usage = reply.content, reply.tool_calls, reply.usage
+                stop = reply.stop_reason
+            if content is not None:
+                response.content = content
+            if calls is not None:
+                response.tool_calls = self._tool_calls(method, calls)
+            if usage is not None:
+                response.usage = usage
+            if stop is not None:
+                response.stop_reason = stop
         if reply.retry:
             out.retry = True
+
+    def _stop_reason(self, method: str, view: _LLMResponseView, sent: str) -> str | None:
+        """The stop reason of a response in a reply: an echoed record carries both
+        names (as sent); the one the hook changed wins."""
+        changed = {
+            value for value in (view.stop_reason, view.finish_reason) if value not in (None, sent)
+        }
+        if len(changed) > 1:
+            raise self._fail(method, "stop_reason and finish_reason disagree")
+        if changed:
+            return changed.pop()
+        return view.stop_reason if view.stop_reason is not None else view.finish_reason
+
+    def _tool_calls(self, method: str, calls: list[dict[str, Any]]) -> list[ToolCall]:
+        """Tool calls of a reply, in interpose's shape (``{id, name, args}``) or
+        OpenAI's (``{id, type, function: {name, arguments}}``, arguments a JSON string
+        or an object)."""
+        converted = []
+        for i, call in enumerate(calls):
+            function = call.get("function")
+            try:
+                if isinstance(function, dict):
+                    arguments = function.get("arguments", {})
+                    if isinstance(arguments, str):
+                        arguments = msgspec.json.decode(arguments) if arguments.strip() else {}
+                    name = function.get("name")
+                    call = {"id": call.get("id", ""), "name": name, "args": arguments}
+                converted.append(msgspec.convert(call, ToolCall))
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                raise self._fail(method, f"tool_calls[{i}]: {exc}") from None
+        return converted
 
     def _result(self, method: str, result: _HookResult) -> tuple[Any, bool | msgspec.UnsetType]:
         """(output, is_error) of a hook_result: ``for_llm`` (PicoClaw's name) or ``output``."""
@@ -1626,14 +1929,37 @@ class ProcessHook:
     # -- observed events ------------------------------------------------------------
 
     async def _observe(self, event: Event) -> None:
-        """Send one event to the child as a ``hook.event`` notification (no reply)."""
+        """Send one event to the child as a notification (no reply), ``hook.event`` or
+        ``hook.runtime_event`` (``event_method``), its fields under every name a hook
+        of either dialect reads: ``type``/``data`` (interpose's and the seed's),
+        ``kind``/``scope``/``payload`` (PicoClaw's runtime event), ``Kind``/``Meta``/
+        ``Payload`` (PicoClaw's first hook.event)."""
         child = self._child
         if child is None or not child.ready:
             self.stats.events_dropped += 1
             return
-        line = b'{"jsonrpc":"2.0","method":"hook.event","params":{"type":"%s","data":%s}}\n' % (
-            event.kind.encode(),
-            encode_event(event),
+        data = encode_event(event)
+        runtime, legacy = event_names(event.kind)
+        scope = _encoder.encode(
+            _Scope(agent_id=event.agent_id, session_key=event.session_key, turn_id=event.turn_id)
+        )
+        meta = _encoder.encode(
+            _Meta(agent_id=event.agent_id, turn_id=event.turn_id, session_key=event.session_key)
+        )
+        line = (
+            b'{"jsonrpc":"2.0","method":"%s","params":{"type":"%s","data":%s,"kind":"%s",'
+            b'"scope":%s,"payload":%s,"Kind":"%s","Meta":%s,"Payload":%s}}\n'
+            % (
+                self._event_method,
+                event.kind.encode(),
+                data,
+                runtime.encode(),
+                scope,
+                data,
+                legacy.encode(),
+                meta,
+                data,
+            )
         )
         try:
             await child.send(line, anyio.current_time() + self.timeout, self.name, "hook.event")

@@ -179,15 +179,24 @@ class Turn:
         return out
 
     async def call_llm(
-        self, request: LLMRequest, *, call: Callable[[LLMRequest], Any]
+        self,
+        request: LLMRequest | dict[str, Any],
+        *,
+        call: Callable[[LLMRequest], Any],
     ) -> LLMResponse:
         """Run the llm stage: llm.before → ``call(request)`` → llm.after (with retries).
 
-        ``call`` is sync or async and returns an ``LLMResponse`` (or a dict of its fields).
-        Its exceptions propagate unchanged.
+        ``request`` is an ``LLMRequest`` or a dict of its fields (``system``, ``messages``,
+        ``tools``, ``params``, ``headers``), converted once here, so that handlers and
+        ``call`` always see an ``LLMRequest``.  ``call`` is sync or async and returns an
+        ``LLMResponse`` (or a dict of its fields).  Its exceptions propagate unchanged.
+
+        Raises:
+            TypeError: ``request`` is neither, or a dict with an unknown field or a field
+                of the wrong type (the message names it).
         """
         if not isinstance(request, LLMRequest):
-            raise TypeError(f"request must be an LLMRequest, got {type(request).__name__}")
+            request = _llm_request(request)
         self.pipeline._check_running()
         ctx = LLMContext(self, request)
         ctx.state["call"] = call
@@ -404,3 +413,25 @@ def _end_chat_span(span: Span, response: LLMResponse, attempts: int) -> None:
 def _turn(ctx: Any) -> Turn:
     turn: Turn = ctx.turn
     return turn
+
+
+def _llm_request(request: object) -> LLMRequest:
+    """An ``LLMRequest`` from a dict of its fields.
+
+    Raises:
+        TypeError: ``request`` is not a dict, or does not fit ``LLMRequest``.
+    """
+    if not isinstance(request, dict):
+        raise TypeError(
+            f"request must be an LLMRequest or a dict of its fields, got {type(request).__name__}"
+        )
+    unknown = sorted(set(request) - set(LLMRequest.__struct_fields__), key=str)
+    if unknown:
+        raise TypeError(
+            f"request: unknown field {unknown[0]!r}; "
+            f"expected {', '.join(LLMRequest.__struct_fields__)}"
+        )
+    try:
+        return msgspec.convert(request, LLMRequest)
+    except msgspec.ValidationError as exc:
+        raise TypeError(f"request: {exc}") from None

@@ -42,10 +42,12 @@ from interpose.config import (
 FILES = Path(__file__).parent / "files"
 INVALID = FILES / "invalid"
 
+# observe takes interpose's kinds and PicoClaw's names of them: the message lists both
 EVENT_KINDS_LISTED = (
-    "expected one of 'turn_started', 'message_received', 'params_resolved', 'llm_request', "
-    "'llm_response', 'tool_exec_start', 'tool_exec_end', 'tool_exec_skipped', "
-    "'interceptor_failed', 'turn_ended', 'turn_aborted', got 'tool_exploded'"
+    "unknown event kind 'tool_exploded'; expected one of interceptor_failed, llm_request, "
+    "llm_response, message_received, params_resolved, tool_exec_end, tool_exec_skipped, "
+    "tool_exec_start, turn_aborted, turn_ended, turn_started (or PicoClaw's names of them, "
+    "such as 'agent.tool.exec_start', or '*' for every event)"
 )
 
 # file -> (field path, a part of the problem that states the expectation)

@@ -223,6 +223,50 @@ async def test_llm_call_may_return_a_dict(pipe: Pipeline) -> None:
     assert response == LLMResponse(content="from dict", stop_reason="max_tokens")
 
 
+async def test_llm_request_may_be_a_dict(pipe: Pipeline) -> None:
+    seen: list[LLMRequest] = []
+
+    @pipe.intercept("llm.before", id="sys")
+    def add_system(inp: object, out: LLMRequest) -> None:
+        out.system = "be brief"
+
+    def model(request: LLMRequest) -> dict[str, object]:
+        seen.append(request)
+        return {"content": "ok"}
+
+    async with pipe.turn() as turn:
+        response = await turn.call_llm(
+            {"messages": [{"role": "user", "content": "hi"}], "params": {"temperature": 0}},
+            call=model,
+        )
+    assert response.content == "ok"
+    assert seen == [
+        LLMRequest(
+            system="be brief",
+            messages=[{"role": "user", "content": "hi"}],
+            params={"temperature": 0},
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"mesages": []}, "unknown field 'mesages'"),
+        ({"messages": "hi"}, r"Expected `array`, got `str` - at `\$.messages`"),
+        (["hi"], "an LLMRequest or a dict of its fields, got list"),
+    ],
+)
+async def test_llm_request_of_the_wrong_shape_is_a_type_error(
+    pipe: Pipeline, request_: Any, message: str
+) -> None:
+    calls: list[LLMRequest] = []
+    with pytest.raises(TypeError, match=message):
+        async with pipe.turn() as turn:
+            await turn.call_llm(request_, call=calls.append)
+    assert calls == []
+
+
 async def test_llm_middleware_sees_request_and_response(pipe: Pipeline) -> None:
     seen: list[tuple[str, str | None]] = []
 

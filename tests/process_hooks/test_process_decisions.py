@@ -353,9 +353,16 @@ async def test_requests_carry_the_documented_fields(tmp_path: Path) -> None:
         "jsonrpc": "2.0",
         "id": hello["id"],
         "method": "hook.hello",
-        "params": {"protocol_version": 1},
+        # interpose's field, then PicoClaw's: the hook's name, version and modes
+        "params": {
+            "protocol_version": 1,
+            "name": "gate",
+            "version": 1,
+            "modes": ["tool", "approve"],
+        },
     }
     turn_id = before["params"]["turn_id"]
+    meta = {"AgentID": "coder", "TurnID": turn_id, "SessionKey": "s1"}
     assert before["params"] == {
         "name": "exec",
         "args": ARGS,
@@ -363,6 +370,9 @@ async def test_requests_carry_the_documented_fields(tmp_path: Path) -> None:
         "agent_id": "coder",
         "session_key": "s1",
         "turn_id": turn_id,
+        "tool": "exec",
+        "arguments": ARGS,
+        "meta": meta,
         "raw_name": "Bash",
     }
     assert approve["params"] == {
@@ -372,6 +382,9 @@ async def test_requests_carry_the_documented_fields(tmp_path: Path) -> None:
         "agent_id": "coder",
         "session_key": "s1",
         "turn_id": turn_id,
+        "tool": "exec",
+        "arguments": ARGS,
+        "meta": meta,
     }
     assert [m["jsonrpc"] for m in messages] == ["2.0"] * 3
     assert len({m["id"] for m in messages}) == 3  # every request has its own id
