@@ -77,17 +77,27 @@ async def test_calls_need_the_pipeline_entered_and_services_cannot_join_late() -
             pipe.add_service(Recorder("late", []))
 
 
-async def test_a_deadline_around_the_pipeline_cancels_a_stuck_drain() -> None:
-    pipe = Pipeline(builtins=False, observer_timeout=None)
+async def test_a_deadline_around_the_pipeline_cancels_a_stuck_drain_after_the_grace() -> None:
+    log: list[str] = []
+    pipe = Pipeline(builtins=False, observer_timeout=None, drain_grace=0.2)
+    pipe.add_service(Recorder("a", log))
+    stuck_on: list[str] = []
 
     async def stuck(event: Any) -> None:
+        stuck_on.append(event.tool_call_id)
         await anyio.Event().wait()
 
-    pipe.subscribe(stuck, events={"tool_exec_end"})
+    sub = pipe.subscribe(stuck, events={"tool_exec_end"})
     with anyio.fail_after(5), anyio.move_on_after(0.1) as deadline:
         async with pipe:
-            await pipe.call_tool("read", {}, call=lambda a: "ok")
+            await pipe.call_tool("read", {}, call=lambda a: "ok", call_id="c1")
+            await pipe.call_tool("read", {}, call=lambda a: "ok", call_id="c2")
     assert deadline.cancelled_caught
-    # left cleanly: it can be entered again
+    # the observer got the first event and never finished it; the second one, still
+    # queued when the grace ran out, is counted as dropped
+    assert stuck_on == ["c1"]
+    assert (sub.stats.published, sub.stats.delivered, sub.stats.dropped) == (2, 1, 1)
+    # the service was closed all the same, and the pipeline can be entered again
+    assert log[-1] == "close a"
     async with pipe:
         pass
