@@ -391,9 +391,16 @@ class InMemoryBus:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.drain()
-        self.close()
-        await self._own_tg.__aexit__(None, None, None)
+        # a cancellation while draining gives up on the rest (counted as dropped): the
+        # consumers are shielded, so they have to be stopped here (``Pipeline`` grants a
+        # grace period first, see ``Pipeline.drain_grace``)
+        try:
+            await self.drain()
+        finally:
+            self.close()
+            if not self.idle:
+                self.abort()
+            await self._own_tg.__aexit__(None, None, None)
 
     def _on_failure(self, sub: Subscription, event: Event, exc: Exception, timed_out: bool) -> None:
         what = "timed out" if timed_out else f"raised {type(exc).__name__}: {exc}"

@@ -355,6 +355,24 @@ async def test_a_publish_cancelled_while_it_waits_for_room_still_reaches_everyon
     assert (free_sub.stats.published, free_sub.stats.dropped) == (3, 0)
 
 
+async def test_a_bus_cancelled_while_draining_stops_its_observers_and_counts_the_rest() -> None:
+    bus = InMemoryBus(observer_timeout=None)
+    holding = anyio.Event()
+
+    async def stuck(event: ev.ToolExecEnd) -> None:
+        holding.set()
+        await anyio.Event().wait()
+
+    sub = bus.subscribe(stuck)
+    with anyio.fail_after(5), anyio.CancelScope() as scope:
+        async with bus:
+            for seq in (1, 2, 3):
+                await bus.publish(ev.ToolExecEnd(seq=seq))
+            await holding.wait()
+            scope.cancel()  # leaving `async with bus` now: the drain is cancelled
+    assert (sub.stats.published, sub.stats.delivered, sub.stats.dropped) == (3, 1, 2)
+
+
 # -- no cost without subscribers -------------------------------------------------------------
 
 
