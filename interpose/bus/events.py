@@ -84,11 +84,18 @@ class ToolExecStart(_Event, tag="tool_exec_start", frozen=True):
 
 
 class ToolExecEnd(_Event, tag="tool_exec_end", frozen=True):
-    """Published once per tool call, whatever happened to it (see ``status``).
+    """Published once per tool call that reaches the core, whatever happened to it (see
+    ``status``), and once per run of the tool: every ``tool_exec_start`` gets exactly
+    one, also when a cancellation or an exception ends the call.
 
     ``interceptors`` names the registrations that ran, in order; ``interceptor_ns``
     holds the wall time each of them took, position by position (it may be shorter
     than ``interceptors``: middleware layers are not timed on their own).
+
+    ``attempt`` numbers the runs of the tool, from 1 (as ``ToolExecStart.attempt``);
+    ``retried`` is True on the end of a run that tool.after sent back for another run
+    (the call goes on with the next attempt: its outcome is the end with
+    ``retried=False``).
     """
 
     tool_name: str = ""
@@ -100,6 +107,8 @@ class ToolExecEnd(_Event, tag="tool_exec_end", frozen=True):
     reason: str = ""
     interceptors: tuple[str, ...] = ()
     interceptor_ns: tuple[int, ...] = ()
+    attempt: int = 1
+    retried: bool = False
 
 
 class ToolExecSkipped(_Event, tag="tool_exec_skipped", frozen=True):

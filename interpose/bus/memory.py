@@ -8,6 +8,11 @@ consumer drain its buffer before the task group exits.
 
 The core is synchronous (``publish_nowait``); ``publish`` is the async wrapper that
 waits only when it must.
+
+Consumers run shielded from cancellation: a deadline or a cancel around
+``async with pipe`` must not stop them in the middle of the backlog the pipeline still
+has to drain (it drains within a bounded grace, see ``Pipeline.drain_grace``).  They
+stop when the bus closes and their buffer is empty, or at once with ``abort()``.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ class Subscription:
         self._queue: deque[Event] = deque()
         self._wakeup: anyio.Event | None = None
         self._space: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
         self._closed = False
         self.busy = False
 
@@ -83,7 +89,7 @@ class Subscription:
         """Queue ``event`` without waiting; False only if a ``block`` buffer is full.
 
         ``force`` queues past a full ``block`` buffer instead (see
-        ``InMemoryBus.publish_report``).
+        ``InMemoryBus.publish_now``).
         """
         q = self._queue
         if len(q) >= self.buffer:
@@ -120,6 +126,17 @@ class Subscription:
         return not self._queue and not self.busy
 
     async def run(
+        self,
+        on_failure: Callable[[Subscription, Event, Exception, bool], None],
+        on_idle: Callable[[], None],
+    ) -> None:
+        # shielded: only close() (once the buffer is empty) or abort() end a consumer,
+        # never a cancellation aimed at the code that entered the pipeline
+        with anyio.CancelScope(shield=True) as self._scope:
+            await self._consume(on_failure, on_idle)
+        self._scope = None
+
+    async def _consume(
         self,
         on_failure: Callable[[Subscription, Event, Exception, bool], None],
         on_idle: Callable[[], None],
@@ -175,6 +192,18 @@ class Subscription:
             self._wakeup.set()
         if self._space is not None:
             self._space.set()
+
+    def abort(self) -> int:
+        """Stop the consumer where it is and give up on what is still queued, counted
+        as dropped (so ``delivered + dropped == published`` still holds); returns that
+        count."""
+        self.close()
+        if self._scope is not None:
+            self._scope.cancel()
+        left = len(self._queue)
+        self._queue.clear()
+        self.stats.dropped += left
+        return left
 
 
 class InMemoryBus:
@@ -255,10 +284,11 @@ class InMemoryBus:
 
     # -- publishing ---------------------------------------------------------------
 
-    def publish_report(self, event: Event) -> None:
-        """Queue a report raised while delivering (an observer failed) without waiting:
-        it runs in an observer's task, which must not block on the bus.  A full
-        ``block`` buffer takes it anyway (going over by the reports in flight) so that
+    def publish_now(self, event: Event) -> None:
+        """Queue ``event`` without waiting, for publishers that must not wait: a report
+        raised while delivering (an observer failed: it runs in an observer's task,
+        which must not block on the bus), the end of a call being cancelled.  A full
+        ``block`` buffer takes it anyway (going over by the events in flight) so that
         nothing is lost; the drop policies apply as usual."""
         for sub in self._by_kind.get(event.kind, ()):
             sub.offer(event, force=True)
@@ -272,12 +302,36 @@ class InMemoryBus:
         return full
 
     async def publish(self, event: Event) -> None:
-        """Queue ``event``; waits only for full ``block`` buffers (backpressure)."""
+        """Queue ``event``; waits only for full ``block`` buffers (backpressure).
+
+        An event is queued for every subscriber or none: a publish cancelled while it
+        waits for room still queues the event, past the limit, in the buffers it had
+        not reached, then lets the cancellation through.  So the tool_exec_start of a
+        call always has its tool_exec_end, even when a deadline cuts the call short.
+        """
         if self._tg is None:
             raise RuntimeError("the bus is not running: publish inside `async with bus`")
-        for sub in self._by_kind.get(event.kind, ()):
+        subs = self._by_kind.get(event.kind, ())
+        for sub in subs:
+            if not sub.offer(event):
+                await self._offer_when_room(event, sub, subs)
+
+    async def _offer_when_room(
+        self, event: Event, sub: Subscription, subs: tuple[Subscription, ...]
+    ) -> None:
+        """Wait for room in ``sub`` (a full ``block`` buffer), then queue ``event``."""
+        try:
             while not sub.offer(event):
+                if sub._closed:
+                    # closed while we waited: its consumer may be gone, so waiting could
+                    # last forever; queue it (delivered if the bus starts again)
+                    sub.offer(event, force=True)
+                    return
                 await sub.wait_for_space()
+        except BaseException:
+            for rest in subs[subs.index(sub) :]:
+                rest.offer(event, force=True)
+            raise
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -302,6 +356,11 @@ class InMemoryBus:
             await self._idle.wait()
         self._idle = None
 
+    @property
+    def idle(self) -> bool:
+        """Every buffer empty and no observer in the middle of an event."""
+        return all(sub.idle for sub in self.subscriptions)
+
     def _consumer_idle(self) -> None:
         if self._idle is not None and all(sub.idle for sub in self.subscriptions):
             self._idle.set()
@@ -312,6 +371,19 @@ class InMemoryBus:
         for sub in self.subscriptions:
             sub.close()
 
+    def abort(self) -> int:
+        """Stop every consumer where it is (after a drain that ran out of time): what is
+        still queued is counted as dropped and logged.  Returns how many events that
+        was."""
+        self._tg = None
+        lost = 0
+        for sub in self.subscriptions:
+            left = sub.abort()
+            if left:
+                log.warning("observer %s: %d event(s) not delivered, dropped", sub.name, left)
+            lost += left
+        return lost
+
     async def __aenter__(self) -> InMemoryBus:
         self._own_tg = anyio.create_task_group()
         await self._own_tg.__aenter__()
@@ -319,9 +391,16 @@ class InMemoryBus:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.drain()
-        self.close()
-        await self._own_tg.__aexit__(None, None, None)
+        # a cancellation while draining gives up on the rest (counted as dropped): the
+        # consumers are shielded, so they have to be stopped here (``Pipeline`` grants a
+        # grace period first, see ``Pipeline.drain_grace``)
+        try:
+            await self.drain()
+        finally:
+            self.close()
+            if not self.idle:
+                self.abort()
+            await self._own_tg.__aexit__(None, None, None)
 
     def _on_failure(self, sub: Subscription, event: Event, exc: Exception, timed_out: bool) -> None:
         what = "timed out" if timed_out else f"raised {type(exc).__name__}: {exc}"

@@ -4,10 +4,11 @@ Instruments (meter ``interpose``):
 
 - ``interpose.tool.calls`` (counter, ``{call}``): one per tool call, by
   ``gen_ai.tool.name``, ``interpose.status`` (ok, error, blocked, denied, responded,
-  aborted) and ``gen_ai.agent.id``.
+  aborted) and ``gen_ai.agent.id``.  A call that tool.after retried counts once, with
+  the status of its last run (the ends of earlier runs have ``retried=True``).
 - ``interpose.tool.duration`` (histogram, ``s``): how long the tool ran, same
-  attributes; only calls whose tool ran (a blocked, denied or answered call took no
-  tool time and would only drag the distribution towards zero).
+  attributes, one point per run; only runs of the tool (a blocked, denied or answered
+  call took no tool time and would only drag the distribution towards zero).
 - ``interpose.interceptor.duration`` (histogram, ``s``): the time each interceptor took
   on a tool call, by ``interpose.interceptor.id``.
 - ``interpose.interceptor.failures`` (counter, ``{failure}``): ``interceptor_failed``
@@ -132,7 +133,8 @@ class MetricsObserver:
                 "interpose.status": event.status,
                 "gen_ai.agent.id": event.agent_id,
             }
-            self.tool_calls.add(1, attributes)
+            if not event.retried:
+                self.tool_calls.add(1, attributes)
             # a tool that did not run has duration 0; after-hooks may relabel one that did
             if event.duration_ns or event.status not in _NOT_RUN:
                 self.tool_duration.record(event.duration_ns / 1e9, attributes)

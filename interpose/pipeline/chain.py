@@ -41,6 +41,7 @@ __all__ = [
     "build_onion",
     "compile_steps",
     "invoke",
+    "run_after",
     "run_gate",
     "run_gate_sync",
     "run_plain",
@@ -145,6 +146,73 @@ async def run_plain(
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
                 return step
+
+
+async def run_after(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    failed: Failure,
+    times: Timings | None = None,
+) -> Step | None:
+    """``run_plain`` for tool.after: a plain value a handler assigns to ``out.result``
+    (not a ``ToolResult``) becomes the output of the result it replaced, which keeps its
+    status, is_error and details -- before the next handler looks, so every handler
+    (a redactor, a process hook) sees a ``ToolResult``.
+
+    Checking costs an identity comparison per handler (the result is normally left
+    where it was).  Returns the step whose failure asks to block, if any.
+    """
+    it = iter(fns)
+    last: ToolResult = out.result
+    start = 0
+    while True:
+        try:
+            if times is not None:
+                for fn in it:
+                    if out.result is not last:
+                        last = _settle_result(out, last)
+                    start = perf_counter_ns()
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+                    times.append(
+                        (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
+                    )
+            else:
+                for fn in it:
+                    if out.result is not last:
+                        last = _settle_result(out, last)
+                    r = fn(inp, out)
+                    if r is not None:
+                        await r
+            if out.result is not last:
+                _settle_result(out, last)
+            return None
+        except _ABORTS as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            exc.source = exc.source or step.id
+            raise
+        except Exception as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, exc, inp, out) == "block":
+                return step
+
+
+def _settle_result(out: Any, last: ToolResult) -> ToolResult:
+    """``out.result`` changed from ``last``: keep it if it is a ToolResult, else make the
+    value the output of a copy of ``last``.  Returns the result now in ``out``."""
+    value = out.result
+    if not isinstance(value, ToolResult):
+        value = out.result = ToolResult(
+            output=value, is_error=last.is_error, status=last.status, details=dict(last.details)
+        )
+    return value
 
 
 async def run_gate(
@@ -262,6 +330,45 @@ def _plain_layer(fn: Callable[..., Any], inner: App) -> App:
     return layer
 
 
+# An exception that leaves the inner layers or the core has had its policy applied
+# already (an on_error="raise" failure, a bad argument, the LLM call's own error): an
+# outer guarded layer lets it through unchanged instead of applying its own policy to
+# it.  The one that is passing through is noted on the context (a slot set only on the
+# way out, so calls that do not fail pay nothing), and the layer compares identities.
+
+
+def _escapes(ctx: Any, exc: BaseException) -> None:
+    ctx._escaping = exc
+
+
+def _escaping(ctx: Any) -> BaseException | None:
+    return getattr(ctx, "_escaping", None)
+
+
+def _marked_core(core: App) -> App:
+    async def marked(ctx: Any) -> None:
+        try:
+            await core(ctx)
+        except Exception as exc:
+            _escapes(ctx, exc)
+            raise
+
+    return marked
+
+
+def _marked_plain_layer(fn: Callable[..., Any], inner: App) -> App:
+    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
+    # the guarded layer around it must know them from its own
+    async def layer(ctx: Any) -> None:
+        try:
+            await fn(ctx, functools.partial(inner, ctx))
+        except Exception as exc:
+            _escapes(ctx, exc)
+            raise
+
+    return layer
+
+
 def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
     fn, timeout = step.call, step.timeout
 
@@ -285,21 +392,40 @@ def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
+            if exc is _escaping(ctx):
+                raise  # from inside: its policy was applied there
+            try:
+                policy = await failed(step, exc, ctx)
+            except Exception as raised:  # on_error="raise": on to the caller as itself
+                _escapes(ctx, raised)
+                raise
             # "skip": the layer counts as absent, so the rest of the onion still runs
-            if await failed(step, exc, ctx) == "skip" and not called:
+            if policy == "skip" and not called:
                 await inner(ctx)
 
     return layer
 
 
-def build_onion(steps: Sequence[Step], core: App, failed: LayerFailure) -> App:
-    """Wrap ``core`` in the middleware ``steps`` (outermost first) and return the app."""
-    app = core
-    for step in reversed(steps):
-        if step.on_error == "raise" and step.timeout is None:
-            app = _plain_layer(step.call, app)
+def build_onion(
+    steps: Sequence[Step], core: App, failed: LayerFailure, *, core_marks: bool = False
+) -> App:
+    """Wrap ``core`` in the middleware ``steps`` (outermost first) and return the app.
+
+    A layer with ``on_error="raise"`` and no timeout runs unguarded.  Guarded layers
+    apply their policy only to what their own code raised: whatever comes out of
+    ``call_next()`` goes on unchanged.  For that, the core notes on the context the
+    exception it lets out (``core_marks``: it does so itself; otherwise it is wrapped
+    when some layer is guarded), and so do plain layers inside a guarded one.
+    """
+    guarded = [not (s.on_error == "raise" and s.timeout is None) for s in steps]
+    app = core if core_marks or not any(guarded) else _marked_core(core)
+    for i in reversed(range(len(steps))):
+        if guarded[i]:
+            app = _guarded_layer(steps[i], app, failed)
+        elif any(guarded[:i]):
+            app = _marked_plain_layer(steps[i].call, app)
         else:
-            app = _guarded_layer(step, app, failed)
+            app = _plain_layer(steps[i].call, app)
     return app
 
 

@@ -30,7 +30,10 @@ class Context:
     """Base of the stage contexts: the turn (None for a bare ``pipe.call_tool`` without
     subscribers) and a scratch ``state`` dict."""
 
-    __slots__ = ("_state", "turn")
+    # _escaping: the exception on its way out through the onion (see chain.build_onion);
+    # set only then, never initialised, so a call that does not fail pays nothing
+    __slots__ = ("_escaping", "_state", "turn")
+    _escaping: BaseException
 
     stage = ""
 

@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
-from types import CoroutineType
+from types import CoroutineType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 import anyio
@@ -30,9 +30,9 @@ from .chain import (
     build_onion,
     compile_steps,
     invoke,
+    run_after,
     run_gate,
     run_gate_sync,
-    run_plain,
 )
 from .context import Context, ToolContext, TurnContext
 from .hooks import HOOKS, STAGES, OnError
@@ -152,6 +152,11 @@ class Pipeline:
         approval_timeout: default timeout (s) of approvers and of the human approval;
             past it, the call is denied.
         observer_timeout: default timeout (s) of async observers.
+        drain_grace: how long (s) a *cancelled* exit from ``async with pipe`` (a
+            deadline, a cancelled task) still delivers the events already published,
+            shielded from the cancellation; what is left after it is dropped (counted
+            and logged).  An exit that is not cancelled waits until the bus is quiet.
+            ``math.inf``: always deliver everything; 0: deliver nothing more.
         max_retries: how often a ``retry`` from an after-hook may re-run the operation.
         human_approval: ``(request, reason) -> bool | Approval``, sync or async,
             answers ``Approval.ask``; without one, or when it fails, ``ask`` means deny.
@@ -172,6 +177,7 @@ class Pipeline:
         interceptor_timeout: float | None = 5.0,
         approval_timeout: float | None = 60.0,
         observer_timeout: float | None = 0.5,
+        drain_grace: float = 5.0,
         max_retries: int = 0,
         human_approval: HumanApproval | None = None,
         tracing: TracingLevel = "tool",
@@ -190,6 +196,8 @@ class Pipeline:
         ):
             if value is not None and (not isinstance(value, int | float) or value <= 0):
                 raise ValueError(f"{name} must be a positive number of seconds or None")
+        if not isinstance(drain_grace, int | float) or not drain_grace >= 0:
+            raise ValueError(f"drain_grace must be a number of seconds >= 0, got {drain_grace!r}")
         if registry is None:
             registry = Registry()
             if builtins:
@@ -200,6 +208,7 @@ class Pipeline:
         self.interceptor_timeout = interceptor_timeout
         self.approval_timeout = approval_timeout
         self.observer_timeout = observer_timeout
+        self.drain_grace = drain_grace
         self.max_retries = max_retries
         self.human_approval = human_approval
         self.stats = PipelineStats()
@@ -413,32 +422,65 @@ class Pipeline:
             raise
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         tg = self._tg
         assert tg is not None
-        await self._shutdown(tg, self._services, drain=True)
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+        await self._shutdown(tg, self._services, drain=True, cancelled=cancelled)
 
     async def _shutdown(
-        self, tg: anyio.abc.TaskGroup, services: list[Service], *, drain: bool = False
+        self,
+        tg: anyio.abc.TaskGroup,
+        services: list[Service],
+        *,
+        drain: bool = False,
+        cancelled: bool = False,
     ) -> None:
+        """Drain the bus (``drain``), close the services, stop the observers, leave
+        ``tg``.  Whatever happens on the way (a cancellation, a service that fails to
+        close), every service is closed and the pipeline can be entered again.
+
+        Raises:
+            The cancellation that arrived, or the first error of a service's aclose().
+        """
         try:
             if drain:
-                await self.bus.drain()
-            for service in reversed(services):
-                with anyio.CancelScope(shield=True):
-                    await service.aclose()
-        except BaseException:
-            # cancelled while draining (a deadline around `async with pipe`), or a
-            # service failed to close: stop the observers where they are
-            tg.cancel_scope.cancel()
-            raise
+                await self._drain(cancelled)
         finally:
-            self._tg = None
-            self.bus.close()
-            # The body's exception (if any) propagates by itself after we return,
-            # unwrapped: the task group holds observer consumers, which never raise, and
-            # services' tasks, which aclose() has ended.
-            await tg.__aexit__(None, None, None)
+            try:
+                await _close_all(services)
+            finally:
+                self._tg = None
+                self.bus.close()
+                if not self.bus.idle:
+                    # the grace ran out, or the drain was skipped: stop the observers
+                    # where they are (what was left is counted as dropped)
+                    self.bus.abort()
+                # The body's exception (if any) propagates by itself after we return,
+                # unwrapped: the task group holds observer consumers, which never raise,
+                # and services' tasks, which aclose() has ended.
+                await tg.__aexit__(None, None, None)
+
+    async def _drain(self, cancelled: bool) -> None:
+        """Wait until the bus is quiet.  Once cancelled (before or while waiting), keep
+        waiting shielded for at most ``drain_grace`` seconds, then let the cancellation
+        through: events already published are not lost to a deadline around the
+        pipeline, and a stuck observer cannot hold the exit for longer than that."""
+        if not cancelled:
+            try:
+                await self.bus.drain()
+                return
+            except anyio.get_cancelled_exc_class():
+                with anyio.move_on_after(self.drain_grace, shield=True):
+                    await self.bus.drain()
+                raise
+        with anyio.move_on_after(self.drain_grace, shield=True):
+            await self.bus.drain()
 
     def _check_running(self) -> None:
         if self._tg is not None:
@@ -664,17 +706,22 @@ class Pipeline:
         if layers:
 
             async def core(ctx: ToolContext) -> None:
-                ctx.result = await self._tool_core(
-                    chain,
-                    ctx.turn,
-                    ctx.call_id,
-                    ctx.args,
-                    ctx.call,
-                    ctx.agent_id,
-                    ctx.session_key,
-                )
+                try:
+                    ctx.result = await self._tool_core(
+                        chain,
+                        ctx.turn,
+                        ctx.call_id,
+                        ctx.args,
+                        ctx.call,
+                        ctx.agent_id,
+                        ctx.session_key,
+                    )
+                except Exception as exc:
+                    # on its way to the caller: no middleware applies its policy to it
+                    ctx._escaping = exc
+                    raise
 
-            chain.app = build_onion(layers, core, self._layer_failed)
+            chain.app = build_onion(layers, core, self._layer_failed, core_marks=True)
         chain.empty = not (chain.before or chain.approvers or chain.after or layers)
         chain.quiet = (
             bool(chain.before)
@@ -722,7 +769,8 @@ class Pipeline:
             return refusal("blocked", name, reason, decided_by=blocker.id)
         if out.result is not None:
             return _as_responded(out.result)
-        _check_rewritten_args(out)
+        if type(out.args) is not dict:
+            _check_rewritten_args(out, args)
         # inline rather than `invoke`: no timing is needed here, and no extra coroutine
         try:
             value = call(out.args)
@@ -749,6 +797,11 @@ class Pipeline:
         turn_id = turn.turn_id if turn is not None else ""
         # what ran, and for how long, when someone will read it in tool_exec_end
         times: Timings | None = [] if "tool_exec_end" in wanted else None
+        attempt = 0  # runs of the tool so far
+        # a run began and its tool_exec_end is not published yet: whatever ends the call
+        # now (a cancellation, HardAbort, an on_error="raise" failure) must publish it
+        unended = False
+        decider: Step | None = None
         try:
             inp = ToolBeforeInput(
                 tool_name=name,
@@ -760,7 +813,6 @@ class Pipeline:
             )
             out = ToolBeforeOutput(args=args)
             result: ToolResult | None = None
-            decider: Step | None = None
             reason = ""
             if chain.before:
                 decider, responder = await run_gate(
@@ -780,7 +832,8 @@ class Pipeline:
                     result = _as_responded(out.result)
                     if responder is not None:
                         result.details.setdefault("decided_by", responder.id)
-            _check_rewritten_args(out)
+            if type(out.args) is not dict:
+                _check_rewritten_args(out, args)
             approved = bool(chain.approvers) and (
                 result is None
                 or (result.status == "responded" and not (decider is not None and decider.trusted))
@@ -793,8 +846,9 @@ class Pipeline:
                     decider, reason, status = denial
                     result = refusal(status, name, reason, decided_by=decider.id)
             duration = 0
-            ran = result is None
-            if ran:
+            if result is None:
+                attempt = 1
+                unended = True  # set before publishing: a publish, once begun, lands
                 if "tool_exec_start" in wanted:
                     await self.bus.publish(
                         ev.ToolExecStart(
@@ -822,7 +876,6 @@ class Pipeline:
                     result = ToolResult(output=value)
                 duration = time.perf_counter_ns() - start
             elif "tool_exec_skipped" in wanted:
-                assert result is not None
                 await self.bus.publish(
                     ev.ToolExecSkipped(
                         ts=time.time_ns(),
@@ -837,21 +890,59 @@ class Pipeline:
                         decided_by=decider.id if decider is not None else "",
                     )
                 )
-            assert result is not None
             if chain.after:
-                result, duration = await self._after(
-                    chain,
-                    turn,
-                    call_id,
-                    out.args,
-                    call,
-                    agent_id,
-                    session_key,
-                    result,
-                    duration,
-                    ran,
-                    times,
-                )
+                while True:
+                    result, retry = await self._after(
+                        chain,
+                        turn,
+                        call_id,
+                        out.args,
+                        agent_id,
+                        session_key,
+                        result,
+                        duration,
+                        times,
+                    )
+                    if not (retry and attempt and attempt <= self.max_retries):
+                        break
+                    # a retry: this run ends here, the next one starts (rare: no hurry)
+                    unended = False
+                    if "tool_exec_end" in wanted:
+                        await self.bus.publish(
+                            self._tool_end(
+                                turn_id,
+                                agent_id,
+                                session_key,
+                                name,
+                                call_id,
+                                result,
+                                duration,
+                                decider,
+                                reason,
+                                times,
+                                attempt,
+                                retried=True,
+                            )
+                        )
+                        times = []
+                    attempt += 1
+                    unended = True
+                    if "tool_exec_start" in wanted:
+                        await self.bus.publish(
+                            ev.ToolExecStart(
+                                ts=time.time_ns(),
+                                seq=next(self._seq),
+                                turn_id=turn_id,
+                                agent_id=agent_id,
+                                session_key=session_key,
+                                tool_name=name,
+                                tool_call_id=call_id,
+                                raw_name=chain.raw_name,
+                                attempt=attempt,
+                            )
+                        )
+                    result, duration = await invoke(call, out.args)
+            unended = False
             if "tool_exec_end" in wanted:
                 ids, ns = _what_ran(times)
                 await self.bus.publish(
@@ -870,31 +961,119 @@ class Pipeline:
                         reason=reason,
                         interceptors=ids,
                         interceptor_ns=ns,
+                        attempt=attempt or 1,
                     )
                 )
             return result
         except AbortTurn as exc:
             # the call leaves with the turn; listeners still learn what happened to it
             if "tool_exec_end" in wanted:
-                ids, ns = _what_ran(times)
                 await self.bus.publish(
-                    ev.ToolExecEnd(
-                        ts=time.time_ns(),
-                        seq=next(self._seq),
-                        turn_id=turn_id,
-                        agent_id=agent_id,
-                        session_key=session_key,
-                        tool_name=name,
-                        tool_call_id=call_id,
-                        status="aborted",
-                        is_error=True,
-                        reason=exc.reason,
+                    self._tool_end(
+                        turn_id,
+                        agent_id,
+                        session_key,
+                        name,
+                        call_id,
+                        refusal("aborted", name, exc.reason),
+                        0,
+                        None,
+                        exc.reason,
+                        times,
+                        attempt,
                         decided_by=exc.source,
-                        interceptors=ids,
-                        interceptor_ns=ns,
                     )
                 )
             raise
+        except BaseException as exc:
+            if unended and "tool_exec_end" in wanted:
+                self._end_interrupted(
+                    exc, turn_id, agent_id, session_key, name, call_id, times, attempt
+                )
+            raise
+
+    def _end_interrupted(
+        self,
+        exc: BaseException,
+        turn_id: str,
+        agent_id: str,
+        session_key: str,
+        name: str,
+        call_id: str,
+        times: Timings | None,
+        attempt: int,
+    ) -> None:
+        """Publish the tool_exec_end of a run that ``exc`` cut short: a cancellation or
+        ``HardAbort`` (status "aborted"), an exception on its way to the caller (status
+        "error").  At once, past a full buffer: the caller must not wait on observers
+        now, and a cancelled one could not."""
+        status: ToolStatus = "aborted"
+        source = ""
+        if isinstance(exc, HardAbort):
+            why, source = exc.reason, exc.source
+        elif isinstance(exc, anyio.get_cancelled_exc_class()):
+            why = "cancelled"
+        else:
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, Exception):
+                status = "error"
+        self.bus.publish_now(
+            self._tool_end(
+                turn_id,
+                agent_id,
+                session_key,
+                name,
+                call_id,
+                refusal(status, name, why),
+                0,
+                None,
+                why,
+                times,
+                attempt,
+                decided_by=source,
+            )
+        )
+
+    def _tool_end(
+        self,
+        turn_id: str,
+        agent_id: str,
+        session_key: str,
+        name: str,
+        call_id: str,
+        result: ToolResult,
+        duration: int,
+        decider: Step | None,
+        reason: str,
+        times: Timings | None,
+        attempt: int,
+        *,
+        retried: bool = False,
+        decided_by: str | None = None,
+    ) -> ev.ToolExecEnd:
+        """The tool_exec_end of the slow paths (a retried run, an aborted or cancelled
+        call); the common one is built in place in ``_tool_core``."""
+        ids, ns = _what_ran(times)
+        return ev.ToolExecEnd(
+            ts=time.time_ns(),
+            seq=next(self._seq),
+            turn_id=turn_id,
+            agent_id=agent_id,
+            session_key=session_key,
+            tool_name=name,
+            tool_call_id=call_id,
+            status=result.status,
+            is_error=result.is_error,
+            duration_ns=duration,
+            decided_by=(decider.id if decider is not None else "")
+            if decided_by is None
+            else decided_by,
+            reason=reason,
+            interceptors=ids,
+            interceptor_ns=ns,
+            attempt=attempt or 1,
+            retried=retried,
+        )
 
     async def _approve(
         self,
@@ -980,48 +1159,37 @@ class Pipeline:
         turn: Turn | None,
         call_id: str,
         args: dict[str, Any],
-        call: ToolCallable,
         agent_id: str,
         session_key: str,
         result: ToolResult,
         duration: int,
-        ran: bool,
         times: Timings | None,
-    ) -> tuple[ToolResult, int]:
-        name = chain.tool_name
-        attempt = 0
-        while True:
-            inp = ToolAfterInput(
-                tool_name=name,
-                turn_id=turn.turn_id if turn is not None else "",
-                tool_call_id=call_id,
-                is_error=result.is_error,
-                blocked=result.status in ("blocked", "denied"),
-                status=result.status,
-                duration_ns=duration,
-                raw_name=chain.raw_name,
-                agent_id=agent_id,
-                session_key=session_key,
-                args=args,
-            )
-            out = ToolAfterOutput(result=result)
-            failer = await run_plain(
-                chain.after,
-                chain.after_steps,
-                inp,
-                out,
-                self._hook_failed,
-                times,
-            )
-            result = (
-                out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
-            )
-            if failer is not None:
-                return result, duration
-            if not (out.retry and ran and attempt < self.max_retries):
-                return result, duration
-            attempt += 1
-            result, duration = await invoke(call, args)
+    ) -> tuple[ToolResult, bool]:
+        """Run the tool.after interceptors on ``result``; returns the result they left
+        and whether they asked for a retry (never after a failure that blocked)."""
+        inp = ToolAfterInput(
+            tool_name=chain.tool_name,
+            turn_id=turn.turn_id if turn is not None else "",
+            tool_call_id=call_id,
+            is_error=result.is_error,
+            blocked=result.status in ("blocked", "denied"),
+            status=result.status,
+            duration_ns=duration,
+            raw_name=chain.raw_name,
+            agent_id=agent_id,
+            session_key=session_key,
+            args=args,
+        )
+        out = ToolAfterOutput(result=result)
+        failer = await run_after(
+            chain.after,
+            chain.after_steps,
+            inp,
+            out,
+            self._hook_failed,
+            times,
+        )
+        return out.result, out.retry and failer is None
 
     # -- non-tool stages ------------------------------------------------------------
 
@@ -1182,7 +1350,7 @@ class Pipeline:
         if event.kind == "interceptor_failed" and event.hook == "observer":
             return  # never report a failure about reporting a failure
         if "interceptor_failed" in self.bus.wanted:
-            self.bus.publish_report(
+            self.bus.publish_now(
                 ev.InterceptorFailed(
                     ts=time.time_ns(),
                     seq=next(self._seq),
@@ -1251,15 +1419,46 @@ class Pipeline:
 # -- helpers ------------------------------------------------------------------------------
 
 
+async def _close_all(services: list[Service]) -> None:
+    """``aclose()`` every service, in reverse order, each shielded from cancellation
+    (they bound their own time): one that fails does not keep the others running.
+
+    Raises:
+        The first failure, once all were closed (the others are logged).
+    """
+    first: BaseException | None = None
+    for service in reversed(services):
+        try:
+            with anyio.CancelScope(shield=True):
+                await service.aclose()
+        except BaseException as exc:
+            if first is None:
+                first = exc
+            else:
+                log.warning("closing %r failed too: %s: %s", service, type(exc).__name__, exc)
+    if first is not None:
+        raise first
+
+
 def _qualname(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
-def _check_rewritten_args(out: ToolBeforeOutput) -> None:
-    if type(out.args) is not dict:
-        raise TypeError(
-            f"tool.before interceptors left args as {type(out.args).__name__}, not a dict"
-        )
+def _check_rewritten_args(out: ToolBeforeOutput, given: Any) -> None:
+    """Raise TypeError when the args are not a dict (or a dict subclass) any more, naming
+    who left them so: the tool.before interceptors, or a tool middleware (``ctx.args``).
+
+    Raises:
+        TypeError: as said.
+    """
+    if isinstance(out.args, dict):
+        return
+    who = (
+        "tool middleware left ctx.args"
+        if out.args is given
+        else "tool.before interceptors left args"
+    )
+    raise TypeError(f"{who} as {type(out.args).__name__}, not a dict")
 
 
 def _subject(inp: Any) -> str:

@@ -370,6 +370,13 @@ async def _command_core(ctx: CommandContext) -> None:
             reason = out.block_reason or f"blocked by {blocker.id}"
             ctx.result = refusal("blocked", ctx.command, reason, decided_by=blocker.id)
             return
+    if not isinstance(out.args, dict):
+        who = (
+            "command middleware left ctx.args"
+            if out.args is ctx.args
+            else "command.before interceptors left args"
+        )
+        raise TypeError(f"{who} as {type(out.args).__name__}, not a dict")
     ctx.result, _ = await invoke(ctx.call, out.args)
 
 

@@ -20,6 +20,7 @@ from interpose import (
     ToolBeforeInput,
     ToolBeforeOutput,
 )
+from interpose.bus import InMemoryBus
 from interpose.bus import events as ev
 
 
@@ -320,6 +321,56 @@ async def test_closing_drains_every_buffer(pipe: Pipeline) -> None:
     expected = [f"c{i}" for i in range(n)]
     assert slow == expected
     assert [e.tool_call_id for e in fast] == expected
+
+
+async def test_a_publish_cancelled_while_it_waits_for_room_still_reaches_everyone() -> None:
+    bus = InMemoryBus(observer_timeout=None)
+    release = anyio.Event()
+    holding = anyio.Event()
+    held: list[int] = []
+    free: list[int] = []
+
+    async def slow(event: ev.ToolExecEnd) -> None:
+        holding.set()
+        await release.wait()
+        held.append(event.seq)
+
+    # the full buffer comes first: the publisher waits on it before reaching `free`
+    slow_sub = bus.subscribe(slow, buffer=1, overflow="block")
+    free_sub = bus.subscribe(lambda e: free.append(e.seq), buffer=1, overflow="block")
+    with anyio.fail_after(5):
+        async with bus:
+            await bus.publish(ev.ToolExecEnd(seq=1))  # the slow observer holds it
+            await holding.wait()
+            await bus.publish(ev.ToolExecEnd(seq=2))  # fills its buffer
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(bus.publish, ev.ToolExecEnd(seq=3))  # no room: it waits
+                await anyio.wait_all_tasks_blocked()
+                assert free == [1, 2]  # the third has not reached the second observer
+                tg.cancel_scope.cancel()
+            release.set()
+    # the cancelled publish still queued its event, past the limit, for both observers
+    assert held == free == [1, 2, 3]
+    assert slow_sub.stats.high_water == 2
+    assert (free_sub.stats.published, free_sub.stats.dropped) == (3, 0)
+
+
+async def test_a_bus_cancelled_while_draining_stops_its_observers_and_counts_the_rest() -> None:
+    bus = InMemoryBus(observer_timeout=None)
+    holding = anyio.Event()
+
+    async def stuck(event: ev.ToolExecEnd) -> None:
+        holding.set()
+        await anyio.Event().wait()
+
+    sub = bus.subscribe(stuck)
+    with anyio.fail_after(5), anyio.CancelScope() as scope:
+        async with bus:
+            for seq in (1, 2, 3):
+                await bus.publish(ev.ToolExecEnd(seq=seq))
+            await holding.wait()
+            scope.cancel()  # leaving `async with bus` now: the drain is cancelled
+    assert (sub.stats.published, sub.stats.delivered, sub.stats.dropped) == (3, 1, 2)
 
 
 # -- no cost without subscribers -------------------------------------------------------------

@@ -142,6 +142,30 @@ async def test_tool_calls_are_counted_by_outcome(
     }
 
 
+async def test_a_retried_call_counts_once_and_each_run_has_its_duration(
+    reader: InMemoryMetricReader, observer: MetricsObserver
+) -> None:
+    pipe = Pipeline(builtins=False, max_retries=2)
+    failures = iter([True, False])
+
+    def flaky(args: dict[str, Any]) -> str:
+        if next(failures):
+            raise OSError("busy")
+        return "ran"
+
+    pipe.intercept("tool.after", id="again")(lambda inp, out: setattr(out, "retry", inp.is_error))
+    observer.attach(pipe)
+    async with pipe:
+        await pipe.call_tool("exec", {"command": "ls"}, call=flaky)
+
+    assert sums(reader, "interpose.tool.calls") == {tool("exec", "ok", "main"): 1}
+    points = histograms(reader, "interpose.tool.duration")
+    assert {attrs: p.count for attrs, p in points.items()} == {
+        tool("exec", "error", "main"): 1,
+        tool("exec", "ok", "main"): 1,
+    }
+
+
 async def test_tool_duration_is_the_time_the_tool_ran_in_seconds(
     reader: InMemoryMetricReader, observer: MetricsObserver
 ) -> None:

@@ -3,6 +3,9 @@ retry, abort turn, hard abort."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,6 +28,7 @@ from interpose import (
     ToolBeforeOutput,
     ToolResult,
 )
+from interpose.middleware.process import ProcessHook
 
 
 class Tool:
@@ -777,3 +781,284 @@ async def test_an_aborted_call_is_reported_with_who_aborted_and_what_ran(
     assert (end.status, end.tool_call_id, end.reason) == ("aborted", "c9", "not today")
     assert end.decided_by == "stopper"
     assert end.interceptors == ("first", "stopper")
+
+
+# -- tool events: one start and one end per run, whatever ends it ------------------------------
+
+
+def starts_and_ends(events: list[Any]) -> list[tuple[Any, ...]]:
+    return [
+        (e.kind, e.tool_call_id, e.attempt)
+        + ((e.status, e.retried) if e.kind == "tool_exec_end" else ())
+        for e in events
+        if e.kind in ("tool_exec_start", "tool_exec_end")
+    ]
+
+
+async def test_every_run_of_a_retried_tool_has_its_own_start_and_end(
+    recorder: list[Any],
+) -> None:
+    counts: dict[str, int] = {}
+    pipe = retrying_pipeline(3, counts)
+    pipe.subscribe(recorder.append, events={"tool_exec_start", "tool_exec_end"})
+    async with pipe:
+        result = await pipe.call_tool("web_fetch", {"url": "u"}, call=Flaky(2), call_id="c1")
+    assert result.status == "ok"
+    assert starts_and_ends(recorder) == [
+        ("tool_exec_start", "c1", 1),
+        ("tool_exec_end", "c1", 1, "error", True),
+        ("tool_exec_start", "c1", 2),
+        ("tool_exec_end", "c1", 2, "error", True),
+        ("tool_exec_start", "c1", 3),
+        ("tool_exec_end", "c1", 3, "ok", False),
+    ]
+    # each end lists what ran since the previous one: the first has the before-phase
+    ends = [e for e in recorder if e.kind == "tool_exec_end"]
+    assert [e.interceptors for e in ends] == [
+        ("before", "approver", "retry-on-error"),
+        ("retry-on-error",),
+        ("retry-on-error",),
+    ]
+    assert all(e.duration_ns > 0 for e in ends)
+
+
+class Hangs:
+    """A tool that never finishes; ``running`` is set once it has started."""
+
+    def __init__(self) -> None:
+        self.running = anyio.Event()
+
+    async def __call__(self, args: dict[str, Any]) -> str:
+        self.running.set()
+        await anyio.Event().wait()
+        raise AssertionError("never set")  # pragma: no cover
+
+
+async def test_a_cancelled_tool_call_still_publishes_its_end(recorder: list[Any]) -> None:
+    pipe = Pipeline(builtins=False)
+    # the observer holds the only slot of its buffer: the end has to get past a full
+    # `block` buffer, which a cancelled caller cannot wait on
+    gate = anyio.Event()
+
+    async def slow(event: Any) -> None:
+        await gate.wait()
+        recorder.append(event)
+
+    pipe.subscribe(slow, events={"tool_exec_start", "tool_exec_end"}, buffer=1)
+    hangs = Hangs()
+    with anyio.fail_after(5):
+        async with pipe:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    lambda: pipe.call_tool("exec", {"command": "sleep"}, call=hangs, call_id="c1")
+                )
+                await hangs.running.wait()
+                tg.cancel_scope.cancel()
+            gate.set()
+    assert starts_and_ends(recorder) == [
+        ("tool_exec_start", "c1", 1),
+        ("tool_exec_end", "c1", 1, "aborted", False),
+    ]
+    end = recorder[-1]
+    assert (end.is_error, end.reason, end.decided_by) == (True, "cancelled", "")
+
+
+async def test_a_call_cancelled_during_a_retry_ends_its_last_run(recorder: list[Any]) -> None:
+    pipe = Pipeline(builtins=False, max_retries=5)
+    hangs = Hangs()
+    runs = 0
+
+    async def tool(args: dict[str, Any]) -> str:
+        nonlocal runs
+        runs += 1
+        if runs == 2:
+            return await hangs(args)
+        return "try again"
+
+    @pipe.intercept("tool.after", id="again")
+    def again(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.retry = True
+
+    pipe.subscribe(recorder.append, events={"tool_exec_start", "tool_exec_end"})
+    with anyio.fail_after(5):
+        async with pipe, anyio.create_task_group() as tg:
+            tg.start_soon(lambda: pipe.call_tool("exec", {}, call=tool, call_id="c1"))
+            await hangs.running.wait()
+            tg.cancel_scope.cancel()
+    assert starts_and_ends(recorder) == [
+        ("tool_exec_start", "c1", 1),
+        ("tool_exec_end", "c1", 1, "ok", True),
+        ("tool_exec_start", "c1", 2),
+        ("tool_exec_end", "c1", 2, "aborted", False),
+    ]
+
+
+def hard_abort_in_the_tool(pipe: Pipeline) -> Any:
+    def tool(args: dict[str, Any]) -> str:
+        raise HardAbort("stop everything")
+
+    return tool
+
+
+def strict_after_hook(pipe: Pipeline) -> Any:
+    @pipe.intercept("tool.after", id="strict", on_error="raise")
+    def strict(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        raise LookupError("no such record")
+
+    return lambda args: "ran"
+
+
+@pytest.mark.parametrize(
+    ("setup", "raised", "status", "reason"),
+    [
+        (hard_abort_in_the_tool, HardAbort, "aborted", "stop everything"),
+        (strict_after_hook, LookupError, "error", "LookupError: no such record"),
+    ],
+    ids=["hard-abort", "raise-policy"],
+)
+async def test_an_exception_that_reaches_the_caller_after_the_start_still_ends_the_run(
+    recorder: list[Any], setup: Any, raised: type[BaseException], status: str, reason: str
+) -> None:
+    pipe = Pipeline(builtins=False)
+    tool = setup(pipe)
+    pipe.subscribe(recorder.append, events={"tool_exec_start", "tool_exec_end"})
+    with pytest.raises(raised):
+        async with pipe:
+            await pipe.call_tool("exec", {}, call=tool, call_id="c1")
+    assert starts_and_ends(recorder) == [
+        ("tool_exec_start", "c1", 1),
+        ("tool_exec_end", "c1", 1, status, False),
+    ]
+    assert (recorder[-1].is_error, recorder[-1].reason) == (True, reason)
+
+
+# -- a plain value from tool.after ---------------------------------------------------------------
+
+
+def refuse_by_blocking(pipe: Pipeline) -> None:
+    @pipe.intercept("tool.before", id="guard")
+    def guard(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.block, out.block_reason = True, "not here"
+
+
+def refuse_by_denying(pipe: Pipeline) -> None:
+    pipe.approver(id="guard")(lambda req: Approval.deny("not now"))
+
+
+def answer_in_place(pipe: Pipeline) -> None:
+    @pipe.intercept("tool.before", id="guard")
+    def guard(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.result = "from the cache"
+
+
+def let_it_run(pipe: Pipeline) -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("setup", "tool_raises", "status", "is_error"),
+    [
+        (refuse_by_blocking, False, "blocked", True),
+        (refuse_by_denying, False, "denied", True),
+        (answer_in_place, False, "responded", False),
+        (let_it_run, True, "error", True),
+        (let_it_run, False, "ok", False),
+    ],
+    ids=["blocked", "denied", "responded", "error", "ok"],
+)
+async def test_a_plain_value_from_tool_after_keeps_the_status_of_the_result_it_replaces(
+    setup: Any, tool_raises: bool, status: str, is_error: bool
+) -> None:
+    pipe = Pipeline(builtins=False)
+    setup(pipe)
+    seen: list[tuple[str, bool, Any]] = []
+
+    @pipe.intercept("tool.after", priority=10, id="summarize")
+    def summarize(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.result = "[summary]"  # type: ignore[assignment]  # a plain value: the new output
+
+    @pipe.intercept("tool.after", id="audit")
+    def audit(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        # a later interceptor sees a ToolResult, with the status it replaced
+        seen.append((out.result.status, out.result.is_error, out.result.output))
+
+    def tool(args: dict[str, Any]) -> str:
+        if tool_raises:
+            raise OSError("disk on fire")
+        return "ran"
+
+    result = await pipe.call_tool("exec", {"command": "ls"}, call=tool)
+    assert (result.status, result.is_error, result.output) == (status, is_error, "[summary]")
+    assert seen == [(status, is_error, "[summary]")]
+    if status in ("blocked", "denied"):
+        assert result.details["decided_by"] == "guard"  # the details are kept too
+
+
+async def test_a_plain_value_after_a_new_result_keeps_the_new_results_status() -> None:
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("tool.after", priority=10, id="recover")
+    def recover(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.result = ToolResult(output="fallback", details={"recovered": True})
+
+    @pipe.intercept("tool.after", id="shorten")
+    def shorten(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.result = out.result.output[:4]
+
+    def broken(args: dict[str, Any]) -> str:
+        raise OSError("down")
+
+    result = await pipe.call_tool("read", {}, call=broken)
+    assert result == ToolResult(output="fall", status="ok", details={"recovered": True})
+
+
+CHILDREN = Path(__file__).resolve().parents[1] / "process_hooks" / "children"
+
+
+def after_tool_hook(reply: dict[str, Any], record: Path) -> ProcessHook:
+    """A process hook (a real child) answering every hook.after_tool with ``reply`` and
+    recording what it was sent."""
+    return ProcessHook(
+        "after",
+        [sys.executable, str(CHILDREN / "gate.py")],
+        intercept=("after_tool",),
+        env={"REPLIES": json.dumps({"hook.after_tool": reply}), "RECORD": str(record)},
+    )
+
+
+def results_sent(record: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+    return [m["params"]["result"] for m in lines if m.get("method") == "hook.after_tool"]
+
+
+@pytest.mark.integration
+async def test_a_process_hook_reply_on_a_blocked_call_keeps_the_status_too(
+    tmp_path: Path,
+) -> None:
+    pipe = Pipeline(builtins=False)
+    refuse_by_blocking(pipe)
+    record = tmp_path / "record.jsonl"
+    after_tool_hook({"result": {"for_llm": "[withheld]"}}, record).install(pipe)
+    with anyio.fail_after(10):
+        async with pipe:
+            result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+    assert (result.status, result.is_error, result.output) == ("blocked", True, "[withheld]")
+    assert result.details["decided_by"] == "guard"
+
+
+@pytest.mark.integration
+async def test_a_process_hook_sees_the_status_a_plain_value_kept(tmp_path: Path) -> None:
+    pipe = Pipeline(builtins=False)
+    refuse_by_blocking(pipe)
+
+    @pipe.intercept("tool.after", priority=10, id="summarize")
+    def summarize(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.result = "[summary]"  # type: ignore[assignment]
+
+    record = tmp_path / "record.jsonl"
+    after_tool_hook({}, record).install(pipe)  # priority 0: after `summarize`
+    with anyio.fail_after(10):
+        async with pipe:
+            result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+    assert results_sent(record) == [{"for_llm": "[summary]", "is_error": True, "status": "blocked"}]
+    assert (result.status, result.is_error, result.output) == ("blocked", True, "[summary]")

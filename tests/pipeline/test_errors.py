@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from interpose import (
     ApprovalRequest,
     CommandBeforeInput,
     CommandBeforeOutput,
+    Interceptor,
     LLMAfterInput,
     LLMAfterOutput,
     LLMRequest,
@@ -565,3 +567,162 @@ async def test_failing_middleware_is_published(pipe: Pipeline, recorder: list[An
     assert [(e.interceptor_id, e.error_type, e.tool_call_id) for e in recorder] == [
         ("broken-mw", "RuntimeError", "c1")
     ]
+
+
+# -- what a middleware's policy applies to ------------------------------------------------------
+
+
+def wrap_in_middleware(pipe: Pipeline, stage: str, policy: str) -> list[str]:
+    """A layer with ``policy`` around ``stage`` that records how its call_next ended
+    (policy "raise" with a timeout: a guarded layer that lets failures through)."""
+    ended: list[str] = []
+    timeout = 5.0 if policy == "raise-with-timeout" else None
+    on_error = "raise" if policy == "raise-with-timeout" else policy
+
+    @pipe.middleware(stage, id=f"outer-{stage}", on_error=on_error, timeout=timeout)  # type: ignore[arg-type]
+    async def outer(ctx: Any, call_next: Next) -> None:
+        try:
+            await call_next()
+        except Exception as exc:
+            ended.append(type(exc).__name__)
+            raise
+
+    return ended
+
+
+TOOL_POLICIES = ["skip", "block", "raise-with-timeout", "raise"]
+
+
+@pytest.mark.parametrize("policy", TOOL_POLICIES)
+@pytest.mark.parametrize("hook", ["tool.before", "tool.approve", "tool.after"])
+async def test_a_raise_interceptor_inside_a_middleware_reaches_the_caller_as_itself(
+    pipe: Pipeline, hook: str, policy: str
+) -> None:
+    ended = wrap_in_middleware(pipe, "tool", policy)
+    error = KeyError("the original")
+
+    def strict(*args: Any) -> None:
+        raise error
+
+    pipe.add(Interceptor(id="strict", hook=hook, handler=strict, on_error="raise"))
+    tool = Tool()
+    with pytest.raises(KeyError) as caught:
+        await pipe.call_tool("exec", {"command": "ls"}, call=tool)
+    assert caught.value is error
+    assert ended == ["KeyError"]  # it went through the middleware, which left it alone
+    assert pipe.stats.failures == {"strict": 1}  # recorded once, as the interceptor's
+    assert tool.calls == (1 if hook == "tool.after" else 0)
+
+
+@pytest.mark.parametrize("policy", ["skip", "block"])
+async def test_a_raise_middleware_inside_a_guarded_one_reaches_the_caller(
+    pipe: Pipeline, policy: str
+) -> None:
+    wrap_in_middleware(pipe, "tool", policy)
+
+    @pipe.middleware("tool", id="inner", priority=-1, on_error="raise")
+    async def inner(ctx: ToolContext, call_next: Next) -> None:
+        raise LookupError("inner layer bug")
+
+    with pytest.raises(LookupError, match="inner layer bug"):
+        await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+    assert pipe.stats.failures == {}  # a plain "raise" layer is not recorded
+
+
+@pytest.mark.parametrize("policy", ["skip", "block"])
+async def test_a_middleware_still_applies_its_policy_to_its_own_failure_after_call_next(
+    pipe: Pipeline, policy: str
+) -> None:
+    @pipe.middleware("tool", id="post", on_error=policy)  # type: ignore[arg-type]
+    async def post(ctx: ToolContext, call_next: Next) -> None:
+        await call_next()
+        raise RuntimeError("post-processing bug")
+
+    result = await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+    assert result.status == ("ok" if policy == "skip" else "blocked")
+    assert pipe.stats.failures == {"post": 1}
+
+
+@pytest.mark.parametrize("policy", ["skip", "raise-with-timeout"])
+async def test_what_the_llm_call_or_the_turn_body_raises_passes_middleware_unchanged(
+    pipe: Pipeline, policy: str
+) -> None:
+    wrap_in_middleware(pipe, "llm", policy)
+    wrap_in_middleware(pipe, "turn", policy)
+    error = ConnectionError("model unreachable")
+
+    def llm(request: LLMRequest) -> LLMResponse:
+        raise error
+
+    async def body(turn: Any) -> None:
+        await turn.call_llm(LLMRequest(), call=llm)
+
+    with pytest.raises(ConnectionError) as caught:
+        await pipe.run_turn(body)
+    assert caught.value is error
+    assert pipe.stats.failures == {}
+
+
+# -- arguments that are not a dict, with and without middleware ---------------------------------
+
+
+@pytest.mark.parametrize("with_middleware", [False, "skip", "block", "raise"])
+async def test_args_left_as_a_non_dict_raise_type_error_with_any_middleware(
+    pipe: Pipeline, with_middleware: Any
+) -> None:
+    if with_middleware:
+        wrap_in_middleware(pipe, "tool", with_middleware)
+
+    @pipe.intercept("tool.before", id="rewrite")
+    def rewrite(inp: Any, out: Any) -> None:
+        out.args = ["ls", "-la"]
+
+    tool = Tool()
+    with pytest.raises(TypeError, match=r"tool\.before interceptors left args as list"):
+        await pipe.call_tool("exec", {"command": "ls"}, call=tool)
+    assert tool.calls == 0
+    assert pipe.stats.failures == {}
+
+
+async def test_a_middleware_that_replaces_ctx_args_with_a_non_dict_raises_type_error(
+    pipe: Pipeline,
+) -> None:
+    @pipe.middleware("tool", id="mangle")
+    async def mangle(ctx: ToolContext, call_next: Next) -> None:
+        ctx.args = "command=ls"  # type: ignore[assignment]
+        await call_next()
+
+    with pytest.raises(TypeError, match=r"tool middleware left ctx\.args as str"):
+        await pipe.call_tool("exec", {"command": "ls"}, call=Tool())
+
+
+@pytest.mark.parametrize("with_middleware", [False, True])
+@pytest.mark.parametrize("with_interceptor", [False, True])
+async def test_a_dict_subclass_is_a_dict_everywhere(
+    pipe: Pipeline, with_middleware: bool, with_interceptor: bool, recorder: list[Any]
+) -> None:
+    if with_middleware:
+        wrap_in_middleware(pipe, "tool", "block")
+    if with_interceptor:
+        pipe.intercept("tool.before", id="noop")(lambda inp, out: None)
+    seen: list[Any] = []
+    args = OrderedDict(command="ls")
+    result = await pipe.call_tool("exec", args, call=seen.append)
+    assert result.status == "ok"
+    assert seen == [args]
+
+
+@pytest.mark.parametrize("with_middleware", [False, "skip", "block"])
+async def test_command_args_left_as_a_non_dict_raise_type_error(
+    pipe: Pipeline, with_middleware: Any
+) -> None:
+    if with_middleware:
+        wrap_in_middleware(pipe, "command", with_middleware)
+
+    @pipe.intercept("command.before", id="rewrite")
+    def rewrite(inp: CommandBeforeInput, out: CommandBeforeOutput) -> None:
+        out.args = "all"  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match=r"command\.before interceptors left args as str"):
+        async with pipe.turn() as turn:
+            await turn.run_command("clear", {}, call=Tool())
