@@ -94,6 +94,7 @@ def _program(
                 f"{origin} may read in more than {_MAX_READINGS} ways once its "
                 f"substitutions have run; the guard judges only program text it can read",
             )
+    run.budget.made_text(sum(map(len, texts)))
     for text in texts:
         found = _judge_program(run, inv, kind, text, words, origin)
         if found is not None:
