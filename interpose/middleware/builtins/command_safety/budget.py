@@ -43,7 +43,7 @@ class Limits:
     """
 
     size: int = 1 << 20
-    words: int = 4096
+    words: int = 2048
     text: int = 1 << 20
     steps: int = 20_000
     depth: int = 32
