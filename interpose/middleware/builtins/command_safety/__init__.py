@@ -45,10 +45,15 @@ Rules (the rule id leads the block reason), one module per family:
 - :mod:`.containers`: ``docker-prune``.
 - :mod:`.secrets`: ``sensitive-read``.
 - ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
+  words, computed text, expansion steps, nesting depth, wall time); the reason names the
+  budget and its numbers.  Every input is decided in bounded time and stack.
+- ``internal-error``: the guard failed on the input (a bug); the command is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
 The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
-:mod:`.text` (program text computed at run time) and :mod:`.run` (one analysis).  Adding a
+:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
+:mod:`.budget` (what one analysis may cost).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command
 name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
 

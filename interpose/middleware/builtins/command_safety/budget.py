@@ -30,7 +30,8 @@ class Limits:
     Attributes:
         size: characters of command text; longer commands are refused before parsing.
         words: words and operators the parser reads, plus words made by expansion
-            (unquoted variables split into words, ``xargs``/``find -exec`` fan-out).
+            (unquoted variables split into words, ``xargs``/``find -exec`` fan-out) and
+            path literals judged inside inline programs (``python -c``).
         text: characters of text made at run time that the guard computes: expanded
             variable values, substitution outputs, decoded program text.
         steps: expansion steps: variable assignments and expansions, commands prepared,
