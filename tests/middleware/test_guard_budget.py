@@ -306,7 +306,7 @@ def deep_inputs() -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("headroom", "in_place"), [(50, False), (frames_needed(DEFAULT_LIMITS) + 10, True)]
+    ("headroom", "in_place"), [(50, False), (frames_needed(DEFAULT_LIMITS.depth) + 10, True)]
 )
 def test_a_deep_caller_stack_never_causes_recursion_errors(
     headroom: int, in_place: bool, monkeypatch: pytest.MonkeyPatch
@@ -328,6 +328,19 @@ def test_a_deep_caller_stack_never_causes_recursion_errors(
     assert got == expected
     assert not any("internal-error" in reason for reason in got)
     assert all((t is threading.main_thread()) == in_place for t in threads)
+
+
+def test_a_low_recursion_limit_lowers_the_depth_budget() -> None:
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        budget = Budget()
+        finding = analyze_command("echo " + "$(echo " * 30 + "x" + ")" * 30, budget=budget)
+    finally:
+        sys.setrecursionlimit(old)
+    assert finding is not None
+    assert finding.rule == "too-complex"
+    assert budget.max_depth < DEFAULT_LIMITS.depth
 
 
 # -- the last line of defence ------------------------------------------------------------------
