@@ -14,6 +14,7 @@ import random
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -87,6 +88,24 @@ def test_doubling_through_echo_is_refused(repeats: int) -> None:
     command = "X=a; " + "X=$(echo $X $X); " * repeats + "$X"
     finding = too_complex(command, "words")
     assert "> 2,048" in finding.message
+
+
+def test_memory_stays_bounded_on_the_review_cases() -> None:
+    """Before the budget, 30 doublings took 4 GB; now the text budget caps what is made."""
+    commands = [
+        "x='rm '; " + 'x="$x$x"; ' * 40 + "$x",
+        "X=a; " + "X=$(echo $X $X); " * 40 + "$X",
+        "echo '" + "a b " * (DEFAULT_LIMITS.size // 4 - 8) + "'",
+    ]
+    for command in commands:
+        tracemalloc.start()
+        try:
+            analyze_command(command)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        # the input itself is part of the peak for the 1 MiB string; a loose bound
+        assert peak < 32 * DEFAULT_LIMITS.text, (command[:40], peak)
 
 
 def test_small_doubling_is_still_judged() -> None:
