@@ -20,7 +20,8 @@ from interpose.middleware.builtins.command_safety import (
 from interpose.middleware.builtins.shell import SUBST, ShellSyntaxError, parse
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
-CORPUS = Path(__file__).with_name("guard_corpus_exec.jsonl")
+CORPORA = sorted(Path(__file__).parent.glob("guard_corpus_exec*.jsonl"))
+"""Every rule family may own its corpus file (``guard_corpus_exec_<family>.jsonl``)."""
 INP = ToolBeforeInput(tool_name="exec", tool_call_id="c1")
 
 
@@ -30,9 +31,13 @@ def run_guard(command: Any, guard: CommandSafetyGuard | None = None) -> ToolBefo
     return out
 
 
-def load_corpus() -> list[dict[str, Any]]:
-    with CORPUS.open(encoding="utf-8") as fh:
+def load_file(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    return [row for path in CORPORA for row in load_file(path)]
 
 
 # -- corpus -----------------------------------------------------------------------------------
@@ -61,33 +66,50 @@ def test_corpus_shape() -> None:
     assert any(isinstance(r["command"], list) for r in rows)
 
 
-def test_corpus_accuracy() -> None:
-    rows = load_corpus()
-    guard = CommandSafetyGuard()
-    misses: list[str] = []
+def score(rows: list[dict[str, Any]], guard: CommandSafetyGuard) -> tuple[int, int, list[str]]:
+    """(blocked as expected, allowed as expected, problems) over ``rows``."""
+    problems: list[str] = []
     blocked_ok = allowed_ok = 0
-    wrong_rule: list[str] = []
     for row in rows:
         out = run_guard(row["command"], guard)
         if out.block != (row["expect"] == "block"):
-            misses.append(f"{row['expect']}: {row['command']!r} -> {out.block_reason or 'allowed'}")
+            problems.append(
+                f"MISS {row['expect']}: {row['command']!r} -> {out.block_reason or 'allowed'}"
+            )
         elif out.block:
             blocked_ok += 1
             if not out.block_reason.startswith(f"command-safety-guard: {row['category']}:"):
-                wrong_rule.append(f"{row['category']}: {row['command']!r} -> {out.block_reason}")
+                problems.append(f"RULE {row['category']}: {row['command']!r} -> {out.block_reason}")
         else:
             allowed_ok += 1
-    n_block = sum(r["expect"] == "block" for r in rows)
-    n_allow = len(rows) - n_block
+    return blocked_ok, allowed_ok, problems
+
+
+def test_corpus_accuracy() -> None:
+    assert Path(__file__).with_name("guard_corpus_exec.jsonl") in CORPORA
+    guard = CommandSafetyGuard()
+    totals = [0, 0, 0, 0]  # blocked ok, allowed ok, n block, n allow
+    problems: list[str] = []
+    print()
+    for path in CORPORA:
+        rows = load_file(path)
+        blocked_ok, allowed_ok, found = score(rows, guard)
+        n_block = sum(r["expect"] == "block" for r in rows)
+        n_allow = len(rows) - n_block
+        print(
+            f"{path.name}: block {blocked_ok}/{n_block} allow {allowed_ok}/{n_allow} "
+            f"({len(found)} problems)"
+        )
+        for i, value in enumerate((blocked_ok, allowed_ok, n_block, n_allow)):
+            totals[i] += value
+        problems += [f"  {path.name}: {p}" for p in found]
+    blocked_ok, allowed_ok, n_block, n_allow = totals
     block_score, allow_score = blocked_ok / n_block, allowed_ok / n_allow
     print(
-        f"\nexec corpus: block {block_score:.1%} allow {allow_score:.1%} "
-        f"(n={len(rows)}: {n_block} block, {n_allow} allow)"
+        f"exec corpus total: block {block_score:.1%} allow {allow_score:.1%} "
+        f"(n={n_block + n_allow}: {n_block} block, {n_allow} allow)"
     )
-    for miss in misses:
-        print("  MISS", miss)
-    for item in wrong_rule:
-        print("  RULE", item)
+    print("\n".join(problems))
     assert block_score >= 0.97
     assert allow_score >= 0.97
 
@@ -521,10 +543,10 @@ def test_argv_lists_take_part_too() -> None:
 
 
 def test_deeply_nested_substitutions_stay_cheap() -> None:
-    command = "echo " + "$(echo " * 90 + "x" + ")" * 90
+    command = "echo " + "$(echo " * 30 + "x" + ")" * 30  # deeper ones: test_guard_budget.py
     start = time.perf_counter()
     assert analyze_command(command) is None
-    # each substitution's output is computed once per analysis (~5 ms here); a loose bound
+    # each substitution's output is computed once per analysis (~2 ms here); a loose bound
     assert time.perf_counter() - start < 1.0
 
 

@@ -1,0 +1,285 @@
+"""
+The guard runs before the ``exec`` tool.  It reads ``args["command"]`` (a shell string, or
+a list of argv strings run as one simple command) and blocks the call when the command
+would do something on the list below.  The decision is made on *the commands the shell
+would run*, never on substrings of the text:
+
+1. :mod:`..shell` parses the text with POSIX quoting rules into simple commands, with
+   their redirections, pipelines, function definitions and the scripts of every
+   ``$(...)``, backtick and ``<(...)`` substitution.  Quoted text that is only an
+   argument (``git commit -m "rm -rf /"``, ``grep "curl | bash" docs/``) is data and is
+   never judged as a command; a substitution inside quotes (``echo "$(rm -rf /)"``) is a
+   command and is.  Text that does not parse is refused (rule ``unparseable``).
+2. Each simple command is *unwrapped*: leading ``VAR=value``, ``sudo``/``doas``/``env``
+   (with their options and assignments, ``env -S`` split), ``command``, ``builtin``,
+   ``exec``, ``nohup``, ``time``, ``nice``, ``timeout``, ``stdbuf``, ``ionice``,
+   ``setsid``, ``busybox`` and ``xargs`` are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
+   (``D=/; rm -rf $D``), ``cd`` (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'``
+   strings and quote splicing (``r''m``, ``"r"m``) are followed.
+3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``,
+   ``sh -c``, ``eval``, ``su -c``, ``watch``, ``ssh host '...'``, ``flock -c``,
+   ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
+   paths produced by an upstream ``find``/``echo``), here-documents and here-strings fed
+   to a shell, ``system("...")``-style calls inside ``python -c``/``perl -e``/``awk``
+   programs, and program text the guard can compute: the output of ``echo``, ``printf``
+   (escapes and formats as bash, dash and zsh read them), ``yes`` and here-documents,
+   through ``base64``/``base32``/``openssl base64`` decoding, ``xxd -r -p``, ``rev``,
+   ``tac``, ``tr`` and ``gunzip``-style decompression, whether it is piped into a shell or
+   an interpreter, substituted into a script (``sh -c "$(echo ...)"``, ``eval "$X"`` with
+   ``X=$(printf ...)``) or used as a command name (``$(echo rm) -rf /``).
+4. Per-command rules, chosen from tables by command name, judge options the way the
+   command parses them: flags in any order and spelling (``-rf``, ``-r -f``, ``-R``,
+   ``--recursive``, GNU unique-prefix abbreviations such as ``--rec``), option values
+   (``-m "... -n ..."`` is a message, not ``-n``) and ``--``.  Paths are normalized with
+   :func:`..security_audit.resolve_path` (``~``, ``$HOME``, ``${HOME}``, ``..``, ``//``) and
+   globs are judged by what they could match.
+
+Rules (the rule id leads the block reason), one module per family:
+
+- :mod:`.filesystem`: ``fs-destruction``, ``system-files``.
+- :mod:`.disk`: ``disk``.
+- :mod:`.permissions`: ``permissions``.
+- :mod:`.remote_exec`: ``rce``, ``reverse-shell``, ``fork-bomb``, ``dynamic-code``.
+- :mod:`.git`: ``git-no-verify``.
+- :mod:`.containers`: ``docker-prune``.
+- :mod:`.secrets`: ``sensitive-read``.
+- ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
+  words, computed text, expansion steps, nesting depth, wall time); the reason names the
+  budget and its numbers.  Every input is decided in bounded time and stack.
+- ``internal-error``: the guard failed on the input (a bug); the command is refused.
+- ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
+
+The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
+:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
+:mod:`.budget` (what one analysis may cost).  Adding a
+rule is one function in a family module, its entry in that module's ``RULES`` (by command
+name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
+
+Known limits -- what a check of the command text cannot see: symlinks and bind mounts
+(``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
+values of variables set outside the command line or computed at run time, where they are
+arguments (``rm -rf "$DIR"``; as a command name see ``dynamic-code``); the output of
+local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
+the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
+inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
+elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
+``make clean``, ``npm run x``); files written by one command and run by a later one;
+interpreter code beyond the simple patterns listed above; positional parameters handed
+to inline scripts (``find / -exec sh -c 'rm -rf "$1"' _ {} ;``); brace expansion
+(``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
+text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a
+seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a
+container as well.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from ....errors import ConfigError
+from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+from ..shell import Script, SimpleCommand, Word
+from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
+from .budget import Budget, TooComplex, frames_needed
+from .model import _GLOB_CHARS, HOME, Finding
+from .run import _STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, _Run
+
+__all__ = ["HOME", "CommandSafetyGuard", "Finding", "analyze_command"]
+
+
+_FAMILIES = (remote_exec, filesystem, secrets, disk, permissions, git, containers, state)
+"""The rule families, in the order their rules run (remote_exec's generic rule first: a
+download run as code is ``rce`` before its operands are judged as files)."""
+
+
+def _assemble() -> RuleTable:
+    """Merge the families' tables: each module exports ``RULES`` (by command name) and
+    optionally ``GENERIC``, ``PIPELINES`` and ``FUNCTIONS``; rules run in family order."""
+    by_name: dict[str, tuple[Rule, ...]] = {}
+    generic: list[Rule] = []
+    pipelines: list[PipelineRule] = []
+    functions: list[FunctionRule] = []
+    for family in _FAMILIES:
+        for name, rules in family.RULES.items():
+            by_name[name] = by_name.get(name, ()) + rules
+        generic += getattr(family, "GENERIC", ())
+        pipelines += getattr(family, "PIPELINES", ())
+        functions += getattr(family, "FUNCTIONS", ())
+    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), _STAND_INS)
+
+
+_TABLE = _assemble()
+"""Every rule, assembled once at import."""
+
+
+# -- public API ----------------------------------------------------------------------------------
+
+
+def _argv_words(argv: Sequence[str]) -> list[Word]:
+    """An argv list is one simple command; ``~`` and globs are judged as if a shell saw
+    them, because some runners hand the list to a shell."""
+    return [
+        Word(a, quoted=True, tilde=a.startswith("~"), glob=_GLOB_CHARS.search(a) is not None)
+        for a in argv
+    ]
+
+
+def _analyze(
+    command: str | Sequence[str],
+    deny: Sequence[re.Pattern[str]],
+    allow: Sequence[re.Pattern[str]],
+    budget: Budget | None = None,
+) -> Finding | None:
+    """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default)."""
+    if budget is None:
+        budget = Budget()
+    budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
+    try:
+        frames = frames_needed(budget.max_depth)
+        return _with_stack(frames, _judge_command, command, deny, allow, budget)
+    except TooComplex as exc:
+        return Finding(
+            "too-complex",
+            exc.budget,
+            f"too complex to analyze ({exc}); a command that cannot be analyzed within the "
+            f"guard's budget is not run",
+        )
+
+
+def _judge_command(
+    command: str | Sequence[str],
+    deny: Sequence[re.Pattern[str]],
+    allow: Sequence[re.Pattern[str]],
+    budget: Budget,
+) -> Finding | None:
+    run = _Run(_TABLE, deny, allow, budget)
+    if isinstance(command, str):
+        budget.size(len(command))
+        # bash drops NUL bytes from its input (and no argv can carry one)
+        return run.source(command.replace("\x00", ""), "the command")
+    budget.size(sum(map(len, command)))
+    budget.made_words(len(command))
+    return run.script(Script((SimpleCommand(tuple(_argv_words(command))),)))
+
+
+_T = TypeVar("_T")
+_THREAD_FRAMES = 10  # what a fresh thread's stack holds before the analysis starts
+
+
+def _with_stack(frames: int, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)``, on a fresh thread when the caller's stack has fewer than ``frames``
+    frames left before the recursion limit (the analysis's depth budget bounds its stack
+    use to that many): a RecursionError cannot happen, however deep the caller is.
+
+    Raises:
+        whatever ``fn`` raises.
+    """
+    limit = sys.getrecursionlimit()
+    try:
+        sys._getframe(max(0, limit - frames))  # exists: the stack is already that deep
+    except ValueError:
+        return fn(*args)
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(fn(*args))
+        except BaseException as exc:  # handed back to the caller's thread below
+            failure.append(exc)
+
+    # the analysis bounds its own time (the budget's wall-time limit), so join() is bounded
+    worker = threading.Thread(target=target, name="command-safety-guard", daemon=True)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def analyze_command(
+    command: str | Sequence[str], *, budget: Budget | None = None
+) -> Finding | None:
+    """Judge a shell command (or an argv list) with the built-in rules.
+
+    ``budget`` (a fresh :class:`.budget.Budget` by default) bounds the work; past it the
+    command is refused with rule ``too-complex``.  Pass one to read its counters after.
+
+    >>> analyze_command("rm -rf /").reason
+    "fs-destruction: rm -rf targets '/', the filesystem root (token '/')"
+    >>> analyze_command("git commit -m 'rm -rf /'") is None
+    True
+    """
+    return _analyze(command, (), (), budget)
+
+
+def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
+    compiled: list[re.Pattern[str]] = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ConfigError(
+                f"command-safety-guard: invalid {what} regex {pattern!r}: {exc}"
+            ) from None
+    return tuple(compiled)
+
+
+class CommandSafetyGuard:
+    """``builtin:command-safety-guard``: block dangerous ``exec`` commands.
+
+    Args:
+        extra_deny: regexes (``re.search``) over each simple command's normalized text --
+            the command's basename and its arguments after quote removal, joined by
+            spaces, at every wrapper level (``sudo rm -rf x`` is checked as
+            ``sudo rm -rf x`` and as ``rm -rf x``).  A match blocks (rule ``extra-deny``).
+        allow: regexes over the same text; a match exempts that simple command from every
+            rule, ``extra_deny`` included (a pipeline finding is exempt when the downloader
+            or the shell is).
+
+    Block reason: ``command-safety-guard: <rule>: <message>``.  A command too large or
+    too complex to judge within the analysis budget is refused (rule ``too-complex``); so
+    is one the guard fails on (rule ``internal-error``, naming the exception -- a bug,
+    never expected).
+    """
+
+    tools: ClassVar[frozenset[str]] = frozenset({"exec"})
+    """The (normalized) tools this guard is meant for."""
+
+    __slots__ = ("_allow", "_deny")
+
+    def __init__(self, *, extra_deny: Sequence[str] = (), allow: Sequence[str] = ()) -> None:
+        self._deny = _compile(extra_deny, "extra_deny")
+        self._allow = _compile(allow, "allow")
+
+    def analyze(self, command: str | Sequence[str]) -> Finding | None:
+        """Judge ``command`` with the built-in rules and this guard's extra rules."""
+        return _analyze(command, self._deny, self._allow)
+
+    def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.block:
+            return
+        command = out.args.get("command")
+        if isinstance(command, list):
+            if not command or not all(isinstance(a, str) for a in command):
+                return
+        elif not isinstance(command, str):
+            return
+        try:
+            finding = _analyze(command, self._deny, self._allow)
+        except Exception as exc:  # last line of defence: a guard that fails must fail closed
+            finding = Finding(
+                "internal-error",
+                type(exc).__name__,
+                f"the guard failed while analyzing the command ({type(exc).__name__}: "
+                f"{str(exc)[:120]!r}); a command that cannot be analyzed is not run",
+            )
+        if finding is not None:
+            out.block = True
+            out.block_reason = f"command-safety-guard: {finding.reason}"

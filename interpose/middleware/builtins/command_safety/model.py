@@ -1,0 +1,717 @@
+"""The shared shell model of the command guard: findings, option grammars, wrappers, paths.
+
+Everything a rule needs to read a command the way it will run: :class:`Finding`;
+GNU-style option parsing (:func:`_opts`, :class:`_Parsed`); command names and the
+wrappers peeled off them (:func:`_unwrap`); path judgements (:func:`_critical`,
+:func:`_glob_risk`, :func:`_is_device`); :class:`_Invocation`; ``find``'s expression
+grammar; how shells and interpreters take program text (:func:`_exec_info`).  It imports
+no rule family.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..shell import SUBST, Redirect, Script, ShellSyntaxError, Word
+from ..shell import parse as parse_shell
+
+HOME = "/home/user"
+"""Where ``~`` and ``$HOME`` point during analysis (a fixed value keeps results
+deterministic; every ``/home/*`` directory is treated alike anyway)."""
+
+_MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
+_MAX_FANOUT = 16  # upstream values tried for xargs -I / find -exec substitutions
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Why a command is refused: the rule id, the offending token and an explanation."""
+
+    rule: str
+    token: str
+    message: str
+
+    @property
+    def reason(self) -> str:
+        """``"<rule>: <message>"``, e.g. ``"fs-destruction: rm -rf targets '/', ..."``."""
+        return f"{self.rule}: {self.message}"
+
+
+# -- option parsing -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Opts:
+    """One command's option grammar, GNU ``getopt_long`` style."""
+
+    short_arg: str = ""  # short options that take a value (attached or next word)
+    short_optional: str = ""  # short options whose value can only be attached (sed -i.bak)
+    long: tuple[str, ...] = ()  # every long option, for unique-prefix abbreviations
+    long_arg: frozenset[str] = frozenset()  # long options that take a value
+    alias: Mapping[str, str] = field(default_factory=dict)  # short letter -> long name
+
+    def canonical(self, name: str) -> str:
+        if not self.long or name in self.long:
+            return name
+        matches = [opt for opt in self.long if opt.startswith(name)]
+        return matches[0] if len(matches) == 1 else name
+
+
+@dataclass(slots=True)
+class _Parsed:
+    flags: set[str]  # "--long" names (aliases resolved) and "-x" letters
+    values: list[tuple[str, Word]]  # (flag, value) for options with values
+    operands: list[Word]
+    options: list[Word]  # option words as written, for messages
+
+    def value(self, *flags: str) -> Word | None:
+        for flag, word in self.values:
+            if flag in flags:
+                return word
+        return None
+
+    def has(self, *flags: str) -> bool:
+        return not self.flags.isdisjoint(flags)
+
+
+def _derived(text: str) -> Word:
+    """A word cut out of another (an option value): ``~`` still expands after ``=``."""
+    return Word(text, tilde=text.startswith("~"), glob=_GLOB_CHARS.search(text) is not None)
+
+
+def _parse_opts(args: Sequence[Word], spec: _Opts, *, stop_at_operand: bool = False) -> _Parsed:
+    flags: set[str] = set()
+    values: list[tuple[str, Word]] = []
+    operands: list[Word] = []
+    options: list[Word] = []
+    i, n = 0, len(args)
+    while i < n:
+        word = args[i]
+        t = word.text
+        if t == "--":
+            operands.extend(args[i + 1 :])
+            break
+        if t.startswith("--"):
+            options.append(word)
+            name, eq, value = t[2:].partition("=")
+            flag = "--" + spec.canonical(name)
+            flags.add(flag)
+            if eq:
+                values.append((flag, _derived(value)))
+            elif flag[2:] in spec.long_arg and i + 1 < n:
+                i += 1
+                values.append((flag, args[i]))
+        elif len(t) > 1 and t[0] == "-":
+            options.append(word)
+            for k in range(1, len(t)):
+                ch = t[k]
+                flag = "--" + spec.alias[ch] if ch in spec.alias else "-" + ch
+                flags.add(flag)
+                if ch in spec.short_arg:
+                    if k + 1 < len(t):
+                        values.append((flag, _derived(t[k + 1 :])))
+                    elif i + 1 < n:
+                        i += 1
+                        values.append((flag, args[i]))
+                    break
+                if ch in spec.short_optional:
+                    values.append((flag, _derived(t[k + 1 :])))
+                    break
+        else:
+            operands.append(word)
+            if stop_at_operand:
+                operands.extend(args[i + 1 :])
+                break
+        i += 1
+    return _Parsed(flags, values, operands, options)
+
+
+def _set(words: str) -> frozenset[str]:
+    """A frozenset from space-separated words (keeps long tables readable)."""
+    return frozenset(words.split())
+
+
+def _opts(
+    short_arg: str = "",
+    long: str = "",
+    long_arg: str = "",
+    alias: Mapping[str, str] | None = None,
+    short_optional: str = "",
+) -> _Opts:
+    """Compact constructor: long option names are space-separated strings."""
+    takes = frozenset(long_arg.split())
+    return _Opts(short_arg, short_optional, tuple(long.split()) + tuple(takes), takes, alias or {})
+
+
+# -- command names and wrappers -------------------------------------------------------------
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_VERSIONED = re.compile(r"(python|pypy|perl|ruby|node|php|lua|bash|zsh|ksh)[\d.]*[a-z]?$")
+_NAME_ALIASES = {
+    "ncat": "nc",
+    "netcat": "nc",
+    "pypy": "python",
+    "nodejs": "node",
+    "gtimeout": "timeout",
+    "gstdbuf": "stdbuf",
+    "gtime": "time",
+    "egrep": "grep",
+    "fgrep": "grep",
+    "zgrep": "grep",
+    "mke2fs": "mkfs",
+    "mkdosfs": "mkfs",
+    "mkntfs": "mkfs",
+    "mkswap": "mkfs",
+    "newfs": "mkfs",
+    "batcat": "bat",
+    "gawk": "awk",
+    "mawk": "awk",
+    "nawk": "awk",
+    "gsed": "sed",
+    "podman": "docker",
+    "nerdctl": "docker",
+    "7za": "7z",
+    "7zz": "7z",
+    "pigz": "gzip",
+    "proxychains4": "proxychains",
+    "runuser": "su",
+    "[": "test",
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _canon(text: str) -> str:
+    """The command a word names: basename, lower-cased, version suffix and aliases folded."""
+    name = text.rsplit("/", 1)[-1].lower()
+    if name.endswith(".exe"):
+        name = name[:-4]
+    if name in _NAME_ALIASES:
+        return _NAME_ALIASES[name]
+    if name.startswith("mkfs."):
+        return "mkfs"
+    if name.startswith(("nc.", "netcat.")):
+        return "nc"
+    m = _VERSIONED.match(name)
+    if m is not None:
+        base = m.group(1)
+        return "python" if base == "pypy" else base
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class _Wrapper:
+    """A command that runs another command: its options, then the command."""
+
+    opts: _Opts = field(default_factory=_Opts)
+    leading: int = 0  # operands before the command (timeout DURATION, chroot DIR)
+    assignments: bool = False  # NAME=value words may precede the command (env, sudo)
+    no_command: frozenset[str] = frozenset()  # flags after which nothing is run
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    "sudo": _Wrapper(  # "sudo -s"/"sudo -i" alone: see _SHELL_FLAGS
+        _opts(
+            "ugphCrtUDTR",
+            "preserve-env login shell list validate edit non-interactive background stdin "
+            "set-home reset-timestamp remove-timestamp version help askpass",
+            "user group host prompt close-from role type other-user chdir command-timeout chroot",
+        ),
+        assignments=True,
+        no_command=frozenset(
+            {"-l", "--list", "-v", "--validate", "-V", "--version", "-K", "-e", "--edit"}
+        ),
+    ),
+    "doas": _Wrapper(_opts("uC")),
+    "pkexec": _Wrapper(_opts(long="disable-internal-agent help version", long_arg="user")),
+    "env": _Wrapper(
+        _opts(
+            "uCSP",
+            "ignore-environment null debug help version",
+            "unset chdir split-string",
+            {"S": "split-string"},
+        ),
+        assignments=True,
+    ),
+    "command": _Wrapper(no_command=frozenset({"-v", "-V"})),
+    "builtin": _Wrapper(),
+    "exec": _Wrapper(_opts("a")),
+    "nohup": _Wrapper(),
+    "time": _Wrapper(_opts("of", "append verbose portability quiet help version", "output format")),
+    "nice": _Wrapper(_opts("n", "help version", "adjustment")),
+    "timeout": _Wrapper(
+        _opts("sk", "preserve-status foreground verbose help version", "signal kill-after"),
+        leading=1,
+    ),
+    "stdbuf": _Wrapper(_opts("ioe", "help version", "input output error")),
+    "ionice": _Wrapper(
+        _opts("cnpPu", "ignore help version", "class classdata pid pgid uid"),
+        no_command=frozenset({"-p", "-P", "-u", "--pid", "--pgid", "--uid"}),
+    ),
+    "chroot": _Wrapper(_opts(long="skip-chdir help version", long_arg="userspec groups"), 1),
+    "setsid": _Wrapper(),
+    "busybox": _Wrapper(),
+    "toybox": _Wrapper(),
+    "chronic": _Wrapper(),
+    "unbuffer": _Wrapper(),
+    "torsocks": _Wrapper(),
+    "caffeinate": _Wrapper(_opts("tw")),
+    "proxychains": _Wrapper(_opts("f")),
+}
+
+_SHELL_FLAGS = {"sudo": frozenset({"-s", "--shell", "-i", "--login"})}
+"""Wrapper flags that start a shell when no command follows."""
+
+_XARGS = _opts(
+    "IaLnPsEd",
+    "null no-run-if-empty verbose interactive open-tty exit show-limits help version "
+    "max-lines replace eof",
+    "arg-file delimiter max-args max-procs max-chars process-slot-var",
+    {"I": "replace", "i": "replace"},
+    short_optional="ile",
+)
+
+
+@dataclass(slots=True)
+class _Unwrapped:
+    name: str
+    args: list[Word]
+    env: dict[str, str]
+    layers: list[list[Word]]  # the command as seen at each wrapper level
+    xargs_replace: str | None = None
+    via_xargs: bool = False
+
+
+def _take_assignments(words: list[Word], env: dict[str, str]) -> list[Word]:
+    while words and _ASSIGNMENT.match(words[0].text):
+        name, _, value = words[0].text.partition("=")
+        env[name.rstrip("+")] = value
+        words = words[1:]
+    return words
+
+
+def _unwrap(words: list[Word]) -> _Unwrapped | None:
+    """Peel wrappers off ``words``; None when nothing is executed (``command -v rm``)."""
+    env: dict[str, str] = {}
+    layers = [words]
+    found = _Unwrapped("", [], env, layers)
+    for _ in range(16):
+        name = _canon(words[0].text)
+        rest: list[Word]
+        if name == "xargs":
+            parsed = _parse_opts(words[1:], _XARGS, stop_at_operand=True)
+            if parsed.has("--replace"):
+                value = parsed.value("--replace")
+                found.xargs_replace = value.text if value is not None and value.text else "{}"
+            found.via_xargs = True
+            rest = parsed.operands or [Word("echo")]
+        else:
+            wrapper = _WRAPPERS.get(name)
+            if wrapper is None:
+                break
+            parsed = _parse_opts(words[1:], wrapper.opts, stop_at_operand=True)
+            if parsed.has(*wrapper.no_command):
+                return None
+            rest = parsed.operands[wrapper.leading :]
+            if rest and rest[0].text == "-":  # "env -": an empty environment
+                rest = rest[1:]
+            if wrapper.assignments:
+                rest = _take_assignments(rest, env)
+            split = parsed.value("--split-string")
+            if split is not None:
+                rest = _split_words(split.text) + rest
+            if not rest and parsed.has(*_SHELL_FLAGS.get(name, ())):
+                rest = [Word("sh")]
+        if not rest:
+            break
+        words = rest
+        layers.append(words)
+    found.name = _canon(words[0].text)
+    found.args = list(words[1:])
+    return found
+
+
+def _split_words(text: str) -> list[Word]:
+    """Words of a string the way ``env -S`` splits it (shell quoting rules)."""
+    try:
+        script = parse_shell(text)
+    except ShellSyntaxError:
+        return [Word(part) for part in text.split()]
+    return [w for cmd in script.commands[:1] for w in (*cmd.assignments, *cmd.words)]
+
+
+# -- paths ------------------------------------------------------------------------------------
+
+_SYSTEM_DIRS = _set(
+    "bin boot dev etc lib lib32 lib64 libx32 opt proc root sbin srv sys usr var snap nix "
+    "system library applications private cores"
+)
+_HOME_ROOTS = frozenset({"home", "users"})
+_TEMP_DIRS = frozenset({"/tmp", "/var/tmp", "/dev/shm", "/private/tmp"})
+_SAFE_DEVICES = _set(
+    "/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/stdin /dev/stdout "
+    "/dev/stderr /dev/tty /dev/console /dev/ptmx"
+)
+_SAFE_DEVICE_DIRS = ("/dev/fd/", "/dev/pts/", "/dev/shm/", "/dev/mqueue/")
+_NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+_SYSTEM_FILES = re.compile(
+    r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
+    r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
+)
+
+
+def _critical(path: str) -> str | None:
+    """Describe ``path`` if deleting it (recursively) would wreck the machine or the user."""
+    if path == "/":
+        return "the filesystem root"
+    if path == HOME:
+        return "the home directory"
+    if path.startswith("/"):
+        parts = path[1:].lower().split("/")
+        if len(parts) == 1:
+            top = parts[0]
+            if top in _HOME_ROOTS:
+                return "the directory holding all home directories"
+            if top == "root":
+                return "root's home directory"
+            return "a system directory" if top in _SYSTEM_DIRS else "a top-level directory"
+        if len(parts) == 2:
+            if parts[0] in _HOME_ROOTS:
+                return "a home directory"
+            if parts[0] in _SYSTEM_DIRS:
+                return "a system directory"
+        return None
+    if path == ".":
+        return "the working directory"
+    if all(part == ".." for part in path.split("/")):
+        return "a parent of the working directory"
+    return None
+
+
+def _cwd_like(path: str) -> bool:
+    return path == "." or all(part == ".." for part in path.split("/"))
+
+
+def _glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
+    """What a glob in ``path`` could sweep up, if that is dangerous."""
+    parts = path.split("/")
+    k = next((k for k, part in enumerate(parts) if _GLOB_CHARS.search(part)), -1)
+    if k < 0:
+        return None
+    part = parts[k]
+    prefix = "/".join(parts[:k]) or ("/" if path.startswith("/") else ".")
+    if not part.strip("*?.") and ("*" in part or "?" in part):  # "*", ".*", "?*"...
+        if _cwd_like(prefix):
+            if recursive and cwd_counts:
+                return f"everything in {_critical(prefix)}"
+        elif prefix not in _TEMP_DIRS and (why := _critical(prefix)) is not None:
+            return f"everything in {why}"
+    if recursive:
+        why = _critical(posixpath.join(prefix, "x"))
+        if why is not None and not _cwd_like(prefix):
+            return f"a pattern that matches {why}"
+    return None
+
+
+def _is_device(path: str) -> bool:
+    return (
+        path.startswith("/dev/")
+        and len(path) > 5
+        and path not in _SAFE_DEVICES
+        and not path.startswith(_SAFE_DEVICE_DIRS)
+        and not path.startswith(_NET_DEVICES)
+    )
+
+
+def _display(path: str) -> str:
+    if path == HOME or path.startswith(HOME + "/"):
+        return "~" + path[len(HOME) :]
+    return path
+
+
+def _show(text: str) -> str:
+    return text.replace(SUBST, "$(...)")
+
+
+def _snippet(words: Sequence[Word], limit: int = 80) -> str:
+    text = " ".join(_show(w.text) for w in words)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- invocations --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Invocation:
+    """One command as it will run: canonical name, arguments, environment, redirects."""
+
+    name: str
+    args: list[Word]
+    env: dict[str, str] = field(default_factory=dict)
+    redirects: tuple[Redirect, ...] = ()
+    layers: list[list[Word]] = field(default_factory=list)
+    dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
+
+    @property
+    def shown(self) -> str:
+        """The command as spelled (``mkfs.ext4``, ``python3``), for messages."""
+        return self.layers[-1][0].text.rsplit("/", 1)[-1] if self.layers else self.name
+
+    def texts(self) -> list[str]:
+        """Normalized text of every wrapper level, for ``extra_deny``/``allow`` regexes."""
+        out = []
+        for layer in self.layers or [[Word(self.name), *self.args]]:
+            head = layer[0].text.rsplit("/", 1)[-1]
+            out.append(" ".join([head, *(_show(w.text) for w in layer[1:])]))
+        return out
+
+    def snippet(self) -> str:
+        return _snippet([Word(self.name), *self.args])
+
+
+def _verb(inv: _Invocation, parsed: _Parsed) -> str:
+    return " ".join([inv.shown, *(w.text for w in parsed.options)])
+
+
+_FIND_LEADING_ARG = frozenset({"-D"})
+_FIND_NAME_TESTS = frozenset({"-name", "-iname", "-lname", "-ilname"})
+_FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
+_FIND_NARROWING = _set("-regex -iregex -empty -newer -anewer -cnewer -samefile -inum -links -size")
+_FIND_ONE_ARG = _set(
+    "-name -iname -lname -ilname -path -ipath -wholename -iwholename -regex -iregex -type "
+    "-xtype -mtime -mmin -atime -amin -ctime -cmin -used -newer -anewer -cnewer -samefile "
+    "-inum -links -size -user -group -uid -gid -perm -maxdepth -mindepth -fstype -context "
+    "-regextype -printf -fprint -fprint0 -fls -files0-from"
+)
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_NEWER_XY = re.compile(r"-newer[aBcmt][aBcmt]$")
+
+
+@dataclass(slots=True)
+class _FindPlan:
+    candidates: list[Word]  # the roots, or root/<-name pattern>; empty: filtered, unknown
+    delete: bool = False
+    execs: list[tuple[str, list[Word]]] = field(default_factory=list)
+    unfiltered: bool = False  # candidates are the bare roots: every entry below them matches
+
+    def entries(self) -> list[Word]:
+        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry)."""
+        if not self.unfiltered:
+            return self.candidates[:_MAX_FANOUT]
+        return [
+            Word(root.text.rstrip("/") + "/*", tilde=root.tilde, glob=True)
+            for root in self.candidates[:_MAX_FANOUT]
+        ]
+
+
+def _find_plan(args: Sequence[Word]) -> _FindPlan:
+    i, n = 0, len(args)
+    while i < n and (args[i].text in ("-H", "-L", "-P") or args[i].text.startswith("-O")):
+        i += 1
+    while i < n and args[i].text in _FIND_LEADING_ARG:
+        i += 2
+    roots: list[Word] = []
+    while i < n and not args[i].text.startswith("-") and args[i].text not in ("(", "!", ","):
+        roots.append(args[i])
+        i += 1
+    roots = roots or [Word(".")]
+    names: list[Word] = []
+    paths: list[Word] = []
+    narrowed = False
+    plan = _FindPlan([])
+    while i < n:
+        t = args[i].text
+        if t in _FIND_EXEC:
+            j = i + 1
+            while j < n and args[j].text not in (";", "+"):
+                j += 1
+            plan.execs.append((t, list(args[i + 1 : j])))
+            i = j + 1
+            continue
+        if t == "-delete":
+            plan.delete = True
+        elif t in _FIND_NAME_TESTS and i + 1 < n:
+            names.append(args[i + 1])
+        elif t in _FIND_PATH_TESTS and i + 1 < n:
+            paths.append(args[i + 1])
+        elif t in _FIND_NARROWING or _NEWER_XY.match(t):
+            narrowed = True
+        i += 3 if t == "-fprintf" else 2 if (t in _FIND_ONE_ARG or _NEWER_XY.match(t)) else 1
+    if names or paths:
+        for root in roots:
+            for name in names:
+                text = root.text.rstrip("/") + "/" + name.text
+                plan.candidates.append(
+                    Word(text, tilde=root.tilde, glob=_GLOB_CHARS.search(name.text) is not None)
+                )
+        plan.candidates += [_derived(p.text) for p in paths]
+    elif not narrowed:
+        plan.candidates = roots
+        plan.unfiltered = True
+    return plan
+
+
+# -- code execution: shells, interpreters, downloads ------------------------------------------
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
+_DOWNLOADERS = _set(
+    "curl wget fetch aria2c axel http https xh xhs lwp-request lwp-download get ftp tftp"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Interpreter:
+    inline: str  # short options whose value is program text (python -c, perl -e)
+    module: str = ""  # short options that run a named module (python -m): no program text
+    short_arg: str = ""  # other short options taking a value
+    long_inline: frozenset[str] = frozenset()
+    long_arg: frozenset[str] = frozenset()
+    backticks: bool = False  # `...` in the program runs a shell command
+
+
+_INTERPRETERS: dict[str, _Interpreter] = {
+    "python": _Interpreter("c", module="m", short_arg="WXQ"),
+    "perl": _Interpreter("eE", short_arg="IMmx", backticks=True),
+    "ruby": _Interpreter("e", short_arg="rICE", backticks=True),
+    "node": _Interpreter(
+        "ep",
+        short_arg="r",
+        long_inline=frozenset({"eval", "print"}),
+        long_arg=frozenset({"require", "import", "loader", "input-type", "conditions"}),
+    ),
+    "php": _Interpreter("rBRE", short_arg="cdfz", backticks=True),
+    "lua": _Interpreter("e", short_arg="l"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Exec:
+    """How a command takes program text."""
+
+    kind: str  # "shell", "interpreter", "eval", "source"
+    code: tuple[Word, ...]  # words holding program text or naming the program file
+    inline: str | None  # program text given on the command line
+    stdin: bool  # the program is read from standard input
+
+
+def _shell_exec(args: Sequence[Word]) -> _Exec:
+    i, n = 0, len(args)
+    command = stdin = False
+    while i < n:
+        t = args[i].text
+        if t in ("--", "-"):
+            i += 1
+            break
+        if t.startswith("--"):
+            i += 2 if t in ("--rcfile", "--init-file") else 1
+            continue
+        if len(t) > 1 and t[0] in "-+":
+            letters = t[1:]
+            command = command or (t[0] == "-" and "c" in letters)
+            stdin = stdin or "s" in letters
+            i += 2 if ("o" in letters or "O" in letters) else 1
+            continue
+        break
+    operands = tuple(args[i:])
+    if command:
+        return _Exec("shell", operands[:1], operands[0].text if operands else "", False)
+    if operands and not stdin:
+        return _Exec("shell", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+    return _Exec("shell", (), None, True)
+
+
+def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> _Exec:
+    i, n = 0, len(args)
+    while i < n:
+        t = args[i].text
+        if t == "-":
+            return _Exec("interpreter", (), None, True)
+        if t == "--":
+            i += 1
+            break
+        if t.startswith("--"):
+            name, eq, value = t[2:].partition("=")
+            if name in spec.long_inline:
+                word = _derived(value) if eq else (args[i + 1] if i + 1 < n else Word(""))
+                return _Exec("interpreter", (word,), word.text, False)
+            i += 2 if (name in spec.long_arg and not eq) else 1
+            continue
+        if len(t) > 1 and t[0] == "-":
+            skip = 1
+            for k in range(1, len(t)):
+                ch, attached = t[k], t[k + 1 :]
+                if ch in spec.inline:
+                    word = (
+                        _derived(attached) if attached else (args[i + 1] if i + 1 < n else Word(""))
+                    )
+                    return _Exec("interpreter", (word,), word.text, False)
+                if ch in spec.module:
+                    return _Exec("interpreter", (), None, False)
+                if ch in spec.short_arg:
+                    skip = 1 if attached else 2
+                    break
+            i += skip
+            continue
+        break
+    operands = tuple(args[i:])
+    if operands:
+        return _Exec("interpreter", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+    return _Exec("interpreter", (), None, True)
+
+
+def _exec_info(inv: _Invocation) -> _Exec | None:
+    if inv.name in _SHELLS:
+        return _shell_exec(inv.args)
+    spec = _INTERPRETERS.get(inv.name)
+    if spec is not None:
+        return _interpreter_exec(spec, inv.args)
+    if inv.name == "eval":
+        return _Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
+    if inv.name in ("source", "."):
+        stdin = bool(inv.args) and inv.args[0].text == "/dev/stdin"
+        return _Exec("source", tuple(inv.args[:1]), None, stdin)
+    return None
+
+
+def _downloader(script: Script) -> str | None:
+    """The first download command anywhere in ``script`` (substitutions included)."""
+    for cmd in script.commands:
+        if cmd.words:
+            unwrapped = _unwrap(list(cmd.words))
+            if unwrapped is not None and unwrapped.name in _DOWNLOADERS:
+                return _snippet([Word(unwrapped.name), *unwrapped.args], 60)
+        for word in (*cmd.words, *cmd.assignments):
+            for sub in word.subs:
+                found = _downloader(sub)
+                if found is not None:
+                    return found
+    return None
+
+
+# -- program text and command names known at run time ------------------------------------
+
+_MAX_READINGS = 8  # alternative texts of one program (shells differ on escapes)
+
+_DYNAMIC_NAME = re.compile(r"\$[A-Za-z_0-9@*#?$!{(-]")
+_WHOLE_EXPANSION = re.compile(
+    r"\s*(?:\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]|\$\{[^{}]*\}|" + SUBST + r")\s*"
+)
+
+
+def _dynamic_name(text: str) -> bool:
+    """Whether a command word names its command only at run time: an unresolved variable
+    or substitution in its last path component (``$CMD``, ``$(echo rm)``, ``${X:-rm}``).
+    ``$HOME/bin/tool`` and ``"$(npm bin)/eslint"`` name ``tool`` and ``eslint``."""
+    if "$" not in text and SUBST not in text:
+        return False
+    last = text.rsplit("/", 1)[-1]
+    return SUBST in last or "}" in last or _DYNAMIC_NAME.search(last) is not None
+
+
+def _script_snippet(script: Script, limit: int = 60) -> str:
+    text = "; ".join(_snippet(cmd.words, limit) for cmd in script.commands if cmd.words)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,230 @@
+"""Option grammars and operand extractors shared by the writer and reader tables
+(which words of ``cp``, ``curl``, ``sed -i``... a command writes or reads).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..shell import Word
+from .model import _derived, _Invocation, _Opts, _opts, _parse_opts
+
+Extract = Callable[["_Invocation"], list[Word]]
+
+
+_MV = _opts(
+    "tS",
+    "force interactive no-clobber no-target-directory update verbose strip-trailing-slashes "
+    "backup context help version exchange no-copy",
+    "target-directory suffix",
+    {"t": "target-directory", "S": "suffix"},
+)
+
+
+# -- writers and readers (tables) ---------------------------------------------------------------
+
+
+def _operands(spec: _Opts) -> Extract:
+    return lambda inv: _parse_opts(inv.args, spec).operands
+
+
+def _copy_targets(spec: _Opts) -> Extract:
+    """Destination of cp/mv/install/ln/rsync/scp, plus destination/<source name>."""
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        target = parsed.value("--target-directory")
+        sources = parsed.operands if target is not None else parsed.operands[:-1]
+        if target is None:
+            if len(parsed.operands) < 2:
+                return []
+            target = parsed.operands[-1]
+        joined = [
+            replace(target, text=target.text.rstrip("/") + "/" + posixpath.basename(s.text))
+            for s in sources
+            if posixpath.basename(s.text)
+        ]
+        return [target, *joined]
+
+    return extract
+
+
+def _copy_sources(spec: _Opts) -> Extract:
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        if parsed.value("--target-directory") is not None:
+            return parsed.operands
+        return parsed.operands[:-1]
+
+    return extract
+
+
+def _option_values(spec: _Opts, *flags: str) -> Extract:
+    def extract(inv: _Invocation) -> list[Word]:
+        return [w for flag, w in _parse_opts(inv.args, spec).values if flag in flags]
+
+    return extract
+
+
+def _keyed(key: str) -> Extract:
+    """``dd``-style ``key=value`` operands."""
+    prefix = key + "="
+    return lambda inv: [
+        _derived(w.text[len(prefix) :]) for w in inv.args if w.text.startswith(prefix)
+    ]
+
+
+def _in_place(spec: _Opts, script_flags: tuple[str, ...], inline_flag: str) -> Extract:
+    """Files edited by ``sed -i``/``perl -i``: operands after the script."""
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        if not parsed.has(inline_flag, "--in-place"):
+            return []
+        return parsed.operands if parsed.has(*script_flags) else parsed.operands[1:]
+
+    return extract
+
+
+def _pattern_first(spec: _Opts, given: tuple[str, ...], files: tuple[str, ...]) -> Extract:
+    """Readers whose first operand is a pattern/program unless one came by option."""
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        read = [w for flag, w in parsed.values if flag in files]
+        return read + (parsed.operands if parsed.has(*given) else parsed.operands[1:])
+
+    return extract
+
+
+def _skip_operands(spec: _Opts, count: int) -> Extract:
+    return lambda inv: _parse_opts(inv.args, spec).operands[count:]
+
+
+def _tar_inputs(inv: _Invocation) -> list[Word]:
+    args = list(inv.args)
+    if args and not args[0].text.startswith("-") and args[0].text.isalpha():
+        args[0] = replace(args[0], text="-" + args[0].text)  # old style: tar czf x.tgz dir
+    parsed = _parse_opts(args, _TAR)
+    return [*parsed.operands, *(w for flag, w in parsed.values if flag == "--files-from")]
+
+
+def _openssl_inputs(inv: _Invocation) -> list[Word]:
+    args = inv.args
+    return [
+        args[i + 1]
+        for i in range(len(args) - 1)
+        if args[i].text in ("-in", "-inkey", "-key", "-kfile", "-signkey")
+    ]
+
+
+_CURL_DATA = frozenset(
+    {"--data", "--data-binary", "--data-ascii", "--data-urlencode", "--json", "-d"}
+)
+_CURL_FORM = re.compile(r"=[@<]([^;]+)")
+_CURL = _opts(
+    "dFTKHXoOuAebcwmxyYzrCEDtUQP",
+    "silent show-error fail location insecure include head verbose compressed remote-name "
+    "progress-bar globoff",
+    "data data-binary data-ascii data-urlencode data-raw json form form-string upload-file "
+    "config header request output user user-agent referer cookie cookie-jar write-out "
+    "max-time proxy range cert key cacert url connect-timeout retry dump-header",
+    {"d": "data", "F": "form", "T": "upload-file", "K": "config", "o": "output"},
+)
+
+
+def _curl_uploads(inv: _Invocation) -> list[Word]:
+    files: list[Word] = []
+    for flag, word in _parse_opts(inv.args, _CURL).values:
+        t = word.text
+        if flag in _CURL_DATA or flag == "--data":
+            _, at, path = t.partition("@")
+            if at and (t.startswith("@") or flag == "--data-urlencode"):
+                files.append(_derived(path))
+        elif flag in ("--form", "-F"):
+            files += [_derived(m.group(1)) for m in _CURL_FORM.finditer(t)]
+        elif flag in ("--upload-file", "--config"):
+            files.append(word)
+    return files
+
+
+_WGET = _opts(
+    "OoaiePUtTwQl",
+    "quiet verbose no-verbose continue spider server-response",
+    "output-document output-file append-output input-file post-file body-file post-data "
+    "user-agent header user password tries timeout method",
+    {"O": "output-document"},
+)
+
+_CP = _opts(
+    "tS",
+    "archive force interactive link dereference no-clobber no-dereference preserve "
+    "no-preserve parents recursive reflink remove-destination sparse strip-trailing-slashes "
+    "symbolic-link no-target-directory update verbose one-file-system help version",
+    "target-directory suffix",
+    {"t": "target-directory", "S": "suffix", "r": "recursive", "R": "recursive"},
+)
+_INSTALL = _opts(
+    "tSmogZ",
+    "compare directory preserve-timestamps strip verbose help version",
+    "target-directory suffix mode owner group",
+    {"t": "target-directory", "S": "suffix"},
+)
+_LN = _opts(
+    "tS",
+    "force symbolic relative no-dereference logical physical verbose help version",
+    "target-directory suffix",
+    {"t": "target-directory", "S": "suffix"},
+)
+_SCP = _opts("cFiJlPSoDX")
+_RSYNC = _opts(
+    "eBfMT",
+    "archive verbose recursive compress delete progress dry-run",
+    "rsh filter exclude include exclude-from include-from files-from chmod chown temp-dir "
+    "partial-dir compare-dest link-dest copy-dest log-file password-file",
+)
+_TEE = _opts(long="append ignore-interrupts help version", long_arg="output-error")
+_SED = _opts(
+    "efl",
+    "quiet silent posix regexp-extended separate null-data",
+    "expression file",
+    {"e": "expression", "f": "file"},
+    short_optional="i",
+)
+_PERL = _opts("eEIMmlx0", short_optional="i")
+_TRUNCATE = _opts("sr", "no-create io-blocks", "size reference")
+_SPONGE = _opts()
+_PLAIN = _opts()
+_GREP = _opts(
+    "efmABCdD",
+    "recursive ignore-case count files-with-matches line-number invert-match word-regexp "
+    "extended-regexp fixed-strings perl-regexp only-matching no-filename with-filename",
+    "regexp file max-count after-context before-context context label binary-files devices "
+    "directories exclude include exclude-dir exclude-from",
+    {"e": "regexp", "f": "file"},
+)
+_RG = _opts(
+    "efmABCgtTjMrdE",
+    "ignore-case count files-with-matches line-number invert-match word-regexp fixed-strings "
+    "hidden no-ignore follow json",
+    "regexp file max-count after-context before-context context glob type type-not replace "
+    "max-depth threads encoding max-filesize pre sort sortr colors",
+    {"e": "regexp", "f": "file"},
+)
+_AWK = _opts("fvF", long_arg="file assign field-separator", alias={"f": "file"})
+_JQ = _opts(
+    "fL",
+    "raw-output compact-output slurp null-input exit-status",
+    "from-file indent",
+    {"f": "from-file"},
+)
+_TAR = _opts(
+    "fCTXbKgLNV",
+    "create extract list gzip bzip2 xz zstd verbose",
+    "file directory files-from exclude-from exclude transform",
+    {"T": "files-from", "f": "file", "C": "directory"},
+)
+_ZIP = _opts("bnPtx")

@@ -1,0 +1,443 @@
+"""Rule family ``remote_exec``: code run from elsewhere, reverse shells, fork bombs, and the
+wrappers that run a command or a shell string (``su -c``, ``ssh``, ``watch``, ``flock``,
+``script``), interpreters' inline code and program text made at run time.
+
+Rules (the rule id leads the block reason):
+
+- ``rce``: output of a downloader (``curl``, ``wget``, ``fetch``, ``aria2c``, httpie...)
+  piped into a shell or an interpreter that reads its program from stdin
+  (``curl ... | sudo bash``, ``wget -O- ... | python3 -``), or used as program text
+  (``bash -c "$(curl ...)"``, ``sh <(curl ...)``, ``source <(curl ...)``,
+  ``python -c "$(curl ...)"``, ``bash <<< "$(curl ...)"``, ``eval "$(wget ...)"``).
+  Downloading to a file (``curl -o x.sh``), piping into a filter (``| jq .``,
+  ``| python -m json.tool``, ``| python -c '...json...'``) and running *local* text
+  (``cat script.sh | bash``) are allowed: the guard judges code it can see, and a local
+  script is as visible to the reviewer as the command itself.  ``curl -o x.sh URL &&
+  bash x.sh`` is allowed too (files are not tracked between commands).
+- ``reverse-shell``: ``nc``/``ncat``/``netcat`` with ``-e``/``-c``/``--exec``/
+  ``--sh-exec``; any redirection to ``/dev/tcp/`` or ``/dev/udp/``; ``socat`` joining a
+  network address to ``EXEC:``/``SYSTEM:``; a pipeline in which a shell reads commands
+  from a network tool (the ``mkfifo ... | sh -i | nc ...`` pattern); socket-plus-spawn
+  one-liners in ``python -c``/``perl -e``/``php -r``/``ruby -e``/``node -e``; ``awk``
+  programs using ``/inet/tcp``.
+- ``fork-bomb``: a function whose body runs itself in a pipeline or in the background
+  (``:(){ :|:& };:`` under any name); ``fork while fork``-style interpreter one-liners.
+- ``dynamic-code``: program text a shell or interpreter will run that the guard cannot
+  read, because it is made at run time.  The text of ``sh -c``, ``eval``, a here-string
+  or a process substitution fed to a shell, or ``python -c``, that is wholly a variable or
+  a command substitution whose value is unknown (``eval "$X"``, ``sh -c "$(cat f)"``,
+  ``source <(cat f)``); a command name inside such text that is (``bash -c "$CMD -x"``);
+  text piped into a shell or interpreter through a decoder or text transformer whose
+  output the guard cannot compute (``base64 -d payload | sh``, ``xxd -r hex.txt | bash``,
+  ``cat x | sed ... | sh``, ``python3 -c 'print(...)' | sh``, ``echo ... | head | sh``).
+  Variables and substitutions as *arguments* in such text are data (``bash -c "cd $DIR
+  && make"``); local text is visible to a reviewer and allowed (``cat install.sh |
+  bash``, ``python3 gen.py | sh``).  ``eval "$(tool ...)"`` of the shell-setup tools in
+  :data:`_SETUP_TOOLS` (``ssh-agent``, ``pyenv init``, ``direnv hook``, ``brew shellenv``,
+  completion scripts...) is trusted.  On the command line itself, a command name known
+  only at run time (``$CMD -rf /``, ``"$EDITOR" notes.txt``) is judged as each of
+  :data:`_STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
+  of them would be refused with those arguments; one that runs the words of a download
+  (``$(curl ...)``, ``X=$(curl ...); $X``, rule ``rce``) or of a decoder is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..shell import SUBST, FunctionDef, Word
+from .model import (
+    _DOWNLOADERS,
+    _INTERPRETERS,
+    _MAX_READINGS,
+    _WHOLE_EXPANSION,
+    Finding,
+    _derived,
+    _downloader,
+    _Exec,
+    _exec_info,
+    _Invocation,
+    _opts,
+    _parse_opts,
+    _script_snippet,
+    _set,
+    _show,
+    _snippet,
+)
+from .operands import _AWK
+from .run import FunctionRule, PipelineRule, Rule, _allowed, _judge_read, _Run
+from .text import _setup_code, _Stream, _stream
+
+_NETWORK_TOOLS = frozenset({"nc", "socat", "telnet", "cryptcat", "pwncat", "openssl"})
+
+
+def _rce(inv: _Invocation, source: str, how: str) -> Finding:
+    return Finding("rce", source, f"{inv.shown} runs code downloaded by {source!r} ({how})")
+
+
+def _program(
+    run: _Run, inv: _Invocation, kind: str, words: Sequence[Word], origin: str
+) -> Finding | None:
+    """Judge program text given to ``inv`` (``kind`` as in :class:`_Exec`), made of
+    ``words`` joined by spaces, in each of its readings."""
+    if len(words) == 1 and not words[0].subs:  # the common case: bash -c '...'
+        return _judge_program(run, inv, kind, words[0].text, words, origin)
+    texts = [""]
+    for k, word in enumerate(words):
+        sep = " " if k else ""
+        texts = [head + sep + tail for head in texts for tail in run.readings(word)]
+        if len(texts) > _MAX_READINGS:
+            return Finding(
+                "dynamic-code",
+                _snippet(words),
+                f"{origin} may read in more than {_MAX_READINGS} ways once its "
+                f"substitutions have run; the guard judges only program text it can read",
+            )
+    run.budget.made_text(sum(map(len, texts)))
+    for text in texts:
+        found = _judge_program(run, inv, kind, text, words, origin)
+        if found is not None:
+            return found
+    return None
+
+
+def _judge_program(
+    run: _Run, inv: _Invocation, kind: str, text: str, words: Sequence[Word], origin: str
+) -> Finding | None:
+    if ("$" in text or SUBST in text) and _WHOLE_EXPANSION.fullmatch(text):
+        token = text.strip()
+        subs = [sub for w in words for sub in w.subs]
+        if token == SUBST and len(subs) == 1:
+            token = f"$({_script_snippet(subs[0])})"
+        what = (
+            "text made at run time"
+            if token == SUBST
+            else f"{_show(token)!r}, text known only at run time,"
+        )
+        return Finding(
+            "dynamic-code",
+            _show(token),
+            f"{inv.shown} runs {what} as its program; the guard judges only program text "
+            f"it can read",
+        )
+    if kind in ("shell", "eval", "source"):
+        return run.nested(text, origin)
+    return _inline_program(inv, run, text)
+
+
+def _stream_program(
+    run: _Run, inv: _Invocation, info: _Exec, stream: _Stream, how: str
+) -> Finding | None:
+    """Judge what ``stream`` carries into ``inv``, which runs it as a program."""
+    if stream.hidden:
+        return Finding(
+            "dynamic-code",
+            stream.hidden,
+            f"{inv.shown} runs program text that {stream.hidden!r} makes at run time "
+            f"({how} it); the guard judges only program text it can read",
+        )
+    origin = f"script {how} {inv.shown}"
+    run.budget.made_text(sum(map(len, stream.readings)))
+    for reading in stream.readings:
+        text = reading.decode("utf-8", "replace")
+        if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
+            text = text.replace(SUBST, "")
+        if info.kind in ("shell", "eval", "source"):
+            found = run.nested(text, origin)
+        else:
+            found = _inline_program(inv, run, text)
+        if found is not None:
+            return found
+    return None
+
+
+def _program_file(run: _Run, inv: _Invocation, info: _Exec, word: Word, how: str) -> Finding | None:
+    """``bash <(...)``, ``source <(...)``: the program is a process's output."""
+    sub = word.subs[0]
+    stream = run.substitution(sub)
+    if stream.readings or stream.hidden or _setup_code(sub):
+        return _stream_program(run, inv, info, stream, how)
+    token = f"<({_script_snippet(sub)})"
+    return Finding(
+        "dynamic-code",
+        token,
+        f"{inv.shown} runs the output of {token!r} as its program, text known only at "
+        f"run time; the guard judges only program text it can read",
+    )
+
+
+def _rule_code(inv: _Invocation, run: _Run) -> Finding | None:
+    """Program text given to a shell/interpreter: downloads, nested scripts, one-liners."""
+    info = _exec_info(inv)
+    if info is None:
+        return None
+    for word in info.code:
+        for sub in word.subs:
+            source = _downloader(sub)
+            if source is not None:
+                return _rce(inv, source, "as program text")
+    if info.stdin:
+        for r in inv.redirects:
+            feeds = [r.target] if r.op in ("<", "<<<") else []
+            if r.heredoc is not None:
+                feeds.append(r.heredoc)
+            for word in feeds:
+                for sub in word.subs:
+                    source = _downloader(sub)
+                    if source is not None:
+                        return _rce(inv, source, f"through {r.op!r}")
+            found = None
+            if r.op in ("<<", "<<-", "<<<"):
+                body = r.heredoc if r.heredoc is not None else r.target
+                origin = f"script fed to {inv.shown} by {r.op!r}"
+                found = _program(run, inv, info.kind, [body], origin)
+            elif r.op == "<" and r.target.process:
+                found = _program_file(run, inv, info, r.target, f"fed by {r.op!r} to")
+            if found is not None:
+                return found
+    if info.inline is None:
+        if info.code and info.code[0].process:
+            return _program_file(run, inv, info, info.code[0], "handed as a file to")
+        return None
+    return _program(run, inv, info.kind, info.code, f"{inv.shown} script")
+
+
+_NET_CODE = re.compile(
+    r"\bsocket\b|fsockopen|TCPSocket|IO::Socket|\bnet\.(?:connect|Socket|createConnection)"
+    r"|/inet/(?:tcp|udp)/",
+    re.IGNORECASE,
+)
+_SPAWN_CODE = re.compile(
+    r"dup2|pty\.spawn|subprocess|os\.system|\bexec(?:[lv]p?e?)?\s*\(|\bsystem\s*\(|popen"
+    r"|proc_open|passthru|shell_exec|child_process|\bspawn\s*\(|/bin/(?:ba|z|da|k)?sh\b"
+    r"|cmd\.exe",
+    re.IGNORECASE,
+)
+_FORK_CODE = re.compile(
+    r"fork\s*while\s*fork|while\s*\(?\s*(?:1|true)\s*\)?\s*[:{]?\s*(?:os\.)?fork\b"
+    r"|for\s*\(\s*;\s*;\s*\)\s*\{?\s*fork\b",
+    re.IGNORECASE,
+)
+_SHELL_CALL = re.compile(
+    r"(?:os\.system|os\.popen|subprocess\.\w+|\bsystem|\bexec|shell_exec|passthru|popen"
+    r"|execSync|spawnSync)\s*\(\s*(['\"])((?:(?!\1)[^\\]|\\.)*)\1"
+)
+_BACKTICK_CODE = re.compile(r"`([^`]+)`")
+_STRING_LITERAL = re.compile(r"(['\"])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
+
+
+def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
+    """Heuristics for one-line programs (python -c, perl -e, awk '...')."""
+    token = code if len(code) <= 60 else code[:57] + "..."
+    if _NET_CODE.search(code) and (_SPAWN_CODE.search(code) or "/inet/" in code):
+        return Finding(
+            "reverse-shell", token, f"{inv.shown} program connects a socket to a process"
+        )
+    if _FORK_CODE.search(code):
+        return Finding("fork-bomb", token, f"{inv.shown} program forks without bound")
+    origin = f"shell command inside the {inv.shown} program"
+    for m in _SHELL_CALL.finditer(code):
+        found = run.nested(m.group(2), origin, lenient=True)
+        if found is not None:
+            return found
+    if inv.name in _INTERPRETERS and _INTERPRETERS[inv.name].backticks:
+        for m in _BACKTICK_CODE.finditer(code):
+            found = run.nested(m.group(1), origin, lenient=True)
+            if found is not None:
+                return found
+    for m in _STRING_LITERAL.finditer(code):
+        literal = m.group(2)
+        if "/" in literal or literal.startswith((".", "~")):
+            run.budget.made_words(1)  # a path judged costs what a word does
+            found = _judge_read(run, _derived(literal), f"{inv.shown} program")
+            if found is not None:
+                return found
+    return None
+
+
+def _rule_awk(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _AWK)
+    if parsed.has("--file") or not parsed.operands:
+        return None
+    return _inline_program(inv, run, parsed.operands[0].text)
+
+
+# -- pipelines ------------------------------------------------------------------------------------
+
+
+def _is_network_tool(inv: _Invocation) -> bool:
+    if inv.name == "openssl":
+        return any(w.text == "s_client" for w in inv.args)
+    return inv.name in _NETWORK_TOOLS
+
+
+def _pipeline_rules(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -> Finding | None:
+    for j in range(1, len(stages)):
+        for inv in stages[j]:
+            if inv is None:
+                continue
+            info = _exec_info(inv)
+            if info is None or not info.stdin:
+                continue
+            others = [o for k, s in enumerate(stages) if k != j for o in s if o is not None]
+            upstream = [o for s in stages[:j] for o in s if o is not None]
+            network = next((o for o in others if _is_network_tool(o)), None)
+            if network is not None and not _allowed(run, inv, network):
+                return Finding(
+                    "reverse-shell",
+                    network.snippet(),
+                    f"{inv.shown} reads commands through a pipe joined to {network.snippet()!r}",
+                )
+            download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
+            if download is not None and not _allowed(run, inv, download):
+                return _rce(inv, download.snippet(), "piped into it")
+            if _allowed(run, inv):
+                continue
+            found = _stream_program(run, inv, info, _stream(stages[:j]), "piped into")
+            if found is not None:
+                return found
+    return None
+
+
+# -- functions ------------------------------------------------------------------------------------
+
+
+def _fork_bomb(fn: FunctionDef) -> Finding | None:
+    body = fn.body
+    calls = {i for i, c in enumerate(body.commands) if c.words and c.words[0].text == fn.name}
+    if not calls:
+        return None
+    piped = any(i in calls for p in body.pipelines for stage in p.stages for i in stage)
+    if piped or any(body.commands[i].background for i in calls):
+        how = "a pipeline" if piped else "the background"
+        return Finding(
+            "fork-bomb",
+            fn.name,
+            f"function {fn.name!r} runs itself in {how}, multiplying processes without "
+            f"bound (token {fn.name!r})",
+        )
+    return None
+
+
+# -- remote / wrapped scripts ---------------------------------------------------------------------
+
+_SU = _opts(
+    "cgGsw",
+    "login preserve-environment pty help version",
+    "command session-command group supp-group shell whitelist-environment user",
+    {"c": "command", "u": "user"},
+)
+_SSH = _opts("BbcDEeFIiJLlmOoPpQRSWw")
+_WATCH = _opts(
+    "nq",
+    "differences beep errexit chgexit exec no-title precise color",
+    "interval",
+    {"x": "exec"},
+)
+_FLOCK = _opts(
+    "wEc",
+    "shared exclusive unlock nonblock close no-fork verbose",
+    "timeout conflict-exit-code command",
+    {"c": "command"},
+)
+_SCRIPT = _opts("cEIOTBm", "append quiet flush return", "command", {"c": "command"})
+
+
+def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _SU)
+    script = parsed.value("--command", "--session-command")
+    if script is not None:
+        return run.nested(script.text, f"{inv.shown} -c script")
+    if parsed.value("-u", "--user") is not None and parsed.operands:
+        return run.argv(parsed.operands, inv.name)
+    return None
+
+
+def _rule_ssh(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _SSH, stop_at_operand=True)
+    remote = parsed.operands[1:]
+    if not remote:
+        return None
+    return run.nested(" ".join(w.text for w in remote), "ssh remote command", lenient=True)
+
+
+def _rule_watch(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _WATCH, stop_at_operand=True)
+    if parsed.has("--exec"):
+        return run.argv(parsed.operands, "watch -x")
+    return run.nested(" ".join(w.text for w in parsed.operands), "watch command")
+
+
+def _rule_flock(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _FLOCK, stop_at_operand=True)
+    script = parsed.value("--command")
+    if script is not None:
+        return run.nested(script.text, "flock -c script")
+    return run.argv(parsed.operands[1:], "flock")
+
+
+def _rule_script(inv: _Invocation, run: _Run) -> Finding | None:
+    script = _parse_opts(inv.args, _SCRIPT).value("--command")
+    return None if script is None else run.nested(script.text, "script -c command")
+
+
+# -- network ------------------------------------------------------------------------------------
+
+_NC_ARG = "psSwiqxXIOTVMmgG"
+_NC_LONG = _set(
+    "exec sh-exec lua-exec listen keep-open verbose udp wait source-port source ssl proxy "
+    "output hex-dump send-only recv-only allow deny chat broker nodns crlf idle-timeout"
+)
+_NC_EXEC = frozenset({"exec", "sh-exec", "lua-exec"})
+_SOCAT_NET = ("tcp", "udp", "openssl", "ssl", "sctp", "socks", "proxy", "dccp", "udplite")
+_SOCAT_EXEC = ("exec:", "system:", "exec,", "system,")
+
+
+def _rule_netcat(inv: _Invocation, run: _Run) -> Finding | None:
+    for word in inv.args:
+        t = word.text
+        if t.startswith("--"):
+            name = t[2:].partition("=")[0]
+            matches = [o for o in _NC_LONG if o.startswith(name)] if name else []
+            full = name if name in _NC_LONG else matches[0] if len(matches) == 1 else ""
+            if full in _NC_EXEC:
+                return _reverse_shell(inv, t)
+        elif len(t) > 1 and t[0] == "-":
+            for ch in t[1:]:
+                if ch in "ec":
+                    return _reverse_shell(inv, t)
+                if ch in _NC_ARG:
+                    break
+    return None
+
+
+def _reverse_shell(inv: _Invocation, flag: str) -> Finding:
+    return Finding(
+        "reverse-shell",
+        flag,
+        f"{inv.shown} {flag} hands a program (a shell) to a network peer (token {flag!r})",
+    )
+
+
+def _rule_socat(inv: _Invocation, run: _Run) -> Finding | None:
+    addresses = [w.text.lower() for w in inv.args if not w.text.startswith("-")]
+    runs = next((a for a in addresses if a.startswith(_SOCAT_EXEC)), None)
+    if runs is not None and any(a.startswith(_SOCAT_NET) for a in addresses):
+        return _reverse_shell(inv, runs)
+    return None
+
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "nc": (_rule_netcat,),
+    "socat": (_rule_socat,),
+    "awk": (_rule_awk,),
+    "su": (_rule_su,),
+    "ssh": (_rule_ssh,),
+    "watch": (_rule_watch,),
+    "flock": (_rule_flock,),
+    "script": (_rule_script,),
+}
+GENERIC: tuple[Rule, ...] = (_rule_code,)
+PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules,)
+FUNCTIONS: tuple[FunctionRule, ...] = (_fork_bomb,)
