@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import anyio
 
-    from ...config import Config, build_pipeline, load_config
+    from ...config import Config, build_pipeline, parse_config
     from ...errors import ConfigError
     from .config import McpServerConfig
     from .proxy import McpProxy, UpstreamSpec, stderr_logging
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if command and args.upstream_url:
         return _usage("give either -- COMMAND or --upstream-url, not both")
     try:
-        config = load_config(args.config) if args.config else Config()
+        # checked by build_pipeline below, once the command line's server is in it
+        config = parse_config(args.config) if args.config else Config()
     except ConfigError as exc:
         print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
         return 2
