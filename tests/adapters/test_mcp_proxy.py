@@ -36,6 +36,8 @@ from mcp_helpers import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
+ASK_HOOK = Path(__file__).resolve().parent / "hooks" / "ask.sh"
+
 Target = StdioServerParameters | str
 Start = Callable[..., Target]
 
@@ -340,3 +342,67 @@ async def test_a_crashed_upstream_gives_a_clear_error_and_the_proxy_recovers(
     assert "back" in again.content[0].text
     (restarted,) = children(proxy.process.pid)
     assert restarted != killed[0]
+
+
+# -- Approval.ask through MCP elicitation ------------------------------------------------
+
+
+async def test_an_approval_that_asks_is_put_to_the_user_through_elicitation(
+    proxied: Start, tmp_path: Path
+) -> None:
+    hook = ASK_HOOK
+    config = write_config(
+        tmp_path,
+        f"""
+[[hooks.commands]]
+event = "tool.approve"
+command = "{hook}"
+filter.tool.allow = ["mcp__everything__get-sum"]
+""",
+    )
+    asked: list[str] = []
+    answers = iter([True, False])
+
+    async def elicit(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        asked.append(params.message)
+        return mt.ElicitResult(action="accept", content={"allow": next(answers)})
+
+    server = npm_server("everything")
+    target = proxied(server, name="everything", config=config)
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(target, mode="legacy", elicitation_callback=elicit) as client:
+            allowed = await client.call_tool("get-sum", {"a": 2, "b": 3})
+            refused = await client.call_tool("get-sum", {"a": 4, "b": 5})
+            echo = await client.call_tool("echo", {"message": "not asked"})
+    assert not allowed.is_error
+    assert isinstance(allowed.content[0], mt.TextContent)
+    assert "5" in allowed.content[0].text
+    assert refusal(refused)["status"] == "denied"
+    assert "the user said no" in refusal(refused)["reason"]
+    assert not echo.is_error
+    # the question names the reason, the tool and its arguments
+    assert len(asked) == 2
+    assert "sums need a human" in asked[0]
+    assert "mcp__everything__get-sum" in asked[0]
+    assert '{"a": 2, "b": 3}' in asked[0]
+
+
+async def test_a_client_without_elicitation_gets_a_denial_when_approval_is_asked(
+    proxied: Start, tmp_path: Path
+) -> None:
+    hook = ASK_HOOK
+    config = write_config(
+        tmp_path,
+        f"""
+[[hooks.commands]]
+event = "tool.approve"
+command = "{hook}"
+filter.tool.allow = ["mcp__everything__get-sum"]
+""",
+    )
+    server = npm_server("everything")
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(proxied(server, name="everything", config=config)) as client:
+            refused = await client.call_tool("get-sum", {"a": 2, "b": 3})
+    assert refusal(refused)["status"] == "denied"
+    assert "cannot be asked" in refusal(refused)["reason"]
