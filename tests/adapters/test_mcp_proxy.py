@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -406,3 +407,67 @@ filter.tool.allow = ["mcp__everything__get-sum"]
             refused = await client.call_tool("get-sum", {"a": 2, "b": 3})
     assert refusal(refused)["status"] == "denied"
     assert "cannot be asked" in refusal(refused)["reason"]
+
+
+async def test_upstream_log_messages_reach_the_client(proxied: Start) -> None:
+    server = npm_server("everything")
+    received: list[mt.LoggingMessageNotificationParams] = []
+    arrived = anyio.Event()
+
+    async def on_log(params: mt.LoggingMessageNotificationParams) -> None:
+        received.append(params)
+        arrived.set()
+
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(
+            proxied(server, name="everything"), mode="legacy", logging_callback=on_log
+        ) as client:
+            # the server logs once at once, then every 5 s; stop it again before leaving
+            await client.call_tool("toggle-simulated-logging", {})
+            await arrived.wait()
+            await client.call_tool("toggle-simulated-logging", {})
+    assert "message" in str(received[0].data)
+
+
+# -- list_changed, both protocol eras --------------------------------------------------------
+
+GROWING = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "growing.py")]
+
+
+async def test_a_changed_tool_list_reaches_a_handshake_era_client(proxied: Start) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            changed.set()
+
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(
+            proxied(GROWING, name="growing"), mode="legacy", message_handler=on_message
+        ) as client:
+            assert client.server_capabilities.tools is not None
+            assert client.server_capabilities.tools.list_changed
+            before = [t.name for t in (await client.list_tools()).tools]
+            await client.call_tool("grow", {})
+            await changed.wait()
+            after = [t.name for t in (await client.list_tools()).tools]
+            # the new tool is routed at once
+            called = await client.call_tool("extra_1", {})
+    assert before == ["grow"]
+    assert after == ["grow", "extra_1"]
+    assert not called.is_error
+
+
+async def test_a_changed_tool_list_reaches_a_2026_client_on_its_listen_stream(
+    proxied: Start,
+) -> None:
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(proxied(GROWING, name="growing"), mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as events:
+                await client.call_tool("grow", {})
+                async for event in events:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+            after = [t.name for t in (await client.list_tools()).tools]
+    assert after == ["grow", "extra_1"]

@@ -31,7 +31,15 @@ from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS
 
 from ...bus import events as ev
@@ -246,6 +254,8 @@ class McpProxy:
         self._pin_path: Path | None = None
         self._changed: set[str] = set()  # tools whose description drifted
         self._pending_events: list[dict[str, Any]] = []  # published on the next call
+        # 2026-07-28 clients get change notifications on subscriptions/listen streams
+        self._changes = InMemorySubscriptionBus()
         if self.config.pin_file is not None:
             self._pin_path = (base_dir or Path.cwd()) / self.config.pin_file
             if self._pin_path.is_file():
@@ -283,6 +293,7 @@ class McpProxy:
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
             "on_call_tool": self._call_tool,
+            "on_subscriptions_listen": ListenHandler(self._changes),
         }
         if any(c.resources is not None for c in caps):
             handlers |= {
@@ -300,6 +311,17 @@ class McpProxy:
         if any(c.completions is not None for c in caps):
             handlers["on_completion"] = self._complete
         srv: Server[Any] = Server(self.name, version="interpose", **handlers)
+        # the HTTP transport builds the handshake's options itself, with no listChanged:
+        # make the default the upstreams' (what stdio passes explicitly)
+        default_options = srv.create_initialization_options
+
+        def initialization_options(
+            notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+        ) -> Any:
+            options = notification_options or self.notification_options()
+            return default_options(options, *args, **kwargs)
+
+        srv.create_initialization_options = initialization_options  # type: ignore[method-assign]
         if any(c.logging is not None for c in caps):
             srv.add_request_handler("logging/setLevel", mt.SetLevelRequestParams, self._set_level)
         return srv
@@ -618,6 +640,9 @@ class McpProxy:
             if client is not None:
                 with anyio.move_on_after(CONNECT_TIMEOUT):
                     await upstream._list_all(client)
+        event = _server_event(message)
+        if event is not None:
+            await self._changes.publish(event)
         for key, session in list(self._downstream.items()):
             try:
                 await session.send_notification(message)
@@ -751,6 +776,19 @@ class McpPathGuard:
                 out.block = True
                 out.block_reason = reason
                 return
+
+
+def _server_event(message: Any) -> ServerEvent | None:
+    """The change event of an upstream notification, for 2026-07-28 listen streams."""
+    if isinstance(message, mt.ToolListChangedNotification):
+        return ToolsListChanged()
+    if isinstance(message, mt.PromptListChangedNotification):
+        return PromptsListChanged()
+    if isinstance(message, mt.ResourceListChangedNotification):
+        return ResourcesListChanged()
+    if isinstance(message, mt.ResourceUpdatedNotification):
+        return ResourceUpdated(uri=str(message.params.uri))
+    return None
 
 
 def _paths(args: dict[str, Any], keys: tuple[str, ...]) -> Iterator[str]:
