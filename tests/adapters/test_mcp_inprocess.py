@@ -6,8 +6,11 @@ proxy's ``Server`` in process, which is what ``interpose mcp-proxy`` serves on s
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,6 +27,8 @@ from interpose.adapters.mcp.config import McpConfig
 from interpose.adapters.mcp.proxy import McpProxy, UpstreamSpec
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+GROWING = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "growing.py")]
 
 
 @pytest.fixture
@@ -111,3 +116,27 @@ async def test_a_changed_description_is_reported_and_the_tool_hidden() -> None:
     assert event.error_type == "DescriptionChanged"
     assert event.tool_name == "mcp__time__convert_time"
     assert isinstance(tool, mt.Tool)
+
+
+async def test_the_trace_context_goes_from_the_client_through_the_span_to_the_upstream() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pipe = Pipeline(tracer_provider=provider)
+    upstream = UpstreamSpec("growing", StdioServerParameters(command=GROWING[0], args=GROWING[1:]))
+    proxy = McpProxy(pipe, [upstream])
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    sent = {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01", "vendor/key": "kept"}
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with serving(proxy) as client:
+            result = await client.call_tool("meta", {}, meta=sent)  # type: ignore[arg-type]
+    assert isinstance(result.content[0], mt.TextContent)
+    received = json.loads(result.content[0].text)
+    (span,) = [
+        s for s in exporter.get_finished_spans() if s.name == "execute_tool mcp__growing__meta"
+    ]
+    assert span.context is not None
+    # the client's trace continues in the proxy's span, and from there upstream
+    assert f"{span.context.trace_id:032x}" == trace_id
+    assert received["traceparent"] == f"00-{trace_id}-{span.context.span_id:016x}-01"
+    assert received["vendor/key"] == "kept"

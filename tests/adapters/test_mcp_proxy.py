@@ -453,8 +453,8 @@ async def test_a_changed_tool_list_reaches_a_handshake_era_client(proxied: Start
             after = [t.name for t in (await client.list_tools()).tools]
             # the new tool is routed at once
             called = await client.call_tool("extra_1", {})
-    assert before == ["grow"]
-    assert after == ["grow", "extra_1"]
+    assert before == ["grow", "meta"]
+    assert after == ["grow", "meta", "extra_1"]
     assert not called.is_error
 
 
@@ -470,4 +470,4 @@ async def test_a_changed_tool_list_reaches_a_2026_client_on_its_listen_stream(
                     assert type(event).__name__ == "ToolsListChanged"
                     break
             after = [t.name for t in (await client.list_tools()).tools]
-    assert after == ["grow", "extra_1"]
+    assert after == ["grow", "meta", "extra_1"]

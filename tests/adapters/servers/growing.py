@@ -1,8 +1,10 @@
 """An MCP server (stdio) whose tool list grows: ``grow`` adds a tool ``extra_<n>`` and
-notifies ``notifications/tools/list_changed``.  For the proxy's list_changed tests."""
+notifies ``notifications/tools/list_changed``; ``meta`` answers with the request's
+``_meta`` as JSON.  For the proxy's list_changed and trace-context tests."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -15,11 +17,14 @@ SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
-    names = ["grow", *extra]
+    names = ["grow", "meta", *extra]
     return mt.ListToolsResult(tools=[mt.Tool(name=name, input_schema=SCHEMA) for name in names])
 
 
 async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+    if params.name == "meta":
+        text = json.dumps(dict(ctx.meta or {}), default=str)
+        return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)])
     if params.name == "grow":
         extra.append(f"extra_{len(extra) + 1}")
         await ctx.session.send_tool_list_changed()
