@@ -453,8 +453,8 @@ async def test_a_changed_tool_list_reaches_a_handshake_era_client(proxied: Start
             after = [t.name for t in (await client.list_tools()).tools]
             # the new tool is routed at once
             called = await client.call_tool("extra_1", {})
-    assert before == ["grow", "meta"]
-    assert after == ["grow", "meta", "extra_1"]
+    assert before == ["grow", "meta", "refuse"]
+    assert after == ["grow", "meta", "refuse", "extra_1"]
     assert not called.is_error
 
 
@@ -470,4 +470,18 @@ async def test_a_changed_tool_list_reaches_a_2026_client_on_its_listen_stream(
                     assert type(event).__name__ == "ToolsListChanged"
                     break
             after = [t.name for t in (await client.list_tools()).tools]
-    assert after == ["grow", "meta", "extra_1"]
+    assert after == ["grow", "meta", "refuse", "extra_1"]
+
+
+async def test_a_protocol_error_of_the_upstream_reaches_the_client_with_its_code(
+    proxied: Start,
+) -> None:
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(proxied(GROWING, name="growing")) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("refuse", {})
+            # and the proxy goes on serving
+            ok = await client.call_tool("meta", {})
+    assert refused.value.code == mt.INVALID_PARAMS
+    assert refused.value.message == "refuse: this tool never accepts its arguments"
+    assert not ok.is_error
