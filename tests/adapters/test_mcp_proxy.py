@@ -485,3 +485,35 @@ async def test_a_protocol_error_of_the_upstream_reaches_the_client_with_its_code
     assert refused.value.code == mt.INVALID_PARAMS
     assert refused.value.message == "refuse: this tool never accepts its arguments"
     assert not ok.is_error
+
+
+async def test_an_unanswered_question_denies_the_call_after_the_approval_timeout(
+    proxied: Start, tmp_path: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        f"""
+[hooks.defaults]
+approval_timeout_ms = 500
+
+[[hooks.commands]]
+event = "tool.approve"
+command = "{ASK_HOOK}"
+filter.tool.allow = ["mcp__everything__get-sum"]
+""",
+    )
+    asked = anyio.Event()
+
+    async def never_answers(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    server = npm_server("everything")
+    target = proxied(server, name="everything", config=config)
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(target, mode="legacy", elicitation_callback=never_answers) as client:
+            refused = await client.call_tool("get-sum", {"a": 2, "b": 3})
+    assert asked.is_set()
+    assert refusal(refused)["status"] == "denied"
+    assert "no answer within 0.5s" in refusal(refused)["reason"]
