@@ -54,6 +54,7 @@ from ...pipeline.payloads import (
 )
 from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
+from ...pipeline.tools import normalize_tool_name
 from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
 
 __all__ = ["McpProxy", "Upstream", "UpstreamError", "UpstreamSpec"]
@@ -400,7 +401,7 @@ class McpProxy:
             if reg.id != TOOL_FILTER_ID or not isinstance(reg, Interceptor):
                 continue
             out = ToolBeforeOutput(args={})
-            reg.handler(ToolBeforeInput(tool_name=name.lower(), raw_name=name), out)
+            reg.handler(ToolBeforeInput(tool_name=normalize_tool_name(name), raw_name=name), out)
             return out.block
         return False
 
@@ -432,7 +433,7 @@ class McpProxy:
                         "error": f"the description or input schema of {name} changed since it "
                         "was pinned",
                         "policy": self.config.pin_descriptions,
-                        "tool_name": name.lower(),
+                        "tool_name": normalize_tool_name(name),
                     }
                 )
         return False
