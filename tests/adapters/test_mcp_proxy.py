@@ -517,3 +517,20 @@ filter.tool.allow = ["mcp__everything__get-sum"]
     assert asked.is_set()
     assert refusal(refused)["status"] == "denied"
     assert "no answer within 0.5s" in refusal(refused)["reason"]
+
+
+async def test_an_upstream_past_call_timeout_gives_a_readable_error(
+    proxied: Start, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, "[mcp]\ncall_timeout_ms = 300\n")
+    server = npm_server("everything")
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(proxied(server, name="everything", config=config)) as client:
+            slow = await client.call_tool(
+                "trigger-long-running-operation", {"duration": 20, "steps": 20}
+            )
+            fast = await client.call_tool("echo", {"message": "quick"})
+    assert slow.is_error
+    assert isinstance(slow.content[0], mt.TextContent)
+    assert "upstream MCP server 'everything': no answer within 0.3s" in slow.content[0].text
+    assert not fast.is_error

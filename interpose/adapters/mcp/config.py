@@ -86,5 +86,5 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = None
     call_timeout_ms: Annotated[
         int,
-        msgspec.Meta(description="how long one upstream request may take; 0: no limit", ge=0),
+        msgspec.Meta(description="how long one upstream tool call may take; 0: no limit", ge=0),
     ] = 0

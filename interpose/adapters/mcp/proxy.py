@@ -40,7 +40,7 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
 from ...bus import events as ev
 from ...errors import InterposeError
@@ -196,7 +196,6 @@ class Upstream:
             # the proxy must never serve a stale listing after list_changed
             cache=None,
             message_handler=self._on_message,
-            read_timeout_seconds=self._proxy.call_timeout,
         )
 
     async def _list_all(self, client: Client) -> list[mt.Tool]:
@@ -481,6 +480,7 @@ class McpProxy:
                 return await client.call_tool(
                     tool,
                     args,
+                    read_timeout_seconds=self.call_timeout,
                     progress_callback=progress,  # type: ignore[arg-type]
                     meta=upstream_meta,  # type: ignore[arg-type]
                 )
@@ -489,6 +489,12 @@ class McpProxy:
                     upstream.lost(exc.message)
                     raise UpstreamError(
                         upstream.name, "the server exited during the call; it is being restarted"
+                    ) from None
+                if exc.code == REQUEST_TIMEOUT and self.call_timeout is not None:
+                    # our own limit ([mcp] call_timeout_ms), not the server's answer: the
+                    # model reads why (the SDK has already cancelled the request upstream)
+                    raise UpstreamError(
+                        upstream.name, f"no answer within {self.call_timeout:g}s (call_timeout_ms)"
                     ) from None
                 failed.append(exc)
                 raise
