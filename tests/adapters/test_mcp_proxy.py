@@ -534,3 +534,24 @@ async def test_an_upstream_past_call_timeout_gives_a_readable_error(
     assert isinstance(slow.content[0], mt.TextContent)
     assert "upstream MCP server 'everything': no answer within 0.3s" in slow.content[0].text
     assert not fast.is_error
+
+
+async def test_an_http_upstream_behind_a_stdio_proxy(http_proxy: type[HttpProxy]) -> None:
+    # the upstream speaks streamable HTTP: here, a proxy serving mcp-server-time over HTTP
+    server = python_server("mcp_server_time")
+    upstream = http_proxy(proxy_argv(server, name="time")).url
+    argv = [sys.executable, "-m", "interpose.cli", "mcp-proxy", "--name", "remote"]
+    target = StdioServerParameters(
+        command=argv[0],
+        args=[*argv[1:], "--upstream-url", upstream],
+        env={"PATH": os.environ.get("PATH", "")},
+    )
+    args = {"source_timezone": "UTC", "time": "08:30", "target_timezone": "UTC"}
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(direct(server), mode="legacy") as client:
+            expected = await client.call_tool("convert_time", args)
+        async with Client(target) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            got = await client.call_tool("convert_time", args)
+    assert names == ["get_current_time", "convert_time"]
+    same(got, expected)
