@@ -421,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     hook_test.add_argument("--agent", default="main", help="the agent id (default: main)")
     hook_test.add_argument("--session", default="", help="the session key")
     hook_test.set_defaults(func=_run_hook_test)
+    from .adapters.mcp.cli import add_parser as add_mcp_proxy
+
+    add_mcp_proxy(sub)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

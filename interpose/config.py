@@ -37,9 +37,10 @@ from typing import get_origin as _origin
 
 import msgspec
 
+from .adapters.mcp.config import McpConfig, mcp_namespace
 from .bus.events import EVENT_KINDS, EventKind
 from .errors import ConfigError, RegistrationError
-from .pipeline.tools import TOOL_GROUPS, compile_tool_matcher, normalize_tool_name
+from .pipeline.tools import TOOL_GROUPS, compile_tool_matcher, in_namespace, normalize_tool_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,6 +67,7 @@ __all__ = [
     "HooksConfig",
     "LoggingConfig",
     "LoopGuardConfig",
+    "McpConfig",
     "MetricsConfig",
     "ObserversConfig",
     "OTLPConfig",
@@ -536,6 +538,7 @@ class Config(_Table, dict=True):
     observers: ObserversConfig = msgspec.field(default_factory=ObserversConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     plugins: dict[str, dict[str, Any]] = {}
+    mcp: McpConfig = msgspec.field(default_factory=McpConfig)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -1167,6 +1170,7 @@ class _Builder:
         if provider is not None and not self.dry and self.tracer_provider is None:
             pipe.add_service(_FlushSpans(provider))
         hooks = config.hooks
+        self.mcp(pipe, config.mcp)
         if hooks.enabled:
             for i, tool in enumerate(hooks.tools):
                 with self.at(f"hooks.tools[{i}]"):
@@ -1185,6 +1189,19 @@ class _Builder:
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)
         return built
+
+    def mcp(self, pipe: Pipeline, mcp: McpConfig) -> None:
+        """Check ``[mcp.servers]`` and declare each server's tool namespace, so that
+        matchers may name its tools (``mcp__time__.*``) before they are listed."""
+        for name, server in mcp.servers.items():
+            where = f"mcp.servers.{_key(name)}"
+            if (server.command is None) == (server.url is None):
+                self.fail(where, "set either `command` (a stdio server) or `url`, not both")
+            if server.url is not None and not server.url.startswith(("http://", "https://")):
+                self.fail(
+                    where + ".url", f"expected an http:// or https:// URL, got {server.url!r}"
+                )
+            pipe.registry.register_tool_namespace(mcp_namespace(name))
 
     # -- order --------------------------------------------------------------------------
 
@@ -1637,7 +1654,8 @@ class _Builder:
                     )
                 rules.append(item)
             elif _NAME_RULE.fullmatch(item.strip()):
-                if normalize_tool_name(item) not in known:
+                name = normalize_tool_name(item)
+                if name not in known and not in_namespace(name, pipe.registry.tool_namespaces):
                     self.fail(
                         f"{field}[{i}]",
                         f"unknown tool {item!r} (add it to hooks.tools if the application "
@@ -1658,7 +1676,12 @@ class _Builder:
         if tools is None:
             return None
         with self.at(field):
-            compile_tool_matcher(tools, pipe.registry.known_tools, where=field)
+            compile_tool_matcher(
+                tools,
+                pipe.registry.known_tools,
+                where=field,
+                namespaces=pipe.registry.tool_namespaces,
+            )
         return tools
 
 

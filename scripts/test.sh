@@ -36,6 +36,22 @@ if [ -z "$ROTEL_AGENT" ] || ! "$ROTEL_AGENT" version >/dev/null 2>&1; then
     echo "scripts/test.sh: the integration tests that need it will be skipped" >&2
 fi
 
+# The MCP gateway's integration tests put real npm MCP servers behind the proxy
+# (tests/mcp_servers/package.json, versions pinned by its package-lock.json).  Under CI
+# a failed install fails the run here; elsewhere those tests are skipped.
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 \
+    && npm ci --prefix tests/mcp_servers --no-audit --no-fund --loglevel=error >/dev/null; then
+    :
+else
+    echo "scripts/test.sh: the npm MCP servers (tests/mcp_servers) could not be installed:" \
+        "node and npm are needed" >&2
+    if [ "${CI:-}" = "true" ]; then
+        echo "scripts/test.sh: CI=true: the MCP gateway's integration tests need them; stopping" >&2
+        exit 1
+    fi
+    echo "scripts/test.sh: the tests that need them will be skipped" >&2
+fi
+
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 .venv/bin/python -m mypy

@@ -18,6 +18,7 @@ def test_every_benchmark_is_listed_here() -> None:
     assert SCRIPTS == [
         "bench_bus",
         "bench_guards",
+        "bench_mcp_proxy",
         "bench_process_hook",
         "bench_tool_call",
         "bench_tracing",
@@ -32,7 +33,7 @@ def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) 
         [sys.executable, str(BENCHMARKS / f"{script}.py"), *tiny],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=240,
         check=False,
     )
     assert run.returncode == 0, run.stderr

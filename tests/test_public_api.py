@@ -106,6 +106,7 @@ def test_design_names_are_public() -> None:
 def test_no_private_module_leaks() -> None:
     public = {n for n in dir(interpose) if not n.startswith("_")}
     modules = {
+        "adapters",
         "bus",
         "errors",
         "pipeline",

@@ -76,7 +76,7 @@ from ..pipeline.payloads import (
     refusal,
 )
 from ..pipeline.registry import Interceptor, Registry
-from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
+from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, in_namespace, normalize_tool_name
 from ._process_group import kill_group, wait_exited
 
 if TYPE_CHECKING:
@@ -380,6 +380,10 @@ class CommandHook:
                 known or registered tool, or the explicit id is taken.
         """
         registry = pipe if isinstance(pipe, Registry) else pipe.registry
+        namespaces = registry.tool_namespaces  # tools listed at run time (MCP servers)
+        for name in self._names - registry.known_tools:
+            if in_namespace(name, namespaces):
+                registry.register_tool(name)  # named by the user: a tool of that server
         unknown = sorted(self._names - registry.known_tools)
         if unknown:
             raise RegistrationError(

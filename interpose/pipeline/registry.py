@@ -137,6 +137,7 @@ class Registry:
         self._by_key: dict[str, list[Entry[Any]]] = {}
         self._seq = itertools.count()
         self._extra_tools: set[str] = set()
+        self._namespaces: set[str] = set()
         self.version = 0
 
     # -- tools --------------------------------------------------------------------
@@ -153,6 +154,28 @@ class Registry:
         normalized = normalize_tool_name(name)
         if normalized not in self.known_tools:
             self._extra_tools.add(normalized)
+            self.version += 1
+        return normalized
+
+    @property
+    def tool_namespaces(self) -> frozenset[str]:
+        """Declared prefixes of tools that are listed only at run time (``mcp__time__``)."""
+        return frozenset(self._namespaces)
+
+    def register_tool_namespace(self, prefix: str) -> str:
+        """Declare a prefix of tool names known only at run time (an MCP server's tools,
+        ``mcp__<server>__``): matchers that name a tool inside it, or a regex that starts
+        with it, are accepted before the tools are registered.  Returns the normalized
+        prefix.
+
+        Raises:
+            RegistrationError: ``prefix`` is empty or not a str.
+        """
+        if not isinstance(prefix, str) or not prefix.strip():
+            raise RegistrationError(f"tool namespace must be a non-empty str, got {prefix!r}")
+        normalized = prefix.strip().lower()
+        if normalized not in self._namespaces:
+            self._namespaces.add(normalized)
             self.version += 1
         return normalized
 
@@ -292,7 +315,9 @@ class Registry:
                     f"{where}: a tool matcher only applies to tool hooks and the tool stage, "
                     f"not {key!r}"
                 )
-            matches_tool = compile_tool_matcher(reg.tool_matcher, self.known_tools, where=where)
+            matches_tool = compile_tool_matcher(
+                reg.tool_matcher, self.known_tools, where=where, namespaces=self.tool_namespaces
+            )
         matches_agent = None
         if reg.agent_matcher is not None:
             matches_agent = compile_agent_matcher(reg.agent_matcher, where=where)

@@ -19,6 +19,7 @@ __all__ = [
     "TOOL_GROUPS",
     "ToolMatcher",
     "compile_tool_matcher",
+    "in_namespace",
     "normalize_tool_name",
 ]
 
@@ -87,14 +88,33 @@ def _regex_predicate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return matches
 
 
+def in_namespace(name: str, namespaces: Iterable[str]) -> bool:
+    """Whether the normalized ``name`` lies in one of the declared tool ``namespaces``
+    (prefixes such as ``mcp__time__``, whose tools are known only at run time)."""
+    return any(name.startswith(prefix) for prefix in namespaces)
+
+
+def _names_namespace(pattern: str, namespaces: Iterable[str]) -> bool:
+    # a regex "names" a namespace when its literal start is the prefix (``mcp__time__.*``,
+    # ``^mcp__time__get_``): it can match inside it once the tools are listed
+    source = pattern.removeprefix("^")
+    return any(source.startswith(prefix) for prefix in namespaces)
+
+
 def compile_tool_matcher(
-    matcher: ToolMatcher, known: frozenset[str], *, where: str
+    matcher: ToolMatcher,
+    known: frozenset[str],
+    *,
+    where: str,
+    namespaces: frozenset[str] = frozenset(),
 ) -> Callable[[str], bool]:
     """Compile a tool matcher into a predicate over normalized tool names.
 
     ``matcher`` is a regex string or compiled pattern (``re.search`` on the normalized
     name, aliases included), a ``group:*`` name, or a list of names and groups.  ``known``
     is the set of tool names the matcher must be able to match (known + registered).
+    ``namespaces`` are declared prefixes of tools not listed yet (an MCP server's
+    ``mcp__<server>__``): a name inside one, or a regex that starts with one, is accepted.
 
     Raises:
         RegistrationError: invalid regex, unknown group, or a matcher that matches no
@@ -127,7 +147,7 @@ def compile_tool_matcher(
             else:
                 names.add(normalize_tool_name(item))
         predicate = _names_predicate(frozenset(names))
-        unknown = sorted(names - known)
+        unknown = sorted(n for n in names - known if not in_namespace(n, namespaces))
         if unknown:
             raise RegistrationError(
                 f"{where}: tool matcher names unknown tools {unknown}; {_describe_valid(known)}"
@@ -138,7 +158,14 @@ def compile_tool_matcher(
             f"{where}: tool matcher must be a regex string, a compiled pattern, a group:* name "
             f"or a list of names, got {type(matcher).__name__}"
         )
-    if not any(predicate(name) for name in known):
+    if not any(predicate(name) for name in known) and not (
+        namespaces
+        and (
+            _names_namespace(shown, namespaces)
+            if isinstance(matcher, str | re.Pattern)
+            else any(in_namespace(normalize_tool_name(n), namespaces) for n in matcher)
+        )
+    ):
         raise RegistrationError(
             f"{where}: tool matcher {shown} matches no known or registered tool; "
             f"{_describe_valid(known)}"

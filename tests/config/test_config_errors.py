@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from interpose import ConfigError, Pipeline
+from interpose.adapters.mcp.config import McpConfig, McpServerConfig
 from interpose.config import (
     AuditConfig,
     BuiltinsConfig,
@@ -275,6 +276,12 @@ def _every_table() -> dict[str, Any]:
             metrics=MetricsConfig(),
             otlp=OTLPConfig(headers={"x-key": "v"}),
         ),
+        mcp=McpConfig(
+            servers={
+                "time": McpServerConfig(command="true", env={"A": "b"}),
+                "remote": McpServerConfig(url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
+            }
+        ),
     )
     data: dict[str, Any] = msgspec.to_builtins(config)
     return data
@@ -325,6 +332,11 @@ FREE_FORM = {
     "hooks.commands[0].env",
     "observers.otlp.headers",
     "plugins",
+    "mcp.servers",
+    "mcp.servers.time.env",
+    "mcp.servers.time.headers",
+    "mcp.servers.remote.env",
+    "mcp.servers.remote.headers",
 }
 
 

@@ -1,0 +1,4 @@
+"""Adapters that put interpose in front of agents it did not write.
+
+``interpose.adapters.mcp``: the MCP gateway (``interpose mcp-proxy``, the ``mcp`` extra).
+"""

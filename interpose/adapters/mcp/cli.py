@@ -1,0 +1,122 @@
+"""``interpose mcp-proxy``: build the pipeline and the proxy from the command line and the
+config file, then serve MCP on stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``mcp-proxy`` subcommand."""
+    proxy = sub.add_parser(
+        "mcp-proxy",
+        help="put the pipeline in front of MCP servers (stdio or streamable HTTP)",
+        usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
+        "[--listen HOST:PORT] [-- COMMAND [ARGS...]]",
+    )
+    proxy.add_argument("--config", default=None, help="interpose.toml (hooks, [mcp.servers])")
+    proxy.add_argument(
+        "--name",
+        default=None,
+        help="the upstream's server name: its tools are mcp__<name>__<tool> in matchers "
+        "(default: the command's file name, or 'upstream' for a URL)",
+    )
+    proxy.add_argument("--upstream-url", default=None, help="a streamable-HTTP upstream server")
+    proxy.add_argument(
+        "--listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve streamable HTTP (at /mcp) instead of stdio; port 0: any free port",
+    )
+    proxy.add_argument("--log-level", default="WARNING", help="the proxy's log level (stderr)")
+    proxy.add_argument("--log-file", default=None, help="log to this file instead of stderr")
+    proxy.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    proxy.set_defaults(func=run)
+
+
+def _default_name(command: list[str]) -> str:
+    return Path(command[0]).stem or "upstream"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the proxy until the client disconnects (stdio) or the process is stopped.
+
+    Exits 2 on a usage or config error (said on stderr), 0 otherwise.
+    """
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print(
+            "interpose mcp-proxy: the mcp extra is not installed: pip install 'interpose[mcp]'",
+            file=sys.stderr,
+        )
+        return 2
+    import anyio
+
+    from ...config import Config, build_pipeline, parse_config
+    from ...errors import ConfigError
+    from .config import McpServerConfig
+    from .proxy import McpProxy, UpstreamSpec, stderr_logging
+
+    stderr_logging(args.log_level.upper(), args.log_file)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if command and args.upstream_url:
+        return _usage("give either -- COMMAND or --upstream-url, not both")
+    try:
+        # checked by build_pipeline below, once the command line's server is in it
+        config = parse_config(args.config) if args.config else Config()
+    except ConfigError as exc:
+        print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
+        return 2
+    base_dir = Path(args.config).resolve().parent if args.config else Path.cwd()
+    if command or args.upstream_url:
+        name = args.name or (_default_name(command) if command else "upstream")
+        config.mcp.servers[name] = (
+            McpServerConfig(url=args.upstream_url)
+            if args.upstream_url
+            else McpServerConfig(command=command[0], args=command[1:], cwd=str(Path.cwd()))
+        )
+    if not config.mcp.servers:
+        return _usage("no upstream: give -- COMMAND, --upstream-url or [mcp.servers] in --config")
+    try:
+        pipe = build_pipeline(config, base_dir=base_dir, source=args.config or "<command line>")
+    except ConfigError as exc:
+        print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
+        return 2
+    specs = [
+        UpstreamSpec.from_config(name, table, base_dir)
+        for name, table in config.mcp.servers.items()
+    ]
+    proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
+    listen = args.listen
+
+    async def main() -> None:
+        async with pipe:
+            if listen is None:
+                await proxy.serve_stdio()
+                return
+            host, _, port = listen.rpartition(":")
+            await proxy.serve_http(
+                host or "127.0.0.1",
+                int(port),
+                ready=lambda url: print(
+                    f"interpose mcp-proxy: serving MCP on {url}", file=sys.stderr, flush=True
+                ),
+            )
+
+    if listen is not None and not listen.rpartition(":")[2].isdigit():
+        return _usage(f"--listen: expected HOST:PORT, got {listen!r}")
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _usage(message: str) -> int:
+    print(f"interpose mcp-proxy: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,819 @@
+"""The MCP gateway: an MCP server toward the client, an MCP client toward each upstream.
+
+Every ``tools/call`` runs interpose's tool stage (tool.before → tool.approve → the
+upstream call → tool.after) under the name ``mcp__<server>__<tool>``; everything else
+(resources, prompts, completion, logging, progress, cancellation, ``list_changed``)
+passes through.
+
+Each upstream ``Client`` lives in one long-lived task (``Upstream.keep``): anyio cancel
+scopes must be entered and left in the same task, so nothing but that task ever enters or
+leaves the client.  A lost connection (the server crashed) fails the calls in flight
+with a readable error and wakes that task, which connects again.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as mt
+from mcp import Client, StdioServerParameters
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
+
+from ...bus import events as ev
+from ...errors import InterposeError
+from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
+from ...pipeline.payloads import (
+    Approval,
+    ApprovalRequest,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolResult,
+)
+from ...pipeline.pipeline import Pipeline
+from ...pipeline.registry import Interceptor
+from ...pipeline.tools import normalize_tool_name
+from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
+
+__all__ = ["McpProxy", "Upstream", "UpstreamError", "UpstreamSpec"]
+
+log = logging.getLogger("interpose.mcp")
+
+CONNECT_TIMEOUT = 30.0  # s: until an upstream has answered its handshake and listing
+RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # s: between failed connection attempts
+_PAGE_LIMIT = 1000  # pages of one listing we follow before giving up (a looping cursor)
+
+# the downstream request being served: the human-approval handler asks through it
+_current: contextvars.ContextVar[ServerRequestContext[Any] | None] = contextvars.ContextVar(
+    "interpose_mcp_request", default=None
+)
+
+
+class UpstreamError(InterposeError):
+    """An upstream MCP server cannot be reached: it did not start, or it exited.
+
+    The tool call that met it gets an error result with this message; the proxy connects
+    to the server again in the background.
+
+    Attributes:
+        server: the upstream's name.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(f"upstream MCP server {server!r}: {message}")
+        self.server = server
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """One upstream server: ``target`` is stdio parameters or a streamable-HTTP URL."""
+
+    name: str
+    target: StdioServerParameters | str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, name: str, table: McpServerConfig, base_dir: Path) -> UpstreamSpec:
+        """The spec of a ``[mcp.servers.<name>]`` table (relative ``cwd``: to base_dir)."""
+        if table.url is not None:
+            return cls(name, table.url, dict(table.headers))
+        assert table.command is not None  # the config check requires command or url
+        cwd = None if table.cwd is None else str(base_dir / table.cwd)
+        params = StdioServerParameters(
+            command=table.command, args=list(table.args), env=dict(table.env) or None, cwd=cwd
+        )
+        return cls(name, params)
+
+
+class Upstream:
+    """One upstream server: its connection (kept by ``keep``) and its latest tool list."""
+
+    def __init__(self, spec: StdioServerParameters | str, name: str, proxy: McpProxy) -> None:
+        self.name = name
+        self.key = server_key(name)
+        self.target = spec
+        self._proxy = proxy
+        self.client: Client | None = None
+        self.error = "not connected yet"
+        self.tools: dict[str, mt.Tool] = {}  # upstream tool name -> its listing
+        self.capabilities: mt.ServerCapabilities | None = None
+        self._ready = anyio.Event()
+        self._lost = anyio.Event()
+        self.connections = 0
+
+    def lost(self, why: str) -> None:
+        """The connection broke: fail fast until ``keep`` has connected again."""
+        if self.client is not None:
+            log.warning("upstream %r: %s; connecting again", self.name, why)
+            self.error = f"the connection was lost ({why}); it is being restarted"
+            self.client = None
+            self._ready = anyio.Event()
+            self._lost.set()
+
+    async def connected(self) -> Client:
+        """The live client, waiting (at most CONNECT_TIMEOUT s) while it (re)connects.
+
+        Raises:
+            UpstreamError: not connected in time, or the last attempt failed.
+        """
+        if self.client is not None:
+            return self.client
+        with anyio.move_on_after(CONNECT_TIMEOUT):
+            await self._ready.wait()
+        if self.client is None:
+            raise UpstreamError(self.name, self.error)
+        return self.client
+
+    async def keep(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Connect, serve until the connection is lost, connect again; forever.
+
+        ``task_status.started()`` is called after the first attempt, whether it succeeded.
+        """
+        started = False
+        failures = 0
+        while True:
+            try:
+                async with self._client() as client:
+                    await self._list_all(client)
+                    self.capabilities = client.server_capabilities
+                    self.client = client
+                    self.connections += 1
+                    self._lost = anyio.Event()
+                    failures = 0
+                    self._ready.set()
+                    if not started:
+                        started = True
+                        task_status.started()
+                    log.info("upstream %r connected (%s)", self.name, client.protocol_version)
+                    await self._lost.wait()
+            except Exception as exc:  # the server did not start, or died during the handshake
+                self.client = None
+                self.error = f"cannot connect: {type(exc).__name__}: {exc}"
+                log.warning("upstream %r: %s", self.name, self.error)
+                ready, self._ready = self._ready, anyio.Event()
+                ready.set()  # wake the waiters: they report the error
+            if not started:
+                started = True
+                task_status.started()
+            await anyio.sleep(RESTART_BACKOFF[min(failures, len(RESTART_BACKOFF) - 1)])
+            failures += 1
+
+    def _client(self) -> Client:
+        target: Any = self.target
+        if isinstance(target, str) and self._proxy.headers.get(self.name):
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(headers=self._proxy.headers[self.name], timeout=30.0)
+            target = streamable_http_client(target, http_client=http)
+        return Client(
+            target,
+            # legacy: pushed notifications (logging, list_changed) and server-initiated
+            # requests reach us only on a handshake-era connection
+            mode="legacy",
+            # the proxy must never serve a stale listing after list_changed
+            cache=None,
+            message_handler=self._on_message,
+        )
+
+    async def _list_all(self, client: Client) -> list[mt.Tool]:
+        tools: list[mt.Tool] = []
+        cursor: str | None = None
+        for _ in range(_PAGE_LIMIT):
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.tools = {tool.name: tool for tool in tools}
+        return tools
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.warning("upstream %r: %s: %s", self.name, type(message).__name__, message)
+            return
+        await self._proxy.forward(self, message)
+
+
+class McpProxy:
+    """An MCP server that puts ``pipe`` in front of one or more upstream MCP servers.
+
+    Args:
+        pipe: the pipeline every tool call goes through.
+        upstreams: the servers, by name (``mcp__<name>__<tool>`` in interceptors).
+        config: the ``[mcp]`` options (tool filter in the listing, path guard, pinning).
+        base_dir: what a relative ``pin_file`` resolves against.
+        name: the proxy's server name toward the client.
+    """
+
+    def __init__(
+        self,
+        pipe: Pipeline,
+        upstreams: list[UpstreamSpec],
+        *,
+        config: McpConfig | None = None,
+        base_dir: Path | None = None,
+        name: str = "interpose",
+    ) -> None:
+        if not upstreams:
+            raise ValueError("McpProxy needs at least one upstream server")
+        self.pipe = pipe
+        self.config = config or McpConfig()
+        self.name = name
+        self.call_timeout = (
+            self.config.call_timeout_ms / 1000 if self.config.call_timeout_ms else None
+        )
+        self.headers = {spec.name: spec.headers for spec in upstreams if spec.headers}
+        self.upstreams = [Upstream(spec.target, spec.name, self) for spec in upstreams]
+        self._prefixed = len(self.upstreams) > 1
+        self._downstream: dict[str, ServerSession] = {}
+        self._read_only: dict[str, bool] = {}
+        self._pins: dict[str, str] = {}
+        self._pin_path: Path | None = None
+        self._changed: set[str] = set()  # tools whose description drifted
+        self._pending_events: list[dict[str, Any]] = []  # published on the next call
+        # 2026-07-28 clients get change notifications on subscriptions/listen streams
+        self._changes = InMemorySubscriptionBus()
+        if self.config.pin_file is not None:
+            self._pin_path = (base_dir or Path.cwd()) / self.config.pin_file
+            if self._pin_path.is_file():
+                self._pins = json.loads(self._pin_path.read_text(encoding="utf-8"))
+        for upstream in self.upstreams:
+            pipe.registry.register_tool_namespace(mcp_namespace(upstream.name))
+        self._install_path_guard()
+        self._ask_fallback = pipe.human_approval
+        pipe.human_approval = self._ask
+
+    # -- names --------------------------------------------------------------------------
+
+    def exposed(self, upstream: Upstream, tool: str) -> str:
+        """The name the client sees: ``<server>__<tool>`` behind several upstreams."""
+        return f"{upstream.key}__{tool}" if self._prefixed else tool
+
+    def _route(self, exposed: str) -> tuple[Upstream, str] | None:
+        for upstream in self.upstreams:
+            prefix = f"{upstream.key}__" if self._prefixed else ""
+            if exposed.startswith(prefix) and exposed[len(prefix) :] in upstream.tools:
+                return upstream, exposed[len(prefix) :]
+        return None
+
+    @staticmethod
+    def interpose_name(upstream: Upstream, tool: str) -> str:
+        """The name interceptors and matchers see: ``mcp__<server>__<tool>``."""
+        return f"mcp__{upstream.key}__{tool}"
+
+    # -- the server toward the client --------------------------------------------------
+
+    def server(self) -> Server[Any]:
+        """The low-level MCP server; its capabilities follow the upstreams' (connect
+        them first: ``run`` does)."""
+        caps = [u.capabilities for u in self.upstreams if u.capabilities is not None]
+        handlers: dict[str, Any] = {
+            "on_list_tools": self._list_tools,
+            "on_call_tool": self._call_tool,
+            "on_subscriptions_listen": ListenHandler(self._changes),
+        }
+        if any(c.resources is not None for c in caps):
+            handlers |= {
+                "on_list_resources": self._list_resources,
+                "on_list_resource_templates": self._list_resource_templates,
+                "on_read_resource": self._read_resource,
+            }
+            if any(c.resources is not None and c.resources.subscribe for c in caps):
+                handlers |= {
+                    "on_subscribe_resource": self._subscribe,
+                    "on_unsubscribe_resource": self._unsubscribe,
+                }
+        if any(c.prompts is not None for c in caps):
+            handlers |= {"on_list_prompts": self._list_prompts, "on_get_prompt": self._get_prompt}
+        if any(c.completions is not None for c in caps):
+            handlers["on_completion"] = self._complete
+        srv: Server[Any] = Server(self.name, version="interpose", **handlers)
+        # the HTTP transport builds the handshake's options itself, with no listChanged:
+        # make the default the upstreams' (what stdio passes explicitly)
+        default_options = srv.create_initialization_options
+
+        def initialization_options(
+            notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+        ) -> Any:
+            options = notification_options or self.notification_options()
+            return default_options(options, *args, **kwargs)
+
+        srv.create_initialization_options = initialization_options  # type: ignore[method-assign]
+        if any(c.logging is not None for c in caps):
+            srv.add_request_handler("logging/setLevel", mt.SetLevelRequestParams, self._set_level)
+        return srv
+
+    def notification_options(self) -> NotificationOptions:
+        """``listChanged`` as the upstreams advertise it (we forward their notifications)."""
+        caps = [u.capabilities for u in self.upstreams if u.capabilities is not None]
+        return NotificationOptions(
+            prompts_changed=any(c.prompts is not None and c.prompts.list_changed for c in caps),
+            resources_changed=any(
+                c.resources is not None and c.resources.list_changed for c in caps
+            ),
+            tools_changed=any(c.tools is not None and c.tools.list_changed for c in caps),
+        )
+
+    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        # the connection to push upstream notifications on (handshake-era clients)
+        self._downstream[self._session_key(ctx)] = ctx.session
+
+    @staticmethod
+    def _session_key(ctx: ServerRequestContext[Any]) -> str:
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        if headers is not None:
+            session = headers.get("mcp-session-id")
+            if session:
+                return str(session)
+        return "stdio"
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        self._remember(ctx)
+        listed: list[mt.Tool] = []
+        for upstream in self.upstreams:
+            try:
+                client = await upstream.connected()
+                tools = await upstream._list_all(client)
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED:
+                    upstream.lost(exc.message)
+                    continue
+                raise
+            except UpstreamError as exc:
+                log.warning("tools/list: %s", exc)
+                continue
+            for tool in tools:
+                shown = self._admit(upstream, tool)
+                if shown is not None:
+                    listed.append(shown)
+        return mt.ListToolsResult(tools=listed)
+
+    def _admit(self, upstream: Upstream, tool: mt.Tool) -> mt.Tool | None:
+        """Register the tool, check its pin and the tool filter; the tool as the client
+        sees it, or None when it is hidden."""
+        name = self.interpose_name(upstream, tool.name)
+        normalized = self.pipe.register_tool(name)
+        hints = tool.annotations
+        self._read_only[normalized] = bool(hints is not None and hints.read_only_hint)
+        exposed = self.exposed(upstream, tool.name)
+        if (
+            self.config.pin_descriptions != "off"
+            and not self._pinned(name, tool)
+            and self.config.pin_descriptions == "hide"
+        ):
+            return None
+        if self.config.hide_denied and self._filtered(name):
+            return None
+        if exposed == tool.name:
+            return tool
+        return tool.model_copy(update={"name": exposed})
+
+    def _filtered(self, name: str) -> bool:
+        """Whether the tool filter blocks ``name`` whatever its arguments."""
+        for reg in self.pipe.registry.get("tool.before", tool=name):
+            if reg.id != TOOL_FILTER_ID or not isinstance(reg, Interceptor):
+                continue
+            out = ToolBeforeOutput(args={})
+            reg.handler(ToolBeforeInput(tool_name=normalize_tool_name(name), raw_name=name), out)
+            return out.block
+        return False
+
+    def _pinned(self, name: str, tool: mt.Tool) -> bool:
+        """Trust on first use: False when the description or schema changed since it
+        was first seen (reported as an ``interceptor_failed`` event, once)."""
+        digest = hashlib.sha256(
+            json.dumps(
+                [tool.description or "", tool.input_schema], sort_keys=True, default=str
+            ).encode()
+        ).hexdigest()
+        pinned = self._pins.get(name)
+        if pinned is None:
+            self._pins[name] = digest
+            if self._pin_path is not None:
+                self._pin_path.write_text(json.dumps(self._pins, indent=1), encoding="utf-8")
+            return True
+        if pinned == digest:
+            return True
+        if name not in self._changed:
+            self._changed.add(name)
+            log.warning("tool %s: its description changed since it was pinned", name)
+            if "interceptor_failed" in self.pipe.bus.wanted:
+                self._pending_events.append(
+                    {
+                        "hook": "tools/list",
+                        "interceptor_id": "mcp:description-pin",
+                        "error_type": "DescriptionChanged",
+                        "error": f"the description or input schema of {name} changed since it "
+                        "was pinned",
+                        "policy": self.config.pin_descriptions,
+                        "tool_name": normalize_tool_name(name),
+                    }
+                )
+        return False
+
+    async def _flush_events(self) -> None:
+        while self._pending_events:
+            fields = self._pending_events.pop(0)
+            await self.pipe.emit(ev.InterceptorFailed, "", "mcp-proxy", "", **fields)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        self._remember(ctx)
+        await self._flush_events()
+        route = self._route(params.name)
+        if route is None:
+            # names that were never listed are refused, as the servers themselves do
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        upstream, tool = route
+        name = self.interpose_name(upstream, tool)
+        failed: list[MCPError] = []
+        # the client's own _meta (trace context, vendor keys) goes on; the protocol's
+        # envelope keys and its progress token belong to the downstream hop only
+        meta = {
+            key: value
+            for key, value in (params.meta or {}).items()
+            if key != "progressToken" and not key.startswith("io.modelcontextprotocol/")
+        } or None
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(value, total, message)
+
+        async def call(args: dict[str, Any]) -> mt.CallToolResult:
+            from opentelemetry import propagate, trace
+
+            span = trace.get_current_span()
+            upstream_meta = meta
+            if span.is_recording():
+                span.set_attribute("mcp.server.name", upstream.name)
+                carrier: dict[str, str] = {}
+                propagate.inject(carrier)
+                upstream_meta = {**(meta or {}), **carrier}
+            client = await upstream.connected()
+            try:
+                return await client.call_tool(
+                    tool,
+                    args,
+                    read_timeout_seconds=self.call_timeout,
+                    progress_callback=progress,  # type: ignore[arg-type]
+                    meta=upstream_meta,  # type: ignore[arg-type]
+                )
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED:
+                    upstream.lost(exc.message)
+                    raise UpstreamError(
+                        upstream.name, "the server exited during the call; it is being restarted"
+                    ) from None
+                if exc.code == REQUEST_TIMEOUT and self.call_timeout is not None:
+                    # our own limit ([mcp] call_timeout_ms), not the server's answer: the
+                    # model reads why (the SDK has already cancelled the request upstream)
+                    raise UpstreamError(
+                        upstream.name, f"no answer within {self.call_timeout:g}s (call_timeout_ms)"
+                    ) from None
+                failed.append(exc)
+                raise
+
+        token = _current.set(ctx)
+        try:
+            result = await self.pipe.call_tool(
+                name,
+                dict(params.arguments or {}),
+                call=call,
+                call_id=str(ctx.request_id) if ctx.request_id is not None else None,
+                session_key=self._session_key(ctx),
+            )
+        finally:
+            _current.reset(token)
+        return self._to_mcp(result, failed)
+
+    @staticmethod
+    def _to_mcp(result: ToolResult, failed: list[MCPError]) -> mt.CallToolResult:
+        output = result.output
+        if result.status == "error" and failed and output == f"MCPError: {failed[-1]}":
+            # a protocol error of the upstream (-32602 ...) reaches the client as itself
+            raise failed[-1]
+        if isinstance(output, mt.CallToolResult):
+            if result.is_error and not output.is_error:
+                return output.model_copy(update={"is_error": True})
+            return output
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        structured = output if isinstance(output, dict) else None
+        return mt.CallToolResult(
+            content=[mt.TextContent(type="text", text=text)],
+            structured_content=structured,
+            is_error=result.is_error,
+        )
+
+    # -- pass-through ---------------------------------------------------------------------
+
+    def _owner(self, kind: str) -> Upstream:
+        """The upstream that serves ``kind`` (resources, prompts...): the first that
+        advertises it."""
+        for upstream in self.upstreams:
+            caps = upstream.capabilities
+            if caps is not None and getattr(caps, kind, None) is not None:
+                return upstream
+        return self.upstreams[0]
+
+    async def _forward(
+        self, ctx: ServerRequestContext[Any], kind: str, op: Callable[[Client], Awaitable[Any]]
+    ) -> Any:
+        self._remember(ctx)
+        upstream = self._owner(kind)
+        try:
+            client = await upstream.connected()
+        except UpstreamError as exc:
+            raise MCPError(CONNECTION_CLOSED, str(exc)) from None
+        try:
+            return await op(client)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                upstream.lost(exc.message)
+                raise MCPError(
+                    CONNECTION_CLOSED, str(UpstreamError(upstream.name, exc.message))
+                ) from None
+            raise
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        cursor = params.cursor if params else None
+        result: mt.ListResourcesResult = await self._forward(
+            ctx, "resources", lambda c: c.list_resources(cursor=cursor)
+        )
+        return result
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        cursor = params.cursor if params else None
+        result: mt.ListResourceTemplatesResult = await self._forward(
+            ctx, "resources", lambda c: c.list_resource_templates(cursor=cursor)
+        )
+        return result
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        result: mt.ReadResourceResult = await self._forward(
+            ctx, "resources", lambda c: c.read_resource(params.uri)
+        )
+        return result
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: mt.SubscribeRequestParams
+    ) -> mt.EmptyResult:
+        result: mt.EmptyResult = await self._forward(
+            ctx, "resources", lambda c: c.subscribe_resource(params.uri)
+        )
+        return result
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: mt.UnsubscribeRequestParams
+    ) -> mt.EmptyResult:
+        result: mt.EmptyResult = await self._forward(
+            ctx, "resources", lambda c: c.unsubscribe_resource(params.uri)
+        )
+        return result
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        cursor = params.cursor if params else None
+        result: mt.ListPromptsResult = await self._forward(
+            ctx, "prompts", lambda c: c.list_prompts(cursor=cursor)
+        )
+        return result
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult:
+        result: mt.GetPromptResult = await self._forward(
+            ctx, "prompts", lambda c: c.get_prompt(params.name, params.arguments)
+        )
+        return result
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams
+    ) -> mt.CompleteResult:
+        context = params.context.arguments if params.context is not None else None
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        result: mt.CompleteResult = await self._forward(
+            ctx, "completions", lambda c: c.complete(params.ref, argument, context)
+        )
+        return result
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams
+    ) -> mt.EmptyResult:
+        async def op(client: Client) -> mt.EmptyResult:
+            return await client.session.set_logging_level(params.level)
+
+        result: mt.EmptyResult = await self._forward(ctx, "logging", op)
+        return result
+
+    async def forward(self, upstream: Upstream, message: Any) -> None:
+        """Send an upstream notification (logging, list_changed, resource updates) to
+        every downstream connection that can receive it."""
+        if isinstance(message, mt.ToolListChangedNotification):
+            # re-read it now: the next tools/list must not route with the old names
+            client = upstream.client
+            if client is not None:
+                with anyio.move_on_after(CONNECT_TIMEOUT):
+                    await upstream._list_all(client)
+        event = _server_event(message)
+        if event is not None:
+            await self._changes.publish(event)
+        for key, session in list(self._downstream.items()):
+            try:
+                await session.send_notification(message)
+            except Exception as exc:  # that client went away
+                log.info("downstream %s: notification not delivered: %s", key, exc)
+                self._downstream.pop(key, None)
+
+    # -- Approval.ask through elicitation ---------------------------------------------------
+
+    async def _ask(self, request: ApprovalRequest, reason: str) -> bool | Approval:
+        """Ask the human through the client (MCP elicitation) when it can; else the
+        pipeline's own human-approval handler, else deny."""
+        ctx = _current.get()
+        caps = ctx.session.client_capabilities if ctx is not None else None
+        if ctx is not None and caps is not None and caps.elicitation is not None:
+            args = json.dumps(request.args, default=str)
+            answer = await ctx.session.elicit_form(
+                f"interpose: {reason or 'approval required'}\n"
+                f"tool: {request.tool_name}\narguments: {args}\nAllow this call?",
+                {
+                    "type": "object",
+                    "properties": {"allow": {"type": "boolean", "title": "Allow this call"}},
+                    "required": ["allow"],
+                },
+                related_request_id=ctx.request_id,
+            )
+            allowed = answer.action == "accept" and bool((answer.content or {}).get("allow"))
+            if allowed:
+                return Approval.allow()
+            return Approval.deny(f"{reason}: the user said no ({answer.action})")
+        if self._ask_fallback is not None:
+            answer_ = self._ask_fallback(request, reason)
+            if not isinstance(answer_, bool | Approval):
+                answer_ = await answer_
+            return answer_
+        return Approval.deny(f"approval required ({reason}): the MCP client cannot be asked")
+
+    # -- the path guard on MCP file tools ---------------------------------------------------
+
+    def _install_path_guard(self) -> None:
+        if not self.config.path_guard:
+            return
+        audit = None
+        for reg in self.pipe.registry.list():
+            if reg.id == SECURITY_AUDIT_ID and isinstance(reg, Interceptor):
+                audit = reg
+        if audit is None or not isinstance(audit.handler, SecurityAudit):
+            return  # the security audit is off: so is its MCP twin
+        guard = McpPathGuard(audit.handler, self._read_only)
+        for upstream in self.upstreams:
+            self.pipe.registry.add(
+                Interceptor(
+                    id=f"mcp:path-guard:{upstream.key}",
+                    hook="tool.before",
+                    handler=guard,
+                    priority=audit.priority,
+                    tool_matcher=f"^{mcp_namespace(upstream.name).lower()}",
+                    on_error="block",
+                    source="mcp",
+                )
+            )
+
+    # -- running --------------------------------------------------------------------------
+
+    async def connect(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start every upstream's connection task; return after each first attempt."""
+        for upstream in self.upstreams:
+            await tg.start(upstream.keep)
+
+    async def serve_stdio(self) -> None:
+        """Serve the client on this process's stdin/stdout until it disconnects."""
+        from mcp.server.stdio import stdio_server
+
+        async with anyio.create_task_group() as tg:
+            # claim stdin/stdout before the children start: nothing else may write there
+            async with stdio_server() as (read, write):
+                await self.connect(tg)
+                srv = self.server()
+                await srv.run(
+                    read, write, srv.create_initialization_options(self.notification_options())
+                )
+            tg.cancel_scope.cancel()
+
+    async def serve_http(
+        self, host: str, port: int, *, ready: Callable[[str], None] | None = None
+    ) -> None:
+        """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
+        gets the URL once the socket listens (port 0: the port the system chose)."""
+        import uvicorn
+
+        async with anyio.create_task_group() as tg:
+            await self.connect(tg)
+            srv = self.server()
+            app = srv.streamable_http_app(host=host)
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+            server = uvicorn.Server(config)
+
+            async def announce() -> None:
+                # uvicorn has no event for "listening": look every 10 ms (start-up only)
+                while not server.started:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+                sock = server.servers[0].sockets[0]
+                url = f"http://{host}:{sock.getsockname()[1]}/mcp"
+                log.info("serving MCP on %s", url)
+                if ready is not None:
+                    ready(url)
+
+            tg.start_soon(announce)
+            await server.serve()
+            tg.cancel_scope.cancel()
+
+
+class McpPathGuard:
+    """The security audit's path rules on MCP tools: every path-like argument
+    (``path``, ``paths``, ``source``, ``destination``, ...) is checked; a tool is a
+    reader only when its listing says ``readOnlyHint``."""
+
+    KEYS = ("path", "file_path", "file", "source", "destination", "paths", "files")
+
+    def __init__(self, audit: SecurityAudit, read_only: dict[str, bool]) -> None:
+        self._audit = audit
+        self._read_only = read_only
+
+    def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.block:
+            return
+        write = not self._read_only.get(inp.tool_name, False)
+        for path in _paths(out.args, self.KEYS):
+            reason = self._audit.check(path, write=write)
+            if reason is not None:
+                out.block = True
+                out.block_reason = reason
+                return
+
+
+def _server_event(message: Any) -> ServerEvent | None:
+    """The change event of an upstream notification, for 2026-07-28 listen streams."""
+    if isinstance(message, mt.ToolListChangedNotification):
+        return ToolsListChanged()
+    if isinstance(message, mt.PromptListChangedNotification):
+        return PromptsListChanged()
+    if isinstance(message, mt.ResourceListChangedNotification):
+        return ResourcesListChanged()
+    if isinstance(message, mt.ResourceUpdatedNotification):
+        return ResourceUpdated(uri=str(message.params.uri))
+    return None
+
+
+def _paths(args: dict[str, Any], keys: tuple[str, ...]) -> Iterator[str]:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            yield value
+        elif isinstance(value, list):
+            yield from (item for item in value if isinstance(item, str) and item)
+
+
+def stderr_logging(level: str, file: str | None) -> None:
+    """Send the proxy's logs to stderr (or ``file``): stdout carries only MCP."""
+    handler: logging.Handler = (
+        logging.FileHandler(file, encoding="utf-8") if file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("interpose mcp-proxy: %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
