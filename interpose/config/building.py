@@ -217,7 +217,7 @@ class _Builder:
             trace_content=config.tracing.content,
         )
         built = Built(pipe, exporter=exporter, trace_content=config.tracing.content)
-        built.notes += getattr(config, "_notes", [])
+        built.notes += config._notes
         self.rank(built)
         if provider is not None and not self.dry and self.tracer_provider is None:
             pipe.add_service(_FlushSpans(provider))

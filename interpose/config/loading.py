@@ -97,7 +97,7 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
                 field = nested + field[len(flat) :]
                 break
         raise ConfigFileError(file, field, problem) from None
-    config._notes = notes  # type: ignore[attr-defined]
+    config._notes = tuple(notes)
     return config
 
 

@@ -7,7 +7,7 @@ and a field of ``Config``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -428,14 +428,23 @@ class TracingConfig(_Table):
 class Config(_Table, dict=True):
     """A whole config file.
 
-    (``dict=True``: the loader notes what it left out of a PicoClaw-shaped file on the
-    instance, as ``_notes``, for ``interpose check``; see ``_picoclaw``.)
+    A new section of the file is a field here, with a struct of its own above.
     """
 
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
     observers: ObserversConfig = msgspec.field(default_factory=ObserversConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     plugins: dict[str, dict[str, Any]] = {}
+    # What the loader left out of a PicoClaw-shaped file, one line each, shown by
+    # ``interpose check`` and logged when the pipeline is built (see ``picoclaw``).  Not a
+    # key of the file: a plain attribute (``dict=True`` lets ``decode_config`` set it on
+    # the instance), so msgspec neither decodes nor encodes it and a file that names it
+    # gets the unknown-key error.  The class attribute is the default; the annotation,
+    # for type checkers only, is not a struct field.
+    if TYPE_CHECKING:
+        _notes: tuple[str, ...] = ()
+    else:
+        _notes = ()
 
 
 def _fields_of(cls: type[msgspec.Struct]) -> list[msgspec.inspect.Field]:
