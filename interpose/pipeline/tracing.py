@@ -96,15 +96,31 @@ class Tracing:
         """The tracer to use for this call, or None (tracing off or nothing installed)."""
         if self.level == "off":
             return None
-        provider = self.explicit or (_api._TRACER_PROVIDER if _READS_GLOBAL else _global_provider())
-        if provider is not self._provider:
-            self._provider = provider
-            self._tracer = (
-                None
-                if provider is None or isinstance(provider, _NO_PROVIDER)
-                else provider.get_tracer("interpose", _version())
-            )
+        # every call pays this while no provider is installed: two reads and a compare
+        provider = self.explicit or _api._TRACER_PROVIDER
+        if provider is self._provider:
+            return self._tracer
+        return self._resolve(provider)
+
+    def _resolve(self, provider: TracerProvider | None) -> Tracer | None:
+        self._provider = provider
+        self._tracer = (
+            None
+            if provider is None or isinstance(provider, _NO_PROVIDER)
+            else provider.get_tracer("interpose", _version())
+        )
         return self._tracer
+
+    if not _READS_GLOBAL:  # pragma: no cover - an API version without the module global
+
+        def tracer(self) -> Tracer | None:
+            """The tracer to use for this call, or None (tracing off or nothing installed)."""
+            if self.level == "off":
+                return None
+            provider = self.explicit or _global_provider()
+            if provider is self._provider:
+                return self._tracer
+            return self._resolve(provider)
 
     def interceptor_tracer(self) -> Tracer | None:
         """The tracer when every interceptor gets a span, else None."""
