@@ -61,7 +61,7 @@ import functools
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -451,13 +451,28 @@ class SecurityAudit:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        write = inp.tool_name not in self.READ_ONLY_TOOLS
-        for path in self._paths(inp.tool_name, out.args):
-            reason = self.check(path, write=write)
-            if reason is not None:
-                out.block = True
-                out.block_reason = reason
-                return
+        tool = inp.tool_name
+        write = tool not in self.READ_ONLY_TOOLS
+        args = out.args
+        # plain loops, no generators: a call has one path, usually remembered, and
+        # generators cost more than the lookup (the path keys first, then a patch's)
+        for key in self.PATH_KEYS:
+            path = args.get(key)
+            if isinstance(path, str) and path:
+                reason = self.check(path, write=write)
+                if reason is not None:
+                    out.block, out.block_reason = True, reason
+                    return
+        if tool != "apply_patch":
+            return
+        for key in self.PATCH_KEYS:
+            text = args.get(key)
+            if isinstance(text, str) and text:
+                for path in patch_paths(text):
+                    reason = self.check(path, write=write)
+                    if reason is not None:
+                        out.block, out.block_reason = True, reason
+                        return
 
     def check(self, path: str, *, write: bool = False) -> str | None:
         """The block reason for ``path``, or None when it may be used (remembered: see
@@ -481,15 +496,3 @@ class SecurityAudit:
                 return None
             rule = found.rule
         return f"security-audit: {rule}: {path!r} (normalized {normalized!r})"
-
-    def _paths(self, tool: str, args: dict[str, object]) -> Iterator[str]:
-        yield from _strings(args.get(key) for key in self.PATH_KEYS)
-        if tool == "apply_patch":
-            for text in _strings(args.get(key) for key in self.PATCH_KEYS):
-                yield from patch_paths(text)
-
-
-def _strings(values: Iterable[object]) -> Iterator[str]:
-    for value in values:
-        if isinstance(value, str) and value:
-            yield value
