@@ -4,18 +4,24 @@ What it measures (µs per call; every case is an ``async def loop(n)`` run on on
 event loop and timed inside the coroutine, like ``bench_tool_call.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
-- the command-safety guard called directly, ``CommandSafetyGuard()(inp, out)``, on three
+- the command-safety guard called directly, ``guard(inp, out)``, judging a command it
+  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on three
   typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``), on a command
   it refuses (``rm -rf /``, informational) and on a realistic 4 KB CI shell script
   (:data:`SCRIPT_4K`: functions, a trap, a here-document, loops, a ``case``, pipelines,
   ``$(...)`` substitutions); target: under 50 µs for each short command;
 - the same commands through ``await pipe.call_tool("exec", {"command": ...}, call=tool)``
-  on ``Pipeline(tracing="off")`` (the built-in guards registered) and on
-  ``Pipeline(builtins=False, tracing="off")``; the difference is what the guard costs
-  in situ, the chain it runs in included; target: under 50 µs for each short command;
+  on a pipeline with the built-in guards registered as ``Pipeline()`` registers them but
+  never remembering, and on ``Pipeline(builtins=False, tracing="off")``; the difference
+  is what the guard costs in situ, the chain it runs in included; target: under 50 µs
+  for each short command;
+- a repeated command: the default guard (which remembers its last 1,024 verdicts)
+  called directly on a command it has judged before, and ``Pipeline(tracing="off")``
+  called with it (the 4 KB script, 4,064 characters, is remembered too: commands of up
+  to 4,096 are); target: under 2 µs directly for each short command;
 - the security-audit guard on a typical path (``src/interpose/pipeline/pipeline.py``),
-  directly and through ``pipe.call_tool("read", ...)`` with and without the builtins;
-  informational;
+  directly and through ``pipe.call_tool("read", ...)`` with and without the builtins,
+  never remembering and (repeated) remembering; informational;
 - each policy builtin, installed alone on ``Pipeline(builtins=False, tracing="off")``,
   called through ``turn.call_tool`` inside one turn (the loop guard counts per turn):
   ``ToolFilter(deny=[...])``, ``RateLimit`` with a bucket that never runs dry,
@@ -38,7 +44,8 @@ the same run, the decision, and the peak of memory allocated during one analysis
 in 1 s (the median is compared, the maximum printed).
 
 Every case is checked once before timing (the guards allow what they should and refuse
-``rm -rf /``; the cache case really answers from the cache).
+``rm -rf /``; the repeated cases really answer from the guard's memory, the others never
+do; the result cache case really answers from the cache).
 
 Methodology (the harness of ``bench_tool_call.py``): each case is calibrated to a loop
 count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
@@ -51,11 +58,13 @@ Run it with ``python benchmarks/bench_guards.py [--quick] [--json out.json]``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -81,11 +90,13 @@ from interpose.middleware.builtins import (
     SecurityAudit,
     ToolFilter,
     analyze_command,
+    builtin_interceptors,
 )
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 Args = dict[str, Any]
 TARGET_US = 50.0
+REPEAT_US = 2.0  # a repeated short command, judged directly
 SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/")
 REFUSED_COMMAND = "rm -rf /"
 PATH = "src/interpose/pipeline/pipeline.py"
@@ -239,6 +250,31 @@ CLEAN_OUTPUT = "".join(f"{n:04d} src/module_{n}.py: ok, 12 tests passed\n" for n
 # -- the operations being measured ------------------------------------------------------
 
 
+class FreshCommandGuard(CommandSafetyGuard):
+    """The command guard without its memory: every call analyzes the command."""
+
+    CACHE_SIZE = 0
+
+
+class FreshPathGuard(SecurityAudit):
+    """The path guard without its memory: every call checks the path."""
+
+    CACHE_SIZE = 0
+
+
+def fresh_builtins() -> Pipeline:
+    """``Pipeline(tracing="off")`` with its two guards registered the same way, but never
+    remembering a verdict."""
+    pipe = Pipeline(builtins=False, tracing="off")
+    fresh: dict[type, Callable[..., Any]] = {
+        CommandSafetyGuard: FreshCommandGuard(),
+        SecurityAudit: FreshPathGuard(),
+    }
+    for reg in builtin_interceptors():
+        pipe.registry.add(dataclasses.replace(reg, handler=fresh[type(reg.handler)]))
+    return pipe
+
+
 async def tool(args: Args) -> Args:
     """The tool of every case: the cheapest awaitable that does something with args."""
     return args
@@ -360,8 +396,10 @@ def build_cases() -> list[Case]:
     Raises:
         RuntimeError: a guard or a pipeline does not behave as the benchmark assumes.
     """
-    guard, audit = CommandSafetyGuard(), SecurityAudit()
-    guarded = Pipeline(tracing="off")
+    guard, audit = FreshCommandGuard(), FreshPathGuard()
+    remembering, remembering_audit = CommandSafetyGuard(), SecurityAudit()
+    guarded = fresh_builtins()
+    default = Pipeline(tracing="off")
     bare = Pipeline(builtins=False, tracing="off")
     commands = {f"cmd{i}": c for i, c in enumerate(SHORT_COMMANDS)}
     commands["script"] = SCRIPT_4K
@@ -372,6 +410,7 @@ def build_cases() -> list[Case]:
         name = _name(command)
         refused = command == REFUSED_COMMAND
         _check_direct(guard, "exec", args, refused)
+        _check_remembered(guard, "exec", args, False)
         cases.append(Case(f"d_{key}", f"command guard, {name}", direct_case(guard, "exec", args)))
         if refused:
             continue
@@ -383,8 +422,25 @@ def build_cases() -> list[Case]:
         cases.append(
             Case(f"b_{key}", f"  call_tool, no builtins, {name}", pipeline_case(bare, "exec", args))
         )
+        _check_remembered(remembering, "exec", args, True)
+        _check_pipe(default, "exec", args)
+        cases.append(
+            Case(
+                f"r_{key}",
+                f"command guard, repeated {name}",
+                direct_case(remembering, "exec", args),
+            )
+        )
+        cases.append(
+            Case(
+                f"rg_{key}",
+                f"  call_tool, builtins, repeated {name}",
+                pipeline_case(default, "exec", args),
+            )
+        )
     path_args: Args = {"path": PATH}
     _check_direct(audit, "read", path_args, False)
+    _check_remembered(audit, "read", path_args, False)
     _check_pipe(guarded, "read", path_args)
     cases.append(Case("d_path", "path guard, typical path", direct_case(audit, "read", path_args)))
     cases.append(
@@ -392,6 +448,22 @@ def build_cases() -> list[Case]:
     )
     cases.append(
         Case("b_path", "  call_tool read, no builtins", pipeline_case(bare, "read", path_args))
+    )
+    _check_remembered(remembering_audit, "read", path_args, True)
+    _check_pipe(default, "read", path_args)
+    cases.append(
+        Case(
+            "r_path",
+            "path guard, repeated path",
+            direct_case(remembering_audit, "read", path_args),
+        )
+    )
+    cases.append(
+        Case(
+            "rg_path",
+            "  call_tool read, builtins, repeated",
+            pipeline_case(default, "read", path_args),
+        )
     )
     for key, (label, pipe, tool_name, args, call) in policy_pipelines().items():
         _check_policy(key, pipe, tool_name, args, call)
@@ -410,6 +482,36 @@ def _check_direct(guard: Any, tool_name: str, args: Args, refused: bool) -> None
     guard(ToolBeforeInput(tool_name=tool_name), out)
     if out.block != refused:
         raise RuntimeError(f"{type(guard).__name__} on {args!r}: block={out.block}")
+
+
+def _check_remembered(guard: Any, tool_name: str, args: Args, remembered: bool) -> None:
+    """The guard answers from its memory the second time (when ``remembered``), or
+    judges again; either way, with the same verdict.
+
+    Raises:
+        RuntimeError: it does not.
+    """
+    base = CommandSafetyGuard if isinstance(guard, CommandSafetyGuard) else SecurityAudit
+    module = sys.modules[base.__module__]
+    name = "_analyze" if isinstance(guard, CommandSafetyGuard) else "normalize_path"
+    original = getattr(module, name)
+    calls: list[object] = []
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        calls.append(a[0])
+        return original(*a, **kw)
+
+    setattr(module, name, counted)
+    try:
+        verdicts = []
+        for _ in range(2):
+            out = ToolBeforeOutput(args=args)
+            guard(ToolBeforeInput(tool_name=tool_name), out)
+            verdicts.append((out.block, out.block_reason))
+    finally:
+        setattr(module, name, original)
+    if verdicts[0] != verdicts[1] or len(calls) != (1 if remembered else 2):
+        raise RuntimeError(f"{type(guard).__name__} on {args!r}: judged {len(calls)} times")
 
 
 def _check_pipe(pipe: Pipeline, tool_name: str, args: Args) -> None:
@@ -472,6 +574,21 @@ def analyse(cases: list[Case]) -> list[Row]:
                 "  guard in situ", None, "builtins - none", situ, target, _verdict(situ < TARGET_US)
             )
         )
+        again = t[f"r_{key}"]
+        rows.append(
+            Row(
+                label[f"r_{key}"],
+                again,
+                "direct",
+                again,
+                f"< {REPEAT_US:g} us",
+                _verdict(again < REPEAT_US),
+            )
+        )
+        rows.append(Row(label[f"rg_{key}"], t[f"rg_{key}"]))
+        rows.append(
+            Row("  guard in situ", None, "builtins - none", t[f"rg_{key}"] - t[f"b_{key}"], "info")
+        )
     rows.append(Row(label["d_refused"], t["d_refused"], "direct, refused", t["d_refused"], "info"))
     script = t["d_script"]
     size_kb = len(SCRIPT_4K.encode()) / 1024
@@ -481,10 +598,14 @@ def analyse(cases: list[Case]) -> list[Row]:
     rows.append(
         Row("  guard in situ", None, "builtins - none", t["g_script"] - t["b_script"], "info")
     )
+    rows.append(Row(label["r_script"], t["r_script"], "direct", t["r_script"], "info"))
     rows.append(Row(label["d_path"], t["d_path"], "direct", t["d_path"], "info"))
     rows.append(Row(label["g_path"], t["g_path"]))
     rows.append(Row(label["b_path"], t["b_path"]))
     rows.append(Row("  guard in situ", None, "builtins - none", t["g_path"] - t["b_path"], "info"))
+    rows.append(Row(label["r_path"], t["r_path"], "direct", t["r_path"], "info"))
+    rows.append(Row(label["rg_path"], t["rg_path"]))
+    rows.append(Row("  guard in situ", None, "builtins - none", t["rg_path"] - t["b_path"], "info"))
     base = t["p_none"]
     rows.append(Row(f"turn.call_tool, {label['p_none']}", base))
     for key in ("p_filter", "p_rate", "p_loop", "p_redact", "p_cap", "p_cache"):
@@ -641,7 +762,7 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
     Raises:
         RuntimeError: a review case is not refused.
     """
-    guard = CommandSafetyGuard()
+    guard = FreshCommandGuard()  # every round analyzes
     inputs = budget_inputs()
     decisions = {key: _decide(guard, command) for key, (_, command) in inputs.items()}
     for key in ("k_double30", "k_double40", "k_echo30", "k_echo40", "k_braces", "k_substs"):

@@ -58,6 +58,7 @@ from .tracing import (
     end_tool_span,
     fail_span,
     instrument,
+    run_gate_sync_tracked,
     tool_span_attributes,
     tool_span_base,
 )
@@ -650,7 +651,24 @@ class Pipeline:
             if self._trace.content:
                 span.set_attribute("gen_ai.tool.call.arguments", self.redactor.to_json(args))
             try:
-                if chain.app is None:
+                if chain.quiet and not self.bus.wanted:
+                    # sync tool.before handlers only, nobody listening: the quiet path
+                    # (no coroutine for the core, no timing), naming who decided
+                    out, result = self._traced_gate(
+                        chain, turn, call_id, args, agent_id, session_key
+                    )
+                    if result is None:
+                        try:
+                            value = call(out.args)
+                            if type(value) is CoroutineType or isawaitable(value):
+                                value = await value
+                        except _ABORTS:
+                            raise
+                        except Exception as exc:
+                            result = error_result(exc)
+                        else:
+                            result = ToolResult(output=value)
+                elif chain.app is None:
                     result = await self._tool_core(
                         chain, turn, call_id, args, call, agent_id, session_key
                     )
@@ -672,8 +690,45 @@ class Pipeline:
             except BaseException as exc:
                 fail_span(span, exc)
                 raise
-            end_tool_span(span, result, self._trace)
+            if result.status != "ok" or self._trace.content:  # an ok call records nothing
+                end_tool_span(span, result, self._trace)
         return result
+
+    def _traced_gate(
+        self,
+        chain: ToolChain,
+        turn: Turn | None,
+        call_id: str,
+        args: dict[str, Any],
+        agent_id: str,
+        session_key: str,
+    ) -> tuple[ToolBeforeOutput, ToolResult | None]:
+        """The tool.before handlers of a quiet chain in a traced call: the output, and
+        the result when they blocked or responded (naming who, for the span)."""
+        name = chain.tool_name
+        out = ToolBeforeOutput(args=args)
+        inp = ToolBeforeInput(
+            tool_name=name,
+            turn_id=turn.turn_id if turn is not None else "",
+            raw_name=chain.raw_name,
+            tool_call_id=call_id,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        blocker, responder = run_gate_sync_tracked(
+            chain.before, chain.before_steps, inp, out, self._settle
+        )
+        if blocker is not None:
+            reason = out.block_reason or f"blocked by {blocker.id}"
+            return out, refusal("blocked", name, reason, decided_by=blocker.id)
+        if out.result is not None:
+            result = _as_responded(out.result)
+            if responder is not None:
+                result.details.setdefault("decided_by", responder.id)
+            return out, result
+        if type(out.args) is not dict:
+            _check_rewritten_args(out, args)
+        return out, None
 
     def _compile_tool(
         self,

@@ -38,6 +38,7 @@ from interpose.config import (
     ToolFilterConfig,
     decode_config,
     load_config,
+    reference,
 )
 
 FILES = Path(__file__).parent / "files"
@@ -235,6 +236,25 @@ def test_decode_config_reports_under_the_given_name() -> None:
     with pytest.raises(ConfigFileError) as caught:
         decode_config({"tracing": {"content": "yes"}}, file="settings")
     assert str(caught.value) == "settings: tracing.content: expected bool, got str"
+
+
+def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
+    # Config keeps what the loader left out of a PicoClaw file beside its fields: a file
+    # cannot set it, and it is not written back out
+    with pytest.raises(ConfigFileError) as caught:
+        decode_config({"_notes": ["all is well"]}, file="settings")
+    assert str(caught.value) == (
+        "settings: _notes: unknown field; expected one of: hooks, observers, tracing, plugins, mcp"
+    )
+    assert decode_config({})._notes == ()
+    assert Config()._notes == ()
+    gate = {"command": ["true"], "transport": "stdio", "enabled": True}
+    picoclaw_hooks = {"enabled": True, "processes": {"gate": gate}}
+    picoclaw = {"hooks": picoclaw_hooks, "_notes": ["hi"]}
+    config = decode_config(picoclaw, file="config.json", table="object")
+    assert config._notes == ("PicoClaw settings interpose has no use for were left out: _notes",)
+    assert "_notes" not in msgspec.to_builtins(config)
+    assert "_notes" not in reference()
 
 
 def test_a_process_command_that_is_not_on_path_is_named(tmp_path: Path) -> None:

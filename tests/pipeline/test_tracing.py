@@ -31,6 +31,7 @@ from interpose import (
     ToolBeforeOutput,
 )
 from interpose.pipeline.redaction import Redactor
+from interpose.pipeline.tracing import TracingLevel
 
 
 class Spans:
@@ -569,3 +570,110 @@ async def test_failing_model_call_marks_the_chat_span(
     assert agent.status.status_code is StatusCode.ERROR
     assert (agent.attributes or {})["error.type"] == "ConnectionError"
     assert [e.name for e in agent.events] == ["exception"]
+
+
+@pytest.mark.parametrize("level", ["tool", "interceptor"])
+async def test_a_chain_of_sync_before_handlers_records_every_outcome(
+    provider: TracerProvider, spans: Spans, level: TracingLevel
+) -> None:
+    """Only sync tool.before handlers and nobody listening: the traced call takes the
+    quiet path, and its span still names who decided, whatever the outcome."""
+    pipe = Pipeline(builtins=False, tracer_provider=provider, tracing=level)
+
+    @pipe.intercept("tool.before", tools="read", priority=30, id="cache")
+    def cache(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.result = "cached"
+
+    @pipe.intercept("tool.before", tools="exec", priority=20, id="gate")
+    def gate(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        command = out.args["command"]
+        if command == "rm -rf /":
+            out.block, out.block_reason = True, "no"
+        elif command == "stop":
+            raise AbortTurn("budget exhausted")
+        elif command == "crash":
+            raise KeyError("ticket")
+
+    @pipe.intercept("tool.before", tools="exec", priority=10, id="add-timeout")
+    def add_timeout(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.args = {**out.args, "timeout": 30}
+
+    def run(args: dict[str, Any]) -> str:
+        if args["command"] == "boom":
+            raise OSError("disk")
+        return f"ran {args['command']} in {args['timeout']}"
+
+    results = [
+        await pipe.call_tool(name, args, call=run, call_id=f"c{i}")
+        for i, (name, args) in enumerate(
+            [
+                ("exec", {"command": "ls"}),
+                ("exec", {"command": "rm -rf /"}),
+                ("read", {"path": "a"}),
+                ("exec", {"command": "crash"}),
+                ("exec", {"command": "boom"}),
+                ("exec", {"command": "stop"}),
+            ]
+        )
+    ]
+    assert [r.status for r in results] == [
+        "ok",
+        "blocked",
+        "responded",
+        "blocked",
+        "error",
+        "aborted",
+    ]
+    assert results[0].output == "ran ls in 30"
+    tools = [s for s in spans.all if s.name.startswith("execute_tool")]
+    assert [(s.attributes or {})["gen_ai.tool.call.id"] for s in tools] == [
+        f"c{i}" for i in range(6)
+    ]
+    attrs = [dict(s.attributes or {}) for s in tools]
+    assert "interpose.tool.status" not in attrs[0]
+    assert tools[0].status.status_code is StatusCode.UNSET
+    assert [a.get("interpose.decided_by") for a in attrs] == [
+        None,
+        "gate",
+        "cache",
+        "gate",
+        None,
+        "gate",
+    ]
+    assert [a.get("error.type") for a in attrs] == [
+        None,
+        "tool_blocked",
+        None,
+        "tool_blocked",
+        "OSError",
+        "tool_aborted",
+    ]
+    assert tools[1].status.description == "no"
+    assert tools[3].status.description == "interceptor 'gate' failed: KeyError: 'ticket'"
+    children = [spans.children(s) for s in tools]
+    if level == "tool":
+        assert children == [[]] * 6
+    else:
+        assert children == [
+            ["tool.before gate", "tool.before add-timeout"],
+            ["tool.before gate"],
+            ["tool.before cache"],
+            ["tool.before gate"],
+            ["tool.before gate", "tool.before add-timeout"],
+            ["tool.before gate"],
+        ]
+        decisions = [
+            (s.attributes or {})["interpose.decision"]
+            for s in spans.all
+            if s.name.startswith("tool.before")
+        ]
+        assert decisions == [
+            "continue",
+            "modify",
+            "block",
+            "respond",
+            "failed",
+            "continue",
+            "modify",
+            "abort",
+        ]

@@ -57,10 +57,11 @@ case-sensitive file system whose name only differs in case.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -396,6 +397,10 @@ def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
+_CACHED_CHARS = 4096
+"""The longest path whose verdict a guard remembers (PATH_MAX): bounds the cache's memory."""
+
+
 class SecurityAudit:
     """``builtin:security-audit``: block file tools that touch sensitive paths.
 
@@ -404,8 +409,17 @@ class SecurityAudit:
             blocks with rule ``extra-deny``.
         allow: regexes over the normalized path; a match exempts the path from every rule
             (built-in and ``extra_deny``).
+        home: the home directory ``~`` and ``$HOME`` stand for; default the current
+            user's (``$HOME``, read at every check).
 
     Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.
+
+    Each guard remembers its verdicts on the last ``CACHE_SIZE`` distinct checks (path of
+    up to 4,096 characters, read or write, and ``$HOME`` when ``home`` is unset), least
+    recently used first out.
+
+    Raises:
+        ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile.
     """
 
     tools: ClassVar[frozenset[str]] = frozenset({"read", "write", "edit", "apply_patch"})
@@ -415,7 +429,10 @@ class SecurityAudit:
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
     READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
 
-    __slots__ = ("_allow", "_deny", "_home")
+    CACHE_SIZE: ClassVar[int] = 1024
+    """How many distinct checks a guard remembers its verdict on (0: none)."""
+
+    __slots__ = ("_allow", "_checked", "_deny", "_home")
 
     def __init__(
         self,
@@ -427,20 +444,47 @@ class SecurityAudit:
         self._deny = _compile(extra_deny, "extra_deny")
         self._allow = _compile(allow, "allow")
         self._home = home
+        # per instance (the extra rules and home are part of the verdict); keyed by the
+        # path, read or write, and $HOME when ``home`` is unset (``~`` follows it)
+        self._checked = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._check)
 
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        write = inp.tool_name not in self.READ_ONLY_TOOLS
-        for path in self._paths(inp.tool_name, out.args):
-            reason = self.check(path, write=write)
-            if reason is not None:
-                out.block = True
-                out.block_reason = reason
-                return
+        tool = inp.tool_name
+        write = tool not in self.READ_ONLY_TOOLS
+        args = out.args
+        # plain loops, no generators: a call has one path, usually remembered, and
+        # generators cost more than the lookup (the path keys first, then a patch's)
+        for key in self.PATH_KEYS:
+            path = args.get(key)
+            if isinstance(path, str) and path:
+                reason = self.check(path, write=write)
+                if reason is not None:
+                    out.block, out.block_reason = True, reason
+                    return
+        if tool != "apply_patch":
+            return
+        for key in self.PATCH_KEYS:
+            text = args.get(key)
+            if isinstance(text, str) and text:
+                for path in patch_paths(text):
+                    reason = self.check(path, write=write)
+                    if reason is not None:
+                        out.block, out.block_reason = True, reason
+                        return
 
     def check(self, path: str, *, write: bool = False) -> str | None:
-        """The block reason for ``path``, or None when it may be used."""
+        """The block reason for ``path``, or None when it may be used (remembered: see
+        ``CACHE_SIZE``)."""
+        home = self._home if self._home is not None else os.environ.get("HOME")
+        if len(path) > _CACHED_CHARS:
+            return self._check(path, write, home)
+        return self._checked(path, write, home)
+
+    def _check(self, path: str, write: bool, home: str | None) -> str | None:
+        # ``home`` is only the cache's key: the checks read ``self._home`` (None: the
+        # current user's home, which is $HOME when it is set)
         normalized = normalize_path(path, home=self._home)
         if any(p.search(normalized) for p in self._allow):
             return None
@@ -452,15 +496,3 @@ class SecurityAudit:
                 return None
             rule = found.rule
         return f"security-audit: {rule}: {path!r} (normalized {normalized!r})"
-
-    def _paths(self, tool: str, args: dict[str, object]) -> Iterator[str]:
-        yield from _strings(args.get(key) for key in self.PATH_KEYS)
-        if tool == "apply_patch":
-            for text in _strings(args.get(key) for key in self.PATCH_KEYS):
-                yield from patch_paths(text)
-
-
-def _strings(values: Iterable[object]) -> Iterator[str]:
-    for value in values:
-        if isinstance(value, str) and value:
-            yield value

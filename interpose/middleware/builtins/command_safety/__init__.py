@@ -76,6 +76,7 @@ container as well.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import threading
@@ -219,6 +220,19 @@ def analyze_command(
     return _analyze(command, (), (), budget)
 
 
+_CACHED_CHARS = 4096
+"""The longest command (in characters, an argv list's summed) whose verdict a guard
+remembers: bounds the cache's memory; a longer one is rarely repeated word for word."""
+
+
+class _Unsettled(Exception):
+    """A verdict that must not be remembered (``too-complex``), carried past the cache."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.reason)
+        self.finding = finding
+
+
 def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     compiled: list[re.Pattern[str]] = []
     for pattern in patterns:
@@ -247,20 +261,49 @@ class CommandSafetyGuard:
     too complex to judge within the analysis budget is refused (rule ``too-complex``); so
     is one the guard fails on (rule ``internal-error``, naming the exception -- a bug,
     never expected).
+
+    An agent repeats commands, so each guard remembers its verdicts on the last
+    ``CACHE_SIZE`` distinct commands (strings, or argv lists) of up to 4,096 characters,
+    least recently used first out: a repeated command costs a lookup, not an analysis
+    (and the cache holds at most ~4 MB of commands).  ``too-complex`` and
+    ``internal-error`` are not remembered: they depend on the clock and the caller's
+    stack, not only on the command, so such a command is judged again every time.
+
+    Raises:
+        ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile.
     """
 
     tools: ClassVar[frozenset[str]] = frozenset({"exec"})
     """The (normalized) tools this guard is meant for."""
 
-    __slots__ = ("_allow", "_deny")
+    CACHE_SIZE: ClassVar[int] = 1024
+    """How many distinct commands a guard remembers its verdict on (0: none)."""
+
+    __slots__ = ("_allow", "_deny", "_judged")
 
     def __init__(self, *, extra_deny: Sequence[str] = (), allow: Sequence[str] = ()) -> None:
         self._deny = _compile(extra_deny, "extra_deny")
         self._allow = _compile(allow, "allow")
+        # per instance: the extra rules are part of the verdict.  A verdict is a frozen
+        # Finding or None, so a remembered one can be handed out again as it is.
+        self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
+
+    def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
+        finding = _analyze(command, self._deny, self._allow)
+        if finding is not None and finding.rule == "too-complex":
+            raise _Unsettled(finding)  # an exception: lru_cache does not remember it
+        return finding
 
     def analyze(self, command: str | Sequence[str]) -> Finding | None:
-        """Judge ``command`` with the built-in rules and this guard's extra rules."""
-        return _analyze(command, self._deny, self._allow)
+        """Judge ``command`` with the built-in rules and this guard's extra rules
+        (remembered: see ``CACHE_SIZE``)."""
+        key = command if isinstance(command, str) else tuple(command)
+        try:
+            if (len(key) if type(key) is str else sum(map(len, key))) <= _CACHED_CHARS:
+                return self._judged(key)
+            return self._judge(key)
+        except _Unsettled as unsettled:
+            return unsettled.finding
 
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
@@ -272,7 +315,7 @@ class CommandSafetyGuard:
         elif not isinstance(command, str):
             return
         try:
-            finding = _analyze(command, self._deny, self._allow)
+            finding = self.analyze(command)
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(
                 "internal-error",

@@ -1,0 +1,116 @@
+"""Reading a config file: parse (TOML or JSON), decode into ``Config``, check."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found]
+
+from .building import _Builder
+from .explain import ConfigFileError, _explain
+from .picoclaw import _picoclaw
+from .schema import Config, HooksConfig
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read, decode and check a config file (``.toml`` or ``.json``).
+
+    Checking builds the stack once into a scratch pipeline, without opening the audit
+    log, setting up an exporter or running plugins: so a command that does not exist, a
+    regex that does not compile or a plugin that is not installed fails here.
+
+    Raises:
+        ConfigFileError: (a ``ConfigError``) the file cannot be read, does not parse,
+            does not match the schema, or names something that does not exist; the
+            message names the file, the field and what was expected.
+    """
+    file = os.fspath(path)
+    config = parse_config(file)
+    _Builder(config, Path(file).resolve().parent, file, dry=True, run_plugins=False).build()
+    return config
+
+
+def parse_config(path: str | os.PathLike[str]) -> Config:
+    """Read and decode a config file, without the checks of ``load_config``.
+
+    Raises:
+        ConfigFileError: the file cannot be read, does not parse, or does not match the
+            schema.
+    """
+    file = os.fspath(path)
+    suffix = Path(file).suffix.lower()
+    if suffix not in (".toml", ".json"):
+        raise ConfigFileError(
+            file, "", f"unknown config format {suffix or '(no extension)'!r}: use .toml or .json"
+        )
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(file, "", f"cannot read it: {exc}") from None
+    data: Any
+    if suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigFileError(file, "", f"invalid TOML: {exc}") from None
+    else:
+        try:
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
+        except json.JSONDecodeError as exc:
+            raise ConfigFileError(
+                file, "", f"invalid JSON: {exc.msg} (at line {exc.lineno}, column {exc.colno})"
+            ) from None
+        except _DuplicateKey as exc:
+            raise ConfigFileError(file, "", f"invalid JSON: duplicate key {exc.key!r}") from None
+    if suffix == ".json":
+        from ..middleware.claude_code import is_claude_settings
+
+        if is_claude_settings(data, file):
+            # a Claude Code settings file: its hooks, behind interpose's default stack
+            # (named relative to its own directory, which relative paths resolve against)
+            return Config(hooks=HooksConfig(claude_settings=[Path(file).name]))
+    return decode_config(data, file=file, table="object" if suffix == ".json" else "table")
+
+
+def decode_config(data: Any, *, file: str = "<config>", table: str = "table") -> Config:
+    """Decode parsed TOML or JSON (dicts and lists) into a ``Config``.
+
+    Raises:
+        ConfigFileError: ``data`` does not match the schema.
+    """
+    data, notes, moved = _picoclaw(data, file, json=table == "object")
+    try:
+        config = msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        field, problem = _explain(str(exc), data, table)
+        for flat, nested in moved.items():  # a key that came from a builtin's `config`
+            if field == flat or field.startswith((flat + ".", flat + "[")):
+                field = nested + field[len(flat) :]
+                break
+        raise ConfigFileError(file, field, problem) from None
+    config._notes = tuple(notes)
+    return config
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
