@@ -261,11 +261,11 @@ def test_extra_deny_matches_normalized_text_at_every_wrapper_level() -> None:
 
 
 def test_allow_exempts_a_simple_command() -> None:
-    assert run_guard("rm -rf /srv/scratch").block
-    guard = CommandSafetyGuard(allow=[r"^rm -rf /srv/scratch$"])
-    assert not run_guard("rm -rf /srv/scratch", guard).block
-    assert run_guard("rm -rf /srv", guard).block
-    assert run_guard("rm -rf /srv/scratch; rm -rf /", guard).block
+    assert run_guard("rm -rf /var/www").block
+    guard = CommandSafetyGuard(allow=[r"^rm -rf /var/www$"])
+    assert not run_guard("rm -rf /var/www", guard).block
+    assert run_guard("rm -rf /var", guard).block
+    assert run_guard("rm -rf /var/www; rm -rf /", guard).block
 
 
 def test_allow_exempts_a_trusted_installer_pipeline() -> None:
