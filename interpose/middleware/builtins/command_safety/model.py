@@ -207,6 +207,8 @@ def _canon(text: str) -> str:
         return _NAME_ALIASES[name]
     if name.startswith("mkfs."):
         return "mkfs"
+    if name.startswith("partclone."):
+        return "partclone"
     if name.startswith(("nc.", "netcat.")):
         return "nc"
     m = _VERSIONED.match(name)
@@ -449,6 +451,16 @@ def _critical(path: str) -> str | None:
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
     return None
+
+
+def _keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
+    """Values of ``dd``-style ``key=value`` operands for any of ``keys``."""
+    out: list[Word] = []
+    for word in args:
+        key, eq, value = word.text.partition("=")
+        if eq and key in keys:
+            out.append(_derived(value))
+    return out
 
 
 def _cwd_like(path: str) -> bool:
