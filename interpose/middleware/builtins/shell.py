@@ -24,22 +24,34 @@ An unquoted ``$IFS``/``${IFS}`` splits the word, as it would at run time.
 Nothing is executed or expanded here: variables stay as ``$NAME`` in the text, globs are
 not matched, aliases and functions are not resolved.  Syntax the parser cannot follow
 raises :class:`ShellSyntaxError`; callers treat that as "cannot be analyzed".
+
+The work is bounded by a :class:`ParseBudget`: words and operators read, a deadline, and
+the nesting depth -- every level of recursion (subshell, group, function body,
+substitution, backtick, ``${...}``, here-document) opens a level, so the parser's use of
+the Python stack is bounded by the budget's depth; repetition (``! ! ! cmd``, runs of
+empty ``$IFS`` words) is a loop, never recursion.  Past the budget it raises
+:class:`ShellLimitError`.  Every character is handled: only ASCII blanks separate words
+(as in bash, a no-break space or U+2028 is part of the word), anything else that is not
+shell syntax is word text.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from dataclasses import dataclass, replace
 
 __all__ = [
     "MAX_NESTING",
     "SUBST",
+    "ParseBudget",
     "FunctionDef",
     "Pipeline",
     "ProcessSubstitution",
     "Redirect",
     "Script",
+    "ShellLimitError",
     "ShellSyntaxError",
     "SimpleCommand",
     "Word",
@@ -49,7 +61,7 @@ __all__ = [
 SUBST = "\x00"
 """Stands, in a word's text, for the (unknown) output of a command or process substitution."""
 
-MAX_NESTING = 100
+MAX_NESTING = 32
 """Deepest nesting of subshells, groups and substitutions the parser accepts."""
 
 
@@ -60,6 +72,92 @@ class ShellSyntaxError(ValueError):
         super().__init__(f"{detail} at offset {offset}")
         self.detail = detail
         self.offset = offset
+
+
+class ShellLimitError(ShellSyntaxError):
+    """The text exceeds the :class:`ParseBudget` it is parsed with (too many words, too
+    deeply nested, too slow): it may be valid shell, but it is not analyzed.
+
+    Attributes:
+        limit: which budget ran out (``"words"``, ``"depth"``, ``"time"``).
+        used: how much of it was needed when the parser stopped (words, levels, seconds).
+        allowed: the budget.
+    """
+
+    def __init__(self, limit: str, used: float, allowed: float, offset: int) -> None:
+        super().__init__(f"{limit} budget exceeded ({used:g} > {allowed:g})", offset)
+        self.limit = limit
+        self.used = used
+        self.allowed = allowed
+
+
+class ParseBudget:
+    """How much work :func:`parse` may do: words and operators read, nesting depth
+    (subshells, groups, substitutions, ``${...}``), and a :func:`time.monotonic` deadline,
+    checked every :attr:`check_every` tokens.  Past a limit the parser raises
+    :class:`ShellLimitError`; it never recurses deeper than :attr:`max_depth` levels, so
+    its use of the Python stack is bounded too.
+
+    The counters only grow (``depth`` goes back down as levels close), so one budget can
+    be shared by several parses and by the analysis around them: the command guard's
+    budget is a subclass that also counts its own nesting and expansions.
+    """
+
+    __slots__ = ("deadline", "depth", "max_depth", "max_words", "peak_depth", "words")
+
+    check_every = 256
+    """Tokens between two looks at the clock (a monotonic read costs ~50 ns)."""
+
+    def __init__(
+        self,
+        *,
+        max_words: int = 1 << 62,
+        max_depth: int = MAX_NESTING,
+        seconds: float = float("inf"),
+    ) -> None:
+        self.max_words = max_words
+        self.max_depth = max_depth
+        self.deadline = time.monotonic() + seconds
+        self.words = 0
+        self.depth = 0
+        self.peak_depth = 0
+
+    def word(self, offset: int, count: int = 1) -> None:
+        """Count ``count`` words (or operators) read at ``offset``.
+
+        Raises:
+            ShellLimitError: more words than :attr:`max_words`, or past the deadline.
+        """
+        before = self.words
+        self.words = before + count
+        if self.words > self.max_words:
+            raise ShellLimitError("words", self.words, self.max_words, offset)
+        if before // self.check_every != self.words // self.check_every:
+            self.check_time(offset)
+
+    def check_time(self, offset: int) -> None:
+        """Raises:
+        ShellLimitError: the deadline has passed."""
+        now = time.monotonic()
+        if now > self.deadline:
+            raise ShellLimitError("time", round(now - self.deadline, 3), 0, offset)
+
+    def enter(self, offset: int) -> None:
+        """Open one nesting level.
+
+        Raises:
+            ShellLimitError: nesting deeper than :attr:`max_depth`.
+        """
+        depth = self.depth + 1
+        if depth > self.max_depth:
+            raise ShellLimitError("depth", depth, self.max_depth, offset)
+        self.depth = depth
+        if depth > self.peak_depth:
+            self.peak_depth = depth
+
+    def leave(self) -> None:
+        """Close the level opened by the matching :meth:`enter`."""
+        self.depth -= 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,14 +243,22 @@ class Script:
     functions: tuple[FunctionDef, ...] = ()
 
 
-def parse(source: str) -> Script:
-    """Parse shell source into a :class:`Script`.
+def parse(source: str, budget: ParseBudget | None = None) -> Script:
+    """Parse shell source into a :class:`Script`, within ``budget`` (by default: nesting
+    up to :data:`MAX_NESTING` levels, no other limit).
 
     Raises:
+        ShellLimitError: the budget ran out (a :class:`ShellSyntaxError` too).
         ShellSyntaxError: unbalanced quotes, unterminated substitutions or groups,
-            misplaced operators, or nesting deeper than :data:`MAX_NESTING`.
+            misplaced operators.
     """
-    return _Parser(source, 0).parse_program()
+    if budget is None:
+        budget = ParseBudget()
+    depth = budget.depth
+    try:
+        return _Parser(source, budget).parse_program()
+    finally:
+        budget.depth = depth  # an error leaves the levels it was in open
 
 
 # -- lexer tables -------------------------------------------------------------------------
@@ -162,12 +268,17 @@ _WORD, _OP, _EOF = 0, 1, 2
 _OP_RE = re.compile(r";;&|;;|;&|&&|&>>|&>|\|\||\|&|>>|>\||>&|<<<|<<-|<<|<&|<>|[<>|&;()]")
 _OP_START = frozenset(";&|<>()")
 _REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
-_IO_NUMBER = re.compile(r"\d+(?=[<>])")
+_IO_NUMBER = re.compile(r"[0-9]+(?=[<>])")
 _BLANKS = frozenset(" \t\r\f\v")
 _WORD_BREAK = frozenset(" \t\r\f\v\n;&|<>()")
 _TEST_BREAK = frozenset(" \t\r\f\v\n")
-_PLAIN = re.compile(r"[^\s'\"\\$`|&;<>()]+")
-_PLAIN_TEST = re.compile(r"[^\s'\"\\$`]+")
+# Only ASCII blanks separate words: bash splits on space, tab and newline (and this
+# parser, conservatively, on \r \f \v as well); a no-break space, U+2028 or \x1c is
+# part of the word, as in bash (``ls\u00a0-la`` runs a command named ``ls\u00a0-la``).
+# Every character is either in a break set or matched by these, so the lexer always
+# advances.
+_PLAIN = re.compile(r"[^ \t\r\f\v\n'\"\\$`|&;<>()]+")
+_PLAIN_TEST = re.compile(r"[^ \t\r\f\v\n'\"\\$`]+")
 _DQ_PLAIN = re.compile(r"[^\"\\$`]+")
 _HEREDOC_PLAIN = re.compile(r"[^\\$`]+")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -255,13 +366,13 @@ class _Parser:
     does, so quotes and parentheses inside ``$(...)`` need no separate matching pass.
     """
 
-    __slots__ = ("depth", "n", "pending", "pos", "queue", "src")
+    __slots__ = ("budget", "n", "pending", "pos", "queue", "src")
 
-    def __init__(self, src: str, depth: int) -> None:
+    def __init__(self, src: str, budget: ParseBudget) -> None:
         self.src = src
         self.n = len(src)
         self.pos = 0
-        self.depth = depth
+        self.budget = budget
         self.queue: deque[_Token] = deque()
         self.pending: list[tuple[Redirect, str, bool, bool]] = []
 
@@ -283,13 +394,11 @@ class _Parser:
         tok = self._next()
         if tok.kind != _OP or tok.op != ")":
             raise ShellSyntaxError(f"unterminated {close_what}", start)
-        self.depth -= 1
+        self.budget.leave()
         return builder.build()
 
     def _enter(self, offset: int) -> None:
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise ShellSyntaxError("nesting too deep", offset)
+        self.budget.enter(offset)
 
     # -- grammar --------------------------------------------------------------------------
 
@@ -333,6 +442,10 @@ class _Parser:
         """Parse one command; return the range of indices it added to ``b.commands``."""
         start = len(b.commands)
         tok = self._peek()
+        while self._keyword(tok, _PREFIX_KEYWORDS):  # `if`, `!`, `do`...: the command follows
+            self._next()
+            self._skip_newlines()
+            tok = self._peek()
         if tok.kind == _EOF:
             raise ShellSyntaxError("unexpected end of input", tok.offset)
         if tok.kind == _OP:
@@ -345,7 +458,7 @@ class _Parser:
                     self._enter(tok.offset)
                     self._list(b, frozenset({")"}), frozenset())
                     self._expect_op(")", "unterminated '('", tok.offset)
-                    self.depth -= 1
+                    self.budget.leave()
                 self._trailing_redirects(b)
             elif tok.op in _REDIRECT_OPS:
                 self._simple(b)
@@ -362,12 +475,8 @@ class _Parser:
             if not self._keyword(self._peek(), frozenset({"}"})):
                 raise ShellSyntaxError("unterminated '{'", tok.offset)
             self._next()
-            self.depth -= 1
+            self.budget.leave()
             self._trailing_redirects(b)
-        elif keyword in _PREFIX_KEYWORDS:
-            self._next()
-            self._skip_newlines()
-            self._command(b)
         elif keyword in _CLOSING_KEYWORDS:
             self._next()
             self._trailing_redirects(b)
@@ -447,7 +556,7 @@ class _Parser:
         body = _Builder()
         self._enter(offset)
         self._command(body)
-        self.depth -= 1
+        self.budget.leave()
         b.functions.append(FunctionDef(name, body.build()))
 
     def _function_keyword(self, b: _Builder, offset: int) -> None:
@@ -463,7 +572,7 @@ class _Parser:
         body = _Builder()
         self._enter(offset)
         self._command(body)
-        self.depth -= 1
+        self.budget.leave()
         b.functions.append(FunctionDef(name, body.build()))
 
     def _case(self, b: _Builder) -> None:
@@ -507,6 +616,7 @@ class _Parser:
             self._skip_blanks_inline(newlines=True)
             if self.pos >= self.n:
                 raise ShellSyntaxError("unterminated '[['", offset)
+            self.budget.word(self.pos)
             pieces = self._read_word(self.pos, test_mode=True)
             words.extend(pieces)
             if pieces and pieces[-1].text == "]]" and not pieces[-1].quoted:
@@ -590,8 +700,13 @@ class _Parser:
         self.pos = i
 
     def _lex(self) -> None:
+        while not self.queue:  # a lone unquoted $IFS yields no word: lex on
+            self._lex_one()
+
+    def _lex_one(self) -> None:
         s = self.src
         i = self._skip_blanks(self.pos)
+        self.budget.word(i)
         if i >= self.n:
             self.pos = self.n
             self.queue.append(_Token(_EOF, i))
@@ -604,7 +719,7 @@ class _Parser:
                 self._read_heredocs()
             return
         fd: int | None = None
-        if c.isdigit() and (m := _IO_NUMBER.match(s, i)):
+        if "0" <= c <= "9" and (m := _IO_NUMBER.match(s, i)):
             fd = int(m.group())
             i = m.end()
             c = s[i]
@@ -614,17 +729,15 @@ class _Parser:
             self.queue.append(_Token(_WORD, i, word=ProcessSubstitution(SUBST, subs=(script,))))
             return
         if c in _OP_START:
-            m = _OP_RE.match(s, i)
-            assert m is not None
-            self.pos = m.end()
-            self.queue.append(_Token(_OP, i, op=m.group(), fd=fd))
+            m = _OP_RE.match(s, i)  # every character of _OP_START is an operator
+            op = m.group() if m is not None else c
+            self.pos = i + len(op)
+            self.queue.append(_Token(_OP, i, op=op, fd=fd))
             return
         assignment = _ASSIGNMENT.match(s, i) is not None
         words = self._read_word(i)
         for k, word in enumerate(words):
             self.queue.append(_Token(_WORD, i, word=word, assignment=assignment and k == 0))
-        if not words:  # e.g. a lone unquoted $IFS: nothing to emit, lex on
-            self._lex()
 
     def _read_word(self, i: int, *, test_mode: bool = False) -> list[Word]:
         """Read one word at ``i`` (may yield several when ``$IFS`` splits it)."""
@@ -672,13 +785,12 @@ class _Parser:
             elif c == "`":
                 i = self._read_backtick(i, b, in_dquote=False)
             else:
-                m = plain.match(s, i)
-                assert m is not None
-                run = m.group()
+                m = plain.match(s, i)  # c is in no break set: the run is never empty
+                run = m.group() if m is not None else c
                 b.parts.append(run)
                 if not b.glob and _GLOB_CHARS.search(run):
                     b.glob = True
-                i = m.end()
+                i += len(run)
         self.pos = i
         return b.finish()
 
@@ -720,10 +832,10 @@ class _Parser:
             elif c == "`":
                 i = self._read_backtick(i, b, in_dquote=True)
             else:
-                m = plain.match(s, i)
-                assert m is not None
-                b.parts.append(m.group())
-                i = m.end()
+                m = plain.match(s, i)  # c is none of the specials: the run is never empty
+                run = m.group() if m is not None else c
+                b.parts.append(run)
+                i += len(run)
         if heredoc:
             return n
         raise ShellSyntaxError("unterminated double quote", start - 1)
@@ -760,6 +872,12 @@ class _Parser:
 
     def _read_braced(self, i: int, b: _WordBuilder, *, in_dquote: bool) -> int:
         """``${...}``: keep the text, parse substitutions nested in it."""
+        self._enter(i)
+        end = self._read_braced_body(i, b, in_dquote=in_dquote)
+        self.budget.leave()
+        return end
+
+    def _read_braced_body(self, i: int, b: _WordBuilder, *, in_dquote: bool) -> int:
         s, n = self.src, self.n
         scratch = _WordBuilder()
         j, depth = i + 2, 1
@@ -815,9 +933,9 @@ class _Parser:
                 j += 1
         if j >= n:
             raise ShellSyntaxError("unterminated backtick substitution", i)
-        if self.depth + 1 > MAX_NESTING:
-            raise ShellSyntaxError("nesting too deep", i)
-        b.subs.append(_Parser("".join(out), self.depth + 1).parse_program())
+        self._enter(i)
+        b.subs.append(_Parser("".join(out), self.budget).parse_program())
+        self.budget.leave()
         b.parts.append(SUBST)
         return j + 1
 
@@ -893,8 +1011,10 @@ class _Parser:
             if quoted:
                 redirect.heredoc = Word(body, quoted=True)
             else:
-                sub = _Parser(body, self.depth + 1)
+                sub = _Parser(body, self.budget)
                 b = _WordBuilder()
+                self.budget.enter(self.pos)
                 sub._read_dquoted(0, b, heredoc=True)
+                self.budget.leave()
                 redirect.heredoc = Word("".join(b.parts), True, False, False, tuple(b.subs))
         self.pending.clear()

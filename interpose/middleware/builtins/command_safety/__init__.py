@@ -45,10 +45,15 @@ Rules (the rule id leads the block reason), one module per family:
 - :mod:`.containers`: ``docker-prune``.
 - :mod:`.secrets`: ``sensitive-read``.
 - ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
+  words, computed text, expansion steps, nesting depth, wall time); the reason names the
+  budget and its numbers.  Every input is decided in bounded time and stack.
+- ``internal-error``: the guard failed on the input (a bug); the command is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
 The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
-:mod:`.text` (program text computed at run time) and :mod:`.run` (one analysis).  Adding a
+:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
+:mod:`.budget` (what one analysis may cost).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command
 name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
 
@@ -72,13 +77,16 @@ container as well.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import ClassVar
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
 from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
 from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
+from .budget import Budget, TooComplex, frames_needed
 from .model import _GLOB_CHARS, HOME, Finding
 from .run import _STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, _Run
 
@@ -126,22 +134,89 @@ def _analyze(
     command: str | Sequence[str],
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
+    budget: Budget | None = None,
 ) -> Finding | None:
-    run = _Run(_TABLE, deny, allow)
+    """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default)."""
+    if budget is None:
+        budget = Budget()
+    budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
+    try:
+        frames = frames_needed(budget.max_depth)
+        return _with_stack(frames, _judge_command, command, deny, allow, budget)
+    except TooComplex as exc:
+        return Finding(
+            "too-complex",
+            exc.budget,
+            f"too complex to analyze ({exc}); a command that cannot be analyzed within the "
+            f"guard's budget is not run",
+        )
+
+
+def _judge_command(
+    command: str | Sequence[str],
+    deny: Sequence[re.Pattern[str]],
+    allow: Sequence[re.Pattern[str]],
+    budget: Budget,
+) -> Finding | None:
+    run = _Run(_TABLE, deny, allow, budget)
     if isinstance(command, str):
-        return run.source(command, "the command")
+        budget.size(len(command))
+        # bash drops NUL bytes from its input (and no argv can carry one)
+        return run.source(command.replace("\x00", ""), "the command")
+    budget.size(sum(map(len, command)))
+    budget.made_words(len(command))
     return run.script(Script((SimpleCommand(tuple(_argv_words(command))),)))
 
 
-def analyze_command(command: str | Sequence[str]) -> Finding | None:
+_T = TypeVar("_T")
+_THREAD_FRAMES = 10  # what a fresh thread's stack holds before the analysis starts
+
+
+def _with_stack(frames: int, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)``, on a fresh thread when the caller's stack has fewer than ``frames``
+    frames left before the recursion limit (the analysis's depth budget bounds its stack
+    use to that many): a RecursionError cannot happen, however deep the caller is.
+
+    Raises:
+        whatever ``fn`` raises.
+    """
+    limit = sys.getrecursionlimit()
+    try:
+        sys._getframe(max(0, limit - frames))  # exists: the stack is already that deep
+    except ValueError:
+        return fn(*args)
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(fn(*args))
+        except BaseException as exc:  # handed back to the caller's thread below
+            failure.append(exc)
+
+    # the analysis bounds its own time (the budget's wall-time limit), so join() is bounded
+    worker = threading.Thread(target=target, name="command-safety-guard", daemon=True)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def analyze_command(
+    command: str | Sequence[str], *, budget: Budget | None = None
+) -> Finding | None:
     """Judge a shell command (or an argv list) with the built-in rules.
+
+    ``budget`` (a fresh :class:`.budget.Budget` by default) bounds the work; past it the
+    command is refused with rule ``too-complex``.  Pass one to read its counters after.
 
     >>> analyze_command("rm -rf /").reason
     "fs-destruction: rm -rf targets '/', the filesystem root (token '/')"
     >>> analyze_command("git commit -m 'rm -rf /'") is None
     True
     """
-    return _analyze(command, (), ())
+    return _analyze(command, (), (), budget)
 
 
 def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
@@ -168,7 +243,10 @@ class CommandSafetyGuard:
             rule, ``extra_deny`` included (a pipeline finding is exempt when the downloader
             or the shell is).
 
-    Block reason: ``command-safety-guard: <rule>: <message>``.
+    Block reason: ``command-safety-guard: <rule>: <message>``.  A command too large or
+    too complex to judge within the analysis budget is refused (rule ``too-complex``); so
+    is one the guard fails on (rule ``internal-error``, naming the exception -- a bug,
+    never expected).
     """
 
     tools: ClassVar[frozenset[str]] = frozenset({"exec"})
@@ -193,7 +271,15 @@ class CommandSafetyGuard:
                 return
         elif not isinstance(command, str):
             return
-        finding = _analyze(command, self._deny, self._allow)
+        try:
+            finding = _analyze(command, self._deny, self._allow)
+        except Exception as exc:  # last line of defence: a guard that fails must fail closed
+            finding = Finding(
+                "internal-error",
+                type(exc).__name__,
+                f"the guard failed while analyzing the command ({type(exc).__name__}: "
+                f"{str(exc)[:120]!r}); a command that cannot be analyzed is not run",
+            )
         if finding is not None:
             out.block = True
             out.block_reason = f"command-safety-guard: {finding.reason}"

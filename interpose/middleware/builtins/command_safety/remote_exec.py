@@ -94,6 +94,7 @@ def _program(
                 f"{origin} may read in more than {_MAX_READINGS} ways once its "
                 f"substitutions have run; the guard judges only program text it can read",
             )
+    run.budget.made_text(sum(map(len, texts)))
     for text in texts:
         found = _judge_program(run, inv, kind, text, words, origin)
         if found is not None:
@@ -137,6 +138,7 @@ def _stream_program(
             f"({how} it); the guard judges only program text it can read",
         )
     origin = f"script {how} {inv.shown}"
+    run.budget.made_text(sum(map(len, stream.readings)))
     for reading in stream.readings:
         text = reading.decode("utf-8", "replace")
         if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
@@ -247,6 +249,7 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
     for m in _STRING_LITERAL.finditer(code):
         literal = m.group(2)
         if "/" in literal or literal.startswith((".", "~")):
+            run.budget.made_words(1)  # a path judged costs what a word does
             found = _judge_read(run, _derived(literal), f"{inv.shown} program")
             if found is not None:
                 return found

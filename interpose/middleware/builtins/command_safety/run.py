@@ -11,8 +11,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..security_audit import match_sensitive, resolve_path
-from ..shell import SUBST, FunctionDef, Redirect, Script, ShellSyntaxError, SimpleCommand, Word
+from ..shell import (
+    SUBST,
+    FunctionDef,
+    Redirect,
+    Script,
+    ShellLimitError,
+    ShellSyntaxError,
+    SimpleCommand,
+    Word,
+)
 from ..shell import parse as parse_shell
+from .budget import Budget, TooComplex
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
@@ -67,6 +77,7 @@ class RuleTable:
         yield from self.generic
 
 
+_IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -75,6 +86,7 @@ class _Run:
 
     __slots__ = (
         "allow",
+        "budget",
         "cwd",
         "deny",
         "depth",
@@ -91,8 +103,10 @@ class _Run:
         table: RuleTable,
         deny: Sequence[re.Pattern[str]],
         allow: Sequence[re.Pattern[str]],
+        budget: Budget,
     ) -> None:
         self.table = table
+        self.budget = budget  # charged as the analysis goes; raises TooComplex past it
         self.deny = deny
         self.allow = allow
         self.depth = 0
@@ -108,7 +122,9 @@ class _Run:
 
     def source(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
         try:
-            script = parse_shell(text)
+            script = parse_shell(text, self.budget)
+        except ShellLimitError as exc:  # even when lenient: out of budget is never "fine"
+            raise TooComplex.from_parse(exc) from None
         except ShellSyntaxError as exc:
             if lenient:
                 return None
@@ -129,12 +145,15 @@ class _Run:
                 _show(text[:40]),
                 f"{origin} nests shells more than {_MAX_DEPTH} levels deep",
             )
+        self.budget.step()
+        self.budget.open()
         self.depth += 1
         outer, self.inside = self.inside, origin
         try:
             return self.source(text, origin, lenient=lenient)
         finally:
             self.depth -= 1
+            self.budget.leave()
             self.inside = outer
 
     def argv(self, words: Sequence[Word], origin: str) -> Finding | None:
@@ -143,11 +162,13 @@ class _Run:
             return None
         if self.depth >= _MAX_DEPTH:
             return Finding("unparseable", _snippet(words), f"{origin} nests too deeply")
+        self.budget.open()
         self.depth += 1
         try:
             return self.script(Script((SimpleCommand(tuple(words)),)))
         finally:
             self.depth -= 1
+            self.budget.leave()
 
     # -- traversal ----------------------------------------------------------------------------
 
@@ -178,10 +199,19 @@ class _Run:
                 found = function_rule(fn)
                 if found is not None:
                     return found
-            found = self.script(fn.body)
+            found = self._inner(fn.body)
             if found is not None:
                 return found
         return None
+
+    def _inner(self, script: Script) -> Finding | None:
+        """Judge a script nested in the one being judged (a substitution, a body): one
+        level deeper, so the Python stack stays bounded by the depth budget."""
+        self.budget.open()
+        try:
+            return self.script(script)
+        finally:
+            self.budget.leave()
 
     def _substitutions(self, cmd: SimpleCommand) -> Finding | None:
         words: list[Word] = [*cmd.words, *cmd.assignments]
@@ -191,7 +221,7 @@ class _Run:
                 words.append(r.heredoc)
         for word in words:
             for sub in word.subs:
-                found = self.script(sub)
+                found = self._inner(sub)
                 if found is not None:
                     return found
         return None
@@ -199,6 +229,7 @@ class _Run:
     def _prepare(
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
     ) -> list[_Invocation]:
+        self.budget.step()
         for assignment in cmd.assignments:
             self.assign(assignment, persistent=not cmd.words)
         if not cmd.words:
@@ -227,7 +258,9 @@ class _Run:
             values = [Word(SUBST)]
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
-        return [_xargs_call(inv, marker, value) for value in values[:_MAX_FANOUT]]
+        fanned = values[:_MAX_FANOUT]
+        self.budget.made_words(len(fanned) * (len(inv.args) + 1))
+        return [_xargs_call(inv, marker, value) for value in fanned]
 
     def invocation(self, inv: _Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
@@ -301,6 +334,7 @@ class _Run:
         found, outer, self.paths = None, self.paths, self.paths or {}
         try:
             for stand_in in self.table.stand_ins:
+                self.budget.step()
                 probe = _Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
                 found = self.judge(probe)
                 if found is not None:
@@ -321,6 +355,7 @@ class _Run:
         name = name.rstrip("+")
         if not persistent or "[" in name:
             return
+        self.budget.step()
         value = self.expand_text(value)
         if self.made:
             self.made.pop(name, None)
@@ -349,7 +384,10 @@ class _Run:
             name = m.group(1) or m.group(2)
             return self.vars.get(name, m.group(0))
 
-        return _VAR_REF.sub(sub, text)
+        out = _VAR_REF.sub(sub, text)
+        if out != text:  # x="$x$x" doubles its value each time: count what is made
+            self.budget.made_text(len(out))
+        return out
 
     def _expand(self, words: Sequence[Word]) -> list[Word]:
         out: list[Word] = []
@@ -368,8 +406,10 @@ class _Run:
                 out.append(word)
             elif word.quoted:
                 out.append(replace(word, text=text))
-            else:  # unquoted expansion: the shell splits it into words
-                out.extend(replace(word, text=part) for part in text.split())
+            else:  # unquoted expansion: the shell splits it into words (default $IFS)
+                parts = [part for part in _IFS_SPLIT.split(text) if part]
+                self.budget.made_words(len(parts))
+                out.extend(replace(word, text=part) for part in parts)
         return out
 
     # -- program text computed at run time ---------------------------------------------------
@@ -384,7 +424,13 @@ class _Run:
         known = self.outputs.get(id(script))
         if known is not None and known[0] is script:  # holding it keeps its id unique
             return known[1]
-        stream = self._evaluate(script)
+        self.budget.step()
+        self.budget.open()
+        try:
+            stream = self._evaluate(script)
+        finally:
+            self.budget.leave()
+        self.budget.made_text(sum(map(len, stream.readings)))
         self.outputs[id(script)] = (script, stream)
         return stream
 
