@@ -93,13 +93,21 @@ def _wipes_unknown(inv: _Invocation, word: Word, how: str) -> Finding:
     )
 
 
-def _judge_targets(inv: _Invocation, run: _Run, words: list[Word], how: str) -> Finding | None:
-    """Refuse when one of ``words`` is a device, or is a path only run time knows."""
+def _judge_targets(
+    inv: _Invocation,
+    run: _Run,
+    words: list[Word],
+    how: str,
+    *,
+    unknown: list[Word] | None = None,
+) -> Finding | None:
+    """Refuse when one of ``words`` is a device, or one of ``unknown`` (default: ``words``)
+    is a path only run time knows."""
     for word in words:
         path = run.path(word)
         if _is_device(path):
             return _wipes(inv, word, path, how)
-    for word in words:
+    for word in words if unknown is None else unknown:
         if _unknown(run, word):
             return _wipes_unknown(inv, word, how)
     return None
@@ -126,6 +134,11 @@ def _rule_partitioner(inv: _Invocation, run: _Run) -> Finding | None:
             return None
     elif inv.name == "wipefs":
         if not any(_WIPEFS_WRITES.match(t) for t in texts) or texts & _WIPEFS_DRY:
+            return None
+    elif inv.name == "sgdisk":  # every option is an action: all must only read
+        if texts & {"-P", "--pretend"} or all(
+            t in _READ_ONLY_FLAGS["sgdisk"] for t in texts if t.startswith("-")
+        ):
             return None
     elif not texts.isdisjoint(_READ_ONLY_FLAGS.get(inv.name, frozenset())):
         return None
@@ -186,7 +199,8 @@ def _rule_cryptsetup(inv: _Invocation, run: _Run) -> Finding | None:
     if not operands or operands[0].text.lower() not in _CRYPTSETUP_WIPES:
         return None
     how = f"{operands[0].text} destroys the data (or the keys to it) on"
-    return _judge_targets(inv, run, operands[1:2], how)
+    # the device comes first; a value of an option the table does not know may precede it
+    return _judge_targets(inv, run, operands[1:], how, unknown=operands[1:2])
 
 
 def _rule_badblocks(inv: _Invocation, run: _Run) -> Finding | None:

@@ -212,8 +212,10 @@ def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
 
 
 def _under_system_dir(path: str) -> bool:
+    """Under a system directory, or in a world-writable temporary one (where a setuid
+    file is the classic hidden root shell: ``cp /bin/bash /tmp/b; chmod +s /tmp/b``)."""
     top = path[1:].split("/", 1)[0].lower() if path.startswith("/") else ""
-    return top in _SYSTEM_DIRS and top not in ("tmp", "home")
+    return top in _SYSTEM_DIRS or path.startswith(tuple(d + "/" for d in _TEMP_DIRS))
 
 
 def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
