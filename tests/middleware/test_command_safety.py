@@ -204,13 +204,15 @@ def test_reason_escapes_control_characters() -> None:
         assert finding.reason.isprintable(), finding.reason
         assert finding.token.isprintable()
     finding = analyze_command("rm -rf $'/\\x01'")  # the shell's own escape for \x01
-    assert finding is not None and finding.token == "/\\x01"
+    assert finding is not None
+    assert finding.token == "/\\x01"
     assert "\\x01" in finding.reason
 
 
 def test_unknown_target_of_a_destructive_disk_verb_is_refused() -> None:
     finding = analyze_command('wipefs -a "$DEV"')
-    assert finding is not None and "known only at run time" in finding.message
+    assert finding is not None
+    assert "known only at run time" in finding.message
     assert analyze_command('wipefs "$DEV"') is None  # listing stays allowed
     assert analyze_command("mkfs.ext4 -F disk.img") is None
 
