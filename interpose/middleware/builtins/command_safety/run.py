@@ -118,6 +118,13 @@ class _Run:
         self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
 
+    @property
+    def probing(self) -> bool:
+        """Whether a command named at run time is being judged as a stand-in (``$X -rf /``
+        as ``rm``): rules that refuse an *unknown target* must not fire then, or every
+        ``"$PYTHON" -m venv "$DIR"`` would be refused as ``mkfs $DIR``."""
+        return self.paths is not None
+
     # -- entry points -----------------------------------------------------------------------
 
     def source(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
