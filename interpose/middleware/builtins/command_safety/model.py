@@ -24,7 +24,7 @@ HOME = "/home/user"
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
 _MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
-_MAX_FANOUT = 16  # upstream values tried for xargs -I / find -exec substitutions
+_MAX_FANOUT = 16  # values tried for a loop, xargs -I, find -exec; past it: one unknown value
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +417,41 @@ def _glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
     return None
 
 
+_UNKNOWN_PART = re.compile(
+    r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|" + SUBST + r"|\$\(\.\.\.\)"
+)
+
+
+def _unknown_risk(path: str) -> str | None:
+    """What a recursive delete of ``path`` could reach when part of it is known only at
+    run time (``$X``, ``$(cmd)``): None when the known part bounds it.
+
+    Each unknown part is read as ``*`` (any text, the empty text included).  A path that
+    *starts* unknown (``$X``, ``"$(cmd)"``, ``$X/*``) could be anything and is refused,
+    unless it ends in a literal name that is no system directory (``$BUILD/out``,
+    ``$(git rev-parse --show-toplevel)/dist``: whatever ``X`` is, only a directory named
+    ``out`` goes).  A known prefix decides the rest: ``./build/$X``, ``node_modules/$P``,
+    ``/tmp/$X`` stay below it and pass; ``/$X`` and ``$HOME/$X`` can be ``/etc`` or the
+    home directory itself and are refused.
+    """
+    if "$" not in path and SUBST not in path:
+        return None
+    pattern = _UNKNOWN_PART.sub("*", path)
+    if pattern == path:  # a lone "$" is a literal dollar sign
+        return None
+    if pattern.startswith("*"):
+        last = pattern.rstrip("/").rsplit("/", 1)[-1]
+        if (
+            "/" in pattern.rstrip("/")
+            and last not in ("", ".", "..")
+            and not (_GLOB_CHARS.search(last) or last.lower() in _SYSTEM_DIRS | _HOME_ROOTS)
+        ):
+            return None
+        return "a target known only at run time"
+    risk = _glob_risk(pattern, recursive=True, cwd_counts=True)
+    return None if risk is None else f"a target known only at run time ({risk})"
+
+
 def _is_device(path: str) -> bool:
     return (
         path.startswith("/dev/")
@@ -455,6 +490,9 @@ class _Invocation:
     redirects: tuple[Redirect, ...] = ()
     layers: list[list[Word]] = field(default_factory=list)
     dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
+    # where ``read`` takes its input: the commands piped into it, the loop's redirections
+    stdin: tuple[_Invocation | None, ...] = ()
+    loop_input: tuple[Redirect, ...] = ()
 
     @property
     def shown(self) -> str:
@@ -499,13 +537,14 @@ class _FindPlan:
     unfiltered: bool = False  # candidates are the bare roots: every entry below them matches
 
     def entries(self) -> list[Word]:
-        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry)."""
-        if not self.unfiltered:
-            return self.candidates[:_MAX_FANOUT]
-        return [
-            Word(root.text.rstrip("/") + "/*", tilde=root.tilde, glob=True)
-            for root in self.candidates[:_MAX_FANOUT]
-        ]
+        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry); past
+        :data:`_MAX_FANOUT` candidates, one value the guard does not know."""
+        words = self.candidates[: _MAX_FANOUT + 1]
+        if self.unfiltered:
+            words = [Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in words]
+        if len(words) > _MAX_FANOUT:
+            words[_MAX_FANOUT] = Word(SUBST, quoted=True)
+        return words
 
 
 def _find_plan(args: Sequence[Word]) -> _FindPlan:
