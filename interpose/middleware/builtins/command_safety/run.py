@@ -244,8 +244,9 @@ class _Run:
         return None
 
     @contextmanager
-    def positional(self, args: Sequence[str] | None) -> Iterator[None]:
-        """``$1``... ``$@`` are ``args`` (None: unknown) inside the block."""
+    def positional(self, args: Sequence[str] | None, zero: str | None = None) -> Iterator[None]:
+        """``$1``... ``$@`` are ``args`` (None: unknown), ``$0`` is ``zero``, inside the
+        block."""
         saved = {name: self.vars.pop(name) for name in _POSITIONAL if name in self.vars}
         choices = self.choices
         if choices:
@@ -255,6 +256,8 @@ class _Run:
                 self.vars[str(k)] = arg
             self.vars["@"] = self.vars["*"] = " ".join(args)
             self.vars["#"] = str(len(args))
+        if zero is not None:
+            self.vars["0"] = zero
         try:
             yield
         finally:
