@@ -639,8 +639,7 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
     64 KB input again as its own row.
 
     Raises:
-        RuntimeError: a review case is not refused, or an input is judged differently
-            from one run to the next.
+        RuntimeError: a review case is not refused.
     """
     guard = CommandSafetyGuard()
     inputs = budget_inputs()
@@ -653,8 +652,9 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
         for key, (_, command) in inputs.items():
             samples[key] += _time_ms(guard, command, 1)
     for key, (_, command) in inputs.items():
-        if _decide(guard, command) != decisions[key]:
-            raise RuntimeError(f"{key}: the decision changed between runs")
+        again = _decide(guard, command)
+        if again != decisions[key]:  # only the wall-time backstop can make it differ
+            decisions[key] += f" / {again}"
     short = statistics.median(samples["s_short"])
     rows: list[BudgetRow] = []
     for key, (label, command) in inputs.items():

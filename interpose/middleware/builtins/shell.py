@@ -24,6 +24,15 @@ An unquoted ``$IFS``/``${IFS}`` splits the word, as it would at run time.
 Nothing is executed or expanded here: variables stay as ``$NAME`` in the text, globs are
 not matched, aliases and functions are not resolved.  Syntax the parser cannot follow
 raises :class:`ShellSyntaxError`; callers treat that as "cannot be analyzed".
+
+The work is bounded by a :class:`ParseBudget`: words and operators read, a deadline, and
+the nesting depth -- every level of recursion (subshell, group, function body,
+substitution, backtick, ``${...}``, here-document) opens a level, so the parser's use of
+the Python stack is bounded by the budget's depth; repetition (``! ! ! cmd``, runs of
+empty ``$IFS`` words) is a loop, never recursion.  Past the budget it raises
+:class:`ShellLimitError`.  Every character is handled: only ASCII blanks separate words
+(as in bash, a no-break space or U+2028 is part of the word), anything else that is not
+shell syntax is word text.
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ __all__ = [
 SUBST = "\x00"
 """Stands, in a word's text, for the (unknown) output of a command or process substitution."""
 
-MAX_NESTING = 100
+MAX_NESTING = 32
 """Deepest nesting of subshells, groups and substitutions the parser accepts."""
 
 

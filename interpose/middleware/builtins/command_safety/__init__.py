@@ -45,10 +45,15 @@ Rules (the rule id leads the block reason), one module per family:
 - :mod:`.containers`: ``docker-prune``.
 - :mod:`.secrets`: ``sensitive-read``.
 - ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
+  words, computed text, expansion steps, nesting depth, wall time); the reason names the
+  budget and its numbers.  Every input is decided in bounded time and stack.
+- ``internal-error``: the guard failed on the input (a bug); the command is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
 The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
-:mod:`.text` (program text computed at run time) and :mod:`.run` (one analysis).  Adding a
+:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
+:mod:`.budget` (what one analysis may cost).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command
 name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
 
@@ -134,8 +139,9 @@ def _analyze(
     """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default)."""
     if budget is None:
         budget = Budget()
+    budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
-        frames = frames_needed(budget.limits)
+        frames = frames_needed(budget.max_depth)
         return _with_stack(frames, _judge_command, command, deny, allow, budget)
     except TooComplex as exc:
         return Finding(
@@ -163,6 +169,7 @@ def _judge_command(
 
 
 _T = TypeVar("_T")
+_THREAD_FRAMES = 10  # what a fresh thread's stack holds before the analysis starts
 
 
 def _with_stack(frames: int, fn: Callable[..., _T], *args: Any) -> _T:

@@ -144,6 +144,7 @@ def _stream_program(
             f"({how} it); the guard judges only program text it can read",
         )
     origin = f"script {how} {inv.shown}"
+    run.budget.made_text(sum(map(len, stream.readings)))
     for reading in stream.readings:
         text = reading.decode("utf-8", "replace")
         if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
@@ -278,7 +279,7 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
     for m in _STRING_LITERAL.finditer(code):
         literal = m.group(2)
         if "/" in literal or literal.startswith((".", "~")):
-            run.budget.step()  # a path judged: a long program has many
+            run.budget.made_words(1)  # a path judged costs what a word does
             found = _judge_read(run, _derived(literal), f"{inv.shown} program")
             if found is not None:
                 return found
