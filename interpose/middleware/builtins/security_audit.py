@@ -29,7 +29,8 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``keyring``: ``.gnupg/``, ``.password-store/``, desktop keyrings, macOS keychains,
   KeePass databases.
 - ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
-  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).
+  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).  Reading
+  ``/etc/passwd`` is allowed: it is world-readable and holds no password hash.
 - ``env-file``: ``.env``, ``.env.*``, ``*.env``, ``.envrc``, except the templates
   ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema``.
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
@@ -246,6 +247,9 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"^(?:/private)?/etc/sudoers\.d(?:/|$)",
             r"^/etc/security/opasswd$",
         ),
+        # world-readable account lists without secrets (getent shows the same): reading
+        # them is routine; the hashes live in shadow/master.passwd, which stay refused
+        read_ok=re.compile(r"^(?:/private)?/etc/passwd-?$"),
     ),
     _Rule(
         "env-file",

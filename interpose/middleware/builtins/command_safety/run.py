@@ -46,6 +46,7 @@ from .model import (
     _is_device,
     _opts,
     _parse_opts,
+    _persistence,
     _show,
     _snippet,
     _unknown_risk,
@@ -801,6 +802,13 @@ def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
             "system-files",
             word.text,
             f"{what} writes the system file {path!r} (token {token!r})",
+        )
+    if _persistence(path):
+        return Finding(
+            "persistence",
+            word.text,
+            f"{what} writes {_display(path)!r}, which runs at login, at boot or on a "
+            f"schedule or controls who may log in (token {token!r})",
         )
     return None
 
