@@ -91,6 +91,7 @@ class _Run:
         "depth",
         "inside",
         "made",
+        "mounts",
         "outputs",
         "paths",
         "table",
@@ -116,6 +117,7 @@ class _Run:
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
         self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
+        self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -499,7 +501,23 @@ class _Run:
             )
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
+        if self.mounts and path.startswith("/"):
+            path = _host_path(path, self.mounts)
         return path
+
+    def inside_container(
+        self, argv: Sequence[Word], origin: str, mounts: Sequence[tuple[str, str]] = ()
+    ) -> Finding | None:
+        """Analyze a command run inside a container (``docker run``/``exec``, ``kubectl
+        exec``) with the same rules as on the host: a container is a machine too, and its
+        paths under a bind mount (``mounts``: container path -> host path) are the host's."""
+        outer = self.mounts, self.cwd
+        self.mounts = tuple(sorted(mounts, key=lambda m: -len(m[0])))
+        self.cwd = None
+        try:
+            return self.argv(argv, origin)
+        finally:
+            self.mounts, self.cwd = outer
 
     def doomed(
         self, word: Word, *, recursive: bool, cwd_counts: bool = True
@@ -514,6 +532,15 @@ class _Run:
             return None
         why = _critical(path)
         return None if why is None else (_display(path), why)
+
+
+def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
