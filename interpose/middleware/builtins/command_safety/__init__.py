@@ -179,7 +179,7 @@ def _argv_strings(command: object) -> list[str] | Finding:
         return Finding(
             "unparseable",
             kind,
-            f"the command is a {kind}, not a string or a list of argument strings; a command "
+            f"the command is of type {kind}, not a string or a list of argument strings; a command "
             f"that cannot be analyzed is not run",
         )
     argv: list[str] = []
@@ -193,7 +193,7 @@ def _argv_strings(command: object) -> list[str] | Finding:
             return Finding(
                 "unparseable",
                 kind,
-                f"element {index} of the argv list is a {kind}, not a string or a number; "
+                f"element {index} of the argv list is of type {kind}, not a string or a number; "
                 f"a command that cannot be analyzed is not run",
             )
     return argv
