@@ -300,7 +300,7 @@ class CommandSafetyGuard:
             return  # nothing to run: the tool itself reports the missing command
         try:
             # any other shape (a dict, an argv list holding None) is refused by the analysis
-            finding = _analyze(command, self._deny, self._allow)  # type: ignore[arg-type]
+            finding = _analyze(command, self._deny, self._allow)
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(
                 "internal-error",
