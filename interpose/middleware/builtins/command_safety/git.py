@@ -246,12 +246,11 @@ def _judge_git(inv: _Invocation, run: _Run, depth: int = 0) -> Finding | None:
         return None
     sub = args[i].text
     if sub == "config":
-        setting = _config_setting(args[i + 1 :])
-        if setting is not None:
-            key, value = setting
-            origin = f"git config {key} {value}"
-            return _judge_setting(origin, key, value, inv, run, depth)
-        return None
+        written = _config_setting(args[i + 1 :])
+        if written is None:
+            return None
+        key, value = written
+        return _judge_setting(f"git config {key} {value}", key, value, inv, run, depth)
     alias = aliases.get(sub.lower())
     if alias is not None and not alias.startswith("!") and depth < 4:
         expanded = [*_split_words(alias), *args[i + 1 :]]
