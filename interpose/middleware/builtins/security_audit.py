@@ -60,7 +60,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -175,7 +175,7 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
         "ssh-key",
         "SSH private key or .ssh directory",
         _rx(
-            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._-][^/.]*)?$",
+            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._~-][^/.]*)?$",
             _C + r"ssh_host_[^/]*_key$",
             _C + r"\.ssh(?:/|$)",
         ),
@@ -214,6 +214,10 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"(?:\.|_)netrc$",
             _C + r"\.(?:boto|s3cfg)$",
             _C + r"credentials\.tfrc\.json$",
+            r"^(?:/var)?/run/secrets(?:/|$)",
+            r"^/etc/kubernetes/(?:admin|super-admin|kubelet|controller-manager|scheduler)\.conf$",
+            r"^/etc/rancher/k3s/k3s\.yaml$",
+            _C + r"\.vault-token$",
         ),
     ),
     _Rule(
@@ -226,6 +230,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.gem/credentials$",
             _C + r"\.cargo/credentials(?:\.toml)?$",
             _HOMEISH + r"/\.npmrc$",
+            _C + r"\.config/git/credentials$",
+            _C + r"\.(?:pgpass|my\.cnf|mylogin\.cnf)$",
         ),
     ),
     _Rule(
@@ -236,6 +242,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.local/share/keyrings(?:/|$)",
             _C + r"library/keychains(?:/|$)",
             r"\.(?:keychain|keychain-db|kdbx)$",
+            _C + r"\.mozilla/firefox/[^/]+/(?:logins\.json|key[34]\.db)$",
+            _C + r"(?:google-chrome|chromium|brave-browser|microsoft-edge)[^/]*/[^/]+/login data$",
         ),
     ),
     _Rule(
@@ -250,16 +258,22 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
     _Rule(
         "env-file",
         "environment file with secrets",
-        _rx(_C + r"\.env(?:\.[^/]*)?$", _C + r"[^/]+\.env$", _C + r"\.envrc$"),
+        _rx(_C + r"\.env(?:[._~-][^/]*)?$", _C + r"[^/]+\.env$", _C + r"\.envrc$"),
         except_=re.compile(
-            _C + r"(?:\.env\.(?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
-            r"|(?:example|sample|template)\.env)$"
+            _C + r"(?:\.env[._-](?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
+            r"(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
         ),
     ),
     _Rule(
         "key-material",
         "private key or keystore file",
         re.compile(r"\.(?:pem|key|p12|pfx|jks|keystore|ppk|p8)$"),
+        # a .pem named as a certificate or a public key (cert.pem, fullchain.pem, ca.pem,
+        # public.pem) holds public material; a name that says key/priv/secret does not
+        except_=re.compile(
+            r"(?:^|/)(?![^/]*(?:priv|secret|(?<!pub)key))[^/]*"
+            r"(?:cert|chain|bundle|(?<![a-z])ca(?![a-z])|pub|crt|csr)[^/]*\.pem$"
+        ),
     ),
     _Rule(
         "shell-profile",
@@ -283,7 +297,23 @@ def _allow_listed(normalized: str) -> bool:
     return bool(head) and not _ALLOWED_DIRS.isdisjoint(head.split("/"))
 
 
+_BACKUP_SUFFIX = re.compile(
+    r"(?:~|\.(?:bak|backup|old|orig|save|sav|swp|swo|tmp|copy|prev|\d)|[-_](?:backup|old|copy))+$"
+)
+"""Suffixes editors and people add to a copy (``.env~``, ``id_rsa.bak``, ``.netrc.old``):
+the copy holds what the original does."""
+
+
 def _match_normalized(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
+    found = _match_exact(normalized, write=write, home=home)
+    if found is None and (m := _BACKUP_SUFFIX.search(normalized)) is not None:
+        original = normalized[: m.start()]
+        if original and not original.endswith("/"):
+            found = _match_exact(original, write=write, home=home)
+    return found
+
+
+def _match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
     if _allow_listed(normalized):
         return None
     for rule in SENSITIVE_RULES:
@@ -326,7 +356,7 @@ def sensitive_reason(path: str, *, write: bool = False, home: str | None = None)
 # -- patches --------------------------------------------------------------------------------
 
 _ENVELOPE_HEADER = re.compile(
-    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to):[ \t]*(.+?)[ \t]*$", re.MULTILINE
+    r"^[ \t]*\*\*\* (?:(?:Add|Update|Delete) File|Move to):[ \t]*(.+?)[ \t]*$", re.MULTILINE
 )
 _GIT_HEADER = re.compile(r'^diff --git (?:"((?:[^"\\]|\\.)*)"|(\S+)) (?:"((?:[^"\\]|\\.)*)"|(.+))$')
 _GIT_EXTENDED = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -362,7 +392,9 @@ def patch_paths(patch: str) -> list[str]:
     found: dict[str, None] = {}
     for header in _ENVELOPE_HEADER.finditer(patch):
         found[header.group(1)] = None
-    lines = patch.splitlines()
+    # headers may be indented (a patch pasted inside a message): tools that apply it
+    # strip the indentation, so the guard reads through it too
+    lines = [line.lstrip(" \t") for line in patch.splitlines()]
     for i, line in enumerate(lines):
         candidates: list[str | None] = []
         if _diff_header(lines, i):
@@ -405,13 +437,22 @@ class SecurityAudit:
         allow: regexes over the normalized path; a match exempts the path from every rule
             (built-in and ``extra_deny``).
 
-    Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.
+    Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.  A
+    path argument that is not text (``{"path": 3}``, ``{"paths": ["a", None]}``) is refused
+    with ``security-audit: unparseable: <which key and why>``.
     """
 
     tools: ClassVar[frozenset[str]] = frozenset({"read", "write", "edit", "apply_patch"})
     """The (normalized) tools this guard is meant for."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("path", "file_path", "file")
+    PATH_KEYS: ClassVar[tuple[str, ...]] = (
+        "path",
+        "file_path",
+        "file",
+        "target_file",
+        "notebook_path",
+    )
+    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths",)
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
     READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
 
@@ -432,12 +473,16 @@ class SecurityAudit:
         if out.block:
             return
         write = inp.tool_name not in self.READ_ONLY_TOOLS
-        for path in self._paths(inp.tool_name, out.args):
-            reason = self.check(path, write=write)
-            if reason is not None:
-                out.block = True
-                out.block_reason = reason
-                return
+        try:
+            for path in self._paths(inp.tool_name, out.args):
+                reason = self.check(path, write=write)
+                if reason is not None:
+                    out.block = True
+                    out.block_reason = reason
+                    return
+        except _Unreadable as exc:
+            out.block = True
+            out.block_reason = f"security-audit: unparseable: {exc}"
 
     def check(self, path: str, *, write: bool = False) -> str | None:
         """The block reason for ``path``, or None when it may be used."""
@@ -454,13 +499,45 @@ class SecurityAudit:
         return f"security-audit: {rule}: {path!r} (normalized {normalized!r})"
 
     def _paths(self, tool: str, args: dict[str, object]) -> Iterator[str]:
-        yield from _strings(args.get(key) for key in self.PATH_KEYS)
+        """Every path the call names: each path key, each element of ``paths``, and for
+        ``apply_patch`` every file the patch touches.
+
+        Raises:
+            _Unreadable: a key holds something other than text (a number, a dict, a list
+                holding one), which the guard cannot judge.
+        """
+        for key in self.PATH_KEYS:
+            yield from _texts(key, args.get(key), lists=False)
+        for key in self.PATH_LIST_KEYS:
+            yield from _texts(key, args.get(key), lists=True)
         if tool == "apply_patch":
-            for text in _strings(args.get(key) for key in self.PATCH_KEYS):
-                yield from patch_paths(text)
+            for key in self.PATCH_KEYS:
+                for text in _texts(key, args.get(key), lists=False):
+                    yield from patch_paths(text)
 
 
-def _strings(values: Iterable[object]) -> Iterator[str]:
-    for value in values:
-        if isinstance(value, str) and value:
-            yield value
+class _Unreadable(Exception):
+    """An argument the guard must read is not text: the call is refused, not let through."""
+
+
+def _texts(key: str, value: object, *, lists: bool) -> Iterator[str]:
+    if value is None or value == "":
+        return
+    if isinstance(value, str):
+        yield value
+        return
+    if lists and isinstance(value, (list, tuple)):
+        for index, element in enumerate(value):
+            if not isinstance(element, str):
+                raise _Unreadable(
+                    f"element {index} of {key!r} is of type {type(element).__name__}, not a "
+                    f"path string; a call whose paths cannot be read is not run"
+                )
+            if element:
+                yield element
+        return
+    raise _Unreadable(
+        f"{key!r} is of type {type(value).__name__}, not "
+        f"{'a path string or a list of them' if lists else 'a string'}; a call whose paths "
+        f"cannot be read is not run"
+    )

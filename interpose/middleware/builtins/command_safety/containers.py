@@ -181,9 +181,9 @@ def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
 
 def _filter_all(rest: Sequence[Word]) -> bool:
     texts = [w.text for w in rest]
-    values = [
-        texts[k + 1] for k, t in enumerate(texts[:-1]) if t in ("--filter", "-f")
-    ] + [t.partition("=")[2] for t in texts if t.startswith("--filter=")]
+    values = [texts[k + 1] for k, t in enumerate(texts[:-1]) if t in ("--filter", "-f")] + [
+        t.partition("=")[2] for t in texts if t.startswith("--filter=")
+    ]
     return any(v.lower() in ("all=true", "all=1") for v in values)
 
 
