@@ -57,6 +57,7 @@ case-sensitive file system whose name only differs in case.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
 import re
@@ -72,6 +73,7 @@ __all__ = [
     "SecurityAudit",
     "SensitiveMatch",
     "match_sensitive",
+    "match_sensitive_glob",
     "normalize_path",
     "patch_paths",
     "resolve_path",
@@ -339,6 +341,111 @@ def match_sensitive(
     ``write`` selects the stricter write rules (everything under ``.ssh/``).
     """
     return _match_normalized(normalize_path(path, home=home), write=write, home=home)
+
+
+_GLOB = re.compile(r"[*?\[]")
+_SENSITIVE_NAMES = (
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".env.prod",
+    ".env.development",
+    ".env.staging",
+    ".envrc",
+    "prod.env",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".oci",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".my.cnf",
+    ".vault-token",
+    ".boto",
+    ".s3cfg",
+    "credentials",
+    "credentials.json",
+    "kubeconfig",
+    "config",
+    "config.json",
+    "application_default_credentials.json",
+    "service-account.json",
+    "key.pem",
+    "server.key",
+    "private.key",
+    "cert.p12",
+    "cert.pfx",
+    "keystore.jks",
+    "app.keystore",
+    "key.ppk",
+    "passwords.kdbx",
+    "shadow",
+    "gshadow",
+    "sudoers",
+    "passwd",
+    "master.passwd",
+    "secrets",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".config",
+    "gcloud",
+    "gh",
+    "hosts.yml",
+    "logins.json",
+)
+"""Names that a glob is tried against (``cat .e*`` can match ``.env``)."""
+_MAX_GLOB_PATHS = 64
+
+
+def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveMatch | None:
+    """Return why some path the shell glob ``pattern`` could match is sensitive, or None.
+
+    Each wildcard component is tried against well-known secret names (``.e*`` matches
+    ``.env``, ``id_*`` matches ``id_rsa``, ``~/.a*/credentials`` matches
+    ``~/.aws/credentials``), with the shell's rule that a wildcard does not match a
+    leading dot; a component that is only a wildcard (``~/.aws/*``) stands for any entry
+    of its directory.  ``.env.ex*`` and ``*.md`` match none and are not sensitive.
+    """
+    normalized = normalize_path(pattern, home=home)
+    paths = [""]
+    for part in normalized.split("/"):
+        if not _GLOB.search(part):
+            choices = [part]
+        elif not part.strip("*?.") and not part.startswith("."):
+            # "*", "*.*": any entry, judged as the directory itself
+            choices = [""]
+        else:
+            dotted = part.startswith(".")
+            choices = [
+                name
+                for name in _SENSITIVE_NAMES
+                if name.startswith(".") == dotted and fnmatch.fnmatchcase(name, part)
+            ]
+            if not choices:
+                return None
+        paths = [f"{p}/{c}" if p or c else c for p in paths for c in choices][:_MAX_GLOB_PATHS]
+    if normalized.startswith("/"):
+        paths = ["/" + p.lstrip("/") for p in paths]
+    for path in paths:
+        found = _match_normalized(path.rstrip("/") or "/", write=False, home=home)
+        if found is not None:
+            return found
+    return None
 
 
 def sensitive_reason(path: str, *, write: bool = False, home: str | None = None) -> str | None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..security_audit import match_sensitive, resolve_path
+from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
@@ -597,9 +597,9 @@ def _judge_read(
     if not word.text or SUBST in word.text:
         return None
     path = run.path(word)
-    found = match_sensitive(path, home=HOME)
-    if found is None and word.glob:  # ".env*" matches ".env": try the shortest match
-        found = match_sensitive(_GLOB_PARTS.sub("", path), home=HOME)
+    # a glob is judged by what it can match: ".e*" can match ".env", ".env.ex*" only templates
+    judge = match_sensitive_glob if word.glob else match_sensitive
+    found = judge(path, home=HOME)
     if found is None or found.rule in exempt:
         return None
     return Finding(
@@ -609,8 +609,6 @@ def _judge_read(
         f"token {_show(word.text)!r})",
     )
 
-
-_GLOB_PARTS = re.compile(r"[*?]|\[[^\]/]*\]")
 
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})
