@@ -260,7 +260,12 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
     _Rule(
         "env-file",
         "environment file with secrets",
-        _rx(_C + r"\.env(?:[._~-][^/]*)?$", _C + r"[^/]+\.env$", _C + r"\.envrc$"),
+        _rx(
+            _C + r"\.env(?:[._~-][^/]*)?$",
+            _C + r"[^/]+\.env$",
+            _C + r"\.envrc$",
+            r"^/proc/[^/]*/environ$",  # a process's environment: its tokens
+        ),
         except_=re.compile(
             _C + r"(?:\.env[._-](?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
             r"(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
