@@ -199,18 +199,18 @@ _CONFIG_SUBCOMMANDS = _set("get list unset rename-section remove-section edit")
 
 
 def _config_setting(args: Sequence[Word]) -> tuple[str, str] | None:
-    """(key, value) that ``git config ARGS`` writes, if it writes one."""
-    parsed = _parse_opts(args, _CONFIG)
-    if parsed.has(*_CONFIG_NOT_SET):
+    """(key, value) that ``git config ARGS`` writes, if it writes one.  Options end at the
+    key: a value may start with a dash (``alias.x '-c core.hooksPath=... commit'``)."""
+    parsed = _parse_opts(args, _CONFIG, stop_at_operand=True)
+    if parsed.operands and parsed.operands[0].text == "set":
+        subcommand = _parse_opts(parsed.operands[1:], _CONFIG, stop_at_operand=True)
+        subcommand.flags |= parsed.flags
+        parsed = subcommand
+    elif parsed.operands and parsed.operands[0].text in _CONFIG_SUBCOMMANDS:
         return None
-    operands = [w.text for w in parsed.operands]
-    if operands and operands[0] == "set":
-        operands = operands[1:]
-    elif operands and operands[0] in _CONFIG_SUBCOMMANDS:
+    if parsed.has(*_CONFIG_NOT_SET) or len(parsed.operands) < 2:
         return None
-    if len(operands) < 2:
-        return None
-    return operands[0], operands[1]
+    return parsed.operands[0].text, parsed.operands[1].text
 
 
 def _judge_git(inv: _Invocation, run: _Run, depth: int = 0) -> Finding | None:
