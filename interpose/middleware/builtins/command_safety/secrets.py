@@ -54,14 +54,19 @@ class _Reader:
 
 _PLAIN_READERS = _set(
     "cat tac head tail less more most bat nl base64 base32 basenc xxd od hexdump hd strings "
-    "sort uniq cut paste diff cmp comm fold fmt rev column iconv view xclip xsel gzip bzip2 "
+    "sort uniq cut paste diff cmp comm fold fmt rev column iconv xclip xsel gzip bzip2 "
     "xz zstd lz4 gpg split diff3 sdiff colordiff icdiff wdiff pr expand unexpand uuencode "
     "zcat bzcat xzcat zstdcat lzcat lz4cat zless zmore zdiff zhead bzless xzless csplit "
     "shuf look"
 )
-_EDITORS = _set("vi vim nvim vimdiff nano pico emacs micro joe mcedit ne kak hx helix")
-"""Editors: opening a secret shows it (the file tools' guard refuses the same paths)."""
-_VIM = _opts("cSuUiwWsTdqtr", long_arg="cmd")
+_EDITORS = {
+    **dict.fromkeys(_set("vi vim nvim vimdiff view"), _opts("cSuUiwWsTdqtr", long_arg="cmd")),
+    "emacs": _opts("lfLdt", long_arg="eval load funcall directory chdir"),
+    **dict.fromkeys(_set("nano pico"), _opts("TYrCoJsQ")),
+    **dict.fromkeys(_set("micro joe mcedit ne kak hx helix"), _opts()),
+}
+"""Editors and their options that take a value: opening a secret shows it (the file
+tools' guard refuses the same paths)."""
 _SQLITE_ARG = _set(
     "-cmd -init -separator -newline -nullvalue -vfs -maxsize -lookaside -pagecache -mmap "
     "-heap -escape"
@@ -125,7 +130,7 @@ _READERS: dict[str, _Reader] = {
     "dd": _Reader(_keyed("if")),
     "curl": _Reader(_curl_reads),
     "wget": _Reader(_option_values(_WGET, "--post-file", "--body-file")),
-    **dict.fromkeys(_EDITORS, _Reader(_operands(_VIM))),
+    **{name: _Reader(_operands(spec)) for name, spec in _EDITORS.items()},
     "sqlite3": _Reader(_sqlite_database),
     "source": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
     ".": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
