@@ -1,9 +1,11 @@
 """``builtin:security-audit``: keep file tools away from credentials and auth files.
 
 The guard runs before ``read``, ``write``, ``edit`` and ``apply_patch``.  It collects every
-path the call touches (``path``, ``file_path``, ``file``; for ``apply_patch`` every file
-named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs),
-normalizes each one and blocks the call when one is sensitive.
+path the call touches (``path``, ``file_path``, ``file``, ``target_file``,
+``notebook_path``, every element of a ``paths`` list; for ``apply_patch`` every file
+named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs, headers
+read through any indentation), normalizes each one and blocks the call when one is
+sensitive.  A path argument that is not text is refused (``unparseable``), never skipped.
 
 Normalization comes first, so spelling cannot dodge a rule: ``~``, ``~user``, ``$HOME``
 and ``${HOME}`` are expanded, backslashes become ``/``, ``file://`` and repeated slashes
@@ -22,18 +24,27 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``cloud-credentials``: ``.aws/``, ``.azure/``, ``.oci/``, ``.config/gcloud/``,
   ``application_default_credentials.json``, ``credentials.json``, ``*service-account*.json``,
   ``kubeconfig*``, ``.kube/config``, ``.docker/config.json``, ``.netrc``, ``.boto``,
-  ``.s3cfg``, terraform ``credentials.tfrc.json``.
+  ``.s3cfg``, terraform ``credentials.tfrc.json``, ``.vault-token``; container and
+  cluster secrets: ``/run/secrets/``, ``/var/run/secrets/`` (the Kubernetes
+  service-account token), ``/etc/kubernetes/admin.conf`` and the other component
+  kubeconfigs, ``/etc/rancher/k3s/k3s.yaml``.
 - ``dev-credentials``: ``.git-credentials``, ``.config/gh/hosts.yml``, ``.pypirc``,
-  ``.gem/credentials``, ``.cargo/credentials*``, and ``.npmrc`` directly in a home
+  ``.gem/credentials``, ``.cargo/credentials*``, ``.config/git/credentials``,
+  ``.pgpass``, ``.my.cnf``/``.mylogin.cnf``, and ``.npmrc`` directly in a home
   directory (a project's ``.npmrc`` usually holds registry settings, not tokens).
 - ``keyring``: ``.gnupg/``, ``.password-store/``, desktop keyrings, macOS keychains,
-  KeePass databases.
+  KeePass databases, browser password stores (Firefox ``logins.json``/``key4.db``,
+  Chromium-family ``Login Data``).
 - ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
   ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).
-- ``env-file``: ``.env``, ``.env.*``, ``*.env``, ``.envrc``, except the templates
-  ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema``.
+- ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
+  ``.envrc``, ``/proc/<pid>/environ``, except the templates
+  ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
+  ``.``, ``-`` or ``_``, and their backups).
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
-  ``*.ppk``, ``*.p8``.
+  ``*.ppk``, ``*.p8``; a ``.pem`` whose name says certificate or public key (``cert``,
+  ``chain``, ``bundle``, ``ca``, ``pub``, ``crt``, ``csr``) and not key/priv/secret is
+  public material (``cert.pem``, ``fullchain.pem``; ``ca-key.pem`` stays sensitive).
 - ``ai-tool-auth``: Claude, Codex, GitHub Copilot, Qwen/MiniMax/Gemini
   (``oauth_creds.json``), gogcli, OpenClaw/Clawdbot credentials, ``auth-profiles.json``
   and WhatsApp session credentials.
@@ -41,6 +52,10 @@ Sensitive paths (the rule ids appear in block reasons):
   ``.bash_logout``, ``.zshrc``, ``.zprofile``, ``.zshenv``, ``.zlogin``, ``.zlogout``,
   ``.config/fish/config.fish`` (they hold exported tokens, and writing them is
   persistence).
+
+A backup or editor copy is what it copies: a suffix ``~``, ``.bak``, ``.old``, ``.orig``,
+``.save``, ``.swp``, ``.tmp``, ``.1``, ``-backup``... is looked through (``id_rsa.bak``,
+``.netrc.old``, ``/etc/shadow.bak``).
 
 Allowed even when a rule matches: anything with a ``node_modules``, ``test``, ``tests``,
 ``fixtures`` or ``__fixtures__`` *directory* component, file names containing ``.test.``,

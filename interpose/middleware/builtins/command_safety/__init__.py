@@ -42,9 +42,12 @@ Rules (the rule id leads the block reason), one module per family:
 - :mod:`.permissions`: ``permissions``.
 - :mod:`.remote_exec`: ``rce``, ``reverse-shell``, ``fork-bomb``, ``dynamic-code``.
 - :mod:`.git`: ``git-no-verify``.
-- :mod:`.containers`: ``docker-prune``.
+- :mod:`.containers`: ``docker-prune``; commands run inside a container (``docker
+  run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
+  host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
-- ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
+  holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
   words, computed text, expansion steps, nesting depth, wall time); the reason names the
   budget and its numbers.  Every input is decided in bounded time and stack.

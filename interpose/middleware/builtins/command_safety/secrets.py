@@ -3,12 +3,24 @@
 Rules (the rule id leads the block reason):
 
 - ``sensitive-read``: a file operand of a reader (``cat``, ``head``, ``less``, ``base64``,
-  ``xxd``, ``strings``, ``grep`` (files, not the pattern), ``sed``, ``awk``, ``jq``,
-  ``cp``/``mv``/``scp``/``rsync``/``ln`` sources, ``tar``/``zip``/``gzip``/``gpg``,
-  ``openssl -in``, ``dd if=``, ``source``...), an input redirection, or a ``curl``/``wget``
-  upload (``-d @file``, ``-F x=@file``, ``-T``, ``--post-file``) naming a path that
-  :func:`.security_audit.match_sensitive` flags -- the same list the file-tool guard
-  uses.  ``source ~/.bashrc`` is allowed (loading a profile does not reveal it).
+  ``xxd``, ``od``, ``hexdump``, ``nl``, ``bat``, ``strings``, ``diff``/``cmp``/``vimdiff``,
+  ``zcat`` and friends, editors (``vim``, ``nano``, ``emacs``...), ``sqlite3`` (the
+  database), ``grep`` (files, not the pattern), ``sed``, ``awk``, ``jq``,
+  ``cp``/``mv``/``scp``/``rsync``/``ln`` sources, ``tar``/``zip``/``7z``/``gzip``/``gpg``,
+  ``dd if=``, ``source``...), an input redirection, a ``curl``/``wget`` upload
+  (``-d @file``, ``-F x=@file``, ``-T``, ``--post-file``) or ``curl file://`` URL, a
+  ``python -m`` module that prints or packs its files (``base64``, ``json.tool``,
+  ``zipfile``, ``tarfile``, ``gzip``...; ``http.server -d DIR`` serves one), ``git diff
+  --no-index``, naming a path that :func:`.security_audit.match_sensitive` flags -- the
+  same list the file-tool guard uses.  A glob is judged by the secret names it can
+  match (:func:`.security_audit.match_sensitive_glob`: ``cat .e*`` can match ``.env``;
+  ``cat .env.ex*`` and ``cat *.md`` cannot).  ``openssl`` is judged by subcommand: ``rsa``,
+  ``pkey``, ``ec``, ``pkcs8``, ``pkcs12``, ``enc``... print or convert their ``-in`` and are
+  readers of it; elsewhere the inputs are certificates (``x509 -in cert.pem``, ``req
+  -in``, ``verify -CAfile``) or keys the command only uses (``req -new -key server.key``,
+  ``dgst -sign``), so ``key-material`` does not apply there (the other secrets still
+  do).  ``gpg --export-secret-keys``.  ``source ~/.bashrc`` is allowed (loading a profile
+  does not reveal it), and so is ``ssh-keygen -y -f KEY`` (it prints the public half).
 """
 
 from __future__ import annotations
