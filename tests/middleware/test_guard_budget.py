@@ -14,6 +14,7 @@ import random
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -87,6 +88,24 @@ def test_doubling_through_echo_is_refused(repeats: int) -> None:
     command = "X=a; " + "X=$(echo $X $X); " * repeats + "$X"
     finding = too_complex(command, "words")
     assert "> 2,048" in finding.message
+
+
+def test_memory_stays_bounded_on_the_review_cases() -> None:
+    """Before the budget, 30 doublings took 4 GB; now the text budget caps what is made."""
+    commands = [
+        "x='rm '; " + 'x="$x$x"; ' * 40 + "$x",
+        "X=a; " + "X=$(echo $X $X); " * 40 + "$X",
+        "echo '" + "a b " * (DEFAULT_LIMITS.size // 4 - 8) + "'",
+    ]
+    for command in commands:
+        tracemalloc.start()
+        try:
+            analyze_command(command)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        # the input itself is part of the peak for the 1 MiB string; a loose bound
+        assert peak < 32 * DEFAULT_LIMITS.text, (command[:40], peak)
 
 
 def test_small_doubling_is_still_judged() -> None:
@@ -306,7 +325,7 @@ def deep_inputs() -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("headroom", "in_place"), [(50, False), (frames_needed(DEFAULT_LIMITS) + 10, True)]
+    ("headroom", "in_place"), [(50, False), (frames_needed(DEFAULT_LIMITS.depth) + 10, True)]
 )
 def test_a_deep_caller_stack_never_causes_recursion_errors(
     headroom: int, in_place: bool, monkeypatch: pytest.MonkeyPatch
@@ -328,6 +347,19 @@ def test_a_deep_caller_stack_never_causes_recursion_errors(
     assert got == expected
     assert not any("internal-error" in reason for reason in got)
     assert all((t is threading.main_thread()) == in_place for t in threads)
+
+
+def test_a_low_recursion_limit_lowers_the_depth_budget() -> None:
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        budget = Budget()
+        finding = analyze_command("echo " + "$(echo " * 30 + "x" + ")" * 30, budget=budget)
+    finally:
+        sys.setrecursionlimit(old)
+    assert finding is not None
+    assert finding.rule == "too-complex"
+    assert budget.max_depth < DEFAULT_LIMITS.depth
 
 
 # -- the last line of defence ------------------------------------------------------------------
@@ -449,7 +481,7 @@ def test_shell_like_text_never_raises_and_stays_within_budget(command: str) -> N
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(max_size=400))
+@given(st.text(st.characters(exclude_categories=()), max_size=400))  # surrogates too
 def test_any_unicode_text_never_raises(command: str) -> None:
     judged(command)
 

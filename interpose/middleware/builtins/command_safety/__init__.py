@@ -142,8 +142,9 @@ def _analyze(
     """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default)."""
     if budget is None:
         budget = Budget()
+    budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
-        frames = frames_needed(budget.limits)
+        frames = frames_needed(budget.max_depth)
         return _with_stack(frames, _judge_command, command, deny, allow, budget)
     except TooComplex as exc:
         return Finding(
@@ -203,6 +204,7 @@ def _argv_strings(command: object) -> list[str] | Finding:
 
 
 _T = TypeVar("_T")
+_THREAD_FRAMES = 10  # what a fresh thread's stack holds before the analysis starts
 
 
 def _with_stack(frames: int, fn: Callable[..., _T], *args: Any) -> _T:

@@ -9,8 +9,8 @@ limit it raises :class:`TooComplex`, which the guard turns into the refusal
 
 The nesting limit also bounds the guard's use of the Python stack: each level costs at
 most :data:`FRAMES_PER_LEVEL` frames, so an analysis needs at most :func:`frames_needed`
-frames, and :func:`.run_with_stack` moves it to a fresh thread when the caller's stack
-is too deep for that.
+frames, and the guard moves it to a fresh thread when the caller's stack is too deep for
+that (and lowers the depth limit when even a fresh stack is too small).
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ BASE_FRAMES = 120
 library calls at the deepest leaf), with a margin."""
 
 
-def frames_needed(limits: Limits) -> int:
-    """Stack frames an analysis under ``limits`` may use, at most."""
-    return limits.depth * FRAMES_PER_LEVEL + BASE_FRAMES
+def frames_needed(depth: int) -> int:
+    """Stack frames an analysis allowed ``depth`` nesting levels may use, at most."""
+    return depth * FRAMES_PER_LEVEL + BASE_FRAMES
 
 
 class TooComplex(Exception):
@@ -110,6 +110,13 @@ class Budget(ParseBudget):
         self.seconds = limits.seconds
         self.steps = 0
         self.text = 0
+
+    def fit_stack(self, frames: int) -> None:
+        """Lower the depth limit so that an analysis fits in ``frames`` stack frames (only
+        under a recursion limit set far below Python's default of 1000)."""
+        fitting = max(1, (frames - BASE_FRAMES) // FRAMES_PER_LEVEL)
+        if fitting < self.max_depth:
+            self.max_depth = fitting
 
     def size(self, length: int) -> None:
         """Raises:

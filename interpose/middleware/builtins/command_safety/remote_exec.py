@@ -138,6 +138,7 @@ def _stream_program(
             f"({how} it); the guard judges only program text it can read",
         )
     origin = f"script {how} {inv.shown}"
+    run.budget.made_text(sum(map(len, stream.readings)))
     for reading in stream.readings:
         text = reading.decode("utf-8", "replace")
         if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
