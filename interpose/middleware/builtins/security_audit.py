@@ -36,7 +36,8 @@ Sensitive paths (the rule ids appear in block reasons):
   KeePass databases, browser password stores (Firefox ``logins.json``/``key4.db``,
   Chromium-family ``Login Data``).
 - ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
-  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).
+  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).  Reading
+  ``/etc/passwd`` is allowed: it is world-readable and holds no password hash.
 - ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
   ``.envrc``, ``/proc/<pid>/environ``, except the templates
   ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
@@ -55,7 +56,8 @@ Sensitive paths (the rule ids appear in block reasons):
 
 A backup or editor copy is what it copies: a suffix ``~``, ``.bak``, ``.old``, ``.orig``,
 ``.save``, ``.swp``, ``.tmp``, ``.1``, ``-backup``... is looked through (``id_rsa.bak``,
-``.netrc.old``, ``/etc/shadow.bak``).
+``.netrc.old``, ``/etc/shadow.bak``) -- except for shell profiles, whose copies are
+not run at login (``~/.bashrc.orig`` is an ordinary file).
 
 Allowed even when a rule matches: anything with a ``node_modules``, ``test``, ``tests``,
 ``fixtures`` or ``__fixtures__`` *directory* component, file names containing ``.test.``,
@@ -271,6 +273,9 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"^(?:/private)?/etc/sudoers\.d(?:/|$)",
             r"^/etc/security/opasswd$",
         ),
+        # world-readable account lists without secrets (getent shows the same): reading
+        # them is routine; the hashes live in shadow/master.passwd, which stay refused
+        read_ok=re.compile(r"^(?:/private)?/etc/passwd-?$"),
     ),
     _Rule(
         "env-file",
@@ -332,6 +337,8 @@ def _match_normalized(normalized: str, *, write: bool, home: str | None) -> Sens
         original = normalized[: m.start()]
         if original and not original.endswith("/"):
             found = _match_exact(original, write=write, home=home)
+            if found is not None and found.rule == "shell-profile":
+                found = None  # a copy of a profile is not run at login: only its secrets count
     return found
 
 

@@ -35,10 +35,23 @@ class Finding:
     token: str
     message: str
 
+    def __post_init__(self) -> None:
+        # a token can carry any byte the agent typed; a reason shown to a person or a log
+        # must not carry raw control characters (``\x00``, ``\x1b[2J``...)
+        for name in ("token", "message"):
+            text = getattr(self, name)
+            if not text.isprintable():
+                object.__setattr__(self, name, _escape_controls(text))
+
     @property
     def reason(self) -> str:
         """``"<rule>: <message>"``, e.g. ``"fs-destruction: rm -rf targets '/', ..."``."""
         return f"{self.rule}: {self.message}"
+
+
+def _escape_controls(text: str) -> str:
+    """``text`` with every non-printable character but the space written as ``repr`` does."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 # -- option parsing -----------------------------------------------------------------------
@@ -194,6 +207,8 @@ def _canon(text: str) -> str:
         return _NAME_ALIASES[name]
     if name.startswith("mkfs."):
         return "mkfs"
+    if name.startswith("partclone."):
+        return "partclone"
     if name.startswith(("nc.", "netcat.")):
         return "nc"
     m = _VERSIONED.match(name)
@@ -314,6 +329,10 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             if wrapper is None:
                 break
             parsed = _parse_opts(words[1:], wrapper.opts, stop_at_operand=True)
+            if name == "sudo" and parsed.has("-e", "--edit"):  # sudo -e FILE is sudoedit FILE
+                words = [Word("sudoedit"), *parsed.operands]
+                layers.append(words)
+                break
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
@@ -351,6 +370,12 @@ _SYSTEM_DIRS = _set(
     "system library applications private cores"
 )
 _HOME_ROOTS = frozenset({"home", "users"})
+_APP_ROOTS = frozenset({"opt", "srv"})
+"""System directories whose children each belong to one application (``/opt/<app>``,
+``/srv/<site>``): removing a child is an uninstall, not damage to the system.  The
+directory itself stays critical, as do the children of every other system directory
+(``/usr/local``, ``/usr/lib``, ``/etc/ssl``, ``/var/lib``); deeper paths
+(``/var/lib/<app>``, ``/usr/local/<app>``) are not critical."""
 _TEMP_DIRS = frozenset({"/tmp", "/var/tmp", "/dev/shm", "/private/tmp"})
 _SAFE_DEVICES = _set(
     "/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/stdin /dev/stdout "
@@ -362,6 +387,42 @@ _SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
 )
+_HOMEISH = r"(?:/home/[^/]+|/root|/users/[^/]+)"
+_PERSISTENCE = re.compile(
+    # per-user: shell startup files, login and session hooks, SSH login control
+    r"^" + _HOMEISH + r"/(?:"
+    r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout|bash_aliases|zshrc|zprofile"
+    r"|zshenv|zlogin|zlogout|kshrc|mkshrc|cshrc|tcshrc|login|xprofile|xinitrc|xsession"
+    r"|xsessionrc|pam_environment)$"
+    r"|\.(?:bashrc|zshrc|profile)\.d(?:/|$)"
+    r"|\.oh-my-zsh/custom(?:/|$)"
+    r"|\.config/fish/(?:config\.fish$|conf\.d(?:/|$)|functions(?:/|$))"
+    r"|\.config/(?:autostart|environment\.d)(?:/|$)"
+    r"|\.config/systemd/user(?:/|$)"
+    r"|\.local/share/systemd/user(?:/|$)"
+    r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
+    r")"
+    # system-wide: login shells, the dynamic loader, boot and schedulers, PAM, sshd
+    r"|^(?:/private)?/etc/(?:"
+    r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
+    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$|ld\.so\.conf(?:\.d)?(?:/|$)"
+    r"|rc\.local$|rc[0-6S]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
+    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/|ssh/sshd_config(?:\.d)?"
+    r"(?:/|$)|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|udev/rules\.d(?:/|$)"
+    r"|modules-load\.d(?:/|$)|modprobe\.d(?:/|$)|apt/apt\.conf\.d(?:/|$)|launchd\.conf$)"
+    r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
+    r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
+    r"|^(?:" + _HOMEISH + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
+)
+"""Files (and directories whose files are) run at login, at boot, by a scheduler or by
+the dynamic loader, or that decide who may log in: a write there plants code that runs
+later, outside the command the guard judged (rule ``persistence``)."""
+
+
+def _persistence(path: str) -> bool:
+    """Whether writing ``path`` (resolved) plants code that runs later (see
+    :data:`_PERSISTENCE`)."""
+    return _PERSISTENCE.match(path.lower()) is not None
 
 
 def _critical(path: str) -> str | None:
@@ -382,7 +443,7 @@ def _critical(path: str) -> str | None:
         if len(parts) == 2:
             if parts[0] in _HOME_ROOTS:
                 return "a home directory"
-            if parts[0] in _SYSTEM_DIRS:
+            if parts[0] in _SYSTEM_DIRS and parts[0] not in _APP_ROOTS:
                 return "a system directory"
         return None
     if path == ".":
@@ -390,6 +451,16 @@ def _critical(path: str) -> str | None:
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
     return None
+
+
+def _keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
+    """Values of ``dd``-style ``key=value`` operands for any of ``keys``."""
+    out: list[Word] = []
+    for word in args:
+        key, eq, value = word.text.partition("=")
+        if eq and key in keys:
+            out.append(_derived(value))
+    return out
 
 
 def _cwd_like(path: str) -> bool:

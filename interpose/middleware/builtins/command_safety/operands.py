@@ -223,8 +223,31 @@ _JQ = _opts(
 )
 _TAR = _opts(
     "fCTXbKgLNV",
-    "create extract list gzip bzip2 xz zstd verbose",
+    "create extract get list gzip bzip2 xz zstd verbose",
     "file directory files-from exclude-from exclude transform",
     {"T": "files-from", "f": "file", "C": "directory"},
 )
 _ZIP = _opts("bnPtx")
+_UNZIP = _opts("dxP", long="")
+_7Z = _opts("o")
+_PATCH = _opts(
+    "pioBDFdrzVYg",
+    "forward reverse batch force dry-run silent quiet verbose backup unified context normal "
+    "ed posix binary help version",
+    "strip input output directory reject-file prefix ifdef fuzz suffix version-control "
+    "basename-prefix get",
+    {"i": "input", "o": "output", "d": "directory", "p": "strip", "r": "reject-file"},
+)
+
+
+def _editor(short_arg: str, read_only: frozenset[str]) -> Extract:
+    """Files an interactive editor opens for writing (none in a read-only mode)."""
+    spec = _opts(short_arg, long_arg="cmd eval load funcall directory")
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        if parsed.has(*read_only):
+            return []
+        return [w for w in parsed.operands if not w.text.startswith("+")]
+
+    return extract

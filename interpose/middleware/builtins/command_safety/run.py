@@ -41,6 +41,7 @@ from .model import (
     _glob_risk,
     _Invocation,
     _is_device,
+    _persistence,
     _show,
     _snippet,
     _unwrap,
@@ -587,6 +588,13 @@ def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
             "system-files",
             word.text,
             f"{what} writes the system file {path!r} (token {token!r})",
+        )
+    if _persistence(path):
+        return Finding(
+            "persistence",
+            word.text,
+            f"{what} writes {_display(path)!r}, which runs at login, at boot or on a "
+            f"schedule or controls who may log in (token {token!r})",
         )
     return None
 

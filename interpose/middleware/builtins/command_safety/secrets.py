@@ -71,6 +71,7 @@ _PLAIN_READERS = _set(
     "zcat bzcat xzcat zstdcat lzcat lz4cat zless zmore zdiff zhead bzless xzless csplit "
     "shuf look"
 )
+_PROFILES = frozenset({"shell-profile"})
 _EDITORS = {
     **dict.fromkeys(_set("vi vim nvim vimdiff view"), _opts("cSuUiwWsTdqtr", long_arg="cmd")),
     "emacs": _opts("lfLdt", long_arg="eval load funcall directory chdir"),
@@ -142,7 +143,8 @@ _READERS: dict[str, _Reader] = {
     "dd": _Reader(_keyed("if")),
     "curl": _Reader(_curl_reads),
     "wget": _Reader(_option_values(_WGET, "--post-file", "--body-file")),
-    **{name: _Reader(_operands(spec)) for name, spec in _EDITORS.items()},
+    # an editor on a shell profile is judged as a write by the persistence rules
+    **{name: _Reader(_operands(spec), _PROFILES) for name, spec in _EDITORS.items()},
     "sqlite3": _Reader(_sqlite_database),
     "source": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
     ".": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
