@@ -85,9 +85,10 @@ async def limits() -> None:
     print("what a string-level check cannot see")
     pipe = Pipeline()
     for command in (
-        'rm -rf "$BUILD_DIR"',  # a variable set outside the command line
+        'cp notes.txt "$DEST"',  # a variable set outside the command line
+        "ln -s / build && rm -rf build/",  # a symlink made, then followed
         "echo 'cat ~/.ssh/id_rsa' > x.sh && bash x.sh",  # a script written, then run
-        "python3 -c 'import shutil; shutil.rmtree(\"/\")'",  # an interpreter's own API
+        "python3 -c 'import pathlib; [p.unlink() for p in pathlib.Path.home().iterdir()]'",
     ):
         await check(pipe, "exec", command)
 

@@ -24,12 +24,12 @@ Rules (the rule id leads the block reason):
   ``/etc/ld.so.preload``, ``/etc/rc.local``, ``/etc/cron*``, ``/var/spool/cron``, PAM,
   ``sshd_config``, and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment``;
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
-  ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``), and
-  a cron table installed with ``crontab FILE``/``crontab -``.  Reading these files is
-  judged by ``sensitive-read`` as the file-tool guard judges it (shell profiles are
-  refused, ``~/.ssh/config`` and ``authorized_keys`` may be read); ``source ~/.bashrc``
-  is allowed.  Writes into a project (``>> ./notes.md``, ``tee build.log``, ``.git/hooks``
-  of a checkout: the project's own tooling) are allowed.
+  ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
+  A cron table installed with ``crontab`` is judged by its jobs (:mod:`.remote_exec`).
+  Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
+  (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
+  ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
+  ``tee build.log``, ``.git/hooks`` of a checkout: the project's own tooling) are allowed.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-# -- persistence: trees unpacked over startup files, cron tables -------------------------------
+# -- persistence: trees unpacked over startup files -------------------------------
 
 _PERSISTENCE_SAMPLES = (
     f"{HOME}/.bashrc",
@@ -280,29 +280,10 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-_CRONTAB = _opts("uc", "help version")
-_CRONTAB_NO_INSTALL = frozenset({"-l", "-r", "-i", "-T", "-V", "--help", "--version", "-n"})
-
-
-def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _CRONTAB)
-    if parsed.has(*_CRONTAB_NO_INSTALL):
-        return None
-    source = parsed.operands[0].text if parsed.operands else "-" if not parsed.has("-e") else ""
-    what = "an edited table" if parsed.has("-e") else f"the table {_show(source)!r}"
-    return Finding(
-        "persistence",
-        source or "-e",
-        f"crontab installs {what} as the cron table: its jobs run later, outside the "
-        f"command judged here",
-    )
-
-
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
-    "crontab": (_rule_crontab,),
     **dict.fromkeys(
         ("tar", "bsdtar", "gtar", "unzip", "7z", "rsync", "cp", "patch"), (_rule_unpack,)
     ),
