@@ -247,14 +247,39 @@ def test_argv_list_is_one_simple_command() -> None:
     assert analyze_command(("rm", "-rf", "/")) is not None
 
 
-@pytest.mark.parametrize(
-    "args", [{}, {"command": 42}, {"command": None}, {"command": ["rm", 1]}, {"command": []}]
-)
-def test_missing_or_odd_command_is_not_this_guards_job(args: dict[str, Any]) -> None:
+@pytest.mark.parametrize("args", [{}, {"command": None}, {"command": []}])
+def test_missing_command_is_not_this_guards_job(args: dict[str, Any]) -> None:
     out = ToolBeforeOutput(args=args)
     CommandSafetyGuard()(INP, out)
     assert not out.block
     assert out.block_reason == ""
+
+
+def test_numbers_in_an_argv_list_are_judged_as_the_runner_spells_them() -> None:
+    assert not run_guard(["sleep", 5]).block
+    assert not run_guard(["head", "-n", 20, "log.txt"]).block
+    out = run_guard(["chmod", "-R", 777, "/"])
+    assert out.block_reason.startswith("command-safety-guard: permissions: ")
+    assert run_guard(["dd", "if=/dev/zero", "of=/dev/sda", "bs=1M", "count", 10.5]).block
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        (["rm", None], "element 1 of the argv list is of type NoneType"),
+        (["rm", "-rf", ["/"]], "element 2 of the argv list is of type list"),
+        (["git", "commit", {"flag": "--no-verify"}], "element 2 of the argv list is of type dict"),
+        (["sleep", True], "element 1 of the argv list is of type bool"),
+        (42, "the command is of type int"),
+        ({"cmd": "rm -rf /"}, "the command is of type dict"),
+        (b"rm -rf /", "the command is of type bytes"),
+    ],
+)
+def test_argument_shapes_the_guard_cannot_read_are_refused(command: Any, what: str) -> None:
+    out = run_guard(command)
+    assert out.block
+    assert out.block_reason.startswith(f"command-safety-guard: unparseable: {what}")
+    assert "not run" in out.block_reason
 
 
 def test_already_blocked_call_is_left_alone() -> None:

@@ -42,9 +42,12 @@ Rules (the rule id leads the block reason), one module per family:
 - :mod:`.permissions`: ``permissions``, ``accounts``.
 - :mod:`.remote_exec`: ``rce``, ``reverse-shell``, ``fork-bomb``, ``dynamic-code``.
 - :mod:`.git`: ``git-no-verify``.
-- :mod:`.containers`: ``docker-prune``.
+- :mod:`.containers`: ``docker-prune``; commands run inside a container (``docker
+  run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
+  host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
-- ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
+  holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
   words, computed text, expansion steps, nesting depth, wall time); the reason names the
   budget and its numbers.  Every input is decided in bounded time and stack.
@@ -165,9 +168,41 @@ def _judge_command(
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
         return run.source(command.replace("\x00", ""), "the command")
-    budget.size(sum(map(len, command)))
-    budget.made_words(len(command))
-    return run.script(Script((SimpleCommand(tuple(_argv_words(command))),)))
+    argv = _argv_strings(command)
+    if isinstance(argv, Finding):
+        return argv
+    budget.size(sum(map(len, argv)))
+    budget.made_words(len(argv))
+    return run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+
+
+def _argv_strings(command: object) -> list[str] | Finding:
+    """The argv list as strings: numbers are spelled as a runner would (``["sleep", 5]``);
+    any other element (None, a dict, a nested list, a bool) cannot be judged, so the list
+    is refused rather than let through."""
+    if not isinstance(command, Sequence) or isinstance(command, (str, bytes, bytearray)):
+        kind = type(command).__name__
+        return Finding(
+            "unparseable",
+            kind,
+            f"the command is of type {kind}, not a string or a list of argument strings; a command "
+            f"that cannot be analyzed is not run",
+        )
+    argv: list[str] = []
+    for index, element in enumerate(command):
+        if isinstance(element, str):
+            argv.append(element)
+        elif isinstance(element, (int, float)) and not isinstance(element, bool):
+            argv.append(str(element))
+        else:
+            kind = type(element).__name__
+            return Finding(
+                "unparseable",
+                kind,
+                f"element {index} of the argv list is of type {kind}, not a string or a number; "
+                f"a command that cannot be analyzed is not run",
+            )
+    return argv
 
 
 _T = TypeVar("_T")
@@ -268,12 +303,10 @@ class CommandSafetyGuard:
         if out.block:
             return
         command = out.args.get("command")
-        if isinstance(command, list):
-            if not command or not all(isinstance(a, str) for a in command):
-                return
-        elif not isinstance(command, str):
-            return
+        if command is None or (isinstance(command, (list, tuple)) and not command):
+            return  # nothing to run: the tool itself reports the missing command
         try:
+            # any other shape (a dict, an argv list holding None) is refused by the analysis
             finding = _analyze(command, self._deny, self._allow)
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(

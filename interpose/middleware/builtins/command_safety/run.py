@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from ..security_audit import match_sensitive, resolve_path
+from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
@@ -101,6 +101,7 @@ class _Run:
         "depth",
         "inside",
         "made",
+        "mounts",
         "outputs",
         "overflow",
         "paths",
@@ -132,6 +133,7 @@ class _Run:
         self.overflow: set[str] | None = None  # names whose values ran past _MAX_FANOUT
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
+        self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -536,9 +538,9 @@ class _Run:
             value = "$HOME" + value[1:]
         if self.choices:
             self.choices.pop(name, None)
-        if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
+        if SUBST in value:
             self.vars.pop(name, None)
-        else:
+        else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"
             self.vars[name] = value
 
     def expand_text(self, text: str) -> str:
@@ -706,7 +708,23 @@ class _Run:
             )
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
+        if self.mounts and path.startswith("/"):
+            path = _host_path(path, self.mounts)
         return path
+
+    def inside_container(
+        self, argv: Sequence[Word], origin: str, mounts: Sequence[tuple[str, str]] = ()
+    ) -> Finding | None:
+        """Analyze a command run inside a container (``docker run``/``exec``, ``kubectl
+        exec``) with the same rules as on the host: a container is a machine too, and its
+        paths under a bind mount (``mounts``: container path -> host path) are the host's."""
+        outer = self.mounts, self.cwd
+        self.mounts = tuple(sorted(mounts, key=lambda m: -len(m[0])))
+        self.cwd = None
+        try:
+            return self.argv(argv, origin)
+        finally:
+            self.mounts, self.cwd = outer
 
     def doomed(
         self, word: Word, *, recursive: bool, cwd_counts: bool = True, unknown: bool = False
@@ -756,6 +774,15 @@ def _loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
             if inputs:
                 return inputs
     return ()
+
+
+def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
@@ -819,9 +846,9 @@ def _judge_read(
     if not word.text or SUBST in word.text:
         return None
     path = run.path(word)
-    found = match_sensitive(path, home=HOME)
-    if found is None and word.glob:  # ".env*" matches ".env": try the shortest match
-        found = match_sensitive(_GLOB_PARTS.sub("", path), home=HOME)
+    # a glob is judged by what it can match: ".e*" can match ".env", ".env.ex*" only templates
+    judge = match_sensitive_glob if word.glob else match_sensitive
+    found = judge(path, home=HOME)
     if found is None or found.rule in exempt:
         return None
     return Finding(
@@ -831,8 +858,6 @@ def _judge_read(
         f"token {_show(word.text)!r})",
     )
 
-
-_GLOB_PARTS = re.compile(r"[*?]|\[[^\]/]*\]")
 
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})

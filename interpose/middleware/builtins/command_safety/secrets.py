@@ -3,22 +3,36 @@
 Rules (the rule id leads the block reason):
 
 - ``sensitive-read``: a file operand of a reader (``cat``, ``head``, ``less``, ``base64``,
-  ``xxd``, ``strings``, ``grep`` (files, not the pattern), ``sed``, ``awk``, ``jq``,
-  ``cp``/``mv``/``scp``/``rsync``/``ln`` sources, ``tar``/``zip``/``gzip``/``gpg``,
-  ``openssl -in``, ``dd if=``, ``source``...), an input redirection, or a ``curl``/``wget``
-  upload (``-d @file``, ``-F x=@file``, ``-T``, ``--post-file``) naming a path that
-  :func:`.security_audit.match_sensitive` flags -- the same list the file-tool guard
-  uses.  ``source ~/.bashrc`` is allowed (loading a profile does not reveal it).
+  ``xxd``, ``od``, ``hexdump``, ``nl``, ``bat``, ``strings``, ``diff``/``cmp``/``vimdiff``,
+  ``zcat`` and friends, editors (``vim``, ``nano``, ``emacs``...), ``sqlite3`` (the
+  database), ``grep`` (files, not the pattern), ``sed``, ``awk``, ``jq``,
+  ``cp``/``mv``/``scp``/``rsync``/``ln`` sources, ``tar``/``zip``/``7z``/``gzip``/``gpg``,
+  ``dd if=``, ``source``...), an input redirection, a ``curl``/``wget`` upload
+  (``-d @file``, ``-F x=@file``, ``-T``, ``--post-file``) or ``curl file://`` URL, a
+  ``python -m`` module that prints or packs its files (``base64``, ``json.tool``,
+  ``zipfile``, ``tarfile``, ``gzip``...; ``http.server -d DIR`` serves one), ``git diff
+  --no-index``, naming a path that :func:`.security_audit.match_sensitive` flags -- the
+  same list the file-tool guard uses.  A glob is judged by the secret names it can
+  match (:func:`.security_audit.match_sensitive_glob`: ``cat .e*`` can match ``.env``;
+  ``cat .env.ex*`` and ``cat *.md`` cannot).  ``openssl`` is judged by subcommand: ``rsa``,
+  ``pkey``, ``ec``, ``pkcs8``, ``pkcs12``, ``enc``... print or convert their ``-in`` and are
+  readers of it; elsewhere the inputs are certificates (``x509 -in cert.pem``, ``req
+  -in``, ``verify -CAfile``) or keys the command only uses (``req -new -key server.key``,
+  ``dgst -sign``), so ``key-material`` does not apply there (the other secrets still
+  do).  ``gpg --export-secret-keys``.  ``source ~/.bashrc`` is allowed (loading a profile
+  does not reveal it), and so is ``ssh-keygen -y -f KEY`` (it prints the public half).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Finding, _Invocation, _set
+from ..shell import Word
+from .model import Finding, _derived, _Invocation, _opts, _parse_opts, _set
 from .operands import (
     _AWK,
     _CP,
+    _CURL,
     _GREP,
     _INSTALL,
     _JQ,
@@ -35,7 +49,6 @@ from .operands import (
     _copy_sources,
     _curl_uploads,
     _keyed,
-    _openssl_inputs,
     _operands,
     _option_values,
     _pattern_first,
@@ -53,9 +66,61 @@ class _Reader:
 
 _PLAIN_READERS = _set(
     "cat tac head tail less more most bat nl base64 base32 basenc xxd od hexdump hd strings "
-    "sort uniq cut paste diff cmp comm fold fmt rev column iconv view xclip xsel gzip bzip2 "
-    "xz zstd lz4 gpg split"
+    "sort uniq cut paste diff cmp comm fold fmt rev column iconv xclip xsel gzip bzip2 "
+    "xz zstd lz4 gpg split diff3 sdiff colordiff icdiff wdiff pr expand unexpand uuencode "
+    "zcat bzcat xzcat zstdcat lzcat lz4cat zless zmore zdiff zhead bzless xzless csplit "
+    "shuf look"
 )
+_PROFILES = frozenset({"shell-profile"})
+_EDITORS = {
+    **dict.fromkeys(_set("vi vim nvim vimdiff view"), _opts("cSuUiwWsTdqtr", long_arg="cmd")),
+    "emacs": _opts("lfLdt", long_arg="eval load funcall directory chdir"),
+    **dict.fromkeys(_set("nano pico"), _opts("TYrCoJsQ")),
+    **dict.fromkeys(_set("micro joe mcedit ne kak hx helix"), _opts()),
+}
+"""Editors and their options that take a value: opening a secret shows it (the file
+tools' guard refuses the same paths)."""
+_SQLITE_ARG = _set(
+    "-cmd -init -separator -newline -nullvalue -vfs -maxsize -lookaside -pagecache -mmap "
+    "-heap -escape"
+)
+
+
+def _sqlite_database(inv: _Invocation) -> list[Word]:
+    """``sqlite3 [options] FILE [SQL]``: the database file (options take one dash)."""
+    args = inv.args
+    i, n = 0, len(args)
+    while i < n and args[i].text.startswith("-"):
+        i += 2 if args[i].text.lstrip("-") in _SQLITE_NAMES else 1
+    return list(args[i : i + 1])
+
+
+_SQLITE_NAMES = frozenset(a.lstrip("-") for a in _SQLITE_ARG)
+
+
+def _file_url(text: str) -> Word | None:
+    """The path of a ``file:`` URL (``file:///p``, ``file://localhost/p``, ``file:p``)."""
+    if text[:5].lower() != "file:":
+        return None
+    rest = text[5:]
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        if host.startswith(("$", "~")):  # file://$HOME/x: the shell makes it file:///home/..
+            rest = host + "/" + path
+        elif host in ("", "localhost", "127.0.0.1"):
+            rest = "/" + path
+        else:
+            return None
+    return _derived(rest.split("?", 1)[0].split("#", 1)[0])
+
+
+def _curl_reads(inv: _Invocation) -> list[Word]:
+    """What ``curl`` reads from disk: uploads (``-d @f``, ``-T f``) and ``file://`` URLs."""
+    parsed = _parse_opts(inv.args, _CURL)
+    urls = [*parsed.operands, *(w for flag, w in parsed.values if flag == "--url")]
+    files = [path for url in urls if (path := _file_url(url.text)) is not None]
+    return _curl_uploads(inv) + files
+
 
 _READERS: dict[str, _Reader] = {
     **dict.fromkeys(_PLAIN_READERS, _Reader(_operands(_PLAIN))),
@@ -75,10 +140,12 @@ _READERS: dict[str, _Reader] = {
     "tar": _Reader(_tar_inputs),
     "zip": _Reader(_skip_operands(_ZIP, 1)),
     "7z": _Reader(_skip_operands(_PLAIN, 2)),
-    "openssl": _Reader(_openssl_inputs),
     "dd": _Reader(_keyed("if")),
-    "curl": _Reader(_curl_uploads),
+    "curl": _Reader(_curl_reads),
     "wget": _Reader(_option_values(_WGET, "--post-file", "--body-file")),
+    # an editor on a shell profile is judged as a write by the persistence rules
+    **{name: _Reader(_operands(spec), _PROFILES) for name, spec in _EDITORS.items()},
+    "sqlite3": _Reader(_sqlite_database),
     "source": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
     ".": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
 }
@@ -106,5 +173,107 @@ def _rule_gpg(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-RULES: dict[str, tuple[Rule, ...]] = {"gpg": (_rule_gpg,)}
+_OPENSSL_KEY_PRINTERS = _set("rsa pkey ec dsa pkcs8 pkcs12 enc base64 asn1parse storeutl")
+"""``openssl`` subcommands whose ``-in`` is printed or converted (a key shown in full)."""
+_OPENSSL_INPUTS = _set("in inkey key kfile signkey CAkey cert CAfile")
+_KEY_USED = frozenset({"key-material"})
+
+
+def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
+    """``openssl``: what each input option reads, judged by what the subcommand does
+    with it.  ``openssl rsa|pkey|pkcs12|enc ... -in key.pem`` prints or converts the key and
+    is judged as a read.  Elsewhere the input is a certificate (``x509 -in cert.pem``,
+    ``req -in csr.pem``, ``verify``) or a key the command *uses* without printing it
+    (``req -new -key server.key``, ``dgst -sign``, ``s_server -key``): a ``.pem``/``.key``
+    file there is allowed, while the other secrets (``~/.ssh/id_rsa``, ``.env``) are not."""
+    args = inv.args
+    sub = args[0].text if args else ""
+    for i in range(1, len(args) - 1):
+        option = args[i].text.lstrip("-")
+        if option not in _OPENSSL_INPUTS:
+            continue
+        shown = option == "kfile" or (option == "in" and sub in _OPENSSL_KEY_PRINTERS)
+        found = _judge_read(
+            run, args[i + 1], f"openssl {sub} -{option}", frozenset() if shown else _KEY_USED
+        )
+        if found is not None:
+            return found
+    return None
+
+
+_PYTHON_READING_MODULES = _set(
+    "base64 json.tool json zipfile tarfile gzip bz2 lzma quopri uu binascii tokenize ast dis "
+    "pickletools filecmp shlex"
+)
+"""``python -m`` modules whose command line prints or packs the files it is given."""
+
+
+def _rule_python_module(inv: _Invocation, run: _Run) -> Finding | None:
+    """``python -m base64 ~/.ssh/id_rsa``, ``python -m json.tool ~/.docker/config.json``,
+    ``python -m zipfile -c x.zip ~/.aws``, ``python -m http.server -d ~/.ssh``."""
+    args = inv.args
+    i, n = 0, len(args)
+    module = None
+    while i < n and module is None:
+        t = args[i].text
+        if not t.startswith("-") or t in ("-", "--") or t.startswith("--"):
+            if t.startswith("--"):
+                i += 1
+                continue
+            return None  # a script, or program text from stdin: not a module
+        for k in range(1, len(t)):
+            ch = t[k]
+            if ch == "c":
+                return None  # program text: judged by the interpreter rules
+            if ch in "mWXQ":
+                value = t[k + 1 :] or (args[i + 1].text if i + 1 < n else "")
+                if not t[k + 1 :]:
+                    i += 1
+                if ch == "m":
+                    module = value
+                break
+        i += 1
+    rest = args[i:]
+    if module == "http.server":
+        words = [
+            w for k, w in enumerate(rest) if k > 0 and rest[k - 1].text in ("-d", "--directory")
+        ] + [_derived(w.text.partition("=")[2]) for w in rest if w.text.startswith("--directory=")]
+    elif module in _PYTHON_READING_MODULES:
+        words = [w for w in rest if not w.text.startswith("-")]
+    else:
+        return None
+    for word in words:
+        found = _judge_read(run, word, f"python -m {module}")
+        if found is not None:
+            return found
+    return None
+
+
+_GIT_GLOBAL_ARG = _set("-C -c --git-dir --work-tree --namespace --config-env")
+
+
+def _rule_git_no_index(inv: _Invocation, run: _Run) -> Finding | None:
+    """``git diff --no-index a b`` compares (and prints) any two files on disk."""
+    args = inv.args
+    i, n = 0, len(args)
+    while i < n and args[i].text.startswith("-"):
+        i += 2 if args[i].text in _GIT_GLOBAL_ARG else 1
+    rest = [w.text for w in args[i + 1 :]]
+    if i >= n or args[i].text != "diff" or "--no-index" not in rest:
+        return None
+    for word in args[i + 1 :]:
+        if word.text.startswith("-"):
+            continue
+        found = _judge_read(run, word, "git diff --no-index")
+        if found is not None:
+            return found
+    return None
+
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "gpg": (_rule_gpg,),
+    "openssl": (_rule_openssl,),
+    "python": (_rule_python_module,),
+    "git": (_rule_git_no_index,),
+}
 GENERIC: tuple[Rule, ...] = (_rule_reads,)
