@@ -85,10 +85,9 @@ async def limits() -> None:
     print("what a string-level check cannot see")
     pipe = Pipeline()
     for command in (
-        'cp notes.txt "$DEST"',  # a variable set outside the command line
-        "ln -s / build && rm -rf build/",  # a symlink made, then followed
+        'rm -rf "$(cat dirs.txt)/cache"',  # a value from a file (only "cache" is known)
         "echo 'cat ~/.ssh/id_rsa' > x.sh && bash x.sh",  # a script written, then run
-        "python3 -c 'import pathlib; [p.unlink() for p in pathlib.Path.home().iterdir()]'",
+        "python3 -c 'import shutil, sys; shutil.rmtree(sys.argv[1])' /",  # a program's argv
     ):
         await check(pipe, "exec", command)
 

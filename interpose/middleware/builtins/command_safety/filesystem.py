@@ -6,6 +6,11 @@ Rules (the rule id leads the block reason):
   a system directory or its direct children, the working directory or its parents
   (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
+  A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
+  "$X"``, ``find "$(cmd)" -delete``, a loop value past the 16th) is refused *as unknown*
+  unless a known prefix or a literal directory name bounds it (``./build/$X``,
+  ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
+  (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).
   A plain (non-recursive) ``rm *`` in the working directory is allowed: it only removes
   files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.  The
   contents of ``/tmp``, ``/var/tmp`` and ``/dev/shm`` may be cleared.  ``find`` without a
@@ -25,7 +30,8 @@ Rules (the rule id leads the block reason):
   ``sshd_config``, and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment``;
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
   ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
-  A cron table installed with ``crontab`` is judged by its jobs (:mod:`.remote_exec`).
+  A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused
+  whatever its jobs (they run later, unseen); :mod:`.remote_exec` names a dangerous job.
   Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
   (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
   ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
@@ -306,10 +312,29 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
+_CRONTAB = _opts("uc", "help version")
+_CRONTAB_NO_INSTALL = frozenset({"-l", "-r", "-i", "-T", "-V", "--help", "--version", "-n"})
+
+
+def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _CRONTAB)
+    if parsed.has(*_CRONTAB_NO_INSTALL):
+        return None
+    source = parsed.operands[0].text if parsed.operands else "-" if not parsed.has("-e") else ""
+    what = "an edited table" if parsed.has("-e") else f"the table {_show(source)!r}"
+    return Finding(
+        "persistence",
+        source or "-e",
+        f"crontab installs {what} as the cron table: its jobs run later, outside the "
+        f"command judged here",
+    )
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
+    "crontab": (_rule_crontab,),
     **dict.fromkeys(
         ("tar", "bsdtar", "gtar", "unzip", "7z", "rsync", "cp", "patch"), (_rule_unpack,)
     ),

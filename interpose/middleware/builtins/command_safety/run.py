@@ -553,9 +553,9 @@ class _Run:
             value = "$HOME" + value[1:]
         if self.choices:
             self.choices.pop(name, None)
-        if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
+        if SUBST in value:
             self.vars.pop(name, None)
-        else:
+        else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"
             self.vars[name] = value
 
     def expand_text(self, text: str) -> str:
