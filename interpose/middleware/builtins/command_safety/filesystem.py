@@ -100,7 +100,7 @@ def _rule_rm(inv: _Invocation, run: _Run) -> Finding | None:
     parsed = _parse_opts(inv.args, _RM)
     recursive = parsed.has("--recursive")
     for word in parsed.operands:
-        hit = run.doomed(word, recursive=recursive)
+        hit = run.doomed(word, recursive=recursive, unknown=recursive)
         if hit is not None:
             return _destruction(_verb(inv, parsed), word, hit)
     return None
@@ -125,7 +125,7 @@ def _rule_find(inv: _Invocation, run: _Run) -> Finding | None:
     plan = _find_plan(inv.args)
     if plan.delete:
         for root, entry in zip(plan.candidates, plan.entries(), strict=False):
-            hit = run.doomed(entry, recursive=True)
+            hit = run.doomed(entry, recursive=True, unknown=True)
             if hit is not None:
                 return _destruction("find -delete", root, hit)
     for action, argv in plan.execs:

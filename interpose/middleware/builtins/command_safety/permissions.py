@@ -118,7 +118,7 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
         path = run.path(word)
         if not recursive and path in _TEMP_DIRS and _sticky(mode):
             continue  # /tmp is meant to be 1777
-        hit = run.doomed(word, recursive=True, cwd_counts=False)
+        hit = run.doomed(word, recursive=True, cwd_counts=False, unknown=recursive)
         if hit is not None:
             what = f"makes it {loose}" if loose else "rewrites permissions recursively"
             return Finding(
@@ -143,7 +143,7 @@ def _rule_chown(inv: _Invocation, run: _Run) -> Finding | None:
     recursive = parsed.has("--recursive")
     for word in targets:
         path = run.path(word)
-        hit = run.doomed(word, recursive=True, cwd_counts=False)
+        hit = run.doomed(word, recursive=True, cwd_counts=False, unknown=recursive)
         if hit is not None and (recursive or path == "/"):
             return Finding(
                 "permissions",

@@ -5,9 +5,11 @@ write or a read reaches (redirections included).
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
@@ -23,6 +25,7 @@ from ..shell import (
 )
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
+from .expansion import PARAM, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
@@ -41,9 +44,12 @@ from .model import (
     _glob_risk,
     _Invocation,
     _is_device,
+    _opts,
+    _parse_opts,
     _persistence,
     _show,
     _snippet,
+    _unknown_risk,
     _unwrap,
 )
 from .text import _LOCAL, _STREAM_NAMES, _command_output, _lines, _setup_code, _Stream, _stream
@@ -85,8 +91,11 @@ class _Run:
     """State of one analysis: variables, working directory, recursion depth."""
 
     __slots__ = (
+        "aliases",
         "allow",
         "budget",
+        "calls",
+        "choices",
         "cwd",
         "deny",
         "depth",
@@ -94,6 +103,7 @@ class _Run:
         "made",
         "mounts",
         "outputs",
+        "overflow",
         "paths",
         "table",
         "vars",
@@ -119,6 +129,11 @@ class _Run:
         self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
         self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
+        # control flow (see "values that vary"): created when first needed
+        self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
+        self.overflow: set[str] | None = None  # names whose values ran past _MAX_FANOUT
+        self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
+        self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -177,13 +192,25 @@ class _Run:
     def script(self, script: Script) -> Finding | None:
         feeds = _feeds(script)
         invs: list[_Invocation | None] = []
+        defined = {fn.name for fn in script.functions}
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
             if found is not None:
                 return found
+            if self.aliases and cmd.words:
+                cmd, found = self._alias(cmd)
+                if found is not None:
+                    return found
             upstream = [invs[i] for i in feeds.get(index, ())]
             prepared = self._prepare(cmd, upstream)
             invs.append(prepared[0] if prepared else None)
+            for inv in prepared:
+                if inv.name == "read":  # its input: a pipe, its own or the loop's redirect
+                    inv.stdin = tuple(upstream)
+                    inv.loop_input = _loop_input(script, index)
+                elif inv.name in defined and not inv.dynamic:
+                    self.calls = self.calls or {}
+                    self.calls.setdefault(inv.name, []).append([_tilde(w) for w in inv.args])
             if not prepared:
                 found = _check_redirects(cmd.redirects, self)
             for inv in prepared:
@@ -201,10 +228,103 @@ class _Run:
                 found = function_rule(fn)
                 if found is not None:
                     return found
-            found = self._inner(fn.body)
+            found = self._function_body(fn)
             if found is not None:
                 return found
         return None
+
+    def _function_body(self, fn: FunctionDef) -> Finding | None:
+        """Judge ``fn``'s body once per call seen in this script, with the call's
+        arguments as ``$1``, ``$@``...; never called here: with unknown arguments."""
+        calls: list[list[str] | None] = list((self.calls or {}).get(fn.name, ()))
+        if len(calls) > _MAX_FANOUT:
+            calls[_MAX_FANOUT:] = [None]
+        for args in calls or [None]:
+            with self.positional(args):
+                found = self._inner(fn.body)
+            if found is not None:
+                return found
+        return None
+
+    @contextmanager
+    def positional(self, args: Sequence[str] | None, zero: str | None = None) -> Iterator[None]:
+        """``$1``... ``$@`` are ``args`` (None: unknown), ``$0`` is ``zero``, inside the
+        block."""
+        saved = {name: self.vars.pop(name) for name in _POSITIONAL if name in self.vars}
+        choices = self.choices
+        if choices:
+            self.choices = {k: v for k, v in choices.items() if k not in _POSITIONAL}
+        if args is not None:
+            for k, arg in enumerate(args[:9], start=1):
+                self.vars[str(k)] = arg
+            self.vars["@"] = self.vars["*"] = " ".join(args)
+            self.vars["#"] = str(len(args))
+        if zero is not None:
+            self.vars["0"] = zero
+        try:
+            yield
+        finally:
+            for name in _POSITIONAL:
+                self.vars.pop(name, None)
+            self.vars.update(saved)
+            self.choices = choices
+
+    def bind(self, name: str, values: Sequence[str | None]) -> None:
+        """``name`` takes each of ``values`` in turn (a loop variable, lines ``read``
+        reads); None is a value the guard does not know.  Commands that use ``name`` are
+        judged once per value; past :data:`_MAX_FANOUT` values, once more with an
+        unknown value, so a dangerous verb is refused rather than the tail skipped."""
+        self.budget.step()
+        self.vars.pop(name, None)
+        if self.choices:
+            self.choices.pop(name, None)
+        distinct = tuple(dict.fromkeys(values))
+        if len(distinct) > _MAX_FANOUT:
+            distinct = (*distinct[:_MAX_FANOUT], None)
+            self.overflow = self.overflow or set()
+            self.overflow.add(name)
+        if len(distinct) == 1:
+            if distinct[0] is not None:
+                self.vars[name] = distinct[0]
+            return
+        self.choices = self.choices or {}
+        self.choices[name] = distinct
+
+    def define_alias(self, name: str, value: str) -> None:
+        self.aliases = self.aliases or {}
+        self.aliases[name] = value
+
+    def _alias(self, cmd: SimpleCommand) -> tuple[SimpleCommand, Finding | None]:
+        """Expand an alias in command position (``alias x='rm -rf'; x /``): judged as if
+        aliases were on (``shopt -s expand_aliases``, interactive shells, zsh)."""
+        assert self.aliases is not None
+        seen: set[str] = set()
+        while (
+            not cmd.words[0].quoted
+            and (name := cmd.words[0].text) in self.aliases
+            and name not in seen
+        ):
+            seen.add(name)
+            try:
+                body = parse_shell(self.aliases[name], self.budget)
+            except ShellLimitError as exc:
+                raise TooComplex.from_parse(exc) from None
+            except ShellSyntaxError:
+                break
+            last = body.commands[-1] if body.commands else None
+            if len(body.commands) > 1 or body.pipelines or body.functions:
+                found = self.nested(self.aliases[name], f"alias {name!r}")
+                if found is not None:
+                    return cmd, found
+            if last is None or not last.words:
+                break
+            cmd = replace(
+                cmd,
+                words=(*last.words, *cmd.words[1:]),
+                assignments=(*last.assignments, *cmd.assignments),
+                redirects=(*last.redirects, *cmd.redirects),
+            )
+        return cmd, None
 
     def _inner(self, script: Script) -> Finding | None:
         """Judge a script nested in the one being judged (a substitution, a body): one
@@ -229,6 +349,47 @@ class _Run:
         return None
 
     def _prepare(
+        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
+    ) -> list[_Invocation]:
+        if self.choices and cmd.words:
+            texts = " ".join(w.text for w in cmd.words)
+            names = [n for n in self.choices if "$" in texts and _uses(texts, n)]
+            if names:
+                return self._fan_out(cmd, upstream, names)
+        return self._prepare_one(cmd, upstream)
+
+    def _fan_out(
+        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None], names: list[str]
+    ) -> list[_Invocation]:
+        """One invocation per combination of the values of ``names`` (see :meth:`bind`),
+        at most :data:`_MAX_FANOUT`; then one with all of them unknown."""
+        assert self.choices is not None
+        combos = list(
+            itertools.islice(itertools.product(*(self.choices[n] for n in names)), _MAX_FANOUT + 1)
+        )
+        if len(combos) > _MAX_FANOUT:
+            combos[_MAX_FANOUT] = (None,) * len(names)
+            self.overflow = self.overflow or set()
+            self.overflow.update(names)
+        saved = {n: self.vars.get(n) for n in names}
+        out: list[_Invocation] = []
+        try:
+            for combo in combos:
+                for name, value in zip(names, combo, strict=True):
+                    if value is None:
+                        self.vars.pop(name, None)
+                    else:
+                        self.vars[name] = value
+                out += self._prepare_one(cmd, upstream)
+        finally:
+            for name, old in saved.items():
+                if old is None:
+                    self.vars.pop(name, None)
+                else:
+                    self.vars[name] = old
+        return out
+
+    def _prepare_one(
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
     ) -> list[_Invocation]:
         self.budget.step()
@@ -260,7 +421,9 @@ class _Run:
             values = [Word(SUBST)]
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
-        fanned = values[:_MAX_FANOUT]
+        fanned = values[: _MAX_FANOUT + 1]
+        if len(fanned) > _MAX_FANOUT:  # past the fan-out: judged as a value not known
+            fanned[_MAX_FANOUT] = Word(SUBST, quoted=True)
         self.budget.made_words(len(fanned) * (len(inv.args) + 1))
         return [_xargs_call(inv, marker, value) for value in fanned]
 
@@ -373,20 +536,34 @@ class _Run:
             value = spliced or value
         if value.startswith("~"):
             value = "$HOME" + value[1:]
+        if self.choices:
+            self.choices.pop(name, None)
         if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
             self.vars.pop(name, None)
         else:
             self.vars[name] = value
 
     def expand_text(self, text: str) -> str:
-        if "$" not in text or not self.vars:
+        """``text`` with the variables the guard knows expanded (``${X%...}``, defaults
+        and the other parameter expansions included; ``$PWD`` is the working
+        directory); unknown ones stay as written."""
+        if "$" not in text:
             return text
 
-        def sub(m: re.Match[str]) -> str:
-            name = m.group(1) or m.group(2)
-            return self.vars.get(name, m.group(0))
+        def lookup(name: str) -> str | None:
+            value = self.vars.get(name)
+            if value is None and name == "PWD":
+                return self.cwd or "."
+            if value is None and name == "HOME":
+                return HOME
+            return value
 
-        out = _VAR_REF.sub(sub, text)
+        def sub(m: re.Match[str]) -> str:
+            if m.group(3) == "HOME" or (m.group(1) == "HOME" and not m.group(2)):
+                return self.vars.get("HOME", m.group(0))  # resolve_path reads $HOME
+            return expand(m, lookup, self.expand_text)
+
+        out = PARAM.sub(sub, text)
         if out != text:  # x="$x$x" doubles its value each time: count what is made
             self.budget.made_text(len(out))
         return out
@@ -395,6 +572,9 @@ class _Run:
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
+            if word.text in ("$@", "${@}") and text != word.text:  # "$@": one word each
+                out.extend(replace(word, text=arg) for arg in text.split())
+                continue
             if (
                 word.subs
                 and not word.process  # <(...) is a file name, not the output
@@ -437,6 +617,9 @@ class _Run:
         return stream
 
     def _evaluate(self, script: Script) -> _Stream:
+        known = self._known_output(script)
+        if known is not None:
+            return _Stream((known.encode() + b"\n",))
         if not any(  # $(git describe), $(date +%s): local output, nothing to compute
             cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
         ):
@@ -490,10 +673,33 @@ class _Run:
             texts = [head + value + part for head in texts for value in values]
         return texts
 
+    def _known_output(self, script: Script) -> str | None:
+        """What ``$(pwd)`` and ``$(mktemp ...)`` print: the working directory, a new
+        name in the temporary directory (or in the template's directory)."""
+        if len(script.commands) != 1 or not script.commands[0].words:
+            return None
+        words = script.commands[0].words
+        name = _canon(words[0].text)
+        if name == "pwd":
+            return self.cwd or "."
+        if name != "mktemp":
+            return None
+        parsed = _parse_opts(words[1:], _MKTEMP)
+        template = parsed.operands[-1].text if parsed.operands else "tmp.XXXXXXXXXX"
+        where = parsed.value("--tmpdir", "-p")
+        if where is not None:
+            return where.text.rstrip("/") + "/" + template
+        if parsed.has("-t") or not parsed.operands:
+            return "/tmp/" + template
+        return template  # in the working directory, or where the template says
+
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
         if text.startswith("~") and not word.tilde:
             text = "./" + text  # a quoted '~' is a file literally named ~
+        elif text.startswith(("~+", "~-")) and text[2:3] in ("", "/"):
+            text = ("$PWD" if text[1] == "+" else "$OLDPWD") + text[2:]
+            text = self.expand_text(text)
         if self.paths is None:
             path = resolve_path(text, home=HOME)
         else:  # probing stand-ins: the same words, judged 14 times
@@ -521,10 +727,19 @@ class _Run:
             self.mounts, self.cwd = outer
 
     def doomed(
-        self, word: Word, *, recursive: bool, cwd_counts: bool = True
+        self, word: Word, *, recursive: bool, cwd_counts: bool = True, unknown: bool = False
     ) -> tuple[str, str] | None:
-        """(path, why) when removing ``word`` would destroy something critical."""
+        """(path, why) when removing ``word`` would destroy something critical; with
+        ``unknown``, also when the target is known only at run time in a way that could
+        reach something critical (see :func:`_unknown_risk`)."""
         path = self.path(word)
+        if unknown and (why := _unknown_risk(path)) is not None:
+            names = self.overflow and {m.group(1) or m.group(3) for m in PARAM.finditer(path)}
+            if names and names & (self.overflow or set()):
+                why += f": one of more than {_MAX_FANOUT} values, past what the guard follows"
+            elif SUBST in word.text or word.text == SUBST:
+                why += " (its value is not computed)"
+            return _display(path), why + "; refused as unknown"
         if word.glob:
             why = _glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
             if why is not None:
@@ -542,6 +757,32 @@ def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
             rest = path[len(target) :].lstrip("/")
             return posixpath.join(source, rest) if rest else source
     return path
+
+
+_POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
+_MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
+_INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
+
+
+def _tilde(word: Word) -> str:
+    """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
+    return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
+
+
+def _uses(text: str, name: str) -> bool:
+    """Whether ``text`` expands variable ``name`` (``$d``, ``${d}``, ``${d%/}``)."""
+    return any((m.group(1) or m.group(3)) == name for m in PARAM.finditer(text))
+
+
+def _loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
+    """The input redirections of the loop around command ``index`` (``while read f; do
+    ...; done <<< x``): the parser leaves them on a word-less command after the body."""
+    for cmd in script.commands[index + 1 :]:
+        if not cmd.words and not cmd.assignments:
+            inputs = tuple(r for r in cmd.redirects if r.op in _INPUT_OPS)
+            if inputs:
+                return inputs
+    return ()
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
@@ -660,7 +901,9 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
             values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
         elif inv.name == "find":
             values += _find_plan(inv.args).entries()
-    return values[: _MAX_FANOUT * 4]
+    if len(values) > _MAX_FANOUT * 4:  # past what the guard follows: one unknown value
+        values[_MAX_FANOUT * 4 :] = [Word(SUBST, quoted=True)]
+    return values
 
 
 _STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
