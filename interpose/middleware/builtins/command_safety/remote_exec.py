@@ -730,44 +730,6 @@ def _rule_parallel(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_DOCKER = _opts("Hlc", long_arg="context config host log-level tlscacert tlscert tlskey")
-_DOCKER_RUN = _opts(
-    "aevpwulmhcw",
-    "detach interactive tty rm privileged init publish-all read-only no-healthcheck "
-    "sig-proxy oom-kill-disable quiet disable-content-trust",
-    "attach env env-file publish volume workdir user label memory hostname cpu-shares name "
-    "network net entrypoint mount platform cpus restart add-host cap-add cap-drop device "
-    "gpus label-file link log-driver log-opt pull runtime security-opt shm-size tmpfs ulimit "
-    "volumes-from expose dns dns-search dns-option cidfile health-cmd health-interval "
-    "health-retries health-timeout health-start-period stop-signal stop-timeout cgroupns "
-    "ipc pid uts userns isolation group-add mac-address ip ip6 network-alias oom-score-adj "
-    "storage-opt sysctl blkio-weight cpu-period cpu-quota cpuset-cpus cpuset-mems "
-    "memory-reservation memory-swap memory-swappiness kernel-memory pids-limit domainname "
-    "detach-keys index cgroup-parent device-cgroup-rule annotation",
-    {"e": "env", "v": "volume", "w": "workdir", "u": "user", "p": "publish", "l": "label"},
-)
-
-
-def _rule_container_command(inv: _Invocation, run: _Run) -> Finding | None:
-    """The command of ``docker run IMAGE CMD``, ``docker exec CONTAINER CMD``,
-    ``docker compose exec|run SERVICE CMD``, ``kubectl exec|run|debug ... -- CMD``:
-    judged as a command line (a container often mounts the host's files)."""
-    args = inv.args
-    if inv.name == "kubectl":
-        k = next((k for k, w in enumerate(args) if w.text == "--"), -1)
-        subs = {w.text for w in args[: max(k, 0)]}
-        if k < 0 or not subs & {"exec", "run", "debug"}:
-            return None
-        return run.argv(args[k + 1 :], "kubectl command")
-    rest = _parse_opts(args, _DOCKER, stop_at_operand=True).operands
-    if rest and rest[0].text in ("compose", "container"):
-        rest = _parse_opts(rest[1:], _DOCKER_RUN, stop_at_operand=True).operands
-    if not rest or rest[0].text not in ("run", "exec"):
-        return None
-    operands = _parse_opts(rest[1:], _DOCKER_RUN, stop_at_operand=True).operands
-    return run.argv(operands[1:], f"{inv.shown} {rest[0].text} command") if operands else None
-
-
 _GIT_COMMAND_KEYS = frozenset(
     {
         "core.sshcommand",
@@ -949,9 +911,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "tmux": (_rule_tmux,),
     "screen": (_rule_screen,),
     "parallel": (_rule_parallel,),
-    "docker": (_rule_container_command,),
-    "kubectl": (_rule_container_command,),
-    "oc": (_rule_container_command,),
     "git": (_rule_git_commands,),
     "nc": (_rule_netcat,),
     "socat": (_rule_socat,),
