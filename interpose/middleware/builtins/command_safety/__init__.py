@@ -37,9 +37,9 @@ would run*, never on substrings of the text:
 
 Rules (the rule id leads the block reason), one module per family:
 
-- :mod:`.filesystem`: ``fs-destruction``, ``system-files``.
+- :mod:`.filesystem`: ``fs-destruction``, ``system-files``, ``persistence``.
 - :mod:`.disk`: ``disk``.
-- :mod:`.permissions`: ``permissions``.
+- :mod:`.permissions`: ``permissions``, ``accounts``.
 - :mod:`.remote_exec`: ``rce``, ``reverse-shell``, ``fork-bomb``, ``dynamic-code``.
 - :mod:`.git`: ``git-no-verify``.
 - :mod:`.containers`: ``docker-prune``; commands run inside a container (``docker
@@ -69,7 +69,9 @@ the trusted setup tools; substitutions in argument position of a ``-c`` script, 
 inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
 elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
-interpreter code beyond the simple patterns listed above; positional parameters handed
+interpreter code beyond the simple patterns listed above; writes by tools the tables do
+not list, and persistence files by paths not on the list; which block device is the
+system disk (every device but the pseudo-devices is precious); positional parameters handed
 to inline scripts (``find / -exec sh -c 'rm -rf "$1"' _ {} ;``); brace expansion
 (``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
 text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a

@@ -624,8 +624,10 @@ def _glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
     return None
 
 
-_UNKNOWN_PART = re.compile(
-    r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|" + SUBST + r"|\$\(\.\.\.\)"
+_UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `...`
+    r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|"
+    + SUBST
+    + r"|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`"
 )
 
 

@@ -739,7 +739,7 @@ class _Run:
                 why += f": one of more than {_MAX_FANOUT} values, past what the guard follows"
             elif SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
-            return _display(path), why + "; refused as unknown"
+            return _show(_display(path)), why + "; refused as unknown"
         if word.glob:
             why = _glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
             if why is not None:

@@ -129,7 +129,21 @@ def _rule_alias(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+def _rule_set(inv: _Invocation, run: _Run) -> Finding | None:
+    """``set -- A B``: the positional parameters become A, B."""
+    texts = [w.text for w in inv.args]
+    if "--" not in texts:
+        return None
+    args = texts[texts.index("--") + 1 :]
+    for k in range(1, 10):
+        run.bind(str(k), [args[k - 1] if k <= len(args) else ""])
+    run.bind("@", [" ".join(args)])
+    run.bind("*", [" ".join(args)])
+    return None
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
+    "set": (_rule_set,),
     "for": (_rule_for,),
     "select": (_rule_for,),
     "read": (_rule_read,),
