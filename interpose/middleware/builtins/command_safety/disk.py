@@ -70,7 +70,7 @@ def _device_operands(inv: _Invocation, run: _Run) -> list[tuple[Word, str]]:
 
 def _unknown(run: _Run, word: Word) -> bool:
     """Whether ``word`` names a path only run time knows (``$DEV``, ``$(pick-disk)``)."""
-    if "$" not in word.text and SUBST not in word.text:
+    if run.probing or ("$" not in word.text and SUBST not in word.text):
         return False
     path = run.path(word)
     return "$" in path or SUBST in path

@@ -225,7 +225,7 @@ def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
         return None
     for word in targets:
         path = run.path(word)
-        if bit == "setuid" and ("$" in path or SUBST in path):
+        if bit == "setuid" and not run.probing and ("$" in path or SUBST in path):
             return Finding(
                 "permissions",
                 word.text,

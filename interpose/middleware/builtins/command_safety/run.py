@@ -135,6 +135,13 @@ class _Run:
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
 
+    @property
+    def probing(self) -> bool:
+        """Whether a command named at run time is being judged as a stand-in (``$X -rf /``
+        as ``rm``): rules that refuse an *unknown target* must not fire then, or every
+        ``"$PYTHON" -m venv "$DIR"`` would be refused as ``mkfs $DIR``."""
+        return self.paths is not None
+
     # -- entry points -----------------------------------------------------------------------
 
     def source(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
