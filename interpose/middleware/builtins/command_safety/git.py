@@ -24,13 +24,15 @@ Rules (the rule id leads the block reason):
     skipped: pre-commit's and overcommit's ``SKIP=<hook>``, lefthook's
     ``LEFTHOOK_EXCLUDE=<hook>`` -- skipping the one check that fails is the same bypass
     as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed;
+  - the hook manager told to remove its hooks (``pre-commit uninstall``, ``npx husky
+    uninstall``, ``lefthook uninstall``, ``overcommit --uninstall``);
   - the installed hooks themselves disabled: ``rm``/``unlink``/``mv``/``truncate`` of
     ``.git/hooks/<hook>`` (or the whole directory), ``chmod -x`` (any mode without the
     owner's execute bit), ``cp``/``ln -s`` of ``/dev/null`` or ``true`` over a hook, and
-    ``echo 'exit 0' > .git/hooks/pre-commit``.  ``.git/hooks`` is not versioned, so
-    nobody reviews the change; ``*.sample`` files are not hooks.  Files of ``.husky/``
-    and other versioned hook directories are ordinary project files: their changes show
-    in the diff.
+    ``echo 'exit 0' > .git/hooks/pre-commit`` (or ``cat /dev/null >``).  ``.git/hooks``
+    is not versioned, so nobody reviews the change; ``*.sample`` files are not hooks.
+    Files of ``.husky/`` and other versioned hook directories are ordinary project
+    files: their changes show in the diff.
 
   Not seen: an alias defined in one command and used in a later one (``git config
   alias.ci commit`` then ``git ci -n``), and hooks that a hook manager's own config file
@@ -313,6 +315,28 @@ def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+_HOOK_MANAGERS = _set("pre-commit lefthook husky overcommit")
+_PACKAGE_RUNNERS = _set("npx pnpx bunx")
+
+
+def _rule_uninstall(inv: _Invocation, run: _Run) -> Finding | None:
+    """``pre-commit uninstall``, ``npx husky uninstall``, ``overcommit --uninstall``: the
+    hook manager removes the hooks it installed."""
+    words = [w.text for w in inv.args if not w.text.startswith("-") or w.text == "--uninstall"]
+    name = inv.name
+    if name in _PACKAGE_RUNNERS:
+        if not words or words[0] not in _HOOK_MANAGERS:
+            return None
+        name, words = words[0], words[1:]
+    if not words or words[0] not in ("uninstall", "--uninstall"):
+        return None
+    return Finding(
+        "git-no-verify",
+        f"{name} {words[0]}",
+        f"{name} {words[0]} removes the repository's hooks: later commits skip them",
+    )
+
+
 # -- the installed hooks -------------------------------------------------------------------
 
 _HOOK_FILE = re.compile(r"(?:^|/)\.git/hooks(?:/?$|/(?![^/]*\.sample$)[^/]+$)")
@@ -406,6 +430,8 @@ def _rule_no_op_hook(inv: _Invocation, run: _Run) -> Finding | None:
         text = text.replace("\\n", "\n")
     if inv.name in ("echo", "printf") and not _NO_OP_TEXT.fullmatch(text):
         return None
+    if inv.name == "cat" and (not inv.args or any(w.text not in _NO_OP for w in inv.args)):
+        return None  # "cat > hook <<EOF" writes a hook; only "cat /dev/null > hook" empties one
     word = _hook(run, writes)
     return None if word is None else _disabled(inv, word, "writes a hook that does nothing into")
 
@@ -420,5 +446,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "cp": (_rule_replace,),
     "ln": (_rule_replace,),
     "chmod": (_rule_chmod,),
-    **dict.fromkeys((":", "true", "echo", "printf"), (_rule_no_op_hook,)),
+    **dict.fromkeys((":", "true", "echo", "printf", "cat"), (_rule_no_op_hook,)),
+    **dict.fromkeys(_HOOK_MANAGERS | _PACKAGE_RUNNERS, (_rule_uninstall,)),
 }
