@@ -23,7 +23,9 @@ Rules (the rule id leads the block reason):
     ``env``, or exported earlier on the line; ``export HUSKY=0`` alone too), and named hooks
     skipped: pre-commit's and overcommit's ``SKIP=<hook>``, lefthook's
     ``LEFTHOOK_EXCLUDE=<hook>`` -- skipping the one check that fails is the same bypass
-    as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed;
+    as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed,
+    and so is ``PRE_COMMIT_ALLOW_NO_CONFIG=1`` (it only lets a commit through where no
+    hooks are configured);
   - the hook manager told to remove its hooks (``pre-commit uninstall``, ``npx husky
     uninstall``, ``lefthook uninstall``, ``overcommit --uninstall``);
   - the installed hooks themselves disabled: ``rm``/``unlink``/``mv``/``truncate`` of
