@@ -6,7 +6,7 @@ Rules (the rule id leads the block reason):
   hooks running:
 
   - ``--no-verify`` (or an unambiguous abbreviation) on ``commit``, ``push``, ``merge``,
-    ``pull``, ``rebase``, ``am``; ``commit -n`` including combined flags (``-anm msg``)
+    ``pull``, ``rebase``, ``am``, ``cherry-pick``, ``revert``; ``commit -n`` including combined flags (``-anm msg``)
     but not ``-n`` inside an option value;
   - ``core.hooksPath`` pointed outside the repository (``/dev/null``, an absolute or home
     path, a variable, ``..``, empty) by ``git -c``, ``--config-env``, the environment
@@ -37,8 +37,9 @@ Rules (the rule id leads the block reason):
     files: their changes show in the diff.
 
   Not seen: an alias defined in one command and used in a later one (``git config
-  alias.ci commit`` then ``git ci -n``), and hooks that a hook manager's own config file
-  disables.
+  alias.ci commit`` then ``git ci -n``), hooks that a hook manager's own config file
+  disables, and configuration files named by ``GIT_CONFIG_GLOBAL``/``GIT_CONFIG_SYSTEM``
+  or ``include.path`` (their contents are not on the command line).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ from .run import Rule, _Run
 _GIT_GLOBAL_ARG = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
 )
-_GIT_NO_VERIFY_COMMANDS = frozenset({"commit", "push", "merge", "pull", "rebase", "am"})
+_GIT_NO_VERIFY_COMMANDS = frozenset(
+    {"commit", "push", "merge", "pull", "rebase", "am", "cherry-pick", "revert"}
+)
 _GIT_SHORT_ARG = {
     "commit": "mFCct",
     "push": "o",
@@ -212,8 +215,11 @@ def _config_setting(args: Sequence[Word]) -> tuple[str, str] | None:
         parsed = subcommand
     elif parsed.operands and parsed.operands[0].text in _CONFIG_SUBCOMMANDS:
         return None
-    if parsed.has(*_CONFIG_NOT_SET) or len(parsed.operands) < 2:
+    if parsed.has(*_CONFIG_NOT_SET) or not parsed.operands:
         return None
+    if len(parsed.operands) == 1:  # "key=value": git refuses the key, but judge the intent
+        key, eq, value = parsed.operands[0].text.partition("=")
+        return (key, value) if eq else None
     return parsed.operands[0].text, parsed.operands[1].text
 
 
