@@ -6,8 +6,8 @@ Rules (the rule id leads the block reason):
   hooks running:
 
   - ``--no-verify`` (or an unambiguous abbreviation) on ``commit``, ``push``, ``merge``,
-    ``pull``, ``rebase``, ``am``, ``cherry-pick``, ``revert``; ``commit -n`` including combined flags (``-anm msg``)
-    but not ``-n`` inside an option value;
+    ``pull``, ``rebase``, ``am``, ``cherry-pick``, ``revert``; ``commit -n`` including
+    combined flags (``-anm msg``) but not ``-n`` inside an option value;
   - ``core.hooksPath`` pointed outside the repository (``/dev/null``, an absolute or home
     path, a variable, ``..``, empty) by ``git -c``, ``--config-env``, the environment
     (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_<n>``/``GIT_CONFIG_VALUE_<n>``,
