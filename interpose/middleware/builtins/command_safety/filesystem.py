@@ -163,6 +163,9 @@ _WRITERS: dict[str, Extract] = {
     "wget": _option_values(_WGET, "--output-document"),
     "patch": lambda inv: _patch_targets(inv),
     "scrub": _operands(_opts("pbsTX")),
+    "srm": _operands(_opts()),
+    "wipe": _operands(_opts("cClSxXRkp")),
+    "sswap": _operands(_opts()),
     **dict.fromkeys(
         ("vim", "vi", "nvim", "gvim", "vim.basic", "vim.tiny", "ex"),
         _editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
@@ -332,6 +335,8 @@ def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
+    # secure deleters take rm's options and leave nothing to recover
+    **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
     "crontab": (_rule_crontab,),

@@ -220,6 +220,41 @@ def _under_system_dir(path: str) -> bool:
     return top in _SYSTEM_DIRS or path.startswith(tuple(d + "/" for d in _TEMP_DIRS))
 
 
+_HASH_FILES = re.compile(r"^(?:/private)?/etc/(?:shadow|gshadow|master\.passwd)-?$")
+
+
+def _others_read(mode: str) -> bool:
+    """Whether ``mode`` lets every user read the file (``644``, ``o+r``, ``a+r``, ``+r``)."""
+    if _OCTAL_MODE.fullmatch(mode):
+        return bool(int(mode, 8) & 0o004)
+    for clause in mode.split(","):
+        m = _SYMBOLIC_CLAUSE.fullmatch(clause)
+        if m is None:
+            continue
+        who = m.group(1)
+        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", m.group(2)):
+            if op in "+=" and "r" in perms and (not who or "o" in who or "a" in who):
+                return True
+    return False
+
+
+def _rule_hash_exposed(inv: _Invocation, run: _Run) -> Finding | None:
+    """``chmod 644 /etc/shadow``: the password hashes become readable by every user."""
+    mode, targets = _chmod_mode(inv)
+    if mode is None or not _others_read(mode):
+        return None
+    for word in targets:
+        path = run.path(word)
+        if _HASH_FILES.match(path.lower()):
+            return Finding(
+                "permissions",
+                word.text,
+                f"chmod {mode} makes {path!r} readable by every user: it holds the password "
+                f"hashes (token {_show(word.text)!r})",
+            )
+    return None
+
+
 def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
     mode, targets = _chmod_mode(inv)
     return _judge_setid(run, mode, targets, "chmod")
@@ -358,6 +393,12 @@ def _rule_useradd(inv: _Invocation, run: _Run) -> Finding | None:
             )
     if parsed.has("--non-unique"):
         return _accounts("-o", f"{verb} -o reuses another account's uid (a second root)")
+    password = parsed.value("-p", "--password")
+    if password is not None:
+        login = parsed.operands[-1].text if parsed.operands else ""
+        if not password.text.strip("'\"") or login == "root":
+            what = "an empty password" if not password.text.strip("'\"") else "root's password"
+            return _accounts(password.text or "''", f"{verb} -p sets {what} on {login!r}")
     return None
 
 
@@ -453,8 +494,25 @@ def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
     return _accounts(inv.shown, f"{inv.shown} opens {what} for editing (command {inv.snippet()!r})")
 
 
+_MAC_ADMIN = re.compile(r"^(?:admin|wheel|/groups/admin|/groups/wheel)$", re.IGNORECASE)
+
+
+def _rule_mac_accounts(inv: _Invocation, run: _Run) -> Finding | None:
+    """macOS: ``dseditgroup -o edit -a USER admin``, ``dscl . -append /Groups/admin
+    GroupMembership USER``, ``sysadminctl -addUser x -admin``."""
+    texts = [w.text for w in inv.args]
+    adds = {"-a", "-append", "-create", "-merge", "-addUser"} & set(texts)
+    admin = any(_MAC_ADMIN.match(t) for t in texts) or "-admin" in texts
+    if adds and admin:
+        return _accounts(
+            inv.shown, f"{inv.shown} adds an account to the admin group (command {inv.snippet()!r})"
+        )
+    return None
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    "chmod": (_rule_setid, _rule_chmod),
+    **dict.fromkeys(("dseditgroup", "dscl", "sysadminctl"), (_rule_mac_accounts,)),
+    "chmod": (_rule_setid, _rule_hash_exposed, _rule_chmod),
     "setcap": (_rule_setcap,),
     "install": (_rule_install_setid,),
     "useradd": (_rule_useradd,),
