@@ -75,6 +75,7 @@ from .operands import (
     _WGET,
     Extract,
     _copy_targets,
+    _download_into,
     _editor,
     _in_place,
     _keyed,
@@ -159,8 +160,13 @@ _WRITERS: dict[str, Extract] = {
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
-    "curl": _option_values(_CURL, "--output"),
-    "wget": _option_values(_WGET, "--output-document"),
+    "curl": lambda inv: (
+        _option_values(_CURL, "--output")(inv) + _download_into(_CURL, "--output-dir")(inv)
+    ),
+    "wget": lambda inv: (
+        _option_values(_WGET, "--output-document")(inv)
+        + _download_into(_WGET, "--directory-prefix")(inv)
+    ),
     "patch": lambda inv: _patch_targets(inv),
     "scrub": _operands(_opts("pbsTX")),
     "srm": _operands(_opts()),

@@ -178,10 +178,15 @@ _RUNS_ANYTHING = (
 """Programs that a setuid bit turns into a root shell or a root read/write of any file."""
 
 
+_LONG_OCTAL = re.compile(r"0*([0-7]{1,4})")
+
+
 def _setid(mode: str) -> str | None:
     """``"setuid"``/``"setgid"`` when ``mode`` sets that bit (setuid wins)."""
-    if _OCTAL_MODE.fullmatch(mode):
-        high = int(mode, 8) >> 9 if len(mode) == 4 else 0
+    octal = _LONG_OCTAL.fullmatch(mode)  # 4755, 04755, 004755
+    if octal is not None:
+        digits = octal.group(1)
+        high = int(digits, 8) >> 9 if len(digits) == 4 else 0
         return "setuid" if high & 4 else "setgid" if high & 2 else None
     found = None
     for clause in mode.split(","):
@@ -197,8 +202,13 @@ def _setid(mode: str) -> str | None:
     return found
 
 
+_SETUID_PROGRAMS = _set("sudo su passwd pkexec mount umount newgrp chsh chfn gpasswd doas")
+"""Programs installed setuid root: ``chmod --reference=/usr/bin/sudo x`` copies that bit."""
+
+
 def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
-    """The mode ``chmod`` sets (None with ``--reference``) and its targets."""
+    """The mode ``chmod`` sets (``--reference`` to a setuid program: ``u+s``; to another
+    file: None) and its targets."""
     mode: str | None = None
     rest: list[Word] = []
     for word in inv.args:
@@ -210,6 +220,9 @@ def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
     targets = parsed.operands
     if mode is None and not parsed.has("--reference") and targets:
         mode, targets = targets[0].text, targets[1:]
+    reference = parsed.value("--reference")
+    if reference is not None and _canon(reference.text) in _SETUID_PROGRAMS:
+        mode = "u+s"
     return mode, targets
 
 
@@ -483,9 +496,12 @@ def _rule_userdel(inv: _Invocation, run: _Run) -> Finding | None:
 
 
 def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
-    texts = {w.text for w in inv.args}
-    if texts & {"-c", "--check", "-h", "--help", "-V", "--version"}:
-        return None
+    for word in inv.args:  # -c/--check only checks (also bundled: visudo -cf FILE)
+        t = word.text
+        if t in ("--check", "--help", "--version") or (
+            len(t) > 1 and t[0] == "-" and t[1] != "-" and set(t[1:]) & set("chV")
+        ):
+            return None
     what = {
         "visudo": "the sudoers policy",
         "vipw": "the password database",
