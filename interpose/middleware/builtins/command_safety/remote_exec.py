@@ -253,7 +253,8 @@ _FORK_CODE = re.compile(
 )
 _SHELL_CALL = re.compile(
     r"(?:os\.system|os\.popen|subprocess\.\w+|\bsystem|\bexec|shell_exec|passthru|popen"
-    r"|execSync|spawnSync|os\.execute|io\.popen|\bexecute)\s*\(\s*(['\"])((?:(?!\1)[^\\]|\\.)*)\1"
+    r"|execSync|spawnSync|os\.execute|io\.popen|\bexecute)"
+    r"(?:\s*\(\s*|\s+)(['\"])((?:(?!\1)[^\\]|\\.)*)\1"  # perl: system "cmd"
 )
 _BACKTICK_CODE = re.compile(r"`([^`]+)`")
 _QX_CODE = re.compile(
