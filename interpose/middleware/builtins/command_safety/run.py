@@ -590,6 +590,12 @@ class _Run:
             if word.text in ("$@", "${@}") and text != word.text:  # "$@": one word each
                 out.extend(replace(word, text=arg) for arg in text.split())
                 continue
+            if text == SUBST and len(word.subs) == 1 and not word.process:
+                listed = self.listed(word.subs[0])  # $(find . -name x): the paths found
+                if listed is not None:
+                    self.budget.made_words(len(listed))
+                    out.extend(listed)
+                    continue
             if (
                 word.subs
                 and not word.process  # <(...) is a file name, not the output
@@ -608,6 +614,19 @@ class _Run:
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
         return out
+
+    def listed(self, script: Script) -> list[Word] | None:
+        """The paths ``script`` prints when it is a ``find`` (filtered by ``grep``,
+        ``sort``, ``head``...): what ``{}`` would stand for; None for other scripts."""
+        if script.functions or not script.commands or len(script.pipelines) > 1:
+            return None
+        first = script.commands[0].words
+        if not first or _canon(first[0].text) != "find":
+            return None
+        others = script.commands[1:]
+        if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
+            return None
+        return _find_plan(self._expand(first[1:])).entries() or None
 
     # -- program text computed at run time ---------------------------------------------------
 
@@ -765,6 +784,8 @@ class _Run:
         return None if why is None else (_display(path), why)
 
 
+_FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
+"""Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
 _MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
 _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..shell import SUBST, Redirect
 from .expansion import PARAM
-from .model import _ASSIGNMENT, HOME, Finding, _Invocation, _opts, _parse_opts
+from .model import _ASSIGNMENT, HOME, Finding, _find_plan, _Invocation, _opts, _parse_opts
 from .run import Rule, _Run, _tilde
 from .text import _stream
 
@@ -77,7 +77,8 @@ def _fed_text(run: _Run, redirects: tuple[Redirect, ...]) -> list[str | None] | 
             body = r.heredoc.text
             return [None if r.heredoc.subs or ("$" in body and PARAM.search(body)) else body]
         if r.op == "<":
-            return [None]
+            listed = run.listed(r.target.subs[0]) if r.target.process else None
+            return [None] if listed is None else ["\n".join(w.text for w in listed)]
     return None
 
 
@@ -89,6 +90,9 @@ def _read_input(run: _Run, inv: _Invocation) -> list[str | None]:
         stream = _stream([list(inv.stdin)])
         if stream.complete:
             return [r.decode("utf-8", "replace") for r in stream.readings]
+        found = [up for up in inv.stdin if up is not None and up.name == "find"]
+        if found and len(found) == len([up for up in inv.stdin if up is not None]):
+            return ["\n".join(w.text for f in found for w in _find_plan(f.args).entries())]
         return [None]
     return _fed_text(run, inv.loop_input) or [None]
 
