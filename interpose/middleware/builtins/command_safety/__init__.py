@@ -13,16 +13,31 @@ would run*, never on substrings of the text:
 2. Each simple command is *unwrapped*: leading ``VAR=value``, ``sudo``/``doas``/``env``
    (with their options and assignments, ``env -S`` split), ``command``, ``builtin``,
    ``exec``, ``nohup``, ``time``, ``nice``, ``timeout``, ``stdbuf``, ``ionice``,
-   ``setsid``, ``busybox`` and ``xargs`` are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``setsid``, ``busybox``, ``xargs`` and the programs that run their arguments as a
+   command (``systemd-run``, ``unshare``, ``nsenter``, ``strace``, ``ltrace``,
+   ``gdb --args``, ``taskset``, ``chrt``, ``setpriv``, ``firejail``, ``bwrap``...: the
+   ``_WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
-   (``D=/; rm -rf $D``), ``cd`` (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'``
-   strings and quote splicing (``r''m``, ``"r"m``) are followed.
-3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``,
-   ``sh -c``, ``eval``, ``su -c``, ``watch``, ``ssh host '...'``, ``flock -c``,
+   (``D=/; rm -rf $D``) with their parameter expansions (``${X:-/}``, ``${D%/x}``...,
+   :mod:`.expansion`), ``$PWD``/``$(pwd)``/``~+``, ``$(mktemp)``, ``cd``
+   (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'`` strings and quote splicing
+   (``r''m``, ``"r"m``) are followed, and so are values that vary (:mod:`.state`): loop
+   variables, ``read`` from literal text or a pipe, function arguments per call,
+   ``set --``, aliases -- each value judged in turn, up to 16, the rest one unknown
+   value.
+3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``
+   (with its positional parameters), ``sh -c``, ``eval``, ``su -c``, ``sg``, ``watch``,
+   ``ssh host '...'``, ``flock -c``, ``script -c``, ``tmux``, ``screen``, ``parallel``,
+   ``at``/``batch``/``crontab`` job text, command options and variables (``git -c
+   core.sshCommand=``, ``tar --to-command``, ``rsync -e``, ``ssh -o ProxyCommand=``,
+   ``vim -c '!...'``, ``sqlite3 .shell``, ``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``),
+   ``>(sh)`` sinks,
    ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
    paths produced by an upstream ``find``/``echo``), here-documents and here-strings fed
-   to a shell, ``system("...")``-style calls inside ``python -c``/``perl -e``/``awk``
-   programs, and program text the guard can compute: the output of ``echo``, ``printf``
+   to a shell, ``system("...")``-style calls, argument lists and delete calls
+   (``shutil.rmtree``, ``fs.rmSync``, ``FileUtils.rm_rf``: :mod:`.interpreters`) inside
+   ``python -c``/``perl -e``/``node -e``/``ruby -e``/``awk`` programs, and program text
+   the guard can compute: the output of ``echo``, ``printf``
    (escapes and formats as bash, dash and zsh read them), ``yes`` and here-documents,
    through ``base64``/``base32``/``openssl base64`` decoding, ``xxd -r -p``, ``rev``,
    ``tac``, ``tr`` and ``gunzip``-style decompression, whether it is piped into a shell or
@@ -62,17 +77,20 @@ name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl
 
 Known limits -- what a check of the command text cannot see: symlinks and bind mounts
 (``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
-values of variables set outside the command line or computed at run time, where they are
-arguments (``rm -rf "$DIR"``; as a command name see ``dynamic-code``); the output of
+values of variables set outside the command line or computed at run time (a recursive
+delete of such a target is refused as unknown unless a known prefix or directory name
+bounds it: :func:`.model._unknown_risk`; as a command name see ``dynamic-code``); the
+output of
 local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
 the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
 inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
-elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
+elsewhere, functions calling functions, arithmetic; the contents of scripts and programs
+on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
 interpreter code beyond the simple patterns listed above; writes by tools the tables do
 not list, and persistence files by paths not on the list; which block device is the
-system disk (every device but the pseudo-devices is precious); positional parameters handed
-to inline scripts (``find / -exec sh -c 'rm -rf "$1"' _ {} ;``); brace expansion
+system disk (every device but the pseudo-devices is precious); programs' own config files
+(``~/.ssh/config`` ``ProxyCommand``, ``.vimrc``); brace expansion
 (``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
 text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a
 seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a

@@ -631,16 +631,20 @@ _UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `.
 )
 
 
+_SYSTEM_NAMES = _SYSTEM_DIRS | _HOME_ROOTS
+
+
 def _unknown_risk(path: str) -> str | None:
     """What a recursive delete of ``path`` could reach when part of it is known only at
     run time (``$X``, ``$(cmd)``): None when the known part bounds it.
 
     Each unknown part is read as ``*`` (any text, the empty text included).  A path that
     *starts* unknown (``$X``, ``"$(cmd)"``, ``$X/*``) could be anything and is refused,
-    unless it ends in a literal name that is no system directory (``$BUILD/out``,
-    ``$(git rev-parse --show-toplevel)/dist``: whatever ``X`` is, only a directory named
-    ``out`` goes).  A known prefix decides the rest: ``./build/$X``, ``node_modules/$P``,
-    ``/tmp/$X`` stay below it and pass; ``/$X`` and ``$HOME/$X`` can be ``/etc`` or the
+    unless a literal directory name follows and the last name is no system directory
+    (``$BUILD/out``, ``$ROOT/build/*.pyc``, ``$(git rev-parse --show-toplevel)/dist``:
+    whatever the unknown part is, only what is in or named ``out``/``build`` goes).  A
+    known prefix decides the rest: ``./build/$X``, ``node_modules/$P``, ``/tmp/$X`` stay
+    below it and pass; ``/$X`` and ``$HOME/$X`` can be ``/etc`` or the
     home directory itself and are refused.
     """
     if "$" not in path and SUBST not in path:
@@ -649,13 +653,10 @@ def _unknown_risk(path: str) -> str | None:
     if pattern == path:  # a lone "$" is a literal dollar sign
         return None
     if pattern.startswith("*"):
-        last = pattern.rstrip("/").rsplit("/", 1)[-1]
-        if (
-            "/" in pattern.rstrip("/")
-            and last not in ("", ".", "..")
-            and not (_GLOB_CHARS.search(last) or last.lower() in _SYSTEM_DIRS | _HOME_ROOTS)
-        ):
-            return None
+        parts = pattern.rstrip("/").split("/")[1:]
+        named = any(p not in ("", ".", "..") and not _GLOB_CHARS.search(p) for p in parts)
+        if named and parts[-1] not in (".", "..") and parts[-1].lower() not in _SYSTEM_NAMES:
+            return None  # below a literal name: $ROOT/build/*.pyc, $X/out
         return "a target known only at run time"
     risk = _glob_risk(pattern, recursive=True, cwd_counts=True)
     return None if risk is None else f"a target known only at run time ({risk})"

@@ -4,7 +4,9 @@ Rules (the rule id leads the block reason):
 
 - ``permissions``: world-writable or all-clearing modes (``777``, ``666``, ``000``,
   ``a+rwx``, ``o+w``) on critical paths, system files or credentials; any recursive
-  ``chmod``/``chown``/``chgrp`` of a critical path; ``chown`` of ``/`` or auth files;
+  ``chmod``/``chown``/``chgrp`` of a critical path, or of a target known only at run
+  time that no known prefix bounds (``chmod -R 777 "$DIR"``, refused as unknown);
+  ``chown`` of ``/`` or auth files;
   the setuid bit (``u+s``, ``+s``, ``4755``) on a shell, an interpreter, a program that
   runs commands or reads any file (``find``, ``vim``, ``env``, ``tar``...) or any file
   under a system directory, and the setgid bit on shells and interpreters (``g+s`` on a

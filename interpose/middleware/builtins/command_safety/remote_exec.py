@@ -39,6 +39,25 @@ Rules (the rule id leads the block reason):
   :data:`_STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
   of them would be refused with those arguments; one that runs the words of a download
   (``$(curl ...)``, ``X=$(curl ...); $X``, rule ``rce``) or of a decoder is refused.
+
+Programs that run a command or a shell string hand it to the shared analysis, so the
+rule that fires is the inner command's (``tmux new -d 'rm -rf /'`` is ``fs-destruction``):
+``su``/``runuser -c``, ``sg``, ``ssh host CMD`` and ``ssh``/``scp -o ProxyCommand=``,
+``watch``, ``flock``, ``script -c``, ``tmux`` (``-c``, ``new-session``, ``new-window``,
+``split-window``, ``respawn-*``, ``run-shell``, ``display-popup``, ``if-shell``, and the
+keys of ``send-keys`` as typed text), ``screen`` (its command, ``-X stuff``, ``-X
+exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; past 16, an unknown
+value), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
+schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command``/
+``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
+``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
+``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``git -c`` settings
+whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
+``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
+(``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
+set on the command or earlier in the line), and ``>(sh)`` process substitutions a
+command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``).  ``sh -c SCRIPT NAME
+ARGS`` gives the script its positional parameters.
 """
 
 from __future__ import annotations

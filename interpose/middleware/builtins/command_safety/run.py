@@ -128,12 +128,12 @@ class _Run:
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
         self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
-        self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
         self.overflow: set[str] | None = None  # names whose values ran past _MAX_FANOUT
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
+        self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
 
     @property
     def probing(self) -> bool:
@@ -545,9 +545,9 @@ class _Run:
             value = "$HOME" + value[1:]
         if self.choices:
             self.choices.pop(name, None)
-        if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
+        if SUBST in value:
             self.vars.pop(name, None)
-        else:
+        else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"
             self.vars[name] = value
 
     def expand_text(self, text: str) -> str:
