@@ -284,6 +284,17 @@ def _rule_partclone(inv: _Invocation, run: _Run) -> Finding | None:
 _IMAGER_KEYS = ("of", "hof", "ofs", "hofs", "wipe", "hwipe", "of1", "of2")
 
 
+def _rule_dd_unknown(inv: _Invocation, run: _Run) -> Finding | None:
+    """``dd if=img of=$DEV``: an unbounded copy onto a target only run time knows is how
+    disks are flashed and wiped; a bounded one (``count=``) is how files are made."""
+    if any(w.text.startswith("count=") for w in inv.args):
+        return None
+    for word in _keyed_values(inv.args, _IMAGER_KEYS):
+        if _unknown(run, word):
+            return _wipes_unknown(inv, word, "copies its whole input onto")
+    return None
+
+
 def _rule_imager(inv: _Invocation, run: _Run) -> Finding | None:
     """``dcfldd``/``dc3dd``: ``dd``-style keys, several of which write."""
     return _judge_targets(inv, run, _keyed_values(inv.args, _IMAGER_KEYS), "writes over")
@@ -422,8 +433,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "ddrescue": (_rule_ddrescue,),
     "dd_rescue": (_rule_ddrescue,),
     "partclone": (_rule_partclone,),
-    "dcfldd": (_rule_imager,),
-    "dc3dd": (_rule_imager,),
+    "dd": (_rule_dd_unknown,),
+    "dcfldd": (_rule_imager, _rule_dd_unknown),
+    "dc3dd": (_rule_imager, _rule_dd_unknown),
     **dict.fromkeys(
         (
             "etcher",

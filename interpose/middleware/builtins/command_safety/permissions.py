@@ -222,6 +222,28 @@ def _under_system_dir(path: str) -> bool:
 
 def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
     mode, targets = _chmod_mode(inv)
+    return _judge_setid(run, mode, targets, "chmod")
+
+
+_INSTALL_MODE = _opts(
+    "tSmogZ",
+    "compare directory preserve-timestamps strip verbose help version",
+    "target-directory suffix mode owner group",
+    {"t": "target-directory", "S": "suffix", "m": "mode"},
+)
+
+
+def _rule_install_setid(inv: _Invocation, run: _Run) -> Finding | None:
+    """``install -m 4755 /bin/sh /tmp/x``: a copy made setuid; judged by the source's
+    name (a shell stays a shell) and by where the copy lands."""
+    parsed = _parse_opts(inv.args, _INSTALL_MODE)
+    mode = parsed.value("--mode")
+    if mode is None:
+        return None
+    return _judge_setid(run, mode.text, parsed.operands, "install -m")
+
+
+def _judge_setid(run: _Run, mode: str | None, targets: list[Word], verb: str) -> Finding | None:
     bit = _setid(mode) if mode is not None else None
     if bit is None:
         return None
@@ -231,7 +253,7 @@ def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
             return Finding(
                 "permissions",
                 word.text,
-                f"chmod {mode} sets the setuid bit on {_show(word.text)!r}, a file known only "
+                f"{verb} {mode} sets the setuid bit on {_show(word.text)!r}, a file known only "
                 f"at run time: a setuid change with an unknown target is refused",
             )
         runs_anything = _canon(path) in _RUNS_ANYTHING
@@ -244,7 +266,7 @@ def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
             return Finding(
                 "permissions",
                 word.text,
-                f"chmod {mode} sets the {bit} bit on {_display(path)!r}, {what}: it then runs "
+                f"{verb} {mode} sets the {bit} bit on {_display(path)!r}, {what}: it then runs "
                 f"with its owner's privileges for every user (token {_show(word.text)!r})",
             )
     return None
@@ -386,6 +408,12 @@ def _rule_adduser(inv: _Invocation, run: _Run) -> Finding | None:
 
 def _rule_passwd(inv: _Invocation, run: _Run) -> Finding | None:
     for word in inv.args:
+        if word.text == "--stdin":
+            return _accounts(
+                word.text,
+                f"{inv.shown} --stdin sets the password from its input, which the guard "
+                f"cannot judge",
+            )
         if word.text == "--delete" or (
             word.text.startswith("-") and not word.text.startswith("--") and "d" in word.text
         ):
@@ -428,6 +456,7 @@ def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
 RULES: dict[str, tuple[Rule, ...]] = {
     "chmod": (_rule_setid, _rule_chmod),
     "setcap": (_rule_setcap,),
+    "install": (_rule_install_setid,),
     "useradd": (_rule_useradd,),
     "usermod": (_rule_useradd,),
     "groupadd": (_rule_groupadd,),
