@@ -595,14 +595,16 @@ _PERSISTENCE = re.compile(
     r"|\.local/share/systemd/user(?:/|$)"
     r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
     r")"
-    # system-wide: login shells, the dynamic loader, boot and schedulers, PAM, sshd
+    # system-wide: login shells, the dynamic loader's preload list, boot and schedulers,
+    # PAM.  Left out on purpose, because everyday setup writes them (a false refusal there
+    # costs more than it saves): sshd_config, ld.so.conf.d, modprobe.d, udev rules,
+    # apt.conf.d, security/limits.conf, sysctl.d
     r"|^(?:/private)?/etc/(?:"
     r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
-    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$|ld\.so\.conf(?:\.d)?(?:/|$)"
-    r"|rc\.local$|rc[0-6S]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
-    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/|ssh/sshd_config(?:\.d)?"
-    r"(?:/|$)|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|udev/rules\.d(?:/|$)"
-    r"|modules-load\.d(?:/|$)|modprobe\.d(?:/|$)|apt/apt\.conf\.d(?:/|$)|launchd\.conf$)"
+    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$"
+    r"|rc\.local$|rc[0-6s]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
+    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/pam_env\.conf$"
+    r"|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|launchd\.conf$)"
     r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
     r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
     r"|^(?:" + _HOMEISH + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
