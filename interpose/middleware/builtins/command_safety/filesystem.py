@@ -220,6 +220,8 @@ _PERSISTENCE_SAMPLES = (
     "/root/.bashrc",
     "/etc/profile",
     "/etc/cron.d/x",
+    "/etc/systemd/system/x.service",
+    "/etc/xdg/autostart/x.desktop",
     "/var/spool/cron/x",
 )
 """One file of each persistence location: a tree unpacked into a directory above one of
