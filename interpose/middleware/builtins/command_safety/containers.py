@@ -192,12 +192,13 @@ def _mounts(parsed_values: Sequence[tuple[str, Word]], run: _Run) -> list[tuple[
     mounts: list[tuple[str, str]] = []
     for flag, word in parsed_values:
         source = target = ""
+        text = word.text.removeprefix("=")  # "-v=/:/host": the CLI drops the "="
         if flag == "--volume":
-            parts = word.text.split(":")
+            parts = text.split(":")
             if len(parts) >= 2:
                 source, target = parts[0], parts[1]
         elif flag == "--mount":
-            fields = dict(f.partition("=")[::2] for f in word.text.split(","))
+            fields = dict(f.partition("=")[::2] for f in text.split(","))
             if fields.get("type", "volume") == "bind":
                 source = fields.get("source") or fields.get("src", "")
                 target = fields.get("target") or fields.get("destination") or fields.get("dst", "")

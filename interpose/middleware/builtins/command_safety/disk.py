@@ -70,7 +70,7 @@ def _device_operands(inv: _Invocation, run: _Run) -> list[tuple[Word, str]]:
 
 def _unknown(run: _Run, word: Word) -> bool:
     """Whether ``word`` names a path only run time knows (``$DEV``, ``$(pick-disk)``)."""
-    if "$" not in word.text and SUBST not in word.text:
+    if run.probing or ("$" not in word.text and SUBST not in word.text):
         return False
     path = run.path(word)
     return "$" in path or SUBST in path
@@ -284,6 +284,17 @@ def _rule_partclone(inv: _Invocation, run: _Run) -> Finding | None:
 _IMAGER_KEYS = ("of", "hof", "ofs", "hofs", "wipe", "hwipe", "of1", "of2")
 
 
+def _rule_dd_unknown(inv: _Invocation, run: _Run) -> Finding | None:
+    """``dd if=img of=$DEV``: an unbounded copy onto a target only run time knows is how
+    disks are flashed and wiped; a bounded one (``count=``) is how files are made."""
+    if any(w.text.startswith("count=") for w in inv.args):
+        return None
+    for word in _keyed_values(inv.args, _IMAGER_KEYS):
+        if _unknown(run, word):
+            return _wipes_unknown(inv, word, "copies its whole input onto")
+    return None
+
+
 def _rule_imager(inv: _Invocation, run: _Run) -> Finding | None:
     """``dcfldd``/``dc3dd``: ``dd``-style keys, several of which write."""
     return _judge_targets(inv, run, _keyed_values(inv.args, _IMAGER_KEYS), "writes over")
@@ -409,8 +420,26 @@ def _rule_shred_system(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+_DISKUTIL_WIPES = re.compile(
+    r"^(?:erase\w*|zerodisk|randomdisk|secureerase|partitiondisk|reformat|deletecontainer"
+    r"|deletevolume|splitpartition|mergepartitions|resizevolume)$",
+    re.IGNORECASE,
+)
+
+
+def _rule_diskutil(inv: _Invocation, run: _Run) -> Finding | None:
+    """macOS ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``apfs deleteContainer``."""
+    verb = next((w for w in inv.args if _DISKUTIL_WIPES.match(w.text)), None)
+    if verb is None:
+        return None
+    return Finding(
+        "disk", verb.text, f"{inv.shown} {verb.text} erases or repartitions a disk or volume"
+    )
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "mkfs": (_rule_mkfs,),
+    "diskutil": (_rule_diskutil,),
     **dict.fromkeys(
         (*_READ_ONLY_FLAGS, "parted", "wipefs"), (_rule_partitioner, _rule_partitioner_unknown)
     ),
@@ -422,8 +451,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "ddrescue": (_rule_ddrescue,),
     "dd_rescue": (_rule_ddrescue,),
     "partclone": (_rule_partclone,),
-    "dcfldd": (_rule_imager,),
-    "dc3dd": (_rule_imager,),
+    "dd": (_rule_dd_unknown,),
+    "dcfldd": (_rule_imager, _rule_dd_unknown),
+    "dc3dd": (_rule_imager, _rule_dd_unknown),
     **dict.fromkeys(
         (
             "etcher",

@@ -29,15 +29,18 @@ Rules (the rule id leads the block reason):
   ``/etc/ld.so.preload``, ``/etc/rc.local``, ``/etc/cron*``, ``/var/spool/cron``, PAM,
   ``sshd_config``, and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment``;
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
-  ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``), and
-  a cron table installed with ``crontab FILE``/``crontab -``.  Reading these files is
-  judged by ``sensitive-read`` as the file-tool guard judges it (shell profiles are
-  refused, ``~/.ssh/config`` and ``authorized_keys`` may be read); ``source ~/.bashrc``
-  is allowed.  Writes into a project (``>> ./notes.md``, ``tee build.log``, ``.git/hooks``
-  of a checkout: the project's own tooling) are allowed.
+  ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
+  A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused
+  whatever its jobs (they run later, unseen); :mod:`.remote_exec` names a dangerous job.
+  Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
+  (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
+  ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
+  ``tee build.log``, ``.git/hooks`` of a checkout: the project's own tooling) are allowed.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..shell import SUBST, Word
 from .model import (
@@ -72,6 +75,7 @@ from .operands import (
     _WGET,
     Extract,
     _copy_targets,
+    _download_into,
     _editor,
     _in_place,
     _keyed,
@@ -156,10 +160,18 @@ _WRITERS: dict[str, Extract] = {
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
-    "curl": _option_values(_CURL, "--output"),
-    "wget": _option_values(_WGET, "--output-document"),
+    "curl": lambda inv: (
+        _option_values(_CURL, "--output")(inv) + _download_into(_CURL, "--output-dir")(inv)
+    ),
+    "wget": lambda inv: (
+        _option_values(_WGET, "--output-document")(inv)
+        + _download_into(_WGET, "--directory-prefix")(inv)
+    ),
     "patch": lambda inv: _patch_targets(inv),
     "scrub": _operands(_opts("pbsTX")),
+    "srm": _operands(_opts()),
+    "wipe": _operands(_opts("cClSxXRkp")),
+    "sswap": _operands(_opts()),
     **dict.fromkeys(
         ("vim", "vi", "nvim", "gvim", "vim.basic", "vim.tiny", "ex"),
         _editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
@@ -195,7 +207,7 @@ def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-# -- persistence: trees unpacked over startup files, cron tables -------------------------------
+# -- persistence: trees unpacked over startup files -------------------------------
 
 _PERSISTENCE_SAMPLES = (
     f"{HOME}/.bashrc",
@@ -212,13 +224,20 @@ _PERSISTENCE_SAMPLES = (
 them may replace it (``/usr`` and ``/usr/local`` are install prefixes and stay allowed)."""
 
 
-def _unpack_risk(path: str) -> str | None:
+_ITSELF = "\x00itself"
+"""Marks a copy target that receives a named tree (``cp -r proj ~/``: ``~/proj``): only a
+target that is itself a persistence directory matters then (``cp -r keys ~/.ssh``)."""
+
+
+def _unpack_risk(path: str, *, itself: bool = False) -> str | None:
     """Why unpacking an archive or tree of unknown contents into ``path`` plants code."""
     if path.startswith("/home/") and path.count("/") >= 2:  # every home is alike
         user_home = "/".join(path.split("/")[:3])
         path = HOME + path[len(user_home) :]
     if _persistence(path) or path.rstrip("/").endswith("/.ssh"):
         return "a directory whose files run at login, at boot or on a schedule"
+    if itself:
+        return None
     inside = path.rstrip("/") + "/"
     if path == "/" or any(sample.startswith(inside) for sample in _PERSISTENCE_SAMPLES):
         return "a directory holding startup, login or scheduler files"
@@ -247,18 +266,20 @@ def _unpacked_into(inv: _Invocation) -> Word | None:
         if not parsed.operands or parsed.operands[0].text not in ("x", "e"):
             return None
         return parsed.value("-o") or Word(".")
-    if name == "rsync":
-        parsed = _parse_opts(inv.args, _RSYNC)
-        if parsed.has("-n", "--dry-run") or len(parsed.operands) < 2:
+    if name in ("rsync", "cp"):
+        parsed = _parse_opts(inv.args, _RSYNC if name == "rsync" else _CP)
+        if parsed.has("-n", "--dry-run"):
             return None
-        return parsed.operands[-1]
-    if name == "cp":
-        parsed = _parse_opts(inv.args, _CP)
-        if not parsed.has("--recursive", "-a", "--archive"):
+        if name == "cp" and not parsed.has("--recursive", "-a", "--archive"):
             return None
-        return parsed.value("--target-directory") or (
-            parsed.operands[-1] if len(parsed.operands) > 1 else None
-        )
+        target = parsed.value("--target-directory")
+        sources = parsed.operands if target is not None else parsed.operands[:-1]
+        target = target or (parsed.operands[-1] if len(parsed.operands) > 1 else None)
+        if target is None:
+            return None
+        if any(_spills(src.text, rsync=name == "rsync") for src in sources):
+            return target  # the source's contents land in the target, dotfiles included
+        return replace(target, text=target.text.rstrip("/") + "/" + _ITSELF)
     if name == "patch":
         parsed = _parse_opts(inv.args, _PATCH)
         if parsed.has("--dry-run") or parsed.operands or parsed.value("--output"):
@@ -267,14 +288,29 @@ def _unpacked_into(inv: _Invocation) -> Word | None:
     return None
 
 
+def _spills(source: str, *, rsync: bool) -> bool:
+    """Whether copying ``source`` puts its *contents* (names the command does not show)
+    into the target: ``dir/.``, ``dir/.*``, and ``dir/`` for rsync; ``cp -r proj ~/``
+    makes ``~/proj``, which the writers' table judges by name."""
+    base = source.rstrip("/").rsplit("/", 1)[-1]
+    return (
+        base in (".", "")
+        or (base.startswith(".") and "*" in base)
+        or (rsync and source.endswith("/"))
+    )
+
+
 def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     target = _unpacked_into(inv)
     if target is None or ":" in target.text.split("/", 1)[0]:  # host:dir is remote
         return None
+    itself = target.text.endswith(_ITSELF)
+    if itself:
+        target = replace(target, text=target.text[: -len(_ITSELF) - 1] or "/")
     path = run.path(target)
     if "$" in path or SUBST in path:
         return None
-    why = _unpack_risk(path)
+    why = _unpack_risk(path, itself=itself)
     if why is None:
         return None
     return Finding(
@@ -305,6 +341,8 @@ def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
+    # secure deleters take rm's options and leave nothing to recover
+    **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
     "crontab": (_rule_crontab,),

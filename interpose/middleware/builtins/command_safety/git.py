@@ -6,8 +6,8 @@ Rules (the rule id leads the block reason):
   hooks running:
 
   - ``--no-verify`` (or an unambiguous abbreviation) on ``commit``, ``push``, ``merge``,
-    ``pull``, ``rebase``, ``am``; ``commit -n`` including combined flags (``-anm msg``)
-    but not ``-n`` inside an option value;
+    ``pull``, ``rebase``, ``am``, ``cherry-pick``, ``revert``; ``commit -n`` including
+    combined flags (``-anm msg``) but not ``-n`` inside an option value;
   - ``core.hooksPath`` pointed outside the repository (``/dev/null``, an absolute or home
     path, a variable, ``..``, empty) by ``git -c``, ``--config-env``, the environment
     (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_<n>``/``GIT_CONFIG_VALUE_<n>``,
@@ -23,18 +23,23 @@ Rules (the rule id leads the block reason):
     ``env``, or exported earlier on the line; ``export HUSKY=0`` alone too), and named hooks
     skipped: pre-commit's and overcommit's ``SKIP=<hook>``, lefthook's
     ``LEFTHOOK_EXCLUDE=<hook>`` -- skipping the one check that fails is the same bypass
-    as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed;
+    as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed,
+    and so is ``PRE_COMMIT_ALLOW_NO_CONFIG=1`` (it only lets a commit through where no
+    hooks are configured);
+  - the hook manager told to remove its hooks (``pre-commit uninstall``, ``npx husky
+    uninstall``, ``lefthook uninstall``, ``overcommit --uninstall``);
   - the installed hooks themselves disabled: ``rm``/``unlink``/``mv``/``truncate`` of
     ``.git/hooks/<hook>`` (or the whole directory), ``chmod -x`` (any mode without the
     owner's execute bit), ``cp``/``ln -s`` of ``/dev/null`` or ``true`` over a hook, and
-    ``echo 'exit 0' > .git/hooks/pre-commit``.  ``.git/hooks`` is not versioned, so
-    nobody reviews the change; ``*.sample`` files are not hooks.  Files of ``.husky/``
-    and other versioned hook directories are ordinary project files: their changes show
-    in the diff.
+    ``echo 'exit 0' > .git/hooks/pre-commit`` (or ``cat /dev/null >``).  ``.git/hooks``
+    is not versioned, so nobody reviews the change; ``*.sample`` files are not hooks.
+    Files of ``.husky/`` and other versioned hook directories are ordinary project
+    files: their changes show in the diff.
 
   Not seen: an alias defined in one command and used in a later one (``git config
-  alias.ci commit`` then ``git ci -n``), and hooks that a hook manager's own config file
-  disables.
+  alias.ci commit`` then ``git ci -n``), hooks that a hook manager's own config file
+  disables, and configuration files named by ``GIT_CONFIG_GLOBAL``/``GIT_CONFIG_SYSTEM``
+  or ``include.path`` (their contents are not on the command line).
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ from .run import Rule, _Run
 _GIT_GLOBAL_ARG = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
 )
-_GIT_NO_VERIFY_COMMANDS = frozenset({"commit", "push", "merge", "pull", "rebase", "am"})
+_GIT_NO_VERIFY_COMMANDS = frozenset(
+    {"commit", "push", "merge", "pull", "rebase", "am", "cherry-pick", "revert"}
+)
 _GIT_SHORT_ARG = {
     "commit": "mFCct",
     "push": "o",
@@ -208,8 +215,11 @@ def _config_setting(args: Sequence[Word]) -> tuple[str, str] | None:
         parsed = subcommand
     elif parsed.operands and parsed.operands[0].text in _CONFIG_SUBCOMMANDS:
         return None
-    if parsed.has(*_CONFIG_NOT_SET) or len(parsed.operands) < 2:
+    if parsed.has(*_CONFIG_NOT_SET) or not parsed.operands:
         return None
+    if len(parsed.operands) == 1:  # "key=value": git refuses the key, but judge the intent
+        key, eq, value = parsed.operands[0].text.partition("=")
+        return (key, value) if eq else None
     return parsed.operands[0].text, parsed.operands[1].text
 
 
@@ -313,6 +323,28 @@ def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+_HOOK_MANAGERS = _set("pre-commit lefthook husky overcommit")
+_PACKAGE_RUNNERS = _set("npx pnpx bunx")
+
+
+def _rule_uninstall(inv: _Invocation, run: _Run) -> Finding | None:
+    """``pre-commit uninstall``, ``npx husky uninstall``, ``overcommit --uninstall``: the
+    hook manager removes the hooks it installed."""
+    words = [w.text for w in inv.args if not w.text.startswith("-") or w.text == "--uninstall"]
+    name = inv.name
+    if name in _PACKAGE_RUNNERS:
+        if not words or words[0] not in _HOOK_MANAGERS:
+            return None
+        name, words = words[0], words[1:]
+    if not words or words[0] not in ("uninstall", "--uninstall"):
+        return None
+    return Finding(
+        "git-no-verify",
+        f"{name} {words[0]}",
+        f"{name} {words[0]} removes the repository's hooks: later commits skip them",
+    )
+
+
 # -- the installed hooks -------------------------------------------------------------------
 
 _HOOK_FILE = re.compile(r"(?:^|/)\.git/hooks(?:/?$|/(?![^/]*\.sample$)[^/]+$)")
@@ -406,6 +438,8 @@ def _rule_no_op_hook(inv: _Invocation, run: _Run) -> Finding | None:
         text = text.replace("\\n", "\n")
     if inv.name in ("echo", "printf") and not _NO_OP_TEXT.fullmatch(text):
         return None
+    if inv.name == "cat" and (not inv.args or any(w.text not in _NO_OP for w in inv.args)):
+        return None  # "cat > hook <<EOF" writes a hook; only "cat /dev/null > hook" empties one
     word = _hook(run, writes)
     return None if word is None else _disabled(inv, word, "writes a hook that does nothing into")
 
@@ -420,5 +454,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "cp": (_rule_replace,),
     "ln": (_rule_replace,),
     "chmod": (_rule_chmod,),
-    **dict.fromkeys((":", "true", "echo", "printf"), (_rule_no_op_hook,)),
+    **dict.fromkeys((":", "true", "echo", "printf", "cat"), (_rule_no_op_hook,)),
+    **dict.fromkeys(_HOOK_MANAGERS | _PACKAGE_RUNNERS, (_rule_uninstall,)),
 }

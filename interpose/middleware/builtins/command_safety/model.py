@@ -197,6 +197,9 @@ _NAME_ALIASES = {
 }
 
 
+_MKFS_LIKE = frozenset({"mkudffs", "mkexfatfs", "mkreiserfs", "mkfs", "mkhfs", "mkbtrfs"})
+
+
 @functools.lru_cache(maxsize=4096)
 def _canon(text: str) -> str:
     """The command a word names: basename, lower-cased, version suffix and aliases folded."""
@@ -205,7 +208,7 @@ def _canon(text: str) -> str:
         name = name[:-4]
     if name in _NAME_ALIASES:
         return _NAME_ALIASES[name]
-    if name.startswith("mkfs."):
+    if name.startswith(("mkfs.", "newfs_")) or name in _MKFS_LIKE:
         return "mkfs"
     if name.startswith("partclone."):
         return "partclone"

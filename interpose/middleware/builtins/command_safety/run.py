@@ -135,6 +135,13 @@ class _Run:
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
         self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
 
+    @property
+    def probing(self) -> bool:
+        """Whether a command named at run time is being judged as a stand-in (``$X -rf /``
+        as ``rm``): rules that refuse an *unknown target* must not fire then, or every
+        ``"$PYTHON" -m venv "$DIR"`` would be refused as ``mkfs $DIR``."""
+        return self.paths is not None
+
     # -- entry points -----------------------------------------------------------------------
 
     def source(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
@@ -352,7 +359,8 @@ class _Run:
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
     ) -> list[_Invocation]:
         if self.choices and cmd.words:
-            texts = " ".join(w.text for w in cmd.words)
+            # redirection targets vary with the loop too (for f in ...; do echo x >> $f)
+            texts = " ".join(w.text for w in (*cmd.words, *(r.target for r in cmd.redirects)))
             names = [n for n in self.choices if "$" in texts and _uses(texts, n)]
             if names:
                 return self._fan_out(cmd, upstream, names)
@@ -405,7 +413,14 @@ class _Run:
             return []
         env = dict(_assignment_pairs(cmd.assignments))
         env.update(unwrapped.env)
-        inv = _Invocation(unwrapped.name, unwrapped.args, env, cmd.redirects, unwrapped.layers)
+        redirects = cmd.redirects
+        if self.choices and any("$" in r.target.text for r in redirects):
+            # bound now: a loop's value is gone by the time the invocation is judged
+            redirects = tuple(
+                replace(r, target=replace(r.target, text=self.expand_text(r.target.text)))
+                for r in redirects
+            )
+        inv = _Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
         head = unwrapped.layers[-1][0].text
         if ("$" in head or SUBST in head) and _dynamic_name(head):
             inv.dynamic = head
