@@ -64,9 +64,10 @@ def test_named_hooks_skipped_is_the_same_bypass() -> None:
     assert allowed("SKIP= git commit -m x")  # nothing skipped
 
 
-def test_exported_earlier_on_the_line_counts() -> None:
-    assert reason("export HUSKY=0").startswith("git-no-verify: export HUSKY=0 switches")
+def test_set_or_exported_earlier_on_the_line_counts() -> None:
     assert reason("HUSKY=0; git push").startswith("git-no-verify: HUSKY=0 git push")
+    assert reason("export HUSKY=0 && git commit -m x").startswith("git-no-verify: HUSKY=0 git")
+    assert allowed("export HUSKY=0 && npm ci")  # how CI skips installing the hooks
     assert allowed("export HUSKY=1; git push")
 
 
@@ -210,8 +211,10 @@ def test_a_glob_is_sensitive_when_it_can_match_a_secret(pattern: str, rule: str)
 
 
 @pytest.mark.parametrize(
-    "pattern", ["*", "*.*", "*.md", ".env.ex*", "src/*.ts", "[.]env", "/home/u/*", "tests/.e*"]
-)
+    "pattern",
+    ["*", "*.*", "*.md", "*.json", ".env.ex*", "src/*.ts", "[.]env", "/home/u/*", "tests/.e*",
+     "/home/u/.ssh/*.pub"],
+)  # fmt: skip
 def test_a_glob_that_cannot_match_a_secret_is_not(pattern: str) -> None:
     # "*" does not match a leading dot; tests/ is allow-listed; .env.ex* only templates
     assert match_sensitive_glob(pattern, home="/home/u") is None

@@ -437,16 +437,21 @@ _SENSITIVE_NAMES = (
 )
 """Names that a glob is tried against (``cat .e*`` can match ``.env``)."""
 _MAX_GLOB_PATHS = 64
+_WILDCARDS = re.compile(r"(?:[*?]|\[[^\]/]*\])+")
 
 
 def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveMatch | None:
     """Return why some path the shell glob ``pattern`` could match is sensitive, or None.
 
-    Each wildcard component is tried against well-known secret names (``.e*`` matches
-    ``.env``, ``id_*`` matches ``id_rsa``, ``~/.a*/credentials`` matches
-    ``~/.aws/credentials``), with the shell's rule that a wildcard does not match a
-    leading dot; a component that is only a wildcard (``~/.aws/*``) stands for any entry
-    of its directory.  ``.env.ex*`` and ``*.md`` match none and are not sensitive.
+    A wildcard component that starts with literal text is tried against well-known
+    secret names (``.e*`` matches ``.env``, ``id_*`` matches ``id_rsa``, ``~/.a*/credentials``
+    matches ``~/.aws/credentials``), with the shell's rule that a wildcard does not match
+    a leading dot.  One that starts with a wildcard says only how names end, so it is
+    sensitive when *any* name ending so is: ``*.env``, ``*.pem`` and ``*.key`` are,
+    ``*.json`` is not although ``credentials.json`` is one of the files it could match
+    (listing every JSON file is not a hunt for that one).  A component that is only a
+    wildcard (``~/.aws/*``) stands for any entry of its directory.  ``.env.ex*`` and
+    ``*.md`` are not sensitive.
     """
     normalized = normalize_path(pattern, home=home)
     paths = [""]
@@ -456,6 +461,8 @@ def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveM
         elif not part.strip("*?.") and not part.startswith("."):
             # "*", "*.*": any entry, judged as the directory itself
             choices = [""]
+        elif part[0] in "*?[":  # "*.env": how names end; "x" stands for the rest
+            choices = [_WILDCARDS.sub("x", part)]
         else:
             dotted = part.startswith(".")
             choices = [

@@ -20,7 +20,8 @@ Rules (the rule id leads the block reason):
     to; a ``!`` alias is shell text, judged like ``sh -c``);
   - hook managers switched off for a git command that runs hooks: ``HUSKY=0``,
     ``HUSKY_SKIP_HOOKS=1``, ``LEFTHOOK=0``, ``OVERCOMMIT_DISABLE=1`` (as a prefix, through
-    ``env``, or exported earlier on the line; ``export HUSKY=0`` alone too), and named hooks
+    ``env``, or set or exported earlier on the line; ``export HUSKY=0`` with no git command
+    after it is how CI skips installing hooks, and is allowed), and named hooks
     skipped: pre-commit's and overcommit's ``SKIP=<hook>``, lefthook's
     ``LEFTHOOK_EXCLUDE=<hook>`` -- skipping the one check that fails is the same bypass
     as skipping all of them.  ``SKIP=x pre-commit run`` (running the checks) is allowed,
@@ -309,20 +310,6 @@ def _rule_git(inv: _Invocation, run: _Run) -> Finding | None:
     return _judge_git(inv, run)
 
 
-def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
-    """``export HUSKY=0``: every later git command in the session skips the hooks."""
-    for word in inv.args:
-        name, eq, value = word.text.partition("=")
-        if eq and name in _HOOKS_OFF and value.lower() in _HOOKS_OFF[name]:
-            return Finding(
-                "git-no-verify",
-                word.text,
-                f"{inv.shown} {word.text} switches the repository's hook manager off for "
-                f"every later git command",
-            )
-    return None
-
-
 _HOOK_MANAGERS = _set("pre-commit lefthook husky overcommit")
 _PACKAGE_RUNNERS = _set("npx pnpx bunx")
 
@@ -446,7 +433,6 @@ def _rule_no_op_hook(inv: _Invocation, run: _Run) -> Finding | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "git": (_rule_git,),
-    "export": (_rule_export,),
     "rm": (_rule_remove,),
     "unlink": (_rule_remove,),
     "truncate": (_rule_remove,),

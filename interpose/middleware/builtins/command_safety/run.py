@@ -784,6 +784,15 @@ class _Run:
         return None if why is None else (_display(path), why)
 
 
+def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
+
+
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
@@ -810,15 +819,6 @@ def _loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
             if inputs:
                 return inputs
     return ()
-
-
-def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
-    """``path`` inside a container, as the host path a bind mount shows there."""
-    for target, source in mounts:
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            rest = path[len(target) :].lstrip("/")
-            return posixpath.join(source, rest) if rest else source
-    return path
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:

@@ -187,18 +187,23 @@ _KEY_USED = frozenset({"key-material"})
 
 def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
     """``openssl``: what each input option reads, judged by what the subcommand does
-    with it.  ``openssl rsa|pkey|pkcs12|enc ... -in key.pem`` prints or converts the key and
-    is judged as a read.  Elsewhere the input is a certificate (``x509 -in cert.pem``,
-    ``req -in csr.pem``, ``verify``) or a key the command *uses* without printing it
-    (``req -new -key server.key``, ``dgst -sign``, ``s_server -key``): a ``.pem``/``.key``
-    file there is allowed, while the other secrets (``~/.ssh/id_rsa``, ``.env``) are not."""
+    with it.  ``openssl rsa|pkey|pkcs12|enc ... -in key.pem`` prints or converts the key
+    and is judged as a read (unless ``-pubout`` without ``-text`` asks for the public
+    half).  Elsewhere the input is a certificate (``x509 -in cert.pem``, ``req -in
+    csr.pem``, ``verify``) or a key the command *uses* without printing it (``req -new
+    -key server.key``, ``dgst -sign``, ``s_server -key``): a ``.pem``/``.key`` file there
+    is allowed, while the other secrets (``~/.ssh/id_rsa``, ``.env``) are not."""
     args = inv.args
     sub = args[0].text if args else ""
+    texts = {w.text.lstrip("-") for w in args}
+    # "rsa -in key.pem -pubout": only the public half comes out
+    public = "pubout" in texts and "text" not in texts
     for i in range(1, len(args) - 1):
         option = args[i].text.lstrip("-")
         if option not in _OPENSSL_INPUTS:
             continue
-        shown = option == "kfile" or (option == "in" and sub in _OPENSSL_KEY_PRINTERS)
+        printed = option == "in" and sub in _OPENSSL_KEY_PRINTERS and not public
+        shown = option == "kfile" or printed
         found = _judge_read(
             run, args[i + 1], f"openssl {sub} -{option}", frozenset() if shown else _KEY_USED
         )
