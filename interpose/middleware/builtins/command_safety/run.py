@@ -25,7 +25,7 @@ from ..shell import (
 )
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
-from .expansion import PARAM, expand
+from .expansion import PARAM, braces, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
@@ -584,6 +584,8 @@ class _Run:
         return out
 
     def _expand(self, words: Sequence[Word]) -> list[Word]:
+        if any("{" in w.text and "," in w.text and not w.quoted for w in words):
+            words = self._braces(words)
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
@@ -613,6 +615,18 @@ class _Run:
                 parts = [part for part in _IFS_SPLIT.split(text) if part]
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
+        return out
+
+    def _braces(self, words: Sequence[Word]) -> list[Word]:
+        """Brace expansion of the unquoted words (:func:`.expansion.braces`)."""
+        out: list[Word] = []
+        for word in words:
+            texts = braces(word.text) if not word.quoted and not word.subs else None
+            if texts is None:
+                out.append(word)
+                continue
+            self.budget.made_words(len(texts))
+            out.extend(replace(word, text=t, tilde=t.startswith("~")) for t in texts)
         return out
 
     def listed(self, script: Script) -> list[Word] | None:

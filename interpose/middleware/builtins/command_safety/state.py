@@ -58,6 +58,8 @@ def _rule_for(inv: _Invocation, run: _Run) -> Finding | None:
     name, rest = inv.args[0].text, inv.args[1:]
     if rest and rest[0].text == "in":
         run.bind(name, [_value(run, _tilde(w)) for w in rest[1:]])
+    elif "@" in run.vars:  # for NAME; do: the positional parameters
+        run.bind(name, run.vars["@"].split() or [""])
     else:
         run.bind(name, [None])
     return None
