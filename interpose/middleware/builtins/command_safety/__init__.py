@@ -93,8 +93,8 @@ system disk (every device but the pseudo-devices is precious); programs' own con
 (``~/.ssh/config`` ``ProxyCommand``, ``.vimrc``); brace sequences
 (``{1..9}`` is judged as written; lists such as ``{bin,etc}`` are expanded); and the
 remote side of ``ssh`` beyond the command text.  Shells nested more than eight deep are
-refused as ``unparseable``.  The guard is a seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a
-container as well.
+refused as ``unparseable``.  The guard is a seatbelt for an honest-but-fallible agent,
+not a sandbox: run untrusted agents in a container as well.
 """
 
 from __future__ import annotations
