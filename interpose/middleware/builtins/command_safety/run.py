@@ -730,6 +730,8 @@ class _Run:
         name = _canon(words[0].text)
         if name == "pwd":
             return self.cwd or "."
+        if name in ("dirname", "basename", "realpath", "readlink"):
+            return self._path_output(name, self._expand(words[1:]))
         if name != "mktemp":
             return None
         parsed = _parse_opts(words[1:], _MKTEMP)
@@ -740,6 +742,20 @@ class _Run:
         if parsed.has("-t") or not parsed.operands:
             return "/tmp/" + template
         return template  # in the working directory, or where the template says
+
+    def _path_output(self, name: str, args: Sequence[Word]) -> str | None:
+        """``dirname``/``basename``/``realpath``/``readlink -f`` of one known path."""
+        operands = [w for w in args if not w.text.startswith("-")]
+        if len(operands) != 1 or "$" in operands[0].text or SUBST in operands[0].text:
+            return None
+        if name == "readlink" and not any(w.text in ("-f", "-m", "-e") for w in args):
+            return None
+        text = operands[0].text
+        if name == "basename":
+            return posixpath.basename(text.rstrip("/")) or "/"
+        if name == "dirname":  # "." stands for the working directory: its parent is ".."
+            return ".." if text == "." else posixpath.dirname(text.rstrip("/")) or "."
+        return self.path(operands[0])  # realpath, readlink -f: normalized (links unknown)
 
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
