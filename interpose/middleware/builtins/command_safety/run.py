@@ -536,6 +536,14 @@ class _Run:
         if not persistent or "[" in name:
             return
         self.budget.step()
+        if value.startswith("(") and value.endswith(")") and word.quoted:  # a=(x y): array
+            self.vars.pop(name, None)
+            elements = [self.expand_text(e) for e in value[1:-1].split()]
+            if any(SUBST in e for e in elements):
+                self.vars.pop(name + "[]", None)
+            else:
+                self.vars[name + "[]"] = " ".join(elements)
+            return
         value = self.expand_text(value)
         if self.made:
             self.made.pop(name, None)
@@ -564,6 +572,8 @@ class _Run:
         directory); unknown ones stay as written."""
         if "$" not in text:
             return text
+        if "[" in text and "${" in text:  # ${a[@]}, ${a[0]} of a known array
+            text = _ARRAY_REF.sub(self._element, text)
 
         def lookup(name: str) -> str | None:
             value = self.vars.get(name)
@@ -583,13 +593,24 @@ class _Run:
             self.budget.made_text(len(out))
         return out
 
+    def _element(self, m: re.Match[str]) -> str:
+        elements = self.vars.get(m.group(1) + "[]")
+        if elements is None:
+            return m.group(0)
+        index = m.group(2)
+        if index in ("@", "*"):
+            return elements
+        parts = elements.split()
+        k = int(index) if index.lstrip("-").isdigit() else None
+        return parts[k] if k is not None and -len(parts) <= k < len(parts) else m.group(0)
+
     def _expand(self, words: Sequence[Word]) -> list[Word]:
         if any("{" in w.text and "," in w.text and not w.quoted for w in words):
             words = self._braces(words)
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
-            if word.text in ("$@", "${@}") and text != word.text:  # "$@": one word each
+            if text != word.text and _ALL_WORDS.fullmatch(word.text):  # "$@": one word each
                 out.extend(replace(word, text=arg) for arg in text.split())
                 continue
             if text == SUBST and len(word.subs) == 1 and not word.process:
@@ -823,6 +844,9 @@ def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
     return path
 
 
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")
+_ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+"""``"$@"`` and ``"${a[@]}"``: one word per element even when quoted."""
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
@@ -958,7 +982,10 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
     for inv in upstream:
         if inv is None:
             continue
-        if inv.name == "echo":
+        if inv.name in ("echo", "printf") and (text := _stream([[inv]])).complete:
+            parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
+            values += [Word(p, quoted=True) for p in parts]
+        elif inv.name == "echo":
             words = [w for w in inv.args if w.text not in ("-n", "-e", "-E")]
             values += [replace(w, text=part) for w in words for part in w.text.split()]
         elif inv.name == "printf" and len(inv.args) > 1:
