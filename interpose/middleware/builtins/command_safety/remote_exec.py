@@ -399,8 +399,9 @@ def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
     script = parsed.value("--command", "--session-command")
     if script is not None:
         return run.nested(script.text, f"{inv.shown} -c script")
-    if parsed.value("-u", "--user") is not None and parsed.operands:
-        return run.argv(parsed.operands, inv.name)
+    if parsed.value("-u", "--user") is not None:  # runuser -u USER [--] COMMAND ARGS...
+        command = _parse_opts(inv.args, _SU, stop_at_operand=True).operands
+        return run.argv(command, inv.name) if command else None
     return None
 
 
