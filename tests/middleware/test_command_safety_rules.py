@@ -270,3 +270,10 @@ def test_uploads_by_cloud_clients_judge_their_local_operands() -> None:
     )
     assert allowed("aws s3 cp dist/ s3://b/ --recursive")
     assert allowed("gh pr create --title .env --body x")  # gh: only gist/release uploads
+
+
+def test_the_container_working_directory_places_relative_paths() -> None:
+    assert reason("docker run -v /:/host -w /host alpine rm -rf etc").startswith(
+        "fs-destruction: rm -rf targets '/etc', a system directory (token 'etc')"
+    )
+    assert allowed('docker run --rm -v "$PWD":/src -w /src node:20 rm -rf node_modules')
