@@ -170,11 +170,14 @@ def test_every_path_key_is_checked() -> None:
         {"paths": ["README.md", "~/.ssh/id_ed25519"]},
         {"paths": ("src/a.py", ".env.production")},
         {"paths": "~/.netrc"},
+        {"filepath": "~/.pgpass"},
+        {"filename": "id_ed25519~"},
+        {"file_paths": ["docs/a.md", "/run/secrets/db"]},
     ],
 )
 def test_other_path_keys_are_read(args: dict[str, Any]) -> None:
     assert run_audit("read", args).block
-    harmless = {key: ["README.md"] if key == "paths" else "README.md" for key in args}
+    harmless = {key: ["README.md"] if key.endswith("paths") else "README.md" for key in args}
     assert not run_audit("read", harmless).block
 
 

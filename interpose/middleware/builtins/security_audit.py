@@ -2,7 +2,8 @@
 
 The guard runs before ``read``, ``write``, ``edit`` and ``apply_patch``.  It collects every
 path the call touches (``path``, ``file_path``, ``file``, ``target_file``,
-``notebook_path``, every element of a ``paths`` list; for ``apply_patch`` every file
+``notebook_path``, ``filepath``, ``filename``, every element of a ``paths`` or
+``file_paths`` list; for ``apply_patch`` every file
 named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs, headers
 read through any indentation), normalizes each one and blocks the call when one is
 sensitive.  A path argument that is not text is refused (``unparseable``), never skipped.
@@ -592,8 +593,10 @@ class SecurityAudit:
         "file",
         "target_file",
         "notebook_path",
+        "filepath",
+        "filename",
     )
-    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths",)
+    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths", "file_paths")
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
     READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
 
