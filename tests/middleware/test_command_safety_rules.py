@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from interpose.middleware.builtins.command_safety import analyze_command
+from interpose.middleware.builtins.command_safety import CommandSafetyGuard, analyze_command
 from interpose.middleware.builtins.security_audit import match_sensitive, match_sensitive_glob
+from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 
 def reason(command: str | list[object]) -> str:
@@ -277,3 +278,30 @@ def test_the_container_working_directory_places_relative_paths() -> None:
         "fs-destruction: rm -rf targets '/etc', a system directory (token 'etc')"
     )
     assert allowed('docker run --rm -v "$PWD":/src -w /src node:20 rm -rf node_modules')
+
+
+@pytest.mark.parametrize(
+    ("args", "rule"),
+    [
+        ({"command": "rm", "args": ["-rf", "/"]}, "fs-destruction"),
+        ({"argv": ["rm", "-rf", "/"]}, "fs-destruction"),
+        ({"command": "bash", "args": ["-c", "cat ~/.ssh/id_rsa"]}, "sensitive-read"),
+        ({"command": "sleep", "args": [5, None]}, "unparseable"),
+    ],
+)
+def test_a_program_and_its_arguments_given_apart_are_judged_together(
+    args: dict[str, object], rule: str
+) -> None:
+    out = ToolBeforeOutput(args=args)
+    CommandSafetyGuard()(ToolBeforeInput(tool_name="exec", tool_call_id="c1"), out)
+    assert out.block_reason.startswith(f"command-safety-guard: {rule}: ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"command": "echo", "args": ["rm -rf /"]}, {"command": "ls", "args": ["-la"]}, {"args": []}],
+)
+def test_harmless_programs_given_apart_pass(args: dict[str, object]) -> None:
+    out = ToolBeforeOutput(args=args)
+    CommandSafetyGuard()(ToolBeforeInput(tool_name="exec", tool_call_id="c1"), out)
+    assert not out.block

@@ -102,7 +102,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
@@ -154,7 +154,7 @@ def _argv_words(argv: Sequence[str]) -> list[Word]:
 
 
 def _analyze(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget | None = None,
@@ -176,7 +176,7 @@ def _analyze(
 
 
 def _judge_command(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
@@ -286,6 +286,24 @@ def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
+def _commands(args: Mapping[str, object]) -> list[object]:
+    """What an ``exec`` call runs: ``command`` (a shell string or an argv list) and, when
+    the tool takes the program and its arguments apart (``{"command": "rm", "args": ["-rf",
+    "/"]}``, or ``argv`` alone), the argv list they make.  A missing or empty command runs
+    nothing: the tool itself reports it."""
+    command = args.get("command")
+    extra = args.get("args", args.get("argv"))
+    found: list[object] = []
+    if command is not None and not (isinstance(command, (list, tuple)) and not command):
+        found.append(command)
+    if isinstance(extra, (list, tuple)) and extra:
+        if isinstance(command, str):
+            found.append([command, *extra])
+        elif command is None:
+            found.append(list(extra))
+    return found
+
+
 class CommandSafetyGuard:
     """``builtin:command-safety-guard``: block dangerous ``exec`` commands.
 
@@ -320,12 +338,13 @@ class CommandSafetyGuard:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        command = out.args.get("command")
-        if command is None or (isinstance(command, (list, tuple)) and not command):
-            return  # nothing to run: the tool itself reports the missing command
         try:
-            # any other shape (a dict, an argv list holding None) is refused by the analysis
-            finding = _analyze(command, self._deny, self._allow)
+            finding = None
+            for command in _commands(out.args):
+                # any other shape (a dict, an argv list holding None) is refused by the analysis
+                finding = _analyze(command, self._deny, self._allow)
+                if finding is not None:
+                    break
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(
                 "internal-error",
