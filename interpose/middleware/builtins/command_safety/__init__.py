@@ -1,7 +1,9 @@
 """
 The guard runs before the ``exec`` tool.  It reads ``args["command"]`` (a shell string, or
-a list of argv strings run as one simple command) and blocks the call when the command
-would do something on the list below.  The decision is made on *the commands the shell
+a list of argv strings run as one simple command; numbers in it are spelled out, other
+element types are refused) and, when the program and its arguments come apart,
+``args["args"]``/``args["argv"]``, and blocks the call when the command would do
+something on the list below.  The decision is made on *the commands the shell
 would run*, never on substrings of the text:
 
 1. :mod:`..shell` parses the text with POSIX quoting rules into simple commands, with
