@@ -88,6 +88,11 @@ def test_hook_files_reason_says_why_unversioned_matters() -> None:
     )
     assert allowed("rm .git/hooks/pre-push.sample")
     assert allowed("echo 'npm test' > .git/hooks/pre-push")
+    # versioned hook directories too: a commit made without the hook skips its checks
+    assert reason("rm .husky/pre-commit").endswith(
+        "the commits made without it skip the checks it runs"
+    )
+    assert allowed("rm -rf .husky/_")  # husky's own helper directory, regenerated
 
 
 # -- containers --------------------------------------------------------------------------------
