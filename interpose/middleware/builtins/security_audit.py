@@ -650,9 +650,9 @@ class SecurityAudit:
             _Unreadable: a key holds something other than text (a number, a dict, a list
                 holding one), which the guard cannot judge.
         """
-        for key in self.PATH_KEYS:
-            yield from _texts(key, args.get(key), lists=False)
-        for key in self.PATH_LIST_KEYS:
+        # a list under a single-path key is read too: whatever the tool makes of it, every
+        # path in it is judged (and anything that is not a path string refuses the call)
+        for key in (*self.PATH_KEYS, *self.PATH_LIST_KEYS):
             yield from _texts(key, args.get(key), lists=True)
         if tool == "apply_patch":
             for key in self.PATCH_KEYS:
