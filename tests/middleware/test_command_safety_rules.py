@@ -310,3 +310,11 @@ def test_harmless_programs_given_apart_pass(args: dict[str, object]) -> None:
     out = ToolBeforeOutput(args=args)
     CommandSafetyGuard()(ToolBeforeInput(tool_name="exec", tool_call_id="c1"), out)
     assert not out.block
+
+
+def test_an_argv_list_whose_first_element_is_a_command_line_is_judged_as_one() -> None:
+    # subprocess.run(["rm -rf /"], shell=True) and child_process.exec run it in a shell
+    assert reason(["rm -rf /"]).startswith("fs-destruction: rm -rf targets '/'")
+    assert reason(["npm test && cat .env", "x"]).startswith("sensitive-read: cat reads '.env'")
+    assert allowed(["ls -la"])  # type: ignore[arg-type]
+    assert allowed(["/Applications/My App/bin/tool", "--version"])  # type: ignore[arg-type]

@@ -193,7 +193,19 @@ def _judge_command(
         return argv
     budget.size(sum(map(len, argv)))
     budget.made_words(len(argv))
-    return run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+    found = run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+    if found is None and argv and _SHELL_LINE.search(argv[0]):
+        # ["rm -rf /"]: no program has that name, but runners that take a list with a
+        # shell (subprocess with shell=True, child_process.exec) run its first element
+        # as a command line, so it is judged as one
+        found = _Run(_TABLE, deny, allow, budget).source(
+            argv[0].replace("\x00", ""), "the first element of the argv list"
+        )
+    return found
+
+
+_SHELL_LINE = re.compile(r"[\s;&|<>()`$]")
+"""Characters that make an argv element a command line rather than a program name."""
 
 
 def _argv_strings(command: object) -> list[str] | Finding:
