@@ -180,3 +180,28 @@ def test_shell_setup_tools_are_trusted(command: str) -> None:
 
 def test_other_output_of_a_setup_tool_is_not() -> None:
     assert reason('eval "$(poetry run cat payload.sh)"').startswith("dynamic-code:")
+
+
+@pytest.mark.parametrize(
+    ("dangerous", "benign"),
+    [
+        ("rm -rf ~/{.,}*", "rm -rf {build,dist}"),
+        ("rm -rf /usr/{lib,bin}", "rm -rf ./{a,b}/build"),
+        ("printf -v d '/'; rm -rf \"$d\"", "printf -v d '%s' build; rm -rf \"$d\""),
+        ('declare -n r=HOME; rm -rf "$r"', 'declare -n r=OUT; OUT=build; rm -rf "$r"'),
+        ('rm -rf "$(dirname /etc/x)"', 'rm -rf "$(dirname build/x)"'),
+        ("rm -rf $(find / -maxdepth 1 -name 'e*')", "rm -rf $(find . -name '*.pyc')"),
+        (
+            'ls / | while read d; do rm -rf "/$d"; done',
+            "find . -name x | while read d; do rm -rf $d; done",
+        ),
+        ("poetry run rm -rf /", "poetry run pytest"),
+        ("mise exec node@20 -- rm -rf /", "mise exec -- npm test"),
+        ("nix-shell -p x --run 'rm -rf ~'", "nix-shell --run 'make test'"),
+        ("ssh host bash <<< 'rm -rf /'", "ssh host bash <<< 'df -h'"),
+        ("runuser -u root rm -rf /", "runuser -u app -- npm start"),
+    ],
+)
+def test_more_indirections_with_their_twins(dangerous: str, benign: str) -> None:
+    assert reason(dangerous).startswith("fs-destruction:")
+    assert allowed(benign)

@@ -92,11 +92,11 @@ on disk (``bash ./cleanup.sh``,
 interpreter code beyond the simple patterns listed above; writes by tools the tables do
 not list, and persistence files by paths not on the list; which block device is the
 system disk (every device but the pseudo-devices is precious); programs' own config files
-(``~/.ssh/config`` ``ProxyCommand``, ``.vimrc``); brace expansion
-(``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
-text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a
-seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a
-container as well.
+(``~/.ssh/config`` ``ProxyCommand``, ``.vimrc``); brace sequences
+(``{1..9}`` is judged as written; lists such as ``{bin,etc}`` are expanded); and the
+remote side of ``ssh`` beyond the command text.  Shells nested more than eight deep are
+refused as ``unparseable``.  The guard is a seatbelt for an honest-but-fallible agent,
+not a sandbox: run untrusted agents in a container as well.
 """
 
 from __future__ import annotations

@@ -420,8 +420,26 @@ def _rule_shred_system(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+_DISKUTIL_WIPES = re.compile(
+    r"^(?:erase\w*|zerodisk|randomdisk|secureerase|partitiondisk|reformat|deletecontainer"
+    r"|deletevolume|splitpartition|mergepartitions|resizevolume)$",
+    re.IGNORECASE,
+)
+
+
+def _rule_diskutil(inv: _Invocation, run: _Run) -> Finding | None:
+    """macOS ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``apfs deleteContainer``."""
+    verb = next((w for w in inv.args if _DISKUTIL_WIPES.match(w.text)), None)
+    if verb is None:
+        return None
+    return Finding(
+        "disk", verb.text, f"{inv.shown} {verb.text} erases or repartitions a disk or volume"
+    )
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "mkfs": (_rule_mkfs,),
+    "diskutil": (_rule_diskutil,),
     **dict.fromkeys(
         (*_READ_ONLY_FLAGS, "parted", "wipefs"), (_rule_partitioner, _rule_partitioner_unknown)
     ),

@@ -9,7 +9,9 @@ text that still holds ``$`` as a value known only at run time (see
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import deque
 from collections.abc import Callable
 
 PARAM = re.compile(
@@ -89,6 +91,53 @@ def _case(value: str, op: str) -> str:
     if op == "^":
         return value[:1].upper() + value[1:]
     return value[:1].lower() + value[1:]
+
+
+_MAX_BRACES = 64  # words one brace expansion may make
+
+
+def braces(text: str) -> list[str] | None:
+    """Brace expansion of an unquoted word (``~/{.,}*`` is ``~/.*`` and ``~/*``), done by
+    bash before any other expansion; None when ``text`` has no ``{a,b}`` list.  Sequences
+    (``{1..9}``) are left as written; past :data:`_MAX_BRACES` words, the rest is dropped."""
+    if _brace_list(text) is None:
+        return None
+    out: list[str] = []
+    pending = deque([text])
+    while pending and len(out) < _MAX_BRACES:
+        word = pending.popleft()
+        found = _brace_list(word)
+        if found is None:
+            out.append(word)
+            continue
+        open_, close, commas = found
+        head, tail = word[:open_], word[close + 1 :]
+        cuts = [open_, *commas, close]
+        pending.extend(head + word[a + 1 : b] + tail for a, b in itertools.pairwise(cuts))
+    return out
+
+
+def _brace_list(text: str) -> tuple[int, int, list[int]] | None:
+    """The first ``{...,...}`` list in ``text`` (not ``${...}``): its braces and commas."""
+    i = text.find("{")
+    while i >= 0:
+        if i == 0 or text[i - 1] != "$":
+            depth = 0
+            commas: list[int] = []
+            for j in range(i, len(text)):
+                c = text[j]
+                if c == "{":
+                    depth += 1
+                elif c == "}":
+                    depth -= 1
+                    if depth == 0:
+                        if commas:
+                            return i, j, commas
+                        break
+                elif c == "," and depth == 1:
+                    commas.append(j)
+        i = text.find("{", i + 1)
+    return None
 
 
 def expand(

@@ -75,6 +75,7 @@ from .operands import (
     _WGET,
     Extract,
     _copy_targets,
+    _download_into,
     _editor,
     _in_place,
     _keyed,
@@ -159,10 +160,18 @@ _WRITERS: dict[str, Extract] = {
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
-    "curl": _option_values(_CURL, "--output"),
-    "wget": _option_values(_WGET, "--output-document"),
+    "curl": lambda inv: (
+        _option_values(_CURL, "--output")(inv) + _download_into(_CURL, "--output-dir")(inv)
+    ),
+    "wget": lambda inv: (
+        _option_values(_WGET, "--output-document")(inv)
+        + _download_into(_WGET, "--directory-prefix")(inv)
+    ),
     "patch": lambda inv: _patch_targets(inv),
     "scrub": _operands(_opts("pbsTX")),
+    "srm": _operands(_opts()),
+    "wipe": _operands(_opts("cClSxXRkp")),
+    "sswap": _operands(_opts()),
     **dict.fromkeys(
         ("vim", "vi", "nvim", "gvim", "vim.basic", "vim.tiny", "ex"),
         _editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
@@ -332,6 +341,8 @@ def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
+    # secure deleters take rm's options and leave nothing to recover
+    **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
     "crontab": (_rule_crontab,),

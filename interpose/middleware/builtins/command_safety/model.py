@@ -197,6 +197,9 @@ _NAME_ALIASES = {
 }
 
 
+_MKFS_LIKE = frozenset({"mkudffs", "mkexfatfs", "mkreiserfs", "mkfs", "mkhfs", "mkbtrfs"})
+
+
 @functools.lru_cache(maxsize=4096)
 def _canon(text: str) -> str:
     """The command a word names: basename, lower-cased, version suffix and aliases folded."""
@@ -205,7 +208,7 @@ def _canon(text: str) -> str:
         name = name[:-4]
     if name in _NAME_ALIASES:
         return _NAME_ALIASES[name]
-    if name.startswith("mkfs."):
+    if name.startswith(("mkfs.", "newfs_")) or name in _MKFS_LIKE:
         return "mkfs"
     if name.startswith("partclone."):
         return "partclone"
@@ -227,7 +230,8 @@ class _Wrapper:
     assignments: bool = False  # NAME=value words may precede the command (env, sudo)
     no_command: frozenset[str] = frozenset()  # flags after which nothing is run
     arity: Mapping[str, int] = field(default_factory=dict)  # bwrap: --bind SRC DEST
-    after: str = ""  # the command follows this word only (gdb --args)
+    after: frozenset[str] = frozenset()  # the command follows one of these only (gdb --args)
+    subcommands: frozenset[str] = frozenset()  # only these run a command (poetry run)
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -316,7 +320,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
     ),
     "ltrace": _Wrapper(_opts("aeFlnopsuxAD"), no_command=frozenset({"-p"})),
     "valgrind": _Wrapper(),
-    "gdb": _Wrapper(after="--args"),
+    "gdb": _Wrapper(after=frozenset({"--args"})),
     "taskset": _Wrapper(
         _opts(long="all-tasks cpu-list help version"), leading=1, no_command=frozenset({"-p"})
     ),
@@ -391,6 +395,54 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "gosu": _Wrapper(leading=1),
     "su-exec": _Wrapper(leading=1),
     "chpst": _Wrapper(_opts("ugUbenlmdofcpv")),
+    # tools whose subcommand runs a command in an environment (poetry run, conda run...)
+    **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
+    "pdm": _Wrapper(_opts("p", long_arg="project"), subcommands=frozenset({"run"})),
+    "uv": _Wrapper(
+        _opts(
+            "pw",
+            "no-project isolated frozen locked no-sync all-extras all-packages active no-dev "
+            "only-dev script module no-editable",
+            "with python package extra group env-file directory project with-requirements "
+            "index default-index",
+            {"p": "python", "w": "with"},
+        ),
+        subcommands=frozenset({"run"}),
+    ),
+    **dict.fromkeys(
+        ("conda", "mamba", "micromamba"),
+        _Wrapper(
+            _opts(
+                "np",
+                "no-capture-output live-stream debug-wrapper-scripts",
+                "name prefix cwd",
+                {"n": "name", "p": "prefix"},
+            ),
+            subcommands=frozenset({"run"}),
+        ),
+    ),
+    **dict.fromkeys(
+        ("bundle", "pyenv", "rbenv", "nodenv", "goenv", "asdf"),
+        _Wrapper(subcommands=frozenset({"exec"})),
+    ),
+    "direnv": _Wrapper(leading=1, subcommands=frozenset({"exec"})),
+    "aws-vault": _Wrapper(_opts(long_arg="duration region"), 1, subcommands=frozenset({"exec"})),
+    **dict.fromkeys(("mise", "rtx"), _Wrapper(after=frozenset({"--"}), subcommands=_set("exec x"))),
+    **dict.fromkeys(
+        ("op", "doppler", "infisical"), _Wrapper(after=frozenset({"--"}), subcommands=_set("run"))
+    ),
+    "dotenv": _Wrapper(after=frozenset({"--"})),
+    "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=_set("enter")),
+    "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=_set("develop shell")),
+    "toolbox": _Wrapper(_opts("cr", long_arg="container release distro"), subcommands=_set("run")),
+    "flatpak-spawn": _Wrapper(
+        _opts(
+            long="host clear-env watch-bus latest-version sandbox no-network",
+            long_arg="env forward-fd directory app-path usr-path",
+        )
+    ),
+    "host-spawn": _Wrapper(),
+    "distrobox-host-exec": _Wrapper(),
 }
 
 _SHELL_FLAGS = {"sudo": frozenset({"-s", "--shell", "-i", "--login"})}
@@ -443,14 +495,19 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             wrapper = _WRAPPERS.get(name)
             if wrapper is None:
                 break
+            args = words[1:]
+            if wrapper.subcommands:  # poetry run CMD; poetry install runs nothing
+                if not args or args[0].text not in wrapper.subcommands:
+                    break
+                args = args[1:]
             if wrapper.after or wrapper.arity:
-                rest = _skip_options(words[1:], wrapper)
+                rest = _skip_options(args, wrapper)
                 if not rest:
                     break
                 words = rest
                 layers.append(words)
                 continue
-            parsed = _parse_opts(words[1:], wrapper.opts, stop_at_operand=True)
+            parsed = _parse_opts(args, wrapper.opts, stop_at_operand=True)
             if name == "sudo" and parsed.has("-e", "--edit"):  # sudo -e FILE is sudoedit FILE
                 words = [Word("sudoedit"), *parsed.operands]
                 layers.append(words)
@@ -458,7 +515,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
-            if rest and rest[0].text == "-":  # "env -": an empty environment
+            if rest and rest[0].text in ("-", "--"):  # "env -": an empty environment
                 rest = rest[1:]
             if wrapper.assignments:
                 rest = _take_assignments(rest, env)
@@ -480,7 +537,7 @@ def _skip_options(args: list[Word], wrapper: _Wrapper) -> list[Word]:
     """The command of a wrapper with an irregular grammar: after ``wrapper.after``
     (``gdb --args``), or after options that take ``wrapper.arity`` values (``bwrap``)."""
     if wrapper.after:
-        k = next((k for k, w in enumerate(args) if w.text == wrapper.after), len(args))
+        k = next((k for k, w in enumerate(args) if w.text in wrapper.after), len(args))
         return args[k + 1 :]
     i = 0
     while i < len(args) and args[i].text.startswith("--"):
@@ -834,6 +891,8 @@ _INTERPRETERS: dict[str, _Interpreter] = {
     ),
     "php": _Interpreter("rBRE", short_arg="cdfz", backticks=True),
     "lua": _Interpreter("e", short_arg="l"),
+    "rscript": _Interpreter("e"),
+    "julia": _Interpreter("e", short_arg="JCOLp", backticks=True),
 }
 
 
@@ -942,6 +1001,17 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
         if table and table[0].text not in ("-", "/dev/stdin"):
             return _Exec("crontab", tuple(table), None, False)
         return _Exec("crontab", (), None, True)
+    if inv.name == "ssh":  # ssh HOST (a login shell) or ssh HOST bash: the script on stdin
+        remote = _parse_opts(inv.args, _SSH_OPTS, stop_at_operand=True).operands[1:]
+        if remote and remote[0].text == "--":
+            remote = remote[1:]
+        if not remote or (
+            _canon(remote[0].text) in _SHELLS
+            and not any(w.text.startswith("-") and "c" in w.text for w in remote[1:])
+            and all(w.text.startswith("-") for w in remote[1:])
+        ):
+            return _Exec("shell", (), None, True)
+        return None
     if inv.name == "sqlite3":  # SQL and dot-commands: operands after the database, stdin
         operands = _sqlite_operands(inv.args)
         if len(operands) > 1:
@@ -951,6 +1021,7 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
     return None
 
 
+_SSH_OPTS = _opts("BbcDEeFIiJLlmOoPpQRSWw")
 _AT = _opts("fqtT")
 _AT_NO_JOB = frozenset({"-l", "-r", "-d", "-c", "-V"})
 _CRONTAB = _opts("us")

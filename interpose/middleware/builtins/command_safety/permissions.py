@@ -178,10 +178,15 @@ _RUNS_ANYTHING = (
 """Programs that a setuid bit turns into a root shell or a root read/write of any file."""
 
 
+_LONG_OCTAL = re.compile(r"0*([0-7]{1,4})")
+
+
 def _setid(mode: str) -> str | None:
     """``"setuid"``/``"setgid"`` when ``mode`` sets that bit (setuid wins)."""
-    if _OCTAL_MODE.fullmatch(mode):
-        high = int(mode, 8) >> 9 if len(mode) == 4 else 0
+    octal = _LONG_OCTAL.fullmatch(mode)  # 4755, 04755, 004755
+    if octal is not None:
+        digits = octal.group(1)
+        high = int(digits, 8) >> 9 if len(digits) == 4 else 0
         return "setuid" if high & 4 else "setgid" if high & 2 else None
     found = None
     for clause in mode.split(","):
@@ -197,8 +202,13 @@ def _setid(mode: str) -> str | None:
     return found
 
 
+_SETUID_PROGRAMS = _set("sudo su passwd pkexec mount umount newgrp chsh chfn gpasswd doas")
+"""Programs installed setuid root: ``chmod --reference=/usr/bin/sudo x`` copies that bit."""
+
+
 def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
-    """The mode ``chmod`` sets (None with ``--reference``) and its targets."""
+    """The mode ``chmod`` sets (``--reference`` to a setuid program: ``u+s``; to another
+    file: None) and its targets."""
     mode: str | None = None
     rest: list[Word] = []
     for word in inv.args:
@@ -210,6 +220,9 @@ def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
     targets = parsed.operands
     if mode is None and not parsed.has("--reference") and targets:
         mode, targets = targets[0].text, targets[1:]
+    reference = parsed.value("--reference")
+    if reference is not None and _canon(reference.text) in _SETUID_PROGRAMS:
+        mode = "u+s"
     return mode, targets
 
 
@@ -218,6 +231,41 @@ def _under_system_dir(path: str) -> bool:
     file is the classic hidden root shell: ``cp /bin/bash /tmp/b; chmod +s /tmp/b``)."""
     top = path[1:].split("/", 1)[0].lower() if path.startswith("/") else ""
     return top in _SYSTEM_DIRS or path.startswith(tuple(d + "/" for d in _TEMP_DIRS))
+
+
+_HASH_FILES = re.compile(r"^(?:/private)?/etc/(?:shadow|gshadow|master\.passwd)-?$")
+
+
+def _others_read(mode: str) -> bool:
+    """Whether ``mode`` lets every user read the file (``644``, ``o+r``, ``a+r``, ``+r``)."""
+    if _OCTAL_MODE.fullmatch(mode):
+        return bool(int(mode, 8) & 0o004)
+    for clause in mode.split(","):
+        m = _SYMBOLIC_CLAUSE.fullmatch(clause)
+        if m is None:
+            continue
+        who = m.group(1)
+        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", m.group(2)):
+            if op in "+=" and "r" in perms and (not who or "o" in who or "a" in who):
+                return True
+    return False
+
+
+def _rule_hash_exposed(inv: _Invocation, run: _Run) -> Finding | None:
+    """``chmod 644 /etc/shadow``: the password hashes become readable by every user."""
+    mode, targets = _chmod_mode(inv)
+    if mode is None or not _others_read(mode):
+        return None
+    for word in targets:
+        path = run.path(word)
+        if _HASH_FILES.match(path.lower()):
+            return Finding(
+                "permissions",
+                word.text,
+                f"chmod {mode} makes {path!r} readable by every user: it holds the password "
+                f"hashes (token {_show(word.text)!r})",
+            )
+    return None
 
 
 def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
@@ -358,6 +406,12 @@ def _rule_useradd(inv: _Invocation, run: _Run) -> Finding | None:
             )
     if parsed.has("--non-unique"):
         return _accounts("-o", f"{verb} -o reuses another account's uid (a second root)")
+    password = parsed.value("-p", "--password")
+    if password is not None:
+        login = parsed.operands[-1].text if parsed.operands else ""
+        if not password.text.strip("'\"") or login == "root":
+            what = "an empty password" if not password.text.strip("'\"") else "root's password"
+            return _accounts(password.text or "''", f"{verb} -p sets {what} on {login!r}")
     return None
 
 
@@ -442,9 +496,12 @@ def _rule_userdel(inv: _Invocation, run: _Run) -> Finding | None:
 
 
 def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
-    texts = {w.text for w in inv.args}
-    if texts & {"-c", "--check", "-h", "--help", "-V", "--version"}:
-        return None
+    for word in inv.args:  # -c/--check only checks (also bundled: visudo -cf FILE)
+        t = word.text
+        if t in ("--check", "--help", "--version") or (
+            len(t) > 1 and t[0] == "-" and t[1] != "-" and set(t[1:]) & set("chV")
+        ):
+            return None
     what = {
         "visudo": "the sudoers policy",
         "vipw": "the password database",
@@ -453,8 +510,25 @@ def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
     return _accounts(inv.shown, f"{inv.shown} opens {what} for editing (command {inv.snippet()!r})")
 
 
+_MAC_ADMIN = re.compile(r"^(?:admin|wheel|/groups/admin|/groups/wheel)$", re.IGNORECASE)
+
+
+def _rule_mac_accounts(inv: _Invocation, run: _Run) -> Finding | None:
+    """macOS: ``dseditgroup -o edit -a USER admin``, ``dscl . -append /Groups/admin
+    GroupMembership USER``, ``sysadminctl -addUser x -admin``."""
+    texts = [w.text for w in inv.args]
+    adds = {"-a", "-append", "-create", "-merge", "-addUser"} & set(texts)
+    admin = any(_MAC_ADMIN.match(t) for t in texts) or "-admin" in texts
+    if adds and admin:
+        return _accounts(
+            inv.shown, f"{inv.shown} adds an account to the admin group (command {inv.snippet()!r})"
+        )
+    return None
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    "chmod": (_rule_setid, _rule_chmod),
+    **dict.fromkeys(("dseditgroup", "dscl", "sysadminctl"), (_rule_mac_accounts,)),
+    "chmod": (_rule_setid, _rule_hash_exposed, _rule_chmod),
     "setcap": (_rule_setcap,),
     "install": (_rule_install_setid,),
     "useradd": (_rule_useradd,),

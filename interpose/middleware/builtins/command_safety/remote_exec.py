@@ -253,7 +253,8 @@ _FORK_CODE = re.compile(
 )
 _SHELL_CALL = re.compile(
     r"(?:os\.system|os\.popen|subprocess\.\w+|\bsystem|\bexec|shell_exec|passthru|popen"
-    r"|execSync|spawnSync)\s*\(\s*(['\"])((?:(?!\1)[^\\]|\\.)*)\1"
+    r"|execSync|spawnSync|os\.execute|io\.popen|\bexecute)"
+    r"(?:\s*\(\s*|\s+)(['\"])((?:(?!\1)[^\\]|\\.)*)\1"  # perl: system "cmd"
 )
 _BACKTICK_CODE = re.compile(r"`([^`]+)`")
 _QX_CODE = re.compile(
@@ -398,8 +399,9 @@ def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
     script = parsed.value("--command", "--session-command")
     if script is not None:
         return run.nested(script.text, f"{inv.shown} -c script")
-    if parsed.value("-u", "--user") is not None and parsed.operands:
-        return run.argv(parsed.operands, inv.name)
+    if parsed.value("-u", "--user") is not None:  # runuser -u USER [--] COMMAND ARGS...
+        command = _parse_opts(inv.args, _SU, stop_at_operand=True).operands
+        return run.argv(command, inv.name) if command else None
     return None
 
 
@@ -629,6 +631,26 @@ def _rule_gdb(inv: _Invocation, run: _Run) -> Finding | None:
                 found = run.nested(m.group(1), "gdb shell command", lenient=True)
                 if found is not None:
                     return found
+    return None
+
+
+def _rule_nix_shell(inv: _Invocation, run: _Run) -> Finding | None:
+    """``nix-shell --run CMD`` / ``--command CMD``: a shell command line."""
+    words = inv.args
+    for k, word in enumerate(words[:-1]):
+        if word.text in ("--run", "--command"):
+            return run.nested(words[k + 1].text, f"nix-shell {word.text} command")
+    return None
+
+
+def _rule_vagrant(inv: _Invocation, run: _Run) -> Finding | None:
+    """``vagrant ssh [NAME] -c CMD``: run by the guest's shell."""
+    words = inv.args
+    if not words or words[0].text != "ssh":
+        return None
+    for k, word in enumerate(words[:-1]):
+        if word.text in ("-c", "--command"):
+            return run.nested(words[k + 1].text, "vagrant ssh -c command", lenient=True)
     return None
 
 
@@ -927,6 +949,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "less": (_rule_less,),
     "gdb": (_rule_gdb,),
     "sg": (_rule_sg,),
+    "nix-shell": (_rule_nix_shell,),
+    "vagrant": (_rule_vagrant,),
     "tmux": (_rule_tmux,),
     "screen": (_rule_screen,),
     "parallel": (_rule_parallel,),

@@ -25,7 +25,7 @@ from ..shell import (
 )
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
-from .expansion import PARAM, expand
+from .expansion import PARAM, braces, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
@@ -536,6 +536,14 @@ class _Run:
         if not persistent or "[" in name:
             return
         self.budget.step()
+        if value.startswith("(") and value.endswith(")") and word.quoted:  # a=(x y): array
+            self.vars.pop(name, None)
+            elements = [self.expand_text(e) for e in value[1:-1].split()]
+            if any(SUBST in e for e in elements):
+                self.vars.pop(name + "[]", None)
+            else:
+                self.vars[name + "[]"] = " ".join(elements)
+            return
         value = self.expand_text(value)
         if self.made:
             self.made.pop(name, None)
@@ -564,6 +572,8 @@ class _Run:
         directory); unknown ones stay as written."""
         if "$" not in text:
             return text
+        if "[" in text and "${" in text:  # ${a[@]}, ${a[0]} of a known array
+            text = _ARRAY_REF.sub(self._element, text)
 
         def lookup(name: str) -> str | None:
             value = self.vars.get(name)
@@ -583,13 +593,32 @@ class _Run:
             self.budget.made_text(len(out))
         return out
 
+    def _element(self, m: re.Match[str]) -> str:
+        elements = self.vars.get(m.group(1) + "[]")
+        if elements is None:
+            return m.group(0)
+        index = m.group(2)
+        if index in ("@", "*"):
+            return elements
+        parts = elements.split()
+        k = int(index) if index.lstrip("-").isdigit() else None
+        return parts[k] if k is not None and -len(parts) <= k < len(parts) else m.group(0)
+
     def _expand(self, words: Sequence[Word]) -> list[Word]:
+        if any("{" in w.text and "," in w.text and not w.quoted for w in words):
+            words = self._braces(words)
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
-            if word.text in ("$@", "${@}") and text != word.text:  # "$@": one word each
+            if text != word.text and _ALL_WORDS.fullmatch(word.text):  # "$@": one word each
                 out.extend(replace(word, text=arg) for arg in text.split())
                 continue
+            if text == SUBST and len(word.subs) == 1 and not word.process:
+                listed = self.listed(word.subs[0])  # $(find . -name x): the paths found
+                if listed is not None:
+                    self.budget.made_words(len(listed))
+                    out.extend(listed)
+                    continue
             if (
                 word.subs
                 and not word.process  # <(...) is a file name, not the output
@@ -608,6 +637,31 @@ class _Run:
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
         return out
+
+    def _braces(self, words: Sequence[Word]) -> list[Word]:
+        """Brace expansion of the unquoted words (:func:`.expansion.braces`)."""
+        out: list[Word] = []
+        for word in words:
+            texts = braces(word.text) if not word.quoted and not word.subs else None
+            if texts is None:
+                out.append(word)
+                continue
+            self.budget.made_words(len(texts))
+            out.extend(replace(word, text=t, tilde=t.startswith("~")) for t in texts)
+        return out
+
+    def listed(self, script: Script) -> list[Word] | None:
+        """The paths ``script`` prints when it is a ``find`` (filtered by ``grep``,
+        ``sort``, ``head``...): what ``{}`` would stand for; None for other scripts."""
+        if script.functions or not script.commands or len(script.pipelines) > 1:
+            return None
+        first = script.commands[0].words
+        if not first or _canon(first[0].text) != "find":
+            return None
+        others = script.commands[1:]
+        if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
+            return None
+        return _find_plan(self._expand(first[1:])).entries() or None
 
     # -- program text computed at run time ---------------------------------------------------
 
@@ -697,6 +751,8 @@ class _Run:
         name = _canon(words[0].text)
         if name == "pwd":
             return self.cwd or "."
+        if name in ("dirname", "basename", "realpath", "readlink"):
+            return self._path_output(name, self._expand(words[1:]))
         if name != "mktemp":
             return None
         parsed = _parse_opts(words[1:], _MKTEMP)
@@ -707,6 +763,20 @@ class _Run:
         if parsed.has("-t") or not parsed.operands:
             return "/tmp/" + template
         return template  # in the working directory, or where the template says
+
+    def _path_output(self, name: str, args: Sequence[Word]) -> str | None:
+        """``dirname``/``basename``/``realpath``/``readlink -f`` of one known path."""
+        operands = [w for w in args if not w.text.startswith("-")]
+        if len(operands) != 1 or "$" in operands[0].text or SUBST in operands[0].text:
+            return None
+        if name == "readlink" and not any(w.text in ("-f", "-m", "-e") for w in args):
+            return None
+        text = operands[0].text
+        if name == "basename":
+            return posixpath.basename(text.rstrip("/")) or "/"
+        if name == "dirname":  # "." stands for the working directory: its parent is ".."
+            return ".." if text == "." else posixpath.dirname(text.rstrip("/")) or "."
+        return self.path(operands[0])  # realpath, readlink -f: normalized (links unknown)
 
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
@@ -779,6 +849,11 @@ def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
     return path
 
 
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")
+_ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+"""``"$@"`` and ``"${a[@]}"``: one word per element even when quoted."""
+_FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
+"""Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
 _MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
 _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
@@ -912,7 +987,10 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
     for inv in upstream:
         if inv is None:
             continue
-        if inv.name == "echo":
+        if inv.name in ("echo", "printf") and (text := _stream([[inv]])).complete:
+            parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
+            values += [Word(p, quoted=True) for p in parts]
+        elif inv.name == "echo":
             words = [w for w in inv.args if w.text not in ("-n", "-e", "-E")]
             values += [replace(w, text=part) for w in words for part in w.text.split()]
         elif inv.name == "printf" and len(inv.args) > 1:

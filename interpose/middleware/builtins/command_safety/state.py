@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from ..shell import SUBST, Redirect
 from .expansion import PARAM
-from .model import _ASSIGNMENT, HOME, Finding, _Invocation, _opts, _parse_opts
+from .model import _ASSIGNMENT, HOME, Finding, _find_plan, _Invocation, _opts, _parse_opts
 from .run import Rule, _Run, _tilde
-from .text import _stream
+from .text import _printf_readings, _stream
 
 # -- shell state ------------------------------------------------------------------------------
 
@@ -38,9 +38,25 @@ def _rule_cd(inv: _Invocation, run: _Run) -> Finding | None:
 
 
 def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
+    nameref = any(w.text.startswith("-") and "n" in w.text for w in inv.args)
     for word in inv.args:
         if _ASSIGNMENT.match(word.text):
+            if nameref and inv.name != "export":  # declare -n r=HOME: $r is $HOME
+                name, _, target = word.text.partition("=")
+                run.bind(name, [f"${{{target}}}" if _ASSIGNMENT.match(target + "=") else None])
+                continue
             run.assign(word, persistent=True)
+    return None
+
+
+def _rule_printf(inv: _Invocation, run: _Run) -> Finding | None:
+    """``printf -v NAME FORMAT ARGS``: NAME takes what printf would print."""
+    args = [w.text for w in inv.args]
+    if len(args) < 3 or args[0] != "-v":
+        return None
+    readings = _printf_readings(args[2:])
+    texts = [r.decode("utf-8", "replace") for r in readings] if readings else [None]
+    run.bind(args[1], [t if t is None or SUBST not in t else None for t in texts])
     return None
 
 
@@ -58,6 +74,8 @@ def _rule_for(inv: _Invocation, run: _Run) -> Finding | None:
     name, rest = inv.args[0].text, inv.args[1:]
     if rest and rest[0].text == "in":
         run.bind(name, [_value(run, _tilde(w)) for w in rest[1:]])
+    elif "@" in run.vars:  # for NAME; do: the positional parameters
+        run.bind(name, run.vars["@"].split() or [""])
     else:
         run.bind(name, [None])
     return None
@@ -77,7 +95,8 @@ def _fed_text(run: _Run, redirects: tuple[Redirect, ...]) -> list[str | None] | 
             body = r.heredoc.text
             return [None if r.heredoc.subs or ("$" in body and PARAM.search(body)) else body]
         if r.op == "<":
-            return [None]
+            listed = run.listed(r.target.subs[0]) if r.target.process else None
+            return [None] if listed is None else ["\n".join(w.text for w in listed)]
     return None
 
 
@@ -89,6 +108,9 @@ def _read_input(run: _Run, inv: _Invocation) -> list[str | None]:
         stream = _stream([list(inv.stdin)])
         if stream.complete:
             return [r.decode("utf-8", "replace") for r in stream.readings]
+        found = [up for up in inv.stdin if up is not None and up.name == "find"]
+        if found and len(found) == len([up for up in inv.stdin if up is not None]):
+            return ["\n".join(w.text for f in found for w in _find_plan(f.args).entries())]
         return [None]
     return _fed_text(run, inv.loop_input) or [None]
 
@@ -144,6 +166,7 @@ def _rule_set(inv: _Invocation, run: _Run) -> Finding | None:
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "set": (_rule_set,),
+    "printf": (_rule_printf,),
     "for": (_rule_for,),
     "select": (_rule_for,),
     "read": (_rule_read,),
