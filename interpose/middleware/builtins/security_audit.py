@@ -50,6 +50,11 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``ai-tool-auth``: Claude, Codex, GitHub Copilot, Qwen/MiniMax/Gemini
   (``oauth_creds.json``), gogcli, OpenClaw/Clawdbot credentials, ``auth-profiles.json``
   and WhatsApp session credentials.
+- ``persistence`` (writes only): other files that run at login, at boot or on a
+  schedule, or decide who may log in (:data:`PERSISTENCE_PATHS`): ``~/.bash_aliases``,
+  ``~/.bashrc.d/``, autostart entries, systemd unit directories, ``/etc/profile.d/``,
+  ``/etc/environment``, ``/etc/ld.so.preload``, ``/etc/cron*``, PAM...; checked after
+  every other rule.
 - ``shell-profile``: ``.profile``, ``.bashrc``, ``.bash_profile``, ``.bash_login``,
   ``.bash_logout``, ``.zshrc``, ``.zprofile``, ``.zshenv``, ``.zlogin``, ``.zlogout``,
   ``.config/fish/config.fish`` (they hold exported tokens, and writing them is
@@ -190,6 +195,41 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 _C = r"(?:^|/)"  # start of a path component
 _HOMEISH = r"^(?:/home/[^/]+|/root|/users/[^/]+)"
 
+_HOME_DIR = r"(?:/home/[^/]+|/root|/users/[^/]+)"
+PERSISTENCE_PATHS = re.compile(
+    # per-user: shell startup files, login and session hooks, SSH login control
+    r"^" + _HOME_DIR + r"/(?:"
+    r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout|bash_aliases|zshrc|zprofile"
+    r"|zshenv|zlogin|zlogout|kshrc|mkshrc|cshrc|tcshrc|login|xprofile|xinitrc|xsession"
+    r"|xsessionrc|pam_environment)$"
+    r"|\.(?:bashrc|zshrc|profile)\.d(?:/|$)"
+    r"|\.oh-my-zsh/custom(?:/|$)"
+    r"|\.config/fish/(?:config\.fish$|conf\.d(?:/|$)|functions(?:/|$))"
+    r"|\.config/(?:autostart|environment\.d)(?:/|$)"
+    r"|\.config/systemd/user(?:/|$)"
+    r"|\.local/share/systemd/user(?:/|$)"
+    r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
+    r")"
+    # system-wide: login shells, the dynamic loader's preload list, boot and schedulers,
+    # PAM.  Left out on purpose, because everyday setup writes them (a false refusal there
+    # costs more than it saves): sshd_config, ld.so.conf.d, modprobe.d, udev rules,
+    # apt.conf.d, security/limits.conf, sysctl.d
+    r"|^(?:/private)?/etc/(?:"
+    r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
+    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$"
+    r"|rc\.local$|rc[0-6s]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
+    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/pam_env\.conf$"
+    r"|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|launchd\.conf$)"
+    r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
+    r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
+    r"|^(?:" + _HOME_DIR + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
+)
+"""Files (and directories whose files are) run at login, at boot, by a scheduler or by
+the dynamic loader, or that decide who may log in: a write there plants code that runs
+later, outside the call the guard judged (rule ``persistence``, for writes only; reads
+are judged by the other rules).  The command guard uses the same list."""
+
+
 SENSITIVE_RULES: tuple[_Rule, ...] = (
     _Rule(
         "ssh-key",
@@ -311,6 +351,12 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.(?:zshrc|zprofile|zshenv|zlogin|zlogout)$",
             _C + r"\.config/fish/config\.fish$",
         ),
+    ),
+    _Rule(
+        "persistence",
+        "file run at login, at boot or on a schedule",
+        PERSISTENCE_PATHS,
+        read_ok=re.compile(""),  # only writing plants code; reading is for the rules above
     ),
 )
 """The built-in sensitive-path rules, checked in order (first match wins)."""

@@ -14,8 +14,11 @@ Rules (the rule id leads the block reason):
   --zero-superblock``/``--create``, ``blkzone reset``); volume managers removing volumes
   (``lvremove``, ``vgremove``, ``pvremove`` unless ``--test``; ``zpool destroy``/
   ``labelclear``/``create`` on devices; ``zfs destroy`` of a dataset or with ``-r``/``-R``
-  unless ``-n``; ``dmsetup remove_all``/``wipe_table``/``remove --force``); ``shred`` of
-  files under system directories (``shred -u /var/log/auth.log``).  When the device is
+  unless ``-n``; ``dmsetup remove_all``/``wipe_table``/``remove --force``); macOS
+  ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``partitionDisk``/``apfs
+  deleteContainer`` and ``newfs_*``; ``shred``/``scrub`` of files under system
+  directories (``shred -u /var/log/auth.log``); ``dd``/``dcfldd``/``dc3dd`` copying
+  without ``count=`` onto a target only run time knows (``dd if=img of=$DEV``).  When the device is
   named by a value only run time knows (``mkfs.ext4 $DEV``, ``wipefs -a "$(...)"``), the
   destructive mode is refused as an unknown target.  Allowed: listing and reading
   (``lsblk``, ``blkid``, ``smartctl``, ``nvme list``, ``cryptsetup status``/``luksDump``/

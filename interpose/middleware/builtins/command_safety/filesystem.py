@@ -27,7 +27,9 @@ Rules (the rule id leads the block reason):
   autostart, systemd unit directories (``/etc/systemd/system``, ``~/.config/systemd/user``),
   ``/etc/profile``, ``/etc/profile.d/*``, ``/etc/bash.bashrc``, ``/etc/environment``,
   ``/etc/ld.so.preload``, ``/etc/rc.local``, ``/etc/cron*``, ``/var/spool/cron``, PAM,
-  ``sshd_config``, and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment``;
+  and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment`` (not the system
+  configuration everyday setup writes: ``sshd_config``, ``ld.so.conf.d``, ``modprobe.d``,
+  udev rules, ``apt.conf.d``, ``limits.conf``);
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
   ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
   A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..security_audit import PERSISTENCE_PATHS
 from ..shell import SUBST, Redirect, Script, ShellSyntaxError, Word
 from ..shell import parse as parse_shell
 
@@ -580,36 +581,8 @@ _SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
 )
-_HOMEISH = r"(?:/home/[^/]+|/root|/users/[^/]+)"
-_PERSISTENCE = re.compile(
-    # per-user: shell startup files, login and session hooks, SSH login control
-    r"^" + _HOMEISH + r"/(?:"
-    r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout|bash_aliases|zshrc|zprofile"
-    r"|zshenv|zlogin|zlogout|kshrc|mkshrc|cshrc|tcshrc|login|xprofile|xinitrc|xsession"
-    r"|xsessionrc|pam_environment)$"
-    r"|\.(?:bashrc|zshrc|profile)\.d(?:/|$)"
-    r"|\.oh-my-zsh/custom(?:/|$)"
-    r"|\.config/fish/(?:config\.fish$|conf\.d(?:/|$)|functions(?:/|$))"
-    r"|\.config/(?:autostart|environment\.d)(?:/|$)"
-    r"|\.config/systemd/user(?:/|$)"
-    r"|\.local/share/systemd/user(?:/|$)"
-    r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
-    r")"
-    # system-wide: login shells, the dynamic loader, boot and schedulers, PAM, sshd
-    r"|^(?:/private)?/etc/(?:"
-    r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
-    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$|ld\.so\.conf(?:\.d)?(?:/|$)"
-    r"|rc\.local$|rc[0-6S]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
-    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/|ssh/sshd_config(?:\.d)?"
-    r"(?:/|$)|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|udev/rules\.d(?:/|$)"
-    r"|modules-load\.d(?:/|$)|modprobe\.d(?:/|$)|apt/apt\.conf\.d(?:/|$)|launchd\.conf$)"
-    r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
-    r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
-    r"|^(?:" + _HOMEISH + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
-)
-"""Files (and directories whose files are) run at login, at boot, by a scheduler or by
-the dynamic loader, or that decide who may log in: a write there plants code that runs
-later, outside the command the guard judged (rule ``persistence``)."""
+_PERSISTENCE = PERSISTENCE_PATHS
+"""Where a write plants code that runs later (shared with the file tools' guard)."""
 
 
 def _persistence(path: str) -> bool:

@@ -6,20 +6,24 @@ Rules (the rule id leads the block reason):
   ``a+rwx``, ``o+w``) on critical paths, system files or credentials; any recursive
   ``chmod``/``chown``/``chgrp`` of a critical path, or of a target known only at run
   time that no known prefix bounds (``chmod -R 777 "$DIR"``, refused as unknown);
-  ``chown`` of ``/`` or auth files;
-  the setuid bit (``u+s``, ``+s``, ``4755``) on a shell, an interpreter, a program that
-  runs commands or reads any file (``find``, ``vim``, ``env``, ``tar``...) or any file
-  under a system directory, and the setgid bit on shells and interpreters (``g+s`` on a
-  shared directory is routine and allowed); ``setcap`` granting a capability that is
-  root in all but name (``cap_setuid``, ``cap_dac_override``, ``cap_sys_admin``, ``=ep``...)
-  to any file, or any capability but ``cap_net_bind_service`` to a shell or interpreter.
+  ``chown`` of ``/`` or auth files; ``chmod 644 /etc/shadow`` (the password hashes
+  readable by all); the setuid bit (``u+s``, ``+s``, ``4755``, ``04755``, ``install -m
+  4755``, ``chmod --reference=/usr/bin/sudo``) on a shell, an interpreter, a program that
+  runs commands or reads any file (``find``, ``vim``, ``env``, ``tar``...), any file under
+  a system or temporary directory, or a file known only at run time; the setgid bit on
+  shells and interpreters (``g+s`` on a shared directory is routine and allowed);
+  ``setcap`` granting a capability that is root in all but name (``cap_setuid``,
+  ``cap_dac_override``, ``cap_sys_admin``, ``=ep``...) to any file, or any capability but
+  ``cap_net_bind_service`` to a shell or interpreter.
 - ``accounts``: account tools that create root-equivalent accounts or open logins:
   ``useradd``/``usermod``/``groupadd`` with uid or gid 0 or ``-o`` (duplicate uid), or
   adding to a privileged group (``root``, ``sudo``, ``wheel``, ``admin``, ``docker``,
   ``lxd``, ``libvirt``, ``disk``, ``shadow``...: ``usermod -aG docker me`` included);
   ``gpasswd -a``/``-M``, ``adduser USER GROUP``/``--ingroup`` to such a group; ``passwd
-  -d`` (empty password); ``chpasswd`` and ``newusers`` (passwords set in bulk from
-  input); ``userdel``/``deluser root``; editing the account databases with ``visudo``
+  -d`` (empty password), ``passwd --stdin``, ``useradd``/``usermod -p`` with an empty
+  password or on root; ``chpasswd`` and ``newusers`` (passwords set in bulk from
+  input); ``userdel``/``deluser root``; macOS ``dseditgroup``/``dscl``/``sysadminctl``
+  adding to ``admin``; editing the account databases with ``visudo``
   (unless ``-c``), ``vipw`` and ``vigr``.  Editors and ``patch`` on the auth files are
   ``system-files``.  Allowed: ``sudo -l``, ``id``, ``getent passwd``, reading
   ``/etc/passwd``, ``useradd -m dev`` (an ordinary account), ``passwd`` (one's own
