@@ -42,7 +42,8 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
   ``.envrc``, ``/proc/<pid>/environ``, except the templates
   ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
-  ``.``, ``-`` or ``_``, and their backups).
+  ``.``, ``-`` or ``_``, after an environment name too: ``.env.local.example``; and their
+  backups).
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
   ``*.ppk``, ``*.p8``; a ``.pem`` whose name says certificate or public key (``cert``,
   ``chain``, ``bundle``, ``ca``, ``pub``, ``crt``, ``csr``) and not key/priv/secret is
@@ -328,8 +329,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"^/proc/[^/]*/environ$",  # a process's environment: its tokens
         ),
         except_=re.compile(
-            _C + r"(?:\.env[._-](?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
-            r"(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
+            _C + r"(?:\.env(?:[._-][^/]*)?[._-](?:example|sample|template|dist|defaults|schema"
+            r"|tpl|tmpl)(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
         ),
     ),
     _Rule(
