@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from interpose.middleware.builtins.command_safety import analyze_command
+from interpose.middleware.builtins.command_safety import CommandSafetyGuard, analyze_command
 from interpose.middleware.builtins.security_audit import match_sensitive, match_sensitive_glob
+from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 
 def reason(command: str | list[object]) -> str:
@@ -87,6 +88,11 @@ def test_hook_files_reason_says_why_unversioned_matters() -> None:
     )
     assert allowed("rm .git/hooks/pre-push.sample")
     assert allowed("echo 'npm test' > .git/hooks/pre-push")
+    # versioned hook directories too: a commit made without the hook skips its checks
+    assert reason("rm .husky/pre-commit").endswith(
+        "the commits made without it skip the checks it runs"
+    )
+    assert allowed("rm -rf .husky/_")  # husky's own helper directory, regenerated
 
 
 # -- containers --------------------------------------------------------------------------------
@@ -270,3 +276,45 @@ def test_uploads_by_cloud_clients_judge_their_local_operands() -> None:
     )
     assert allowed("aws s3 cp dist/ s3://b/ --recursive")
     assert allowed("gh pr create --title .env --body x")  # gh: only gist/release uploads
+
+
+def test_the_container_working_directory_places_relative_paths() -> None:
+    assert reason("docker run -v /:/host -w /host alpine rm -rf etc").startswith(
+        "fs-destruction: rm -rf targets '/etc', a system directory (token 'etc')"
+    )
+    assert allowed('docker run --rm -v "$PWD":/src -w /src node:20 rm -rf node_modules')
+
+
+@pytest.mark.parametrize(
+    ("args", "rule"),
+    [
+        ({"command": "rm", "args": ["-rf", "/"]}, "fs-destruction"),
+        ({"argv": ["rm", "-rf", "/"]}, "fs-destruction"),
+        ({"command": "bash", "args": ["-c", "cat ~/.ssh/id_rsa"]}, "sensitive-read"),
+        ({"command": "sleep", "args": [5, None]}, "unparseable"),
+    ],
+)
+def test_a_program_and_its_arguments_given_apart_are_judged_together(
+    args: dict[str, object], rule: str
+) -> None:
+    out = ToolBeforeOutput(args=args)
+    CommandSafetyGuard()(ToolBeforeInput(tool_name="exec", tool_call_id="c1"), out)
+    assert out.block_reason.startswith(f"command-safety-guard: {rule}: ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"command": "echo", "args": ["rm -rf /"]}, {"command": "ls", "args": ["-la"]}, {"args": []}],
+)
+def test_harmless_programs_given_apart_pass(args: dict[str, object]) -> None:
+    out = ToolBeforeOutput(args=args)
+    CommandSafetyGuard()(ToolBeforeInput(tool_name="exec", tool_call_id="c1"), out)
+    assert not out.block
+
+
+def test_an_argv_list_whose_first_element_is_a_command_line_is_judged_as_one() -> None:
+    # subprocess.run(["rm -rf /"], shell=True) and child_process.exec run it in a shell
+    assert reason(["rm -rf /"]).startswith("fs-destruction: rm -rf targets '/'")
+    assert reason(["npm test && cat .env", "x"]).startswith("sensitive-read: cat reads '.env'")
+    assert allowed(["ls -la"])  # type: ignore[arg-type]
+    assert allowed(["/Applications/My App/bin/tool", "--version"])  # type: ignore[arg-type]

@@ -170,22 +170,29 @@ def test_every_path_key_is_checked() -> None:
         {"paths": ["README.md", "~/.ssh/id_ed25519"]},
         {"paths": ("src/a.py", ".env.production")},
         {"paths": "~/.netrc"},
+        {"filepath": "~/.pgpass"},
+        {"filename": "id_ed25519~"},
+        {"file_paths": ["docs/a.md", "/run/secrets/db"]},
+        {"path": ["README.md", ".env.local"]},
     ],
 )
 def test_other_path_keys_are_read(args: dict[str, Any]) -> None:
     assert run_audit("read", args).block
-    harmless = {key: ["README.md"] if key == "paths" else "README.md" for key in args}
+    harmless = {
+        key: ["README.md"] if key.endswith("paths") or key == "path" else "README.md"
+        for key in args
+    }
     assert not run_audit("read", harmless).block
 
 
 @pytest.mark.parametrize(
     ("args", "what"),
     [
-        ({"path": 3}, "'path' is of type int, not a string"),
-        ({"file_path": {"p": ".env"}}, "'file_path' is of type dict, not a string"),
+        ({"path": 3}, "'path' is of type int, not a path string or a list of them"),
+        ({"file_path": {"p": ".env"}}, "'file_path' is of type dict, not a path string"),
         ({"paths": ["a.txt", None]}, "element 1 of 'paths' is of type NoneType"),
         ({"paths": 7}, "'paths' is of type int, not a path string or a list of them"),
-        ({"target_file": [".env"]}, "'target_file' is of type list, not a string"),
+        ({"target_file": ["README.md", 2]}, "element 1 of 'target_file' is of type int"),
     ],
 )
 def test_path_arguments_that_are_not_text_are_refused(args: dict[str, Any], what: str) -> None:

@@ -2,7 +2,8 @@
 
 The guard runs before ``read``, ``write``, ``edit`` and ``apply_patch``.  It collects every
 path the call touches (``path``, ``file_path``, ``file``, ``target_file``,
-``notebook_path``, every element of a ``paths`` list; for ``apply_patch`` every file
+``notebook_path``, ``filepath``, ``filename``, every element of a ``paths`` or
+``file_paths`` list; for ``apply_patch`` every file
 named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs, headers
 read through any indentation), normalizes each one and blocks the call when one is
 sensitive.  A path argument that is not text is refused (``unparseable``), never skipped.
@@ -41,7 +42,8 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
   ``.envrc``, ``/proc/<pid>/environ``, except the templates
   ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
-  ``.``, ``-`` or ``_``, and their backups).
+  ``.``, ``-`` or ``_``, after an environment name too: ``.env.local.example``; and their
+  backups).
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
   ``*.ppk``, ``*.p8``; a ``.pem`` whose name says certificate or public key (``cert``,
   ``chain``, ``bundle``, ``ca``, ``pub``, ``crt``, ``csr``) and not key/priv/secret is
@@ -327,8 +329,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"^/proc/[^/]*/environ$",  # a process's environment: its tokens
         ),
         except_=re.compile(
-            _C + r"(?:\.env[._-](?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
-            r"(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
+            _C + r"(?:\.env(?:[._-][^/]*)?[._-](?:example|sample|template|dist|defaults|schema"
+            r"|tpl|tmpl)(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
         ),
     ),
     _Rule(
@@ -638,8 +640,10 @@ class SecurityAudit:
         "file",
         "target_file",
         "notebook_path",
+        "filepath",
+        "filename",
     )
-    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths",)
+    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths", "file_paths")
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
     READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
 
@@ -693,9 +697,9 @@ class SecurityAudit:
             _Unreadable: a key holds something other than text (a number, a dict, a list
                 holding one), which the guard cannot judge.
         """
-        for key in self.PATH_KEYS:
-            yield from _texts(key, args.get(key), lists=False)
-        for key in self.PATH_LIST_KEYS:
+        # a list under a single-path key is read too: whatever the tool makes of it, every
+        # path in it is judged (and anything that is not a path string refuses the call)
+        for key in (*self.PATH_KEYS, *self.PATH_LIST_KEYS):
             yield from _texts(key, args.get(key), lists=True)
         if tool == "apply_patch":
             for key in self.PATCH_KEYS:

@@ -1,7 +1,9 @@
 """
 The guard runs before the ``exec`` tool.  It reads ``args["command"]`` (a shell string, or
-a list of argv strings run as one simple command) and blocks the call when the command
-would do something on the list below.  The decision is made on *the commands the shell
+a list of argv strings run as one simple command; numbers in it are spelled out, other
+element types are refused) and, when the program and its arguments come apart,
+``args["args"]``/``args["argv"]``, and blocks the call when the command would do
+something on the list below.  The decision is made on *the commands the shell
 would run*, never on substrings of the text:
 
 1. :mod:`..shell` parses the text with POSIX quoting rules into simple commands, with
@@ -102,7 +104,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
@@ -154,7 +156,7 @@ def _argv_words(argv: Sequence[str]) -> list[Word]:
 
 
 def _analyze(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget | None = None,
@@ -176,7 +178,7 @@ def _analyze(
 
 
 def _judge_command(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
@@ -191,7 +193,19 @@ def _judge_command(
         return argv
     budget.size(sum(map(len, argv)))
     budget.made_words(len(argv))
-    return run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+    found = run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+    if found is None and argv and _SHELL_LINE.search(argv[0]):
+        # ["rm -rf /"]: no program has that name, but runners that take a list with a
+        # shell (subprocess with shell=True, child_process.exec) run its first element
+        # as a command line, so it is judged as one
+        found = _Run(_TABLE, deny, allow, budget).source(
+            argv[0].replace("\x00", ""), "the first element of the argv list"
+        )
+    return found
+
+
+_SHELL_LINE = re.compile(r"[\s;&|<>()`$]")
+"""Characters that make an argv element a command line rather than a program name."""
 
 
 def _argv_strings(command: object) -> list[str] | Finding:
@@ -286,6 +300,24 @@ def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
+def _commands(args: Mapping[str, object]) -> list[object]:
+    """What an ``exec`` call runs: ``command`` (a shell string or an argv list) and, when
+    the tool takes the program and its arguments apart (``{"command": "rm", "args": ["-rf",
+    "/"]}``, or ``argv`` alone), the argv list they make.  A missing or empty command runs
+    nothing: the tool itself reports it."""
+    command = args.get("command")
+    extra = args.get("args", args.get("argv"))
+    found: list[object] = []
+    if command is not None and not (isinstance(command, (list, tuple)) and not command):
+        found.append(command)
+    if isinstance(extra, (list, tuple)) and extra:
+        if isinstance(command, str):
+            found.append([command, *extra])
+        elif command is None:
+            found.append(list(extra))
+    return found
+
+
 class CommandSafetyGuard:
     """``builtin:command-safety-guard``: block dangerous ``exec`` commands.
 
@@ -320,12 +352,13 @@ class CommandSafetyGuard:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        command = out.args.get("command")
-        if command is None or (isinstance(command, (list, tuple)) and not command):
-            return  # nothing to run: the tool itself reports the missing command
         try:
-            # any other shape (a dict, an argv list holding None) is refused by the analysis
-            finding = _analyze(command, self._deny, self._allow)
+            finding = None
+            for command in _commands(out.args):
+                # any other shape (a dict, an argv list holding None) is refused by the analysis
+                finding = _analyze(command, self._deny, self._allow)
+                if finding is not None:
+                    break
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(
                 "internal-error",

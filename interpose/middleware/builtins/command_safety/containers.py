@@ -26,6 +26,7 @@ Rules (the rule id leads the block reason):
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
@@ -50,7 +51,7 @@ _DOCKER_GLOBAL_ARG = _set(
 )
 
 _RUN = _opts(
-    "acehlmpuvwv",
+    "acehlmpuvw",
     "detach interactive tty rm privileged init read-only publish-all no-healthcheck "
     "oom-kill-disable sig-proxy quiet replace systemd tls-verify disable-content-trust",
     "attach cpu-shares env env-file entrypoint hostname label label-file memory publish user "
@@ -217,10 +218,14 @@ def _inside(
     argv: Sequence[Word],
     where: str,
     mounts: Sequence[tuple[str, str]] = (),
+    workdir: Word | None = None,
 ) -> Finding | None:
     if not argv:
         return None
-    found = run.inside_container(argv, where, mounts)
+    cwd = None
+    if workdir is not None and "$" not in workdir.text and SUBST not in workdir.text:
+        cwd = posixpath.normpath(workdir.text.removeprefix("="))
+    found = run.inside_container(argv, where, mounts, cwd)
     if found is None or found.rule in ("unparseable", "too-complex"):
         return found
     return Finding(found.rule, found.token, f"{found.message} (run inside a container by {where})")
@@ -238,10 +243,12 @@ def _container_command(inv: _Invocation, run: _Run, args: Sequence[Word]) -> Fin
         parsed = _parse_opts(args[1:], _RUN, stop_at_operand=True)
         entry = parsed.value("--entrypoint")
         argv = ([entry] if entry is not None and entry.text else []) + parsed.operands[1:]
-        return _inside(run, argv, f"{inv.shown} {sub}", _mounts(parsed.values, run))
+        mounts = _mounts(parsed.values, run)
+        workdir = parsed.value("--workdir")
+        return _inside(run, argv, f"{inv.shown} {sub}", mounts, workdir)
     if sub == "exec":
         parsed = _parse_opts(args[1:], _EXEC, stop_at_operand=True)
-        return _inside(run, parsed.operands[1:], f"{inv.shown} exec")
+        return _inside(run, parsed.operands[1:], f"{inv.shown} exec", (), parsed.value("--workdir"))
     if sub == "compose":
         return _compose(inv, run, args[1:])
     return None

@@ -798,14 +798,19 @@ class _Run:
         return path
 
     def inside_container(
-        self, argv: Sequence[Word], origin: str, mounts: Sequence[tuple[str, str]] = ()
+        self,
+        argv: Sequence[Word],
+        origin: str,
+        mounts: Sequence[tuple[str, str]] = (),
+        workdir: str | None = None,
     ) -> Finding | None:
         """Analyze a command run inside a container (``docker run``/``exec``, ``kubectl
         exec``) with the same rules as on the host: a container is a machine too, and its
-        paths under a bind mount (``mounts``: container path -> host path) are the host's."""
+        paths under a bind mount (``mounts``: container path -> host path) are the host's.
+        ``workdir`` is its working directory (``-w``), an absolute container path."""
         outer = self.mounts, self.cwd
         self.mounts = tuple(sorted(mounts, key=lambda m: -len(m[0])))
-        self.cwd = None
+        self.cwd = workdir if workdir is not None and workdir.startswith("/") else None
         try:
             return self.argv(argv, origin)
         finally:
