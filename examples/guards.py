@@ -85,9 +85,11 @@ async def limits() -> None:
     print("what a string-level check cannot see")
     pipe = Pipeline()
     for command in (
-        'rm -rf "$BUILD_DIR"',  # a variable set outside the command line
+        'rm -rf "$(cat dirs.txt)/cache"',  # a value from a file (only "cache" is known)
         "echo 'cat ~/.ssh/id_rsa' > x.sh && bash x.sh",  # a script written, then run
-        "python3 -c 'import shutil; shutil.rmtree(\"/\")'",  # an interpreter's own API
+        "python3 -c 'import shutil, sys; shutil.rmtree(sys.argv[1])' /",  # a program's argv
+        "make clean",  # what a program on disk does (the Makefile's recipes)
+        "docker run --privileged -v /:/host some/image",  # what an image runs by default
     ):
         await check(pipe, "exec", command)
 

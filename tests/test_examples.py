@@ -237,7 +237,8 @@ EXPECTED: dict[str, list[str]] = {
         "  allowed  exec docker system prune -a --volumes",
         "  allowed  read .env.ci\n  BLOCKED  read .env",
         "one guard removed\n  allowed  read .env\n  BLOCKED  exec cat .env",
-        "  allowed  exec python3 -c 'import shutil; shutil.rmtree(\"/\")'",
+        "  allowed  exec python3 -c 'import shutil, sys; shutil.rmtree(sys.argv[1])' /",
+        "  allowed  exec docker run --privileged -v /:/host some/image",
     ],
     "policies.py": [
         "  web_fetch         -> blocked: tool filter: web_fetch is denied by 'web_fetch'",

@@ -19,7 +19,8 @@ from interpose.middleware.builtins.security_audit import (
 )
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
-CORPUS = Path(__file__).with_name("guard_corpus_paths.jsonl")
+CORPORA = sorted(Path(__file__).parent.glob("guard_corpus_paths*.jsonl"))
+"""The path guard's labelled corpus: ``guard_corpus_paths.jsonl`` and its extensions."""
 HOME = "/home/u"
 
 
@@ -32,8 +33,11 @@ def run_audit(
 
 
 def load_corpus() -> list[dict[str, Any]]:
-    with CORPUS.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    rows: list[dict[str, Any]] = []
+    for path in CORPORA:
+        with path.open(encoding="utf-8") as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    return rows
 
 
 def corpus_args(row: dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +50,10 @@ def corpus_args(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_corpus_shape() -> None:
+    assert [p.name for p in CORPORA][:2] == [
+        "guard_corpus_paths.jsonl",
+        "guard_corpus_paths_more.jsonl",
+    ]
     rows = load_corpus()
     assert len(rows) >= 130
     assert sum(r["expect"] == "allow" for r in rows) * 2 >= len(rows)
@@ -151,7 +159,63 @@ def test_every_path_key_is_checked() -> None:
     out = run_audit("write", {"path": "README.md", "file_path": "src/x.py", "file": ".env"})
     assert out.block
     assert "'.env'" in out.block_reason
-    assert not run_audit("read", {"path": 3, "file_path": None, "content": ".env"}).block
+    assert not run_audit("read", {"path": "a.txt", "file_path": None, "content": ".env"}).block
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"target_file": "~/.aws/credentials"},
+        {"notebook_path": "secrets/.env"},
+        {"paths": ["README.md", "~/.ssh/id_ed25519"]},
+        {"paths": ("src/a.py", ".env.production")},
+        {"paths": "~/.netrc"},
+        {"filepath": "~/.pgpass"},
+        {"filename": "id_ed25519~"},
+        {"file_paths": ["docs/a.md", "/run/secrets/db"]},
+        {"path": ["README.md", ".env.local"]},
+    ],
+)
+def test_other_path_keys_are_read(args: dict[str, Any]) -> None:
+    assert run_audit("read", args).block
+    harmless = {
+        key: ["README.md"] if key.endswith("paths") or key == "path" else "README.md"
+        for key in args
+    }
+    assert not run_audit("read", harmless).block
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        ({"path": 3}, "'path' is of type int, not a path string or a list of them"),
+        ({"file_path": {"p": ".env"}}, "'file_path' is of type dict, not a path string"),
+        ({"paths": ["a.txt", None]}, "element 1 of 'paths' is of type NoneType"),
+        ({"paths": 7}, "'paths' is of type int, not a path string or a list of them"),
+        ({"target_file": ["README.md", 2]}, "element 1 of 'target_file' is of type int"),
+    ],
+)
+def test_path_arguments_that_are_not_text_are_refused(args: dict[str, Any], what: str) -> None:
+    out = run_audit("read", args)
+    assert out.block
+    assert out.block_reason.startswith(f"security-audit: unparseable: {what}")
+
+
+def test_patch_text_that_is_not_text_is_refused() -> None:
+    out = run_audit("apply_patch", {"patch": ["*** Add File: .env"]})
+    assert out.block_reason.startswith("security-audit: unparseable: 'patch' is of type list")
+
+
+def test_indented_patch_headers_are_read() -> None:
+    envelope = "  *** Begin Patch\n  *** Update File: .env\n  @@\n  -A=1\n  +A=2\n  *** End Patch\n"
+    assert patch_paths(envelope) == [".env"]
+    unified = "    --- a/src/x.py\n    +++ b/~/.ssh/config\n    @@ -1 +1 @@\n"
+    assert patch_paths(unified) == ["src/x.py", "~/.ssh/config"]
+    git = "\tdiff --git a/x b/.env.local\n\trename from x\n\trename to .env.local\n"
+    assert ".env.local" in patch_paths(git)
+    assert run_audit("apply_patch", {"patch": envelope}).block
+    assert run_audit("apply_patch", {"input": unified}).block
+    assert not run_audit("apply_patch", {"patch": envelope.replace(".env", "src/app.py")}).block
 
 
 def test_write_tools_use_write_rules() -> None:

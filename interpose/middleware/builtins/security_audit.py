@@ -1,9 +1,12 @@
 """``builtin:security-audit``: keep file tools away from credentials and auth files.
 
 The guard runs before ``read``, ``write``, ``edit`` and ``apply_patch``.  It collects every
-path the call touches (``path``, ``file_path``, ``file``; for ``apply_patch`` every file
-named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs),
-normalizes each one and blocks the call when one is sensitive.
+path the call touches (``path``, ``file_path``, ``file``, ``target_file``,
+``notebook_path``, ``filepath``, ``filename``, every element of a ``paths`` or
+``file_paths`` list; for ``apply_patch`` every file
+named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs, headers
+read through any indentation), normalizes each one and blocks the call when one is
+sensitive.  A path argument that is not text is refused (``unparseable``), never skipped.
 
 Normalization comes first, so spelling cannot dodge a rule: ``~``, ``~user``, ``$HOME``
 and ``${HOME}`` are expanded, backslashes become ``/``, ``file://`` and repeated slashes
@@ -22,25 +25,46 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``cloud-credentials``: ``.aws/``, ``.azure/``, ``.oci/``, ``.config/gcloud/``,
   ``application_default_credentials.json``, ``credentials.json``, ``*service-account*.json``,
   ``kubeconfig*``, ``.kube/config``, ``.docker/config.json``, ``.netrc``, ``.boto``,
-  ``.s3cfg``, terraform ``credentials.tfrc.json``.
+  ``.s3cfg``, terraform ``credentials.tfrc.json``, ``.vault-token``; container and
+  cluster secrets: ``/run/secrets/``, ``/var/run/secrets/`` (the Kubernetes
+  service-account token), ``/etc/kubernetes/admin.conf`` and the other component
+  kubeconfigs, ``/etc/rancher/k3s/k3s.yaml``.
 - ``dev-credentials``: ``.git-credentials``, ``.config/gh/hosts.yml``, ``.pypirc``,
-  ``.gem/credentials``, ``.cargo/credentials*``, and ``.npmrc`` directly in a home
+  ``.gem/credentials``, ``.cargo/credentials*``, ``.config/git/credentials``,
+  ``.pgpass``, ``.my.cnf``/``.mylogin.cnf``, and ``.npmrc`` directly in a home
   directory (a project's ``.npmrc`` usually holds registry settings, not tokens).
 - ``keyring``: ``.gnupg/``, ``.password-store/``, desktop keyrings, macOS keychains,
-  KeePass databases.
+  KeePass databases, browser password stores (Firefox ``logins.json``/``key4.db``,
+  Chromium-family ``Login Data``).
 - ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
-  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).
-- ``env-file``: ``.env``, ``.env.*``, ``*.env``, ``.envrc``, except the templates
-  ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema``.
+  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).  Reading
+  ``/etc/passwd`` is allowed: it is world-readable and holds no password hash.
+- ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
+  ``.envrc``, ``/proc/<pid>/environ``, except the templates
+  ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
+  ``.``, ``-`` or ``_``, after an environment name too: ``.env.local.example``; and their
+  backups).
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
-  ``*.ppk``, ``*.p8``.
+  ``*.ppk``, ``*.p8``; a ``.pem`` whose name says certificate or public key (``cert``,
+  ``chain``, ``bundle``, ``ca``, ``pub``, ``crt``, ``csr``) and not key/priv/secret is
+  public material (``cert.pem``, ``fullchain.pem``; ``ca-key.pem`` stays sensitive).
 - ``ai-tool-auth``: Claude, Codex, GitHub Copilot, Qwen/MiniMax/Gemini
   (``oauth_creds.json``), gogcli, OpenClaw/Clawdbot credentials, ``auth-profiles.json``
   and WhatsApp session credentials.
+- ``persistence`` (writes only): other files that run at login, at boot or on a
+  schedule, or decide who may log in (:data:`PERSISTENCE_PATHS`): ``~/.bash_aliases``,
+  ``~/.bashrc.d/``, autostart entries, systemd unit directories, ``/etc/profile.d/``,
+  ``/etc/environment``, ``/etc/ld.so.preload``, ``/etc/cron*``, PAM...; checked after
+  every other rule.
 - ``shell-profile``: ``.profile``, ``.bashrc``, ``.bash_profile``, ``.bash_login``,
   ``.bash_logout``, ``.zshrc``, ``.zprofile``, ``.zshenv``, ``.zlogin``, ``.zlogout``,
   ``.config/fish/config.fish`` (they hold exported tokens, and writing them is
   persistence).
+
+A backup or editor copy is what it copies: a suffix ``~``, ``.bak``, ``.old``, ``.orig``,
+``.save``, ``.swp``, ``.tmp``, ``.1``, ``-backup``... is looked through (``id_rsa.bak``,
+``.netrc.old``, ``/etc/shadow.bak``) -- except for shell profiles, whose copies are
+not run at login (``~/.bashrc.orig`` is an ordinary file).
 
 Allowed even when a rule matches: anything with a ``node_modules``, ``test``, ``tests``,
 ``fixtures`` or ``__fixtures__`` *directory* component, file names containing ``.test.``,
@@ -57,11 +81,12 @@ case-sensitive file system whose name only differs in case.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -73,6 +98,7 @@ __all__ = [
     "SecurityAudit",
     "SensitiveMatch",
     "match_sensitive",
+    "match_sensitive_glob",
     "normalize_path",
     "patch_paths",
     "resolve_path",
@@ -171,12 +197,47 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 _C = r"(?:^|/)"  # start of a path component
 _HOMEISH = r"^(?:/home/[^/]+|/root|/users/[^/]+)"
 
+_HOME_DIR = r"(?:/home/[^/]+|/root|/users/[^/]+)"
+PERSISTENCE_PATHS = re.compile(
+    # per-user: shell startup files, login and session hooks, SSH login control
+    r"^" + _HOME_DIR + r"/(?:"
+    r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout|bash_aliases|zshrc|zprofile"
+    r"|zshenv|zlogin|zlogout|kshrc|mkshrc|cshrc|tcshrc|login|xprofile|xinitrc|xsession"
+    r"|xsessionrc|pam_environment)$"
+    r"|\.(?:bashrc|zshrc|profile)\.d(?:/|$)"
+    r"|\.oh-my-zsh/custom(?:/|$)"
+    r"|\.config/fish/(?:config\.fish$|conf\.d(?:/|$)|functions(?:/|$))"
+    r"|\.config/(?:autostart|environment\.d)(?:/|$)"
+    r"|\.config/systemd/user(?:/|$)"
+    r"|\.local/share/systemd/user(?:/|$)"
+    r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
+    r")"
+    # system-wide: login shells, the dynamic loader's preload list, boot and schedulers,
+    # PAM.  Left out on purpose, because everyday setup writes them (a false refusal there
+    # costs more than it saves): sshd_config, ld.so.conf.d, modprobe.d, udev rules,
+    # apt.conf.d, security/limits.conf, sysctl.d
+    r"|^(?:/private)?/etc/(?:"
+    r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
+    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$"
+    r"|rc\.local$|rc[0-6s]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
+    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/pam_env\.conf$"
+    r"|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|launchd\.conf$)"
+    r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
+    r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
+    r"|^(?:" + _HOME_DIR + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
+)
+"""Files (and directories whose files are) run at login, at boot, by a scheduler or by
+the dynamic loader, or that decide who may log in: a write there plants code that runs
+later, outside the call the guard judged (rule ``persistence``, for writes only; reads
+are judged by the other rules).  The command guard uses the same list."""
+
+
 SENSITIVE_RULES: tuple[_Rule, ...] = (
     _Rule(
         "ssh-key",
         "SSH private key or .ssh directory",
         _rx(
-            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._-][^/.]*)?$",
+            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._~-][^/.]*)?$",
             _C + r"ssh_host_[^/]*_key$",
             _C + r"\.ssh(?:/|$)",
         ),
@@ -215,6 +276,10 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"(?:\.|_)netrc$",
             _C + r"\.(?:boto|s3cfg)$",
             _C + r"credentials\.tfrc\.json$",
+            r"^(?:/var)?/run/secrets(?:/|$)",
+            r"^/etc/kubernetes/(?:admin|super-admin|kubelet|controller-manager|scheduler)\.conf$",
+            r"^/etc/rancher/k3s/k3s\.yaml$",
+            _C + r"\.vault-token$",
         ),
     ),
     _Rule(
@@ -227,6 +292,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.gem/credentials$",
             _C + r"\.cargo/credentials(?:\.toml)?$",
             _HOMEISH + r"/\.npmrc$",
+            _C + r"\.config/git/credentials$",
+            _C + r"\.(?:pgpass|my\.cnf|mylogin\.cnf)$",
         ),
     ),
     _Rule(
@@ -237,6 +304,8 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.local/share/keyrings(?:/|$)",
             _C + r"library/keychains(?:/|$)",
             r"\.(?:keychain|keychain-db|kdbx)$",
+            _C + r"\.mozilla/firefox/[^/]+/(?:logins\.json|key[34]\.db)$",
+            _C + r"(?:google-chrome|chromium|brave-browser|microsoft-edge)[^/]*/[^/]+/login data$",
         ),
     ),
     _Rule(
@@ -247,20 +316,34 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"^(?:/private)?/etc/sudoers\.d(?:/|$)",
             r"^/etc/security/opasswd$",
         ),
+        # world-readable account lists without secrets (getent shows the same): reading
+        # them is routine; the hashes live in shadow/master.passwd, which stay refused
+        read_ok=re.compile(r"^(?:/private)?/etc/passwd-?$"),
     ),
     _Rule(
         "env-file",
         "environment file with secrets",
-        _rx(_C + r"\.env(?:\.[^/]*)?$", _C + r"[^/]+\.env$", _C + r"\.envrc$"),
+        _rx(
+            _C + r"\.env(?:[._~-][^/]*)?$",
+            _C + r"[^/]+\.env$",
+            _C + r"\.envrc$",
+            r"^/proc/[^/]*/environ$",  # a process's environment: its tokens
+        ),
         except_=re.compile(
-            _C + r"(?:\.env\.(?:example|sample|template|dist|defaults|schema|tpl|tmpl)"
-            r"|(?:example|sample|template)\.env)$"
+            _C + r"(?:\.env(?:[._-][^/]*)?[._-](?:example|sample|template|dist|defaults|schema"
+            r"|tpl|tmpl)(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
         ),
     ),
     _Rule(
         "key-material",
         "private key or keystore file",
         re.compile(r"\.(?:pem|key|p12|pfx|jks|keystore|ppk|p8)$"),
+        # a .pem named as a certificate or a public key (cert.pem, fullchain.pem, ca.pem,
+        # public.pem) holds public material; a name that says key/priv/secret does not
+        except_=re.compile(
+            r"(?:^|/)(?![^/]*(?:priv|secret|(?<!pub)key))[^/]*"
+            r"(?:cert|chain|bundle|(?<![a-z])ca(?![a-z])|pub|crt|csr)[^/]*\.pem$"
+        ),
     ),
     _Rule(
         "shell-profile",
@@ -270,6 +353,12 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"\.(?:zshrc|zprofile|zshenv|zlogin|zlogout)$",
             _C + r"\.config/fish/config\.fish$",
         ),
+    ),
+    _Rule(
+        "persistence",
+        "file run at login, at boot or on a schedule",
+        PERSISTENCE_PATHS,
+        read_ok=re.compile(""),  # only writing plants code; reading is for the rules above
     ),
 )
 """The built-in sensitive-path rules, checked in order (first match wins)."""
@@ -284,7 +373,25 @@ def _allow_listed(normalized: str) -> bool:
     return bool(head) and not _ALLOWED_DIRS.isdisjoint(head.split("/"))
 
 
+_BACKUP_SUFFIX = re.compile(
+    r"(?:~|\.(?:bak|backup|old|orig|save|sav|swp|swo|tmp|copy|prev|\d)|[-_](?:backup|old|copy))+$"
+)
+"""Suffixes editors and people add to a copy (``.env~``, ``id_rsa.bak``, ``.netrc.old``):
+the copy holds what the original does."""
+
+
 def _match_normalized(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
+    found = _match_exact(normalized, write=write, home=home)
+    if found is None and (m := _BACKUP_SUFFIX.search(normalized)) is not None:
+        original = normalized[: m.start()]
+        if original and not original.endswith("/"):
+            found = _match_exact(original, write=write, home=home)
+            if found is not None and found.rule == "shell-profile":
+                found = None  # a copy of a profile is not run at login: only its secrets count
+    return found
+
+
+def _match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
     if _allow_listed(normalized):
         return None
     for rule in SENSITIVE_RULES:
@@ -312,6 +419,118 @@ def match_sensitive(
     return _match_normalized(normalize_path(path, home=home), write=write, home=home)
 
 
+_GLOB = re.compile(r"[*?\[]")
+_SENSITIVE_NAMES = (
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".env.prod",
+    ".env.development",
+    ".env.staging",
+    ".envrc",
+    "prod.env",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".oci",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".my.cnf",
+    ".vault-token",
+    ".boto",
+    ".s3cfg",
+    "credentials",
+    "credentials.json",
+    "kubeconfig",
+    "config",
+    "config.json",
+    "application_default_credentials.json",
+    "service-account.json",
+    "key.pem",
+    "server.key",
+    "private.key",
+    "cert.p12",
+    "cert.pfx",
+    "keystore.jks",
+    "app.keystore",
+    "key.ppk",
+    "passwords.kdbx",
+    "shadow",
+    "gshadow",
+    "sudoers",
+    "passwd",
+    "master.passwd",
+    "secrets",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".config",
+    "gcloud",
+    "gh",
+    "hosts.yml",
+    "logins.json",
+)
+"""Names that a glob is tried against (``cat .e*`` can match ``.env``)."""
+_MAX_GLOB_PATHS = 64
+_WILDCARDS = re.compile(r"(?:[*?]|\[[^\]/]*\])+")
+
+
+def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveMatch | None:
+    """Return why some path the shell glob ``pattern`` could match is sensitive, or None.
+
+    A wildcard component that starts with literal text is tried against well-known
+    secret names (``.e*`` matches ``.env``, ``id_*`` matches ``id_rsa``, ``~/.a*/credentials``
+    matches ``~/.aws/credentials``), with the shell's rule that a wildcard does not match
+    a leading dot.  One that starts with a wildcard says only how names end, so it is
+    sensitive when *any* name ending so is: ``*.env``, ``*.pem`` and ``*.key`` are,
+    ``*.json`` is not although ``credentials.json`` is one of the files it could match
+    (listing every JSON file is not a hunt for that one).  A component that is only a
+    wildcard (``~/.aws/*``) stands for any entry of its directory.  ``.env.ex*`` and
+    ``*.md`` are not sensitive.
+    """
+    normalized = normalize_path(pattern, home=home)
+    paths = [""]
+    for part in normalized.split("/"):
+        if not _GLOB.search(part):
+            choices = [part]
+        elif not part.strip("*?.") and not part.startswith("."):
+            # "*", "*.*": any entry, judged as the directory itself
+            choices = [""]
+        elif part[0] in "*?[":  # "*.env": how names end; "x" stands for the rest
+            choices = [_WILDCARDS.sub("x", part)]
+        else:
+            dotted = part.startswith(".")
+            choices = [
+                name
+                for name in _SENSITIVE_NAMES
+                if name.startswith(".") == dotted and fnmatch.fnmatchcase(name, part)
+            ]
+            if not choices:
+                return None
+        paths = [f"{p}/{c}" if p or c else c for p in paths for c in choices][:_MAX_GLOB_PATHS]
+    if normalized.startswith("/"):
+        paths = ["/" + p.lstrip("/") for p in paths]
+    for path in paths:
+        found = _match_normalized(path.rstrip("/") or "/", write=False, home=home)
+        if found is not None:
+            return found
+    return None
+
+
 def sensitive_reason(path: str, *, write: bool = False, home: str | None = None) -> str | None:
     """Return ``"<rule>: <description>"`` if ``path`` is sensitive, else None.
 
@@ -327,7 +546,7 @@ def sensitive_reason(path: str, *, write: bool = False, home: str | None = None)
 # -- patches --------------------------------------------------------------------------------
 
 _ENVELOPE_HEADER = re.compile(
-    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to):[ \t]*(.+?)[ \t]*$", re.MULTILINE
+    r"^[ \t]*\*\*\* (?:(?:Add|Update|Delete) File|Move to):[ \t]*(.+?)[ \t]*$", re.MULTILINE
 )
 _GIT_HEADER = re.compile(r'^diff --git (?:"((?:[^"\\]|\\.)*)"|(\S+)) (?:"((?:[^"\\]|\\.)*)"|(.+))$')
 _GIT_EXTENDED = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -363,7 +582,9 @@ def patch_paths(patch: str) -> list[str]:
     found: dict[str, None] = {}
     for header in _ENVELOPE_HEADER.finditer(patch):
         found[header.group(1)] = None
-    lines = patch.splitlines()
+    # headers may be indented (a patch pasted inside a message): tools that apply it
+    # strip the indentation, so the guard reads through it too
+    lines = [line.lstrip(" \t") for line in patch.splitlines()]
     for i, line in enumerate(lines):
         candidates: list[str | None] = []
         if _diff_header(lines, i):
@@ -412,7 +633,9 @@ class SecurityAudit:
         home: the home directory ``~`` and ``$HOME`` stand for; default the current
             user's (``$HOME``, read at every check).
 
-    Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.
+    Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.  A
+    path argument that is not text (``{"path": 3}``, ``{"paths": ["a", None]}``) is refused
+    with ``security-audit: unparseable: <which key and why>``.
 
     Each guard remembers its verdicts on the last ``CACHE_SIZE`` distinct checks (path of
     up to 4,096 characters, read or write, and ``$HOME`` when ``home`` is unset), least
@@ -425,7 +648,16 @@ class SecurityAudit:
     tools: ClassVar[frozenset[str]] = frozenset({"read", "write", "edit", "apply_patch"})
     """The (normalized) tools this guard is meant for."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("path", "file_path", "file")
+    PATH_KEYS: ClassVar[tuple[str, ...]] = (
+        "path",
+        "file_path",
+        "file",
+        "target_file",
+        "notebook_path",
+        "filepath",
+        "filename",
+    )
+    PATH_LIST_KEYS: ClassVar[tuple[str, ...]] = ("paths", "file_paths")
     PATCH_KEYS: ClassVar[tuple[str, ...]] = ("patch", "input")
     READ_ONLY_TOOLS: ClassVar[frozenset[str]] = frozenset({"read"})
 
@@ -451,28 +683,17 @@ class SecurityAudit:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        tool = inp.tool_name
-        write = tool not in self.READ_ONLY_TOOLS
-        args = out.args
-        # plain loops, no generators: a call has one path, usually remembered, and
-        # generators cost more than the lookup (the path keys first, then a patch's)
-        for key in self.PATH_KEYS:
-            path = args.get(key)
-            if isinstance(path, str) and path:
+        write = inp.tool_name not in self.READ_ONLY_TOOLS
+        try:
+            for path in self._paths(inp.tool_name, out.args):
                 reason = self.check(path, write=write)
                 if reason is not None:
-                    out.block, out.block_reason = True, reason
+                    out.block = True
+                    out.block_reason = reason
                     return
-        if tool != "apply_patch":
-            return
-        for key in self.PATCH_KEYS:
-            text = args.get(key)
-            if isinstance(text, str) and text:
-                for path in patch_paths(text):
-                    reason = self.check(path, write=write)
-                    if reason is not None:
-                        out.block, out.block_reason = True, reason
-                        return
+        except _Unreadable as exc:
+            out.block = True
+            out.block_reason = f"security-audit: unparseable: {exc}"
 
     def check(self, path: str, *, write: bool = False) -> str | None:
         """The block reason for ``path``, or None when it may be used (remembered: see
@@ -496,3 +717,47 @@ class SecurityAudit:
                 return None
             rule = found.rule
         return f"security-audit: {rule}: {path!r} (normalized {normalized!r})"
+
+    def _paths(self, tool: str, args: dict[str, object]) -> Iterator[str]:
+        """Every path the call names: each path key, each element of ``paths``, and for
+        ``apply_patch`` every file the patch touches.
+
+        Raises:
+            _Unreadable: a key holds something other than text (a number, a dict, a list
+                holding one), which the guard cannot judge.
+        """
+        # a list under a single-path key is read too: whatever the tool makes of it, every
+        # path in it is judged (and anything that is not a path string refuses the call)
+        for key in (*self.PATH_KEYS, *self.PATH_LIST_KEYS):
+            yield from _texts(key, args.get(key), lists=True)
+        if tool == "apply_patch":
+            for key in self.PATCH_KEYS:
+                for text in _texts(key, args.get(key), lists=False):
+                    yield from patch_paths(text)
+
+
+class _Unreadable(Exception):
+    """An argument the guard must read is not text: the call is refused, not let through."""
+
+
+def _texts(key: str, value: object, *, lists: bool) -> Iterator[str]:
+    if value is None or value == "":
+        return
+    if isinstance(value, str):
+        yield value
+        return
+    if lists and isinstance(value, (list, tuple)):
+        for index, element in enumerate(value):
+            if not isinstance(element, str):
+                raise _Unreadable(
+                    f"element {index} of {key!r} is of type {type(element).__name__}, not a "
+                    f"path string; a call whose paths cannot be read is not run"
+                )
+            if element:
+                yield element
+        return
+    raise _Unreadable(
+        f"{key!r} is of type {type(value).__name__}, not "
+        f"{'a path string or a list of them' if lists else 'a string'}; a call whose paths "
+        f"cannot be read is not run"
+    )

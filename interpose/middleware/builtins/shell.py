@@ -617,6 +617,13 @@ class _Parser:
             if self.pos >= self.n:
                 raise ShellSyntaxError("unterminated '[['", offset)
             self.budget.word(self.pos)
+            end = self.pos + 2
+            if self.src.startswith("]]", self.pos) and (
+                end == self.n or self.src[end] in _WORD_BREAK
+            ):  # "]]" ends the test even when an operator follows it: [[ -f x ]]&&...
+                words.append(Word("]]"))
+                self.pos = end
+                break
             pieces = self._read_word(self.pos, test_mode=True)
             words.extend(pieces)
             if pieces and pieces[-1].text == "]]" and not pieces[-1].quoted:

@@ -1,7 +1,9 @@
 """
 The guard runs before the ``exec`` tool.  It reads ``args["command"]`` (a shell string, or
-a list of argv strings run as one simple command) and blocks the call when the command
-would do something on the list below.  The decision is made on *the commands the shell
+a list of argv strings run as one simple command; numbers in it are spelled out, other
+element types are refused) and, when the program and its arguments come apart,
+``args["args"]``/``args["argv"]``, and blocks the call when the command would do
+something on the list below.  The decision is made on *the commands the shell
 would run*, never on substrings of the text:
 
 1. :mod:`..shell` parses the text with POSIX quoting rules into simple commands, with
@@ -13,16 +15,31 @@ would run*, never on substrings of the text:
 2. Each simple command is *unwrapped*: leading ``VAR=value``, ``sudo``/``doas``/``env``
    (with their options and assignments, ``env -S`` split), ``command``, ``builtin``,
    ``exec``, ``nohup``, ``time``, ``nice``, ``timeout``, ``stdbuf``, ``ionice``,
-   ``setsid``, ``busybox`` and ``xargs`` are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``setsid``, ``busybox``, ``xargs`` and the programs that run their arguments as a
+   command (``systemd-run``, ``unshare``, ``nsenter``, ``strace``, ``ltrace``,
+   ``gdb --args``, ``taskset``, ``chrt``, ``setpriv``, ``firejail``, ``bwrap``...: the
+   ``_WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
-   (``D=/; rm -rf $D``), ``cd`` (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'``
-   strings and quote splicing (``r''m``, ``"r"m``) are followed.
-3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``,
-   ``sh -c``, ``eval``, ``su -c``, ``watch``, ``ssh host '...'``, ``flock -c``,
+   (``D=/; rm -rf $D``) with their parameter expansions (``${X:-/}``, ``${D%/x}``...,
+   :mod:`.expansion`), ``$PWD``/``$(pwd)``/``~+``, ``$(mktemp)``, ``cd``
+   (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'`` strings and quote splicing
+   (``r''m``, ``"r"m``) are followed, and so are values that vary (:mod:`.state`): loop
+   variables, ``read`` from literal text or a pipe, function arguments per call,
+   ``set --``, aliases -- each value judged in turn, up to 16, the rest one unknown
+   value.
+3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``
+   (with its positional parameters), ``sh -c``, ``eval``, ``su -c``, ``sg``, ``watch``,
+   ``ssh host '...'``, ``flock -c``, ``script -c``, ``tmux``, ``screen``, ``parallel``,
+   ``at``/``batch``/``crontab`` job text, command options and variables (``git -c
+   core.sshCommand=``, ``tar --to-command``, ``rsync -e``, ``ssh -o ProxyCommand=``,
+   ``vim -c '!...'``, ``sqlite3 .shell``, ``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``),
+   ``>(sh)`` sinks,
    ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
    paths produced by an upstream ``find``/``echo``), here-documents and here-strings fed
-   to a shell, ``system("...")``-style calls inside ``python -c``/``perl -e``/``awk``
-   programs, and program text the guard can compute: the output of ``echo``, ``printf``
+   to a shell, ``system("...")``-style calls, argument lists and delete calls
+   (``shutil.rmtree``, ``fs.rmSync``, ``FileUtils.rm_rf``: :mod:`.interpreters`) inside
+   ``python -c``/``perl -e``/``node -e``/``ruby -e``/``awk`` programs, and program text
+   the guard can compute: the output of ``echo``, ``printf``
    (escapes and formats as bash, dash and zsh read them), ``yes`` and here-documents,
    through ``base64``/``base32``/``openssl base64`` decoding, ``xxd -r -p``, ``rev``,
    ``tac``, ``tr`` and ``gunzip``-style decompression, whether it is piped into a shell or
@@ -37,14 +54,17 @@ would run*, never on substrings of the text:
 
 Rules (the rule id leads the block reason), one module per family:
 
-- :mod:`.filesystem`: ``fs-destruction``, ``system-files``.
+- :mod:`.filesystem`: ``fs-destruction``, ``system-files``, ``persistence``.
 - :mod:`.disk`: ``disk``.
-- :mod:`.permissions`: ``permissions``.
+- :mod:`.permissions`: ``permissions``, ``accounts``.
 - :mod:`.remote_exec`: ``rce``, ``reverse-shell``, ``fork-bomb``, ``dynamic-code``.
 - :mod:`.git`: ``git-no-verify``.
-- :mod:`.containers`: ``docker-prune``.
+- :mod:`.containers`: ``docker-prune``; commands run inside a container (``docker
+  run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
+  host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
-- ``unparseable``: text that does not parse, or shells nested too deeply.
+- ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
+  holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
   words, computed text, expansion steps, nesting depth, wall time); the reason names the
   budget and its numbers.  Every input is decided in bounded time and stack.
@@ -59,19 +79,24 @@ name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl
 
 Known limits -- what a check of the command text cannot see: symlinks and bind mounts
 (``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
-values of variables set outside the command line or computed at run time, where they are
-arguments (``rm -rf "$DIR"``; as a command name see ``dynamic-code``); the output of
+values of variables set outside the command line or computed at run time (a recursive
+delete of such a target is refused as unknown unless a known prefix or directory name
+bounds it: :func:`.model._unknown_risk`; as a command name see ``dynamic-code``); the
+output of
 local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
 the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
 inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
-elsewhere; the contents of scripts and programs on disk (``bash ./cleanup.sh``,
+elsewhere, functions calling functions, arithmetic; the contents of scripts and programs
+on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
-interpreter code beyond the simple patterns listed above; positional parameters handed
-to inline scripts (``find / -exec sh -c 'rm -rf "$1"' _ {} ;``); brace expansion
-(``{bin,etc}`` is judged as written); and the remote side of ``ssh`` beyond the command
-text.  Shells nested more than eight deep are refused as ``unparseable``.  The guard is a
-seatbelt for an honest-but-fallible agent, not a sandbox: run untrusted agents in a
-container as well.
+interpreter code beyond the simple patterns listed above; writes by tools the tables do
+not list, and persistence files by paths not on the list; which block device is the
+system disk (every device but the pseudo-devices is precious); programs' own config files
+(``~/.ssh/config`` ``ProxyCommand``, ``.vimrc``); brace sequences
+(``{1..9}`` is judged as written; lists such as ``{bin,etc}`` are expanded); and the
+remote side of ``ssh`` beyond the command text.  Shells nested more than eight deep are
+refused as ``unparseable``.  The guard is a seatbelt for an honest-but-fallible agent,
+not a sandbox: run untrusted agents in a container as well.
 """
 
 from __future__ import annotations
@@ -80,7 +105,7 @@ import functools
 import re
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
@@ -132,7 +157,7 @@ def _argv_words(argv: Sequence[str]) -> list[Word]:
 
 
 def _analyze(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget | None = None,
@@ -154,7 +179,7 @@ def _analyze(
 
 
 def _judge_command(
-    command: str | Sequence[str],
+    command: object,
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
@@ -164,9 +189,53 @@ def _judge_command(
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
         return run.source(command.replace("\x00", ""), "the command")
-    budget.size(sum(map(len, command)))
-    budget.made_words(len(command))
-    return run.script(Script((SimpleCommand(tuple(_argv_words(command))),)))
+    argv = _argv_strings(command)
+    if isinstance(argv, Finding):
+        return argv
+    budget.size(sum(map(len, argv)))
+    budget.made_words(len(argv))
+    found = run.script(Script((SimpleCommand(tuple(_argv_words(argv))),)))
+    if found is None and argv and _SHELL_LINE.search(argv[0]):
+        # ["rm -rf /"]: no program has that name, but runners that take a list with a
+        # shell (subprocess with shell=True, child_process.exec) run its first element
+        # as a command line, so it is judged as one
+        found = _Run(_TABLE, deny, allow, budget).source(
+            argv[0].replace("\x00", ""), "the first element of the argv list"
+        )
+    return found
+
+
+_SHELL_LINE = re.compile(r"[\s;&|<>()`$]")
+"""Characters that make an argv element a command line rather than a program name."""
+
+
+def _argv_strings(command: object) -> list[str] | Finding:
+    """The argv list as strings: numbers are spelled as a runner would (``["sleep", 5]``);
+    any other element (None, a dict, a nested list, a bool) cannot be judged, so the list
+    is refused rather than let through."""
+    if not isinstance(command, Sequence) or isinstance(command, (str, bytes, bytearray)):
+        kind = type(command).__name__
+        return Finding(
+            "unparseable",
+            kind,
+            f"the command is of type {kind}, not a string or a list of argument strings; a command "
+            f"that cannot be analyzed is not run",
+        )
+    argv: list[str] = []
+    for index, element in enumerate(command):
+        if isinstance(element, str):
+            argv.append(element)
+        elif isinstance(element, (int, float)) and not isinstance(element, bool):
+            argv.append(str(element))
+        else:
+            kind = type(element).__name__
+            return Finding(
+                "unparseable",
+                kind,
+                f"element {index} of the argv list is of type {kind}, not a string or a number; "
+                f"a command that cannot be analyzed is not run",
+            )
+    return argv
 
 
 _T = TypeVar("_T")
@@ -245,6 +314,24 @@ def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
+def _commands(args: Mapping[str, object]) -> list[object]:
+    """What an ``exec`` call runs: ``command`` (a shell string or an argv list) and, when
+    the tool takes the program and its arguments apart (``{"command": "rm", "args": ["-rf",
+    "/"]}``, or ``argv`` alone), the argv list they make.  A missing or empty command runs
+    nothing: the tool itself reports it."""
+    command = args.get("command")
+    extra = args.get("args", args.get("argv"))
+    found: list[object] = []
+    if command is not None and not (isinstance(command, (list, tuple)) and not command):
+        found.append(command)
+    if isinstance(extra, (list, tuple)) and extra:
+        if isinstance(command, str):
+            found.append([command, *extra])
+        elif command is None:
+            found.append(list(extra))
+    return found
+
+
 class CommandSafetyGuard:
     """``builtin:command-safety-guard``: block dangerous ``exec`` commands.
 
@@ -308,14 +395,17 @@ class CommandSafetyGuard:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        command = out.args.get("command")
-        if isinstance(command, list):
-            if not command or not all(isinstance(a, str) for a in command):
-                return
-        elif not isinstance(command, str):
-            return
         try:
-            finding = self.analyze(command)
+            finding = None
+            for command in _commands(out.args):
+                if isinstance(command, str) or (
+                    isinstance(command, (list, tuple)) and all(type(a) is str for a in command)
+                ):
+                    finding = self.analyze(command)  # remembered
+                else:  # any other shape (a dict, an argv list holding None) is refused by it
+                    finding = _analyze(command, self._deny, self._allow)
+                if finding is not None:
+                    break
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
             finding = Finding(
                 "internal-error",

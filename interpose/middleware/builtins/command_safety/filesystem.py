@@ -6,6 +6,11 @@ Rules (the rule id leads the block reason):
   a system directory or its direct children, the working directory or its parents
   (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
+  A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
+  "$X"``, ``find "$(cmd)" -delete``, a loop value past the 16th) is refused *as unknown*
+  unless a known prefix or a literal directory name bounds it (``./build/$X``,
+  ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
+  (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).
   A plain (non-recursive) ``rm *`` in the working directory is allowed: it only removes
   files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.  The
   contents of ``/tmp``, ``/var/tmp`` and ``/dev/shm`` may be cleared.  ``find`` without a
@@ -13,31 +18,67 @@ Rules (the rule id leads the block reason):
   is refused (conservatively); ``-name``/``-path``/``-empty``/``-size``/``-newer``
   filters narrow it.
 - ``system-files``: any write (redirection, ``tee``, ``cp``/``mv``/``install``/``ln``
-  into, ``sed -i``, ``perl -i``, ``dd of=``, ``truncate``, ``curl -o``...) to
-  ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``,
-  ``/etc/sudoers.d/*``.
+  into, ``sed -i``, ``perl -i``, ``dd of=``, ``truncate``, ``curl -o``, an editor such as
+  ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``, ``/etc/shadow``,
+  ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
+- ``persistence``: the same writes to a file that runs later or decides who may log in
+  (:data:`.model._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
+  ``~/.bashrc.d/*``, ``~/.zshenv``, ``~/.profile``, fish ``config.fish``...), desktop
+  autostart, systemd unit directories (``/etc/systemd/system``, ``~/.config/systemd/user``),
+  ``/etc/profile``, ``/etc/profile.d/*``, ``/etc/bash.bashrc``, ``/etc/environment``,
+  ``/etc/ld.so.preload``, ``/etc/rc.local``, ``/etc/cron*``, ``/var/spool/cron``, PAM,
+  and ``~/.ssh/authorized_keys``, ``config``, ``rc``, ``environment`` (not the system
+  configuration everyday setup writes: ``sshd_config``, ``ld.so.conf.d``, ``modprobe.d``,
+  udev rules, ``apt.conf.d``, ``limits.conf``);
+  an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
+  ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
+  A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused
+  whatever its jobs (they run later, unseen); :mod:`.remote_exec` names a dangerous job.
+  Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
+  (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
+  ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
+  ``tee build.log``, ``.git/hooks`` of a checkout: the project's own tooling) are allowed.
 """
 
 from __future__ import annotations
 
-from ..shell import Word
-from .model import Finding, _find_plan, _Invocation, _opts, _parse_opts, _show, _verb
+from dataclasses import replace
+
+from ..shell import SUBST, Word
+from .model import (
+    HOME,
+    Finding,
+    _display,
+    _find_plan,
+    _Invocation,
+    _opts,
+    _parse_opts,
+    _persistence,
+    _show,
+    _verb,
+)
 from .operands import (
+    _7Z,
     _CP,
     _CURL,
     _INSTALL,
     _LN,
     _MV,
+    _PATCH,
     _PERL,
     _RSYNC,
     _SCP,
     _SED,
     _SPONGE,
+    _TAR,
     _TEE,
     _TRUNCATE,
+    _UNZIP,
     _WGET,
     Extract,
     _copy_targets,
+    _download_into,
+    _editor,
     _in_place,
     _keyed,
     _operands,
@@ -70,7 +111,7 @@ def _rule_rm(inv: _Invocation, run: _Run) -> Finding | None:
     parsed = _parse_opts(inv.args, _RM)
     recursive = parsed.has("--recursive")
     for word in parsed.operands:
-        hit = run.doomed(word, recursive=recursive)
+        hit = run.doomed(word, recursive=recursive, unknown=recursive)
         if hit is not None:
             return _destruction(_verb(inv, parsed), word, hit)
     return None
@@ -95,7 +136,7 @@ def _rule_find(inv: _Invocation, run: _Run) -> Finding | None:
     plan = _find_plan(inv.args)
     if plan.delete:
         for root, entry in zip(plan.candidates, plan.entries(), strict=False):
-            hit = run.doomed(entry, recursive=True)
+            hit = run.doomed(entry, recursive=True, unknown=True)
             if hit is not None:
                 return _destruction("find -delete", root, hit)
     for action, argv in plan.execs:
@@ -121,9 +162,40 @@ _WRITERS: dict[str, Extract] = {
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
-    "curl": _option_values(_CURL, "--output"),
-    "wget": _option_values(_WGET, "--output-document"),
+    "curl": lambda inv: (
+        _option_values(_CURL, "--output")(inv) + _download_into(_CURL, "--output-dir")(inv)
+    ),
+    "wget": lambda inv: (
+        _option_values(_WGET, "--output-document")(inv)
+        + _download_into(_WGET, "--directory-prefix")(inv)
+    ),
+    "patch": lambda inv: _patch_targets(inv),
+    "scrub": _operands(_opts("pbsTX")),
+    "srm": _operands(_opts()),
+    "wipe": _operands(_opts("cClSxXRkp")),
+    "sswap": _operands(_opts()),
+    **dict.fromkeys(
+        ("vim", "vi", "nvim", "gvim", "vim.basic", "vim.tiny", "ex"),
+        _editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
+    ),
+    **dict.fromkeys(("nano", "pico", "rnano"), _editor("TrYsoXfQ", frozenset({"-v", "--view"}))),
+    **dict.fromkeys(("emacs", "emacsclient", "mg"), _editor("lfLs", frozenset())),
+    **dict.fromkeys(("ed", "red"), _editor("p", frozenset())),
+    **dict.fromkeys(
+        ("joe", "jed", "micro", "mcedit", "kak", "hx", "helix", "gedit", "kate", "mousepad"),
+        _editor("", frozenset()),
+    ),
+    "sudoedit": _editor("ugpCh", frozenset()),
 }
+
+
+def _patch_targets(inv: _Invocation) -> list[Word]:
+    """``patch [ORIGFILE [PATCHFILE]]`` changes ORIGFILE (or writes ``-o FILE``)."""
+    parsed = _parse_opts(inv.args, _PATCH)
+    if parsed.has("--dry-run"):
+        return []
+    output = parsed.value("--output")
+    return [output] if output is not None else parsed.operands[:1]
 
 
 def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
@@ -137,9 +209,149 @@ def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+# -- persistence: trees unpacked over startup files -------------------------------
+
+_PERSISTENCE_SAMPLES = (
+    f"{HOME}/.bashrc",
+    f"{HOME}/.ssh/authorized_keys",
+    f"{HOME}/.config/autostart/x.desktop",
+    f"{HOME}/.config/systemd/user/x.service",
+    f"{HOME}/.config/fish/config.fish",
+    "/root/.bashrc",
+    "/etc/profile",
+    "/etc/cron.d/x",
+    "/etc/systemd/system/x.service",
+    "/etc/xdg/autostart/x.desktop",
+    "/var/spool/cron/x",
+)
+"""One file of each persistence location: a tree unpacked into a directory above one of
+them may replace it (``/usr`` and ``/usr/local`` are install prefixes and stay allowed)."""
+
+
+_ITSELF = "\x00itself"
+"""Marks a copy target that receives a named tree (``cp -r proj ~/``: ``~/proj``): only a
+target that is itself a persistence directory matters then (``cp -r keys ~/.ssh``)."""
+
+
+def _unpack_risk(path: str, *, itself: bool = False) -> str | None:
+    """Why unpacking an archive or tree of unknown contents into ``path`` plants code."""
+    if path.startswith("/home/") and path.count("/") >= 2:  # every home is alike
+        user_home = "/".join(path.split("/")[:3])
+        path = HOME + path[len(user_home) :]
+    if _persistence(path) or path.rstrip("/").endswith("/.ssh"):
+        return "a directory whose files run at login, at boot or on a schedule"
+    if itself:
+        return None
+    inside = path.rstrip("/") + "/"
+    if path == "/" or any(sample.startswith(inside) for sample in _PERSISTENCE_SAMPLES):
+        return "a directory holding startup, login or scheduler files"
+    return None
+
+
+def _unpacked_into(inv: _Invocation) -> Word | None:
+    """The directory an archive or a tree is written into, when ``inv`` writes one."""
+    name = inv.name
+    if name in ("tar", "bsdtar", "gtar"):
+        args = list(inv.args)
+        if args and not args[0].text.startswith("-") and args[0].text.isalpha():
+            args[0] = Word("-" + args[0].text)  # old style: tar xzf x.tgz
+        parsed = _parse_opts(args, _TAR)
+        if not parsed.has("-x", "--extract", "--get"):
+            return None
+        values = [w for flag, w in parsed.values if flag == "--directory"]
+        return values[-1] if values else Word(".")
+    if name == "unzip":
+        parsed = _parse_opts(inv.args, _UNZIP)
+        if parsed.has("-l", "-t", "-v", "-Z", "-p", "-z"):
+            return None
+        return parsed.value("-d") or Word(".")
+    if name == "7z":
+        parsed = _parse_opts(inv.args, _7Z)
+        if not parsed.operands or parsed.operands[0].text not in ("x", "e"):
+            return None
+        return parsed.value("-o") or Word(".")
+    if name in ("rsync", "cp"):
+        parsed = _parse_opts(inv.args, _RSYNC if name == "rsync" else _CP)
+        if parsed.has("-n", "--dry-run"):
+            return None
+        if name == "cp" and not parsed.has("--recursive", "-a", "--archive"):
+            return None
+        target = parsed.value("--target-directory")
+        sources = parsed.operands if target is not None else parsed.operands[:-1]
+        target = target or (parsed.operands[-1] if len(parsed.operands) > 1 else None)
+        if target is None:
+            return None
+        if any(_spills(src.text, rsync=name == "rsync") for src in sources):
+            return target  # the source's contents land in the target, dotfiles included
+        return replace(target, text=target.text.rstrip("/") + "/" + _ITSELF)
+    if name == "patch":
+        parsed = _parse_opts(inv.args, _PATCH)
+        if parsed.has("--dry-run") or parsed.operands or parsed.value("--output"):
+            return None  # a named file is judged as a write
+        return parsed.value("--directory") or Word(".")
+    return None
+
+
+def _spills(source: str, *, rsync: bool) -> bool:
+    """Whether copying ``source`` puts its *contents* (names the command does not show)
+    into the target: ``dir/.``, ``dir/.*``, and ``dir/`` for rsync; ``cp -r proj ~/``
+    makes ``~/proj``, which the writers' table judges by name."""
+    base = source.rstrip("/").rsplit("/", 1)[-1]
+    return (
+        base in (".", "")
+        or (base.startswith(".") and "*" in base)
+        or (rsync and source.endswith("/"))
+    )
+
+
+def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
+    target = _unpacked_into(inv)
+    if target is None or ":" in target.text.split("/", 1)[0]:  # host:dir is remote
+        return None
+    itself = target.text.endswith(_ITSELF)
+    if itself:
+        target = replace(target, text=target.text[: -len(_ITSELF) - 1] or "/")
+    path = run.path(target)
+    if "$" in path or SUBST in path:
+        return None
+    why = _unpack_risk(path, itself=itself)
+    if why is None:
+        return None
+    return Finding(
+        "persistence",
+        target.text,
+        f"{inv.shown} writes files it does not name into {_display(path)!r}, {why} "
+        f"(token {_show(target.text)!r})",
+    )
+
+
+_CRONTAB = _opts("uc", "help version")
+_CRONTAB_NO_INSTALL = frozenset({"-l", "-r", "-i", "-T", "-V", "--help", "--version", "-n"})
+
+
+def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
+    parsed = _parse_opts(inv.args, _CRONTAB)
+    if parsed.has(*_CRONTAB_NO_INSTALL):
+        return None
+    source = parsed.operands[0].text if parsed.operands else "-" if not parsed.has("-e") else ""
+    what = "an edited table" if parsed.has("-e") else f"the table {_show(source)!r}"
+    return Finding(
+        "persistence",
+        source or "-e",
+        f"crontab installs {what} as the cron table: its jobs run later, outside the "
+        f"command judged here",
+    )
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
+    # secure deleters take rm's options and leave nothing to recover
+    **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
+    "crontab": (_rule_crontab,),
+    **dict.fromkeys(
+        ("tar", "bsdtar", "gtar", "unzip", "7z", "rsync", "cp", "patch"), (_rule_unpack,)
+    ),
 }
 GENERIC: tuple[Rule, ...] = (_rule_writes,)

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..security_audit import PERSISTENCE_PATHS
 from ..shell import SUBST, Redirect, Script, ShellSyntaxError, Word
 from ..shell import parse as parse_shell
 
@@ -24,7 +25,7 @@ HOME = "/home/user"
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
 _MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
-_MAX_FANOUT = 16  # upstream values tried for xargs -I / find -exec substitutions
+_MAX_FANOUT = 16  # values tried for a loop, xargs -I, find -exec; past it: one unknown value
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +36,23 @@ class Finding:
     token: str
     message: str
 
+    def __post_init__(self) -> None:
+        # a token can carry any byte the agent typed; a reason shown to a person or a log
+        # must not carry raw control characters (``\x00``, ``\x1b[2J``...)
+        for name in ("token", "message"):
+            text = getattr(self, name)
+            if not text.isprintable():
+                object.__setattr__(self, name, _escape_controls(text))
+
     @property
     def reason(self) -> str:
         """``"<rule>: <message>"``, e.g. ``"fs-destruction: rm -rf targets '/', ..."``."""
         return f"{self.rule}: {self.message}"
+
+
+def _escape_controls(text: str) -> str:
+    """``text`` with every non-printable character but the space written as ``repr`` does."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 # -- option parsing -----------------------------------------------------------------------
@@ -184,6 +198,9 @@ _NAME_ALIASES = {
 }
 
 
+_MKFS_LIKE = frozenset({"mkudffs", "mkexfatfs", "mkreiserfs", "mkfs", "mkhfs", "mkbtrfs"})
+
+
 @functools.lru_cache(maxsize=4096)
 def _canon(text: str) -> str:
     """The command a word names: basename, lower-cased, version suffix and aliases folded."""
@@ -192,8 +209,10 @@ def _canon(text: str) -> str:
         name = name[:-4]
     if name in _NAME_ALIASES:
         return _NAME_ALIASES[name]
-    if name.startswith("mkfs."):
+    if name.startswith(("mkfs.", "newfs_")) or name in _MKFS_LIKE:
         return "mkfs"
+    if name.startswith("partclone."):
+        return "partclone"
     if name.startswith(("nc.", "netcat.")):
         return "nc"
     m = _VERSIONED.match(name)
@@ -211,6 +230,9 @@ class _Wrapper:
     leading: int = 0  # operands before the command (timeout DURATION, chroot DIR)
     assignments: bool = False  # NAME=value words may precede the command (env, sudo)
     no_command: frozenset[str] = frozenset()  # flags after which nothing is run
+    arity: Mapping[str, int] = field(default_factory=dict)  # bwrap: --bind SRC DEST
+    after: frozenset[str] = frozenset()  # the command follows one of these only (gdb --args)
+    subcommands: frozenset[str] = frozenset()  # only these run a command (poetry run)
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -261,6 +283,167 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "torsocks": _Wrapper(),
     "caffeinate": _Wrapper(_opts("tw")),
     "proxychains": _Wrapper(_opts("f")),
+    # programs that run a command given as their arguments (issue 10: wrappers)
+    "systemd-run": _Wrapper(
+        _opts(
+            "pEuMHs",
+            "user system scope pty pipe quiet wait collect remain-after-exit no-block same-dir "
+            "send-sighup no-ask-password",
+            "property unit description slice setenv uid gid nice working-directory machine host "
+            "on-active on-boot on-startup on-unit-active on-unit-inactive on-calendar "
+            "timer-property path-property socket-property service-type slice-inherit",
+            {"p": "property", "u": "unit", "E": "setenv", "M": "machine", "H": "host"},
+        ),
+        no_command=frozenset({"--help", "--version"}),
+    ),
+    "unshare": _Wrapper(
+        _opts(
+            "SGRwl",
+            "mount uts ipc net pid user cgroup time fork map-root-user map-current-user "
+            "mount-proc kill-child keep-caps",
+            "setuid setgid root wd propagation setgroups map-user map-group map-users "
+            "map-groups monotonic boottime",
+            short_optional="muinpUCT",
+        )
+    ),
+    "nsenter": _Wrapper(
+        _opts(
+            "tSGe",
+            "all preserve-credentials no-fork follow-context",
+            "target setuid setgid env",
+            {"t": "target"},
+            short_optional="muinpUCTrwZ",
+        )
+    ),
+    "strace": _Wrapper(
+        _opts("eoOpPsSuEIaXbU", long_arg="output trace signal status string-limit"),
+        no_command=frozenset({"-p", "--attach"}),
+    ),
+    "ltrace": _Wrapper(_opts("aeFlnopsuxAD"), no_command=frozenset({"-p"})),
+    "valgrind": _Wrapper(),
+    "gdb": _Wrapper(after=frozenset({"--args"})),
+    "taskset": _Wrapper(
+        _opts(long="all-tasks cpu-list help version"), leading=1, no_command=frozenset({"-p"})
+    ),
+    "chrt": _Wrapper(
+        _opts("TPD", "all-tasks batch deadline fifo idle other rr reset-on-fork max verbose"),
+        leading=1,
+        no_command=frozenset({"-p", "--pid", "-m", "--max"}),
+    ),
+    "setpriv": _Wrapper(
+        _opts(
+            long="clear-groups keep-groups init-groups no-new-privs reset-env dump",
+            long_arg="reuid regid ruid rgid euid egid groups inh-caps ambient-caps "
+            "bounding-set securebits pdeathsig selinux-label apparmor-profile "
+            "landlock-access landlock-rule",
+        ),
+        no_command=frozenset({"-d", "--dump"}),
+    ),
+    "firejail": _Wrapper(no_command=frozenset({"--list", "--tree", "--top"})),
+    "bwrap": _Wrapper(
+        arity={
+            **dict.fromkeys(
+                _set(
+                    "bind ro-bind dev-bind bind-try ro-bind-try dev-bind-try symlink setenv "
+                    "file bind-data ro-bind-data chmod"
+                ),
+                2,
+            ),
+            **dict.fromkeys(
+                _set(
+                    "tmpfs proc dev dir chdir unsetenv uid gid hostname lock-file sync-fd "
+                    "info-fd json-status-fd seccomp exec-label file-label userns userns2 pidns "
+                    "cap-add cap-drop perms size remount-ro argv0 args block-fd "
+                    "userns-block-fd add-seccomp-fd overlay-src tmp-overlay ro-overlay"
+                ),
+                1,
+            ),
+        }
+    ),
+    "cpulimit": _Wrapper(
+        _opts("lpe", "lazy include-children verbose", "limit pid exe cpu"),
+        no_command=frozenset({"-p", "--pid", "-e", "--exe"}),
+    ),
+    "faketime": _Wrapper(_opts("p"), leading=1),
+    "setarch": _Wrapper(leading=1),
+    "numactl": _Wrapper(
+        _opts(
+            "NmCipPw",
+            "localalloc all hardware show",
+            "cpunodebind membind physcpubind interleave preferred weighted-interleave",
+            {"N": "cpunodebind", "m": "membind", "C": "physcpubind", "i": "interleave"},
+        ),
+        no_command=frozenset({"--hardware", "--show", "-H", "-s"}),
+    ),
+    "prlimit": _Wrapper(
+        _opts("po", "noheadings raw verbose", "pid output", short_optional="cdefilmnqrstuvxy"),
+        no_command=frozenset({"-p", "--pid"}),
+    ),
+    "catchsegv": _Wrapper(),
+    "dbus-launch": _Wrapper(),
+    "dbus-run-session": _Wrapper(_opts(long_arg="config-file dbus-daemon")),
+    "xvfb-run": _Wrapper(
+        _opts("efnpswl", "auto-servernum", "error-file auth-file server-num server-args")
+    ),
+    "ionice-wrapper": _Wrapper(),
+    "eatmydata": _Wrapper(),
+    "fakeroot": _Wrapper(_opts("lsi")),
+    "tsp": _Wrapper(),
+    "ts": _Wrapper(),
+    "sem": _Wrapper(_opts("j", long_arg="id jobs timeout")),
+    "with-contenv": _Wrapper(),
+    "s6-setuidgid": _Wrapper(leading=1),
+    "gosu": _Wrapper(leading=1),
+    "su-exec": _Wrapper(leading=1),
+    "chpst": _Wrapper(_opts("ugUbenlmdofcpv")),
+    # tools whose subcommand runs a command in an environment (poetry run, conda run...)
+    **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
+    "pdm": _Wrapper(_opts("p", long_arg="project"), subcommands=frozenset({"run"})),
+    "uv": _Wrapper(
+        _opts(
+            "pw",
+            "no-project isolated frozen locked no-sync all-extras all-packages active no-dev "
+            "only-dev script module no-editable",
+            "with python package extra group env-file directory project with-requirements "
+            "index default-index",
+            {"p": "python", "w": "with"},
+        ),
+        subcommands=frozenset({"run"}),
+    ),
+    **dict.fromkeys(
+        ("conda", "mamba", "micromamba"),
+        _Wrapper(
+            _opts(
+                "np",
+                "no-capture-output live-stream debug-wrapper-scripts",
+                "name prefix cwd",
+                {"n": "name", "p": "prefix"},
+            ),
+            subcommands=frozenset({"run"}),
+        ),
+    ),
+    **dict.fromkeys(
+        ("bundle", "pyenv", "rbenv", "nodenv", "goenv", "asdf"),
+        _Wrapper(subcommands=frozenset({"exec"})),
+    ),
+    "direnv": _Wrapper(leading=1, subcommands=frozenset({"exec"})),
+    "aws-vault": _Wrapper(_opts(long_arg="duration region"), 1, subcommands=frozenset({"exec"})),
+    **dict.fromkeys(("mise", "rtx"), _Wrapper(after=frozenset({"--"}), subcommands=_set("exec x"))),
+    **dict.fromkeys(
+        ("op", "doppler", "infisical"), _Wrapper(after=frozenset({"--"}), subcommands=_set("run"))
+    ),
+    "dotenv": _Wrapper(after=frozenset({"--"})),
+    "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=_set("enter")),
+    "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=_set("develop shell")),
+    "toolbox": _Wrapper(_opts("cr", long_arg="container release distro"), subcommands=_set("run")),
+    "flatpak-spawn": _Wrapper(
+        _opts(
+            long="host clear-env watch-bus latest-version sandbox no-network",
+            long_arg="env forward-fd directory app-path usr-path",
+        )
+    ),
+    "host-spawn": _Wrapper(),
+    "distrobox-host-exec": _Wrapper(),
 }
 
 _SHELL_FLAGS = {"sudo": frozenset({"-s", "--shell", "-i", "--login"})}
@@ -313,11 +496,27 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             wrapper = _WRAPPERS.get(name)
             if wrapper is None:
                 break
-            parsed = _parse_opts(words[1:], wrapper.opts, stop_at_operand=True)
+            args = words[1:]
+            if wrapper.subcommands:  # poetry run CMD; poetry install runs nothing
+                if not args or args[0].text not in wrapper.subcommands:
+                    break
+                args = args[1:]
+            if wrapper.after or wrapper.arity:
+                rest = _skip_options(args, wrapper)
+                if not rest:
+                    break
+                words = rest
+                layers.append(words)
+                continue
+            parsed = _parse_opts(args, wrapper.opts, stop_at_operand=True)
+            if name == "sudo" and parsed.has("-e", "--edit"):  # sudo -e FILE is sudoedit FILE
+                words = [Word("sudoedit"), *parsed.operands]
+                layers.append(words)
+                break
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
-            if rest and rest[0].text == "-":  # "env -": an empty environment
+            if rest and rest[0].text in ("-", "--"):  # "env -": an empty environment
                 rest = rest[1:]
             if wrapper.assignments:
                 rest = _take_assignments(rest, env)
@@ -333,6 +532,20 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
     found.name = _canon(words[0].text)
     found.args = list(words[1:])
     return found
+
+
+def _skip_options(args: list[Word], wrapper: _Wrapper) -> list[Word]:
+    """The command of a wrapper with an irregular grammar: after ``wrapper.after``
+    (``gdb --args``), or after options that take ``wrapper.arity`` values (``bwrap``)."""
+    if wrapper.after:
+        k = next((k for k, w in enumerate(args) if w.text in wrapper.after), len(args))
+        return args[k + 1 :]
+    i = 0
+    while i < len(args) and args[i].text.startswith("--"):
+        if args[i].text == "--":
+            return args[i + 1 :]
+        i += 1 + wrapper.arity.get(args[i].text[2:].partition("=")[0], 0)
+    return args[i:]
 
 
 def _split_words(text: str) -> list[Word]:
@@ -351,6 +564,12 @@ _SYSTEM_DIRS = _set(
     "system library applications private cores"
 )
 _HOME_ROOTS = frozenset({"home", "users"})
+_APP_ROOTS = frozenset({"opt", "srv"})
+"""System directories whose children each belong to one application (``/opt/<app>``,
+``/srv/<site>``): removing a child is an uninstall, not damage to the system.  The
+directory itself stays critical, as do the children of every other system directory
+(``/usr/local``, ``/usr/lib``, ``/etc/ssl``, ``/var/lib``); deeper paths
+(``/var/lib/<app>``, ``/usr/local/<app>``) are not critical."""
 _TEMP_DIRS = frozenset({"/tmp", "/var/tmp", "/dev/shm", "/private/tmp"})
 _SAFE_DEVICES = _set(
     "/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/stdin /dev/stdout "
@@ -362,6 +581,14 @@ _SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
 )
+_PERSISTENCE = PERSISTENCE_PATHS
+"""Where a write plants code that runs later (shared with the file tools' guard)."""
+
+
+def _persistence(path: str) -> bool:
+    """Whether writing ``path`` (resolved) plants code that runs later (see
+    :data:`_PERSISTENCE`)."""
+    return _PERSISTENCE.match(path.lower()) is not None
 
 
 def _critical(path: str) -> str | None:
@@ -382,7 +609,7 @@ def _critical(path: str) -> str | None:
         if len(parts) == 2:
             if parts[0] in _HOME_ROOTS:
                 return "a home directory"
-            if parts[0] in _SYSTEM_DIRS:
+            if parts[0] in _SYSTEM_DIRS and parts[0] not in _APP_ROOTS:
                 return "a system directory"
         return None
     if path == ".":
@@ -390,6 +617,16 @@ def _critical(path: str) -> str | None:
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
     return None
+
+
+def _keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
+    """Values of ``dd``-style ``key=value`` operands for any of ``keys``."""
+    out: list[Word] = []
+    for word in args:
+        key, eq, value = word.text.partition("=")
+        if eq and key in keys:
+            out.append(_derived(value))
+    return out
 
 
 def _cwd_like(path: str) -> bool:
@@ -415,6 +652,44 @@ def _glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
         if why is not None and not _cwd_like(prefix):
             return f"a pattern that matches {why}"
     return None
+
+
+_UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `...`
+    r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|"
+    + SUBST
+    + r"|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`"
+)
+
+
+_SYSTEM_NAMES = _SYSTEM_DIRS | _HOME_ROOTS
+
+
+def _unknown_risk(path: str) -> str | None:
+    """What a recursive delete of ``path`` could reach when part of it is known only at
+    run time (``$X``, ``$(cmd)``): None when the known part bounds it.
+
+    Each unknown part is read as ``*`` (any text, the empty text included).  A path that
+    *starts* unknown (``$X``, ``"$(cmd)"``, ``$X/*``) could be anything and is refused,
+    unless a literal directory name follows and the last name is no system directory
+    (``$BUILD/out``, ``$ROOT/build/*.pyc``, ``$(git rev-parse --show-toplevel)/dist``:
+    whatever the unknown part is, only what is in or named ``out``/``build`` goes).  A
+    known prefix decides the rest: ``./build/$X``, ``node_modules/$P``, ``/tmp/$X`` stay
+    below it and pass; ``/$X`` and ``$HOME/$X`` can be ``/etc`` or the
+    home directory itself and are refused.
+    """
+    if "$" not in path and SUBST not in path:
+        return None
+    pattern = _UNKNOWN_PART.sub("*", path)
+    if pattern == path:  # a lone "$" is a literal dollar sign
+        return None
+    if pattern.startswith("*"):
+        parts = pattern.rstrip("/").split("/")[1:]
+        named = any(p not in ("", ".", "..") and not _GLOB_CHARS.search(p) for p in parts)
+        if named and parts[-1] not in (".", "..") and parts[-1].lower() not in _SYSTEM_NAMES:
+            return None  # below a literal name: $ROOT/build/*.pyc, $X/out
+        return "a target known only at run time"
+    risk = _glob_risk(pattern, recursive=True, cwd_counts=True)
+    return None if risk is None else f"a target known only at run time ({risk})"
 
 
 def _is_device(path: str) -> bool:
@@ -455,6 +730,9 @@ class _Invocation:
     redirects: tuple[Redirect, ...] = ()
     layers: list[list[Word]] = field(default_factory=list)
     dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
+    # where ``read`` takes its input: the commands piped into it, the loop's redirections
+    stdin: tuple[_Invocation | None, ...] = ()
+    loop_input: tuple[Redirect, ...] = ()
 
     @property
     def shown(self) -> str:
@@ -499,13 +777,14 @@ class _FindPlan:
     unfiltered: bool = False  # candidates are the bare roots: every entry below them matches
 
     def entries(self) -> list[Word]:
-        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry)."""
-        if not self.unfiltered:
-            return self.candidates[:_MAX_FANOUT]
-        return [
-            Word(root.text.rstrip("/") + "/*", tilde=root.tilde, glob=True)
-            for root in self.candidates[:_MAX_FANOUT]
-        ]
+        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry); past
+        :data:`_MAX_FANOUT` candidates, one value the guard does not know."""
+        words = self.candidates[: _MAX_FANOUT + 1]
+        if self.unfiltered:
+            words = [Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in words]
+        if len(words) > _MAX_FANOUT:
+            words[_MAX_FANOUT] = Word(SUBST, quoted=True)
+        return words
 
 
 def _find_plan(args: Sequence[Word]) -> _FindPlan:
@@ -585,6 +864,8 @@ _INTERPRETERS: dict[str, _Interpreter] = {
     ),
     "php": _Interpreter("rBRE", short_arg="cdfz", backticks=True),
     "lua": _Interpreter("e", short_arg="l"),
+    "rscript": _Interpreter("e"),
+    "julia": _Interpreter("e", short_arg="JCOLp", backticks=True),
 }
 
 
@@ -592,10 +873,11 @@ _INTERPRETERS: dict[str, _Interpreter] = {
 class _Exec:
     """How a command takes program text."""
 
-    kind: str  # "shell", "interpreter", "eval", "source"
+    kind: str  # "shell", "interpreter", "eval", "source", "crontab" (schedule lines)
     code: tuple[Word, ...]  # words holding program text or naming the program file
     inline: str | None  # program text given on the command line
     stdin: bool  # the program is read from standard input
+    params: tuple[Word, ...] = ()  # sh -c SCRIPT $0 $1...: the script's parameters
 
 
 def _shell_exec(args: Sequence[Word]) -> _Exec:
@@ -618,7 +900,9 @@ def _shell_exec(args: Sequence[Word]) -> _Exec:
         break
     operands = tuple(args[i:])
     if command:
-        return _Exec("shell", operands[:1], operands[0].text if operands else "", False)
+        return _Exec(
+            "shell", operands[:1], operands[0].text if operands else "", False, operands[1:]
+        )
     if operands and not stdin:
         return _Exec("shell", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
     return _Exec("shell", (), None, True)
@@ -674,7 +958,69 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
     if inv.name in ("source", "."):
         stdin = bool(inv.args) and inv.args[0].text == "/dev/stdin"
         return _Exec("source", tuple(inv.args[:1]), None, stdin)
+    if inv.name in ("at", "batch"):  # the job's commands come from stdin or -f FILE
+        parsed = _parse_opts(inv.args, _AT)
+        if parsed.has(*_AT_NO_JOB):
+            return None
+        job = parsed.value("-f")
+        if job is not None and job.text not in ("-", "/dev/stdin"):
+            return _Exec("shell", (job,), None, False)
+        return _Exec("shell", (), None, True)
+    if inv.name == "crontab":  # a new crontab from stdin ("-" or nothing) or a file
+        parsed = _parse_opts(inv.args, _CRONTAB)
+        if parsed.has("-l", "-r", "-e", "-T", "-V"):
+            return None
+        table = parsed.operands[:1]
+        if table and table[0].text not in ("-", "/dev/stdin"):
+            return _Exec("crontab", tuple(table), None, False)
+        return _Exec("crontab", (), None, True)
+    if inv.name == "ssh":  # ssh HOST (a login shell) or ssh HOST bash: the script on stdin
+        remote = _parse_opts(inv.args, _SSH_OPTS, stop_at_operand=True).operands[1:]
+        if remote and remote[0].text == "--":
+            remote = remote[1:]
+        if not remote or (
+            _canon(remote[0].text) in _SHELLS
+            and not any(w.text.startswith("-") and "c" in w.text for w in remote[1:])
+            and all(w.text.startswith("-") for w in remote[1:])
+        ):
+            return _Exec("shell", (), None, True)
+        return None
+    if inv.name == "sqlite3":  # SQL and dot-commands: operands after the database, stdin
+        operands = _sqlite_operands(inv.args)
+        if len(operands) > 1:
+            sql = "\n".join(operands[1:])  # each argument is a separate statement
+            return _Exec("interpreter", (Word(sql),), sql, False)
+        return _Exec("interpreter", (), None, True)
     return None
+
+
+_SSH_OPTS = _opts("BbcDEeFIiJLlmOoPpQRSWw")
+_AT = _opts("fqtT")
+_AT_NO_JOB = frozenset({"-l", "-r", "-d", "-c", "-V"})
+_CRONTAB = _opts("us")
+_SQLITE_ARG = _set("-cmd -init -separator -nullvalue -newline -vfs -maxsize -mmap -A -escape")
+
+
+def _sqlite_operands(args: Sequence[Word]) -> list[str]:
+    """``sqlite3 [OPTIONS] DB SQL...``: the database and the SQL, with ``-cmd`` values
+    (run before the SQL) placed after the database."""
+    operands: list[str] = []
+    commands: list[str] = []
+    i = 0
+    while i < len(args):
+        t = args[i].text
+        if t.startswith("-") and len(t) > 1:
+            if t.lstrip("-") in {a.lstrip("-") for a in _SQLITE_ARG} and i + 1 < len(args):
+                if t.lstrip("-") == "cmd":
+                    commands.append(args[i + 1].text)
+                i += 2
+                continue
+            i += 1
+            continue
+        operands.append(t)
+        i += 1
+    database = operands[:1] or [":memory:"]
+    return [*database, *commands, *operands[1:]]
 
 
 def _downloader(script: Script) -> str | None:

@@ -126,12 +126,12 @@ _CURL_DATA = frozenset(
 )
 _CURL_FORM = re.compile(r"=[@<]([^;]+)")
 _CURL = _opts(
-    "dFTKHXoOuAebcwmxyYzrCEDtUQP",
+    "dFTKHXouAebcwmxyYzrCEDtUQP",  # not -O: --remote-name takes no value
     "silent show-error fail location insecure include head verbose compressed remote-name "
     "progress-bar globoff",
     "data data-binary data-ascii data-urlencode data-raw json form form-string upload-file "
     "config header request output user user-agent referer cookie cookie-jar write-out "
-    "max-time proxy range cert key cacert url connect-timeout retry dump-header",
+    "max-time proxy range cert key cacert url connect-timeout retry dump-header output-dir",
     {"d": "data", "F": "form", "T": "upload-file", "K": "config", "o": "output"},
 )
 
@@ -155,8 +155,8 @@ _WGET = _opts(
     "OoaiePUtTwQl",
     "quiet verbose no-verbose continue spider server-response",
     "output-document output-file append-output input-file post-file body-file post-data "
-    "user-agent header user password tries timeout method",
-    {"O": "output-document"},
+    "user-agent header user password tries timeout method directory-prefix",
+    {"O": "output-document", "P": "directory-prefix"},
 )
 
 _CP = _opts(
@@ -223,8 +223,55 @@ _JQ = _opts(
 )
 _TAR = _opts(
     "fCTXbKgLNV",
-    "create extract list gzip bzip2 xz zstd verbose",
+    "create extract get list gzip bzip2 xz zstd verbose",
     "file directory files-from exclude-from exclude transform",
     {"T": "files-from", "f": "file", "C": "directory"},
 )
 _ZIP = _opts("bnPtx")
+_UNZIP = _opts("dxP", long="")
+_7Z = _opts("o")
+_PATCH = _opts(
+    "pioBDFdrzVYg",
+    "forward reverse batch force dry-run silent quiet verbose backup unified context normal "
+    "ed posix binary help version",
+    "strip input output directory reject-file prefix ifdef fuzz suffix version-control "
+    "basename-prefix get",
+    {"i": "input", "o": "output", "d": "directory", "p": "strip", "r": "reject-file"},
+)
+
+
+def _editor(short_arg: str, read_only: frozenset[str]) -> Extract:
+    """Files an interactive editor opens for writing (none in a read-only mode)."""
+    spec = _opts(short_arg, long_arg="cmd eval load funcall directory")
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        if parsed.has(*read_only):
+            return []
+        return [w for w in parsed.operands if not w.text.startswith("+")]
+
+    return extract
+
+
+def _download_into(spec: _Opts, flag: str) -> Extract:
+    """Files a downloader saves into a directory option (``wget -P DIR URL``, ``curl
+    --output-dir DIR -O URL``): ``DIR/<the URL's last path segment>``, or ``DIR`` itself
+    when a URL ends with ``/``."""
+
+    def extract(inv: _Invocation) -> list[Word]:
+        parsed = _parse_opts(inv.args, spec)
+        folder = parsed.value(flag)
+        if folder is None:
+            return []
+        names = [w.text for w in inv.args if "://" in w.text]
+        output = parsed.value("--output")
+        if output is not None:
+            names.append(output.text)
+        base = folder.text.rstrip("/")
+        out = [
+            replace(folder, text=f"{base}/{name.split('?')[0].rstrip('/').rsplit('/', 1)[-1]}")
+            for name in names
+        ]
+        return out or [folder]
+
+    return extract

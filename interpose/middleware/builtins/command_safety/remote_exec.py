@@ -39,17 +39,39 @@ Rules (the rule id leads the block reason):
   :data:`_STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
   of them would be refused with those arguments; one that runs the words of a download
   (``$(curl ...)``, ``X=$(curl ...); $X``, rule ``rce``) or of a decoder is refused.
+
+Programs that run a command or a shell string hand it to the shared analysis, so the
+rule that fires is the inner command's (``tmux new -d 'rm -rf /'`` is ``fs-destruction``):
+``su``/``runuser -c``, ``sg``, ``ssh host CMD`` and ``ssh``/``scp -o ProxyCommand=``,
+``watch``, ``flock``, ``script -c``, ``tmux`` (``-c``, ``new-session``, ``new-window``,
+``split-window``, ``respawn-*``, ``run-shell``, ``display-popup``, ``if-shell``, and the
+keys of ``send-keys`` as typed text), ``screen`` (its command, ``-X stuff``, ``-X
+exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; past 16, an unknown
+value), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
+schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command``/
+``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
+``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
+``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``git -c`` settings
+whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
+``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
+(``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
+set on the command or earlier in the line), and ``>(sh)`` process substitutions a
+command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``).  ``sh -c SCRIPT NAME
+ARGS`` gives the script its positional parameters.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..shell import SUBST, FunctionDef, Word
+from .interpreters import library_calls
 from .model import (
     _DOWNLOADERS,
     _INTERPRETERS,
+    _MAX_FANOUT,
     _MAX_READINGS,
     _WHOLE_EXPANSION,
     Finding,
@@ -64,6 +86,7 @@ from .model import (
     _set,
     _show,
     _snippet,
+    _unwrap,
 )
 from .operands import _AWK
 from .run import FunctionRule, PipelineRule, Rule, _allowed, _judge_read, _Run
@@ -121,6 +144,8 @@ def _judge_program(
             f"{inv.shown} runs {what} as its program; the guard judges only program text "
             f"it can read",
         )
+    if kind == "crontab":
+        return run.nested(_crontab_commands(text), origin)
     if kind in ("shell", "eval", "source"):
         return run.nested(text, origin)
     return _inline_program(inv, run, text)
@@ -143,7 +168,9 @@ def _stream_program(
         text = reading.decode("utf-8", "replace")
         if not stream.holes:  # a shell drops NUL bytes; SUBST marks unknown text
             text = text.replace(SUBST, "")
-        if info.kind in ("shell", "eval", "source"):
+        if info.kind == "crontab":
+            found = run.nested(_crontab_commands(text), origin)
+        elif info.kind in ("shell", "eval", "source"):
             found = run.nested(text, origin)
         else:
             found = _inline_program(inv, run, text)
@@ -200,7 +227,12 @@ def _rule_code(inv: _Invocation, run: _Run) -> Finding | None:
         if info.code and info.code[0].process:
             return _program_file(run, inv, info, info.code[0], "handed as a file to")
         return None
-    return _program(run, inv, info.kind, info.code, f"{inv.shown} script")
+    if info.kind != "shell":
+        return _program(run, inv, info.kind, info.code, f"{inv.shown} script")
+    # sh -c SCRIPT NAME ARGS...: "$1", "$@" in the script are ARGS
+    params = [w.text for w in info.params]
+    with run.positional(params[1:] if params else None, zero=params[0] if params else None):
+        return _program(run, inv, info.kind, info.code, f"{inv.shown} script")
 
 
 _NET_CODE = re.compile(
@@ -221,9 +253,14 @@ _FORK_CODE = re.compile(
 )
 _SHELL_CALL = re.compile(
     r"(?:os\.system|os\.popen|subprocess\.\w+|\bsystem|\bexec|shell_exec|passthru|popen"
-    r"|execSync|spawnSync)\s*\(\s*(['\"])((?:(?!\1)[^\\]|\\.)*)\1"
+    r"|execSync|spawnSync|os\.execute|io\.popen|\bexecute)"
+    r"(?:\s*\(\s*|\s+)(['\"])((?:(?!\1)[^\\]|\\.)*)\1"  # perl: system "cmd"
 )
 _BACKTICK_CODE = re.compile(r"`([^`]+)`")
+_QX_CODE = re.compile(
+    r"(?:\bqx|%x)\s*(?:\{(.*?)\}|\((.*?)\)|\[(.*?)\]|<(.*?)>|([|!/])(.*?)\5)", re.DOTALL
+)
+_SQLITE_SHELL = re.compile(r"^\s*\.(?:shell|system)\s+(.*)$", re.MULTILINE)
 _STRING_LITERAL = re.compile(r"(['\"])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
 
 
@@ -246,6 +283,19 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
             found = run.nested(m.group(1), origin, lenient=True)
             if found is not None:
                 return found
+        for m in _QX_CODE.finditer(code):  # perl qx{...}, ruby %x(...)
+            command = next(g for g in (*m.groups()[:4], m.group(6)) if g is not None)
+            found = run.nested(command, origin, lenient=True)
+            if found is not None:
+                return found
+    if inv.name == "sqlite3":
+        for m in _SQLITE_SHELL.finditer(code):
+            found = run.nested(m.group(1), "sqlite3 .shell command", lenient=True)
+            if found is not None:
+                return found
+    found = library_calls(inv, run, code)
+    if found is not None:
+        return found
     for m in _STRING_LITERAL.finditer(code):
         literal = m.group(2)
         if "/" in literal or literal.startswith((".", "~")):
@@ -323,7 +373,7 @@ def _fork_bomb(fn: FunctionDef) -> Finding | None:
 # -- remote / wrapped scripts ---------------------------------------------------------------------
 
 _SU = _opts(
-    "cgGsw",
+    "cgGswu",
     "login preserve-environment pty help version",
     "command session-command group supp-group shell whitelist-environment user",
     {"c": "command", "u": "user"},
@@ -349,14 +399,34 @@ def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
     script = parsed.value("--command", "--session-command")
     if script is not None:
         return run.nested(script.text, f"{inv.shown} -c script")
-    if parsed.value("-u", "--user") is not None and parsed.operands:
-        return run.argv(parsed.operands, inv.name)
+    if parsed.value("-u", "--user") is not None:  # runuser -u USER [--] COMMAND ARGS...
+        command = _parse_opts(inv.args, _SU, stop_at_operand=True).operands
+        return run.argv(command, inv.name) if command else None
+    return None
+
+
+_SSH_COMMAND_OPTIONS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
+
+
+def _ssh_options(inv: _Invocation, run: _Run, values: Sequence[Word]) -> Finding | None:
+    """``-o ProxyCommand=...`` (and LocalCommand, KnownHostsCommand): run by a local shell."""
+    for word in values:
+        key, _, value = word.text.replace("=", " ", 1).partition(" ")
+        if key.lower() in _SSH_COMMAND_OPTIONS and value.strip():
+            found = run.nested(value.strip(), f"{inv.shown} -o {key}", lenient=True)
+            if found is not None:
+                return found
     return None
 
 
 def _rule_ssh(inv: _Invocation, run: _Run) -> Finding | None:
     parsed = _parse_opts(inv.args, _SSH, stop_at_operand=True)
+    found = _ssh_options(inv, run, [w for flag, w in parsed.values if flag == "-o"])
+    if found is not None:
+        return found
     remote = parsed.operands[1:]
+    if remote and remote[0].text == "--":
+        remote = remote[1:]
     if not remote:
         return None
     return run.nested(" ".join(w.text for w in remote), "ssh remote command", lenient=True)
@@ -428,7 +498,463 @@ def _rule_socat(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
+# -- programs that run a command or a shell string ---------------------------------------------
+
+
+def _rule_scp(inv: _Invocation, run: _Run) -> Finding | None:
+    return _ssh_options(
+        inv, run, [w for flag, w in _parse_opts(inv.args, _SSH).values if flag == "-o"]
+    )
+
+
+_RSYNC_E = _opts(
+    "eBfMTx",
+    "archive verbose recursive compress delete progress dry-run",
+    "rsh rsync-path filter exclude include exclude-from include-from files-from chmod chown "
+    "temp-dir partial-dir compare-dest link-dest copy-dest log-file password-file",
+    {"e": "rsh"},
+)
+
+
+def _rule_rsync(inv: _Invocation, run: _Run) -> Finding | None:
+    """``rsync -e CMD``: the remote shell is a local command line."""
+    for flag, word in _parse_opts(inv.args, _RSYNC_E).values:
+        if flag == "--rsh":
+            found = run.nested(word.text, "rsync -e command", lenient=True)
+            if found is not None:
+                return found
+    return None
+
+
+_TAR_COMMANDS = _opts(
+    "fCTXbKgLNVIF",
+    "create extract list gzip bzip2 xz zstd verbose",
+    "file directory files-from exclude-from exclude transform checkpoint-action to-command "
+    "use-compress-program info-script new-volume-script rsh-command checkpoint",
+    {
+        "T": "files-from",
+        "f": "file",
+        "C": "directory",
+        "I": "use-compress-program",
+        "F": "info-script",
+    },
+)
+_TAR_RUNS = frozenset(
+    {
+        "--to-command",
+        "--use-compress-program",
+        "--info-script",
+        "--new-volume-script",
+        "--rsh-command",
+    }
+)
+
+
+def _rule_tar(inv: _Invocation, run: _Run) -> Finding | None:
+    """``--checkpoint-action=exec=CMD``, ``--to-command``, ``-I CMD``: command lines."""
+    args = list(inv.args)
+    if args and not args[0].text.startswith("-") and args[0].text.isalpha():
+        args[0] = Word("-" + args[0].text)  # old style: tar xf a.tar
+    for flag, word in _parse_opts(args, _TAR_COMMANDS).values:
+        text = word.text
+        if flag == "--checkpoint-action":
+            action, eq, text = text.partition("=")
+            if action != "exec" or not eq:
+                continue
+        elif flag not in _TAR_RUNS:
+            continue
+        found = run.nested(text, f"tar {flag} command", lenient=True)
+        if found is not None:
+            return found
+    return None
+
+
+_EDITORS = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "nex", "nview"})
+_VIM = _opts("cSTuUwWsioOpq", long_arg="cmd", alias={"c": "--cmd-c"})
+_VIM_BANG = re.compile(
+    r"(?:^|\|)\s*:*\s*(?:sil(?:ent)?!?\s*)?[%.$,0-9'<>]*\s*(?:r(?:ead)?\s*|w(?:rite)?\s*)?!(?!=)(.*)",
+    re.DOTALL,
+)
+_VIM_SYSTEM = re.compile(r"\b(?:system|systemlist|jobstart|termopen)\s*\(\s*(['\"])(.*?)\1")
+
+
+def _editor_command(inv: _Invocation, run: _Run, command: str, how: str) -> Finding | None:
+    """An ex command (``-c``, ``+``, ``--cmd``): ``!cmd``, ``r !cmd``, ``system('cmd')``."""
+    for pattern, group in ((_VIM_BANG, 1), (_VIM_SYSTEM, 2)):
+        for m in pattern.finditer(command):
+            found = run.nested(m.group(group), f"{inv.shown} {how} shell command", lenient=True)
+            if found is not None:
+                return found
+    if re.match(r"\s*:*\s*(?:ter(?:minal)?)\b", command):
+        return run.nested(command.split(None, 1)[-1], f"{inv.shown} {how} terminal", lenient=True)
+    return None
+
+
+def _rule_editor(inv: _Invocation, run: _Run) -> Finding | None:
+    words = inv.args
+    for k, word in enumerate(words):
+        t = word.text
+        command = None
+        if t.startswith("+") and len(t) > 1:
+            command, how = t[1:], "+"
+        elif t in ("-c", "--cmd") and k + 1 < len(words):
+            command, how = words[k + 1].text, t
+        if command is not None:
+            found = _editor_command(inv, run, command, how)
+            if found is not None:
+                return found
+    return None
+
+
+def _rule_less(inv: _Invocation, run: _Run) -> Finding | None:
+    """``less +'!cmd'``: a start-up command that runs a shell command."""
+    for word in inv.args:
+        t = word.text
+        if t.startswith("+") and "!" in t:
+            found = run.nested(t[t.index("!") + 1 :], "less + command", lenient=True)
+            if found is not None:
+                return found
+    return None
+
+
+_GDB_EX = frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex"})
+
+
+def _rule_gdb(inv: _Invocation, run: _Run) -> Finding | None:
+    """``gdb -ex 'shell cmd'`` / ``-ex '!cmd'``."""
+    words = inv.args
+    for k, word in enumerate(words[:-1]):
+        if word.text in _GDB_EX or word.text.startswith(("-ex=", "--eval-command=")):
+            command = words[k + 1].text if "=" not in word.text else word.text.split("=", 1)[1]
+            m = re.match(r"\s*(?:shell\b|!|pipe\b.*?\|)(.*)", command, re.DOTALL)
+            if m is not None:
+                found = run.nested(m.group(1), "gdb shell command", lenient=True)
+                if found is not None:
+                    return found
+    return None
+
+
+def _rule_nix_shell(inv: _Invocation, run: _Run) -> Finding | None:
+    """``nix-shell --run CMD`` / ``--command CMD``: a shell command line."""
+    words = inv.args
+    for k, word in enumerate(words[:-1]):
+        if word.text in ("--run", "--command"):
+            return run.nested(words[k + 1].text, f"nix-shell {word.text} command")
+    return None
+
+
+def _rule_vagrant(inv: _Invocation, run: _Run) -> Finding | None:
+    """``vagrant ssh [NAME] -c CMD``: run by the guest's shell."""
+    words = inv.args
+    if not words or words[0].text != "ssh":
+        return None
+    for k, word in enumerate(words[:-1]):
+        if word.text in ("-c", "--command"):
+            return run.nested(words[k + 1].text, "vagrant ssh -c command", lenient=True)
+    return None
+
+
+def _rule_sg(inv: _Invocation, run: _Run) -> Finding | None:
+    """``sg GROUP -c CMD`` / ``sg GROUP CMD``."""
+    args = inv.args[1:]
+    if args and args[0].text == "-c":
+        args = args[1:]
+    return run.nested(" ".join(w.text for w in args), "sg command", lenient=True) if args else None
+
+
+_TMUX = _opts("LSfcT")
+_TMUX_ARGS = {  # per subcommand: the options that take a value
+    "new-session": "cefFnstxy",
+    "new": "cefFnstxy",
+    "new-window": "cefFnt",
+    "neww": "cefFnt",
+    "split-window": "celtF",
+    "splitw": "celtF",
+    "respawn-pane": "cet",
+    "respawnp": "cet",
+    "respawn-window": "cet",
+    "respawnw": "cet",
+    "run-shell": "dt",
+    "run": "dt",
+    "display-popup": "bcdehsStTwxy",
+    "popup": "bcdehsStTwxy",
+    "send-keys": "Nt",
+    "send": "Nt",
+    "if-shell": "t",
+    "if": "t",
+    "pipe-pane": "t",
+    "pipep": "t",
+}
+_TMUX_KEYS = _set("Enter C-m C-j KPEnter Space Tab Escape")
+
+
+def _rule_tmux(inv: _Invocation, run: _Run) -> Finding | None:
+    """tmux commands that run a shell command, and keys typed into a pane's shell."""
+    parsed = _parse_opts(inv.args, _TMUX, stop_at_operand=True)
+    start = parsed.value("-c")
+    if start is not None:
+        found = run.nested(start.text, "tmux -c command")
+        if found is not None:
+            return found
+    rest = parsed.operands
+    while rest:  # commands separated by ";" or "\;"
+        sub = rest[0].text
+        end = next((k for k, w in enumerate(rest) if w.text in (";", "\\;")), len(rest))
+        command, rest = rest[1:end], rest[end + 1 :]
+        if sub not in _TMUX_ARGS:
+            continue
+        words = _parse_opts(command, _opts(_TMUX_ARGS[sub])).operands
+        if sub in ("send-keys", "send"):
+            text = " ".join(w.text for w in words if w.text not in _TMUX_KEYS)
+            words = [Word(text)] if text else []
+        elif sub in ("if-shell", "if"):
+            words = words[:1]
+        if not words:
+            continue
+        text = " ".join(w.text for w in words)
+        found = run.nested(text, f"tmux {sub} command", lenient=sub in ("send-keys", "send"))
+        if found is not None:
+            return found
+    return None
+
+
+_SCREEN = _opts("SpcehstTXL")
+
+
+def _rule_screen(inv: _Invocation, run: _Run) -> Finding | None:
+    """``screen [-dmS name] CMD ARGS``, ``screen -X stuff TEXT``, ``-X exec CMD``."""
+    parsed = _parse_opts(inv.args, _SCREEN, stop_at_operand=True)
+    command = parsed.value("-X")
+    operands = parsed.operands
+    if command is not None:
+        if command.text == "stuff" and operands:
+            typed = operands[0].text.replace("\\n", "\n").replace("\\r", "\n")
+            return run.nested(typed, "screen -X stuff text", lenient=True)
+        if command.text == "exec":
+            return run.argv(operands, "screen -X exec")
+        return None
+    return run.argv(operands, "screen") if operands else None
+
+
+_PARALLEL = _opts(
+    "jSaEdInNLCX",
+    "keep-order group line-buffer dry-run verbose pipe null halt-on-error tag eta progress "
+    "bar xargs quote no-notice",
+    "jobs sshlogin arg-file delimiter colsep delay joblog results tmpdir timeout retries "
+    "halt load memfree max-args max-lines workdir env shebang",
+    {"j": "jobs", "a": "arg-file"},
+)
+_PARALLEL_SEPARATORS = frozenset({":::", "::::", ":::+", "::::+"})
+_PARALLEL_SLOT = re.compile(r"\{[^{}\s]*\}")  # {}, {.}, {/}, {1}...
+
+
+def _rule_parallel(inv: _Invocation, run: _Run) -> Finding | None:
+    """``parallel CMD ::: VALUES``: each value in ``{}`` (or appended), run by a shell."""
+    parsed = _parse_opts(inv.args, _PARALLEL, stop_at_operand=True)
+    words = parsed.operands
+    k = next((k for k, w in enumerate(words) if w.text in _PARALLEL_SEPARATORS), len(words))
+    command = " ".join(w.text for w in words[:k])
+    values = [w.text for w in words[k + 1 :] if w.text not in _PARALLEL_SEPARATORS]
+    if not command:
+        return None
+    listed: list[str | None] = list(values[:_MAX_FANOUT]) or [None]
+    if len(values) > _MAX_FANOUT:
+        listed.append(None)
+    for value in listed:
+        shown = value if value is not None else "$PARALLEL_VALUE"
+        text = _PARALLEL_SLOT.sub(shown.replace("\\", "\\\\"), command)
+        if text == command:
+            text = f"{command} {shown}"
+        found = run.nested(text, "parallel command")
+        if found is not None:
+            return found
+    return None
+
+
+_GIT_COMMAND_KEYS = frozenset(
+    {
+        "core.sshcommand",
+        "core.pager",
+        "core.editor",
+        "core.askpass",
+        "core.fsmonitor",
+        "sequence.editor",
+        "diff.external",
+        "gpg.program",
+        "gpg.ssh.program",
+        "web.browser",
+        "credential.helper",
+        "uploadpack.packobjectshook",
+        "core.gitproxy",
+    }
+)
+_GIT_COMMAND_SUFFIXES = (
+    ".textconv",
+    ".command",
+    ".clean",
+    ".smudge",
+    ".process",
+    ".driver",
+    ".cmd",
+    ".tool",
+)
+
+
+def _rule_git_commands(inv: _Invocation, run: _Run) -> Finding | None:
+    """``git -c core.sshCommand=CMD`` and the other settings whose value is a command line
+    (``core.pager``, ``core.editor``, ``credential.helper=!CMD``, ``diff.*.textconv``...)."""
+    args = inv.args
+    for k, word in enumerate(args[:-1]):
+        if word.text != "-c":
+            continue
+        key, _, value = args[k + 1].text.partition("=")
+        key = key.lower()
+        if (
+            key in _GIT_COMMAND_KEYS
+            or key.startswith("pager.")
+            or key.endswith(_GIT_COMMAND_SUFFIXES)
+        ):
+            command = value[1:] if value.startswith("!") else value
+            found = run.nested(command, f"git -c {key} command", lenient=True)
+            if found is not None:
+                return found
+    return None
+
+
+_COMMAND_VARS = frozenset(
+    {
+        "GIT_SSH_COMMAND",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_PROXY_COMMAND",
+        "PAGER",
+        "MANPAGER",
+        "SYSTEMD_PAGER",
+        "EDITOR",
+        "VISUAL",
+        "SUDO_EDITOR",
+        "FCEDIT",
+        "BROWSER",
+        "PROMPT_COMMAND",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "RSYNC_RSH",
+    }
+)
+"""Variables whose value programs run as a command line (``GIT_SSH_COMMAND='...' git
+fetch``, ``PAGER='...' man ls``, ``LESSOPEN='|cmd %s'``)."""
+
+
+def _rule_command_vars(inv: _Invocation, run: _Run) -> Finding | None:
+    for name in _COMMAND_VARS.intersection(inv.env):
+        found = _command_var(run, name, inv.env[name])
+        if found is not None:
+            return found
+    for name in _COMMAND_VARS.intersection(run.vars):
+        value = run.vars.pop(name)  # judged once: the commands inside must not see it again
+        try:
+            found = _command_var(run, name, value)
+        finally:
+            run.vars[name] = value
+        if found is not None:
+            return found
+    return None
+
+
+def _command_var(run: _Run, name: str, value: str) -> Finding | None:
+    command = value.lstrip("|").replace("%s", "file")  # LESSOPEN='|cmd %s'
+    return run.nested(command, f"{name} command", lenient=True)
+
+
+_SINK_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
+
+
+def _sink_readers(inv: _Invocation) -> list[tuple[_Invocation, _Exec]]:
+    """Shells and interpreters reading a program from ``>(...)`` sinks of ``inv``
+    (``CMD > >(sh)``, ``tee >(bash)``)."""
+    sinks = [r.target for r in inv.redirects if r.op in _SINK_OPS and r.target.process]
+    if inv.name == "tee":
+        sinks += [w for w in inv.args if w.process]
+    readers = []
+    for sink in sinks:
+        for cmd in sink.subs[0].commands:
+            unwrapped = _unwrap(list(cmd.words)) if cmd.words else None
+            if unwrapped is None:
+                continue
+            reader = _Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects)
+            info = _exec_info(reader)
+            if info is not None and info.stdin:
+                readers.append((reader, info))
+    return readers
+
+
+def _without_sinks(inv: _Invocation) -> _Invocation:
+    return replace(
+        inv,
+        args=[w for w in inv.args if not w.process],
+        redirects=tuple(r for r in inv.redirects if not r.target.process),
+    )
+
+
+def _rule_process_sinks(inv: _Invocation, run: _Run) -> Finding | None:
+    """``CMD > >(sh)``, ``tee >(bash) <<< TEXT``: a shell reads what ``inv`` writes."""
+    if not inv.redirects and inv.name != "tee":
+        return None
+    for reader, info in _sink_readers(inv):
+        stream = _stream([[_without_sinks(inv)]])
+        found = _stream_program(run, reader, info, stream, "written into")
+        if found is not None:
+            return found
+    return None
+
+
+def _pipeline_sinks(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -> Finding | None:
+    """``echo TEXT | tee >(sh)``: the pipe's text reaches the shell through ``tee``."""
+    for j in range(1, len(stages)):
+        for inv in stages[j]:
+            if inv is None or inv.name != "tee":
+                continue
+            for reader, info in _sink_readers(inv):
+                stream = _stream([*stages[:j], [_without_sinks(inv)]])
+                found = _stream_program(run, reader, info, stream, "written into")
+                if found is not None:
+                    return found
+    return None
+
+
+def _crontab_commands(text: str) -> str:
+    """The commands of crontab lines: five time fields (or ``@daily``...) then a command;
+    comments and ``NAME=value`` lines dropped."""
+    commands = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=", line):
+            continue
+        fields = line.split(None, 1 if line.startswith("@") else 5)
+        if len(fields) == (2 if line.startswith("@") else 6):
+            commands.append(fields[-1].replace("%", "\n"))
+    return "\n".join(commands)
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
+    "scp": (_rule_scp,),
+    "sftp": (_rule_scp,),
+    "rsync": (_rule_rsync,),
+    "tar": (_rule_tar,),
+    **dict.fromkeys(_EDITORS, (_rule_editor,)),
+    "less": (_rule_less,),
+    "gdb": (_rule_gdb,),
+    "sg": (_rule_sg,),
+    "nix-shell": (_rule_nix_shell,),
+    "vagrant": (_rule_vagrant,),
+    "tmux": (_rule_tmux,),
+    "screen": (_rule_screen,),
+    "parallel": (_rule_parallel,),
+    "git": (_rule_git_commands,),
     "nc": (_rule_netcat,),
     "socat": (_rule_socat,),
     "awk": (_rule_awk,),
@@ -438,6 +964,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "flock": (_rule_flock,),
     "script": (_rule_script,),
 }
-GENERIC: tuple[Rule, ...] = (_rule_code,)
-PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules,)
+GENERIC: tuple[Rule, ...] = (_rule_code, _rule_command_vars, _rule_process_sinks)
+PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules, _pipeline_sinks)
 FUNCTIONS: tuple[FunctionRule, ...] = (_fork_bomb,)

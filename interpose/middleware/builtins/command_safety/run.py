@@ -5,12 +5,14 @@ write or a read reaches (redirections included).
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from ..security_audit import match_sensitive, resolve_path
+from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
@@ -23,6 +25,7 @@ from ..shell import (
 )
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
+from .expansion import PARAM, braces, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
@@ -41,8 +44,12 @@ from .model import (
     _glob_risk,
     _Invocation,
     _is_device,
+    _opts,
+    _parse_opts,
+    _persistence,
     _show,
     _snippet,
+    _unknown_risk,
     _unwrap,
 )
 from .text import _LOCAL, _STREAM_NAMES, _command_output, _lines, _setup_code, _Stream, _stream
@@ -84,14 +91,19 @@ class _Run:
     """State of one analysis: variables, working directory, recursion depth."""
 
     __slots__ = (
+        "aliases",
         "allow",
         "budget",
+        "calls",
+        "choices",
         "cwd",
         "deny",
         "depth",
         "inside",
         "made",
+        "mounts",
         "outputs",
+        "overflow",
         "paths",
         "table",
         "vars",
@@ -116,6 +128,19 @@ class _Run:
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
         self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
+        # control flow (see "values that vary"): created when first needed
+        self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
+        self.overflow: set[str] | None = None  # names whose values ran past _MAX_FANOUT
+        self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
+        self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
+        self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
+
+    @property
+    def probing(self) -> bool:
+        """Whether a command named at run time is being judged as a stand-in (``$X -rf /``
+        as ``rm``): rules that refuse an *unknown target* must not fire then, or every
+        ``"$PYTHON" -m venv "$DIR"`` would be refused as ``mkfs $DIR``."""
+        return self.paths is not None
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -174,13 +199,25 @@ class _Run:
     def script(self, script: Script) -> Finding | None:
         feeds = _feeds(script)
         invs: list[_Invocation | None] = []
+        defined = {fn.name for fn in script.functions}
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
             if found is not None:
                 return found
+            if self.aliases and cmd.words:
+                cmd, found = self._alias(cmd)
+                if found is not None:
+                    return found
             upstream = [invs[i] for i in feeds.get(index, ())]
             prepared = self._prepare(cmd, upstream)
             invs.append(prepared[0] if prepared else None)
+            for inv in prepared:
+                if inv.name == "read":  # its input: a pipe, its own or the loop's redirect
+                    inv.stdin = tuple(upstream)
+                    inv.loop_input = _loop_input(script, index)
+                elif inv.name in defined and not inv.dynamic:
+                    self.calls = self.calls or {}
+                    self.calls.setdefault(inv.name, []).append([_tilde(w) for w in inv.args])
             if not prepared:
                 found = _check_redirects(cmd.redirects, self)
             for inv in prepared:
@@ -198,10 +235,103 @@ class _Run:
                 found = function_rule(fn)
                 if found is not None:
                     return found
-            found = self._inner(fn.body)
+            found = self._function_body(fn)
             if found is not None:
                 return found
         return None
+
+    def _function_body(self, fn: FunctionDef) -> Finding | None:
+        """Judge ``fn``'s body once per call seen in this script, with the call's
+        arguments as ``$1``, ``$@``...; never called here: with unknown arguments."""
+        calls: list[list[str] | None] = list((self.calls or {}).get(fn.name, ()))
+        if len(calls) > _MAX_FANOUT:
+            calls[_MAX_FANOUT:] = [None]
+        for args in calls or [None]:
+            with self.positional(args):
+                found = self._inner(fn.body)
+            if found is not None:
+                return found
+        return None
+
+    @contextmanager
+    def positional(self, args: Sequence[str] | None, zero: str | None = None) -> Iterator[None]:
+        """``$1``... ``$@`` are ``args`` (None: unknown), ``$0`` is ``zero``, inside the
+        block."""
+        saved = {name: self.vars.pop(name) for name in _POSITIONAL if name in self.vars}
+        choices = self.choices
+        if choices:
+            self.choices = {k: v for k, v in choices.items() if k not in _POSITIONAL}
+        if args is not None:
+            for k, arg in enumerate(args[:9], start=1):
+                self.vars[str(k)] = arg
+            self.vars["@"] = self.vars["*"] = " ".join(args)
+            self.vars["#"] = str(len(args))
+        if zero is not None:
+            self.vars["0"] = zero
+        try:
+            yield
+        finally:
+            for name in _POSITIONAL:
+                self.vars.pop(name, None)
+            self.vars.update(saved)
+            self.choices = choices
+
+    def bind(self, name: str, values: Sequence[str | None]) -> None:
+        """``name`` takes each of ``values`` in turn (a loop variable, lines ``read``
+        reads); None is a value the guard does not know.  Commands that use ``name`` are
+        judged once per value; past :data:`_MAX_FANOUT` values, once more with an
+        unknown value, so a dangerous verb is refused rather than the tail skipped."""
+        self.budget.step()
+        self.vars.pop(name, None)
+        if self.choices:
+            self.choices.pop(name, None)
+        distinct = tuple(dict.fromkeys(values))
+        if len(distinct) > _MAX_FANOUT:
+            distinct = (*distinct[:_MAX_FANOUT], None)
+            self.overflow = self.overflow or set()
+            self.overflow.add(name)
+        if len(distinct) == 1:
+            if distinct[0] is not None:
+                self.vars[name] = distinct[0]
+            return
+        self.choices = self.choices or {}
+        self.choices[name] = distinct
+
+    def define_alias(self, name: str, value: str) -> None:
+        self.aliases = self.aliases or {}
+        self.aliases[name] = value
+
+    def _alias(self, cmd: SimpleCommand) -> tuple[SimpleCommand, Finding | None]:
+        """Expand an alias in command position (``alias x='rm -rf'; x /``): judged as if
+        aliases were on (``shopt -s expand_aliases``, interactive shells, zsh)."""
+        assert self.aliases is not None
+        seen: set[str] = set()
+        while (
+            not cmd.words[0].quoted
+            and (name := cmd.words[0].text) in self.aliases
+            and name not in seen
+        ):
+            seen.add(name)
+            try:
+                body = parse_shell(self.aliases[name], self.budget)
+            except ShellLimitError as exc:
+                raise TooComplex.from_parse(exc) from None
+            except ShellSyntaxError:
+                break
+            last = body.commands[-1] if body.commands else None
+            if len(body.commands) > 1 or body.pipelines or body.functions:
+                found = self.nested(self.aliases[name], f"alias {name!r}")
+                if found is not None:
+                    return cmd, found
+            if last is None or not last.words:
+                break
+            cmd = replace(
+                cmd,
+                words=(*last.words, *cmd.words[1:]),
+                assignments=(*last.assignments, *cmd.assignments),
+                redirects=(*last.redirects, *cmd.redirects),
+            )
+        return cmd, None
 
     def _inner(self, script: Script) -> Finding | None:
         """Judge a script nested in the one being judged (a substitution, a body): one
@@ -228,6 +358,48 @@ class _Run:
     def _prepare(
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
     ) -> list[_Invocation]:
+        if self.choices and cmd.words:
+            # redirection targets vary with the loop too (for f in ...; do echo x >> $f)
+            texts = " ".join(w.text for w in (*cmd.words, *(r.target for r in cmd.redirects)))
+            names = [n for n in self.choices if "$" in texts and _uses(texts, n)]
+            if names:
+                return self._fan_out(cmd, upstream, names)
+        return self._prepare_one(cmd, upstream)
+
+    def _fan_out(
+        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None], names: list[str]
+    ) -> list[_Invocation]:
+        """One invocation per combination of the values of ``names`` (see :meth:`bind`),
+        at most :data:`_MAX_FANOUT`; then one with all of them unknown."""
+        assert self.choices is not None
+        combos = list(
+            itertools.islice(itertools.product(*(self.choices[n] for n in names)), _MAX_FANOUT + 1)
+        )
+        if len(combos) > _MAX_FANOUT:
+            combos[_MAX_FANOUT] = (None,) * len(names)
+            self.overflow = self.overflow or set()
+            self.overflow.update(names)
+        saved = {n: self.vars.get(n) for n in names}
+        out: list[_Invocation] = []
+        try:
+            for combo in combos:
+                for name, value in zip(names, combo, strict=True):
+                    if value is None:
+                        self.vars.pop(name, None)
+                    else:
+                        self.vars[name] = value
+                out += self._prepare_one(cmd, upstream)
+        finally:
+            for name, old in saved.items():
+                if old is None:
+                    self.vars.pop(name, None)
+                else:
+                    self.vars[name] = old
+        return out
+
+    def _prepare_one(
+        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
+    ) -> list[_Invocation]:
         self.budget.step()
         for assignment in cmd.assignments:
             self.assign(assignment, persistent=not cmd.words)
@@ -241,7 +413,14 @@ class _Run:
             return []
         env = dict(_assignment_pairs(cmd.assignments))
         env.update(unwrapped.env)
-        inv = _Invocation(unwrapped.name, unwrapped.args, env, cmd.redirects, unwrapped.layers)
+        redirects = cmd.redirects
+        if self.choices and any("$" in r.target.text for r in redirects):
+            # bound now: a loop's value is gone by the time the invocation is judged
+            redirects = tuple(
+                replace(r, target=replace(r.target, text=self.expand_text(r.target.text)))
+                for r in redirects
+            )
+        inv = _Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
         head = unwrapped.layers[-1][0].text
         if ("$" in head or SUBST in head) and _dynamic_name(head):
             inv.dynamic = head
@@ -257,7 +436,9 @@ class _Run:
             values = [Word(SUBST)]
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
-        fanned = values[:_MAX_FANOUT]
+        fanned = values[: _MAX_FANOUT + 1]
+        if len(fanned) > _MAX_FANOUT:  # past the fan-out: judged as a value not known
+            fanned[_MAX_FANOUT] = Word(SUBST, quoted=True)
         self.budget.made_words(len(fanned) * (len(inv.args) + 1))
         return [_xargs_call(inv, marker, value) for value in fanned]
 
@@ -355,6 +536,14 @@ class _Run:
         if not persistent or "[" in name:
             return
         self.budget.step()
+        if value.startswith("(") and value.endswith(")") and word.quoted:  # a=(x y): array
+            self.vars.pop(name, None)
+            elements = [self.expand_text(e) for e in value[1:-1].split()]
+            if any(SUBST in e for e in elements):
+                self.vars.pop(name + "[]", None)
+            else:
+                self.vars[name + "[]"] = " ".join(elements)
+            return
         value = self.expand_text(value)
         if self.made:
             self.made.pop(name, None)
@@ -370,28 +559,66 @@ class _Run:
             value = spliced or value
         if value.startswith("~"):
             value = "$HOME" + value[1:]
-        if SUBST in value or _VAR_REF.search(value.replace("$HOME", "").replace("${HOME}", "")):
+        if self.choices:
+            self.choices.pop(name, None)
+        if SUBST in value:
             self.vars.pop(name, None)
-        else:
+        else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"
             self.vars[name] = value
 
     def expand_text(self, text: str) -> str:
-        if "$" not in text or not self.vars:
+        """``text`` with the variables the guard knows expanded (``${X%...}``, defaults
+        and the other parameter expansions included; ``$PWD`` is the working
+        directory); unknown ones stay as written."""
+        if "$" not in text:
             return text
+        if "[" in text and "${" in text:  # ${a[@]}, ${a[0]} of a known array
+            text = _ARRAY_REF.sub(self._element, text)
+
+        def lookup(name: str) -> str | None:
+            value = self.vars.get(name)
+            if value is None and name == "PWD":
+                return self.cwd or "."
+            if value is None and name == "HOME":
+                return HOME
+            return value
 
         def sub(m: re.Match[str]) -> str:
-            name = m.group(1) or m.group(2)
-            return self.vars.get(name, m.group(0))
+            if m.group(3) == "HOME" or (m.group(1) == "HOME" and not m.group(2)):
+                return self.vars.get("HOME", m.group(0))  # resolve_path reads $HOME
+            return expand(m, lookup, self.expand_text)
 
-        out = _VAR_REF.sub(sub, text)
+        out = PARAM.sub(sub, text)
         if out != text:  # x="$x$x" doubles its value each time: count what is made
             self.budget.made_text(len(out))
         return out
 
+    def _element(self, m: re.Match[str]) -> str:
+        elements = self.vars.get(m.group(1) + "[]")
+        if elements is None:
+            return m.group(0)
+        index = m.group(2)
+        if index in ("@", "*"):
+            return elements
+        parts = elements.split()
+        k = int(index) if index.lstrip("-").isdigit() else None
+        return parts[k] if k is not None and -len(parts) <= k < len(parts) else m.group(0)
+
     def _expand(self, words: Sequence[Word]) -> list[Word]:
+        if any("{" in w.text and "," in w.text and not w.quoted for w in words):
+            words = self._braces(words)
         out: list[Word] = []
         for word in words:
             text = self.expand_text(word.text)
+            if text != word.text and _ALL_WORDS.fullmatch(word.text):  # "$@": one word each
+                out.extend(replace(word, text=arg) for arg in text.split())
+                continue
+            if text == SUBST and len(word.subs) == 1 and not word.process:
+                listed = self.listed(word.subs[0])  # $(find . -name x): the paths found
+                if listed is not None:
+                    self.budget.made_words(len(listed))
+                    out.extend(listed)
+                    continue
             if (
                 word.subs
                 and not word.process  # <(...) is a file name, not the output
@@ -410,6 +637,31 @@ class _Run:
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
         return out
+
+    def _braces(self, words: Sequence[Word]) -> list[Word]:
+        """Brace expansion of the unquoted words (:func:`.expansion.braces`)."""
+        out: list[Word] = []
+        for word in words:
+            texts = braces(word.text) if not word.quoted and not word.subs else None
+            if texts is None:
+                out.append(word)
+                continue
+            self.budget.made_words(len(texts))
+            out.extend(replace(word, text=t, tilde=t.startswith("~")) for t in texts)
+        return out
+
+    def listed(self, script: Script) -> list[Word] | None:
+        """The paths ``script`` prints when it is a ``find`` (filtered by ``grep``,
+        ``sort``, ``head``...): what ``{}`` would stand for; None for other scripts."""
+        if script.functions or not script.commands or len(script.pipelines) > 1:
+            return None
+        first = script.commands[0].words
+        if not first or _canon(first[0].text) != "find":
+            return None
+        others = script.commands[1:]
+        if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
+            return None
+        return _find_plan(self._expand(first[1:])).entries() or None
 
     # -- program text computed at run time ---------------------------------------------------
 
@@ -434,6 +686,9 @@ class _Run:
         return stream
 
     def _evaluate(self, script: Script) -> _Stream:
+        known = self._known_output(script)
+        if known is not None:
+            return _Stream((known.encode() + b"\n",))
         if not any(  # $(git describe), $(date +%s): local output, nothing to compute
             cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
         ):
@@ -487,10 +742,49 @@ class _Run:
             texts = [head + value + part for head in texts for value in values]
         return texts
 
+    def _known_output(self, script: Script) -> str | None:
+        """What ``$(pwd)`` and ``$(mktemp ...)`` print: the working directory, a new
+        name in the temporary directory (or in the template's directory)."""
+        if len(script.commands) != 1 or not script.commands[0].words:
+            return None
+        words = script.commands[0].words
+        name = _canon(words[0].text)
+        if name == "pwd":
+            return self.cwd or "."
+        if name in ("dirname", "basename", "realpath", "readlink"):
+            return self._path_output(name, self._expand(words[1:]))
+        if name != "mktemp":
+            return None
+        parsed = _parse_opts(words[1:], _MKTEMP)
+        template = parsed.operands[-1].text if parsed.operands else "tmp.XXXXXXXXXX"
+        where = parsed.value("--tmpdir", "-p")
+        if where is not None:
+            return where.text.rstrip("/") + "/" + template
+        if parsed.has("-t") or not parsed.operands:
+            return "/tmp/" + template
+        return template  # in the working directory, or where the template says
+
+    def _path_output(self, name: str, args: Sequence[Word]) -> str | None:
+        """``dirname``/``basename``/``realpath``/``readlink -f`` of one known path."""
+        operands = [w for w in args if not w.text.startswith("-")]
+        if len(operands) != 1 or "$" in operands[0].text or SUBST in operands[0].text:
+            return None
+        if name == "readlink" and not any(w.text in ("-f", "-m", "-e") for w in args):
+            return None
+        text = operands[0].text
+        if name == "basename":
+            return posixpath.basename(text.rstrip("/")) or "/"
+        if name == "dirname":  # "." stands for the working directory: its parent is ".."
+            return ".." if text == "." else posixpath.dirname(text.rstrip("/")) or "."
+        return self.path(operands[0])  # realpath, readlink -f: normalized (links unknown)
+
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
         if text.startswith("~") and not word.tilde:
             text = "./" + text  # a quoted '~' is a file literally named ~
+        elif text.startswith(("~+", "~-")) and text[2:3] in ("", "/"):
+            text = ("$PWD" if text[1] == "+" else "$OLDPWD") + text[2:]
+            text = self.expand_text(text)
         if self.paths is None:
             path = resolve_path(text, home=HOME)
         else:  # probing stand-ins: the same words, judged 14 times
@@ -499,13 +793,43 @@ class _Run:
             )
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
+        if self.mounts and path.startswith("/"):
+            path = _host_path(path, self.mounts)
         return path
 
+    def inside_container(
+        self,
+        argv: Sequence[Word],
+        origin: str,
+        mounts: Sequence[tuple[str, str]] = (),
+        workdir: str | None = None,
+    ) -> Finding | None:
+        """Analyze a command run inside a container (``docker run``/``exec``, ``kubectl
+        exec``) with the same rules as on the host: a container is a machine too, and its
+        paths under a bind mount (``mounts``: container path -> host path) are the host's.
+        ``workdir`` is its working directory (``-w``), an absolute container path."""
+        outer = self.mounts, self.cwd
+        self.mounts = tuple(sorted(mounts, key=lambda m: -len(m[0])))
+        self.cwd = workdir if workdir is not None and workdir.startswith("/") else None
+        try:
+            return self.argv(argv, origin)
+        finally:
+            self.mounts, self.cwd = outer
+
     def doomed(
-        self, word: Word, *, recursive: bool, cwd_counts: bool = True
+        self, word: Word, *, recursive: bool, cwd_counts: bool = True, unknown: bool = False
     ) -> tuple[str, str] | None:
-        """(path, why) when removing ``word`` would destroy something critical."""
+        """(path, why) when removing ``word`` would destroy something critical; with
+        ``unknown``, also when the target is known only at run time in a way that could
+        reach something critical (see :func:`_unknown_risk`)."""
         path = self.path(word)
+        if unknown and (why := _unknown_risk(path)) is not None:
+            names = self.overflow and {m.group(1) or m.group(3) for m in PARAM.finditer(path)}
+            if names and names & (self.overflow or set()):
+                why += f": one of more than {_MAX_FANOUT} values, past what the guard follows"
+            elif SUBST in word.text or word.text == SUBST:
+                why += " (its value is not computed)"
+            return _show(_display(path)), why + "; refused as unknown"
         if word.glob:
             why = _glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
             if why is not None:
@@ -514,6 +838,46 @@ class _Run:
             return None
         why = _critical(path)
         return None if why is None else (_display(path), why)
+
+
+def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
+
+
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")
+_ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+"""``"$@"`` and ``"${a[@]}"``: one word per element even when quoted."""
+_FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
+"""Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
+_POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
+_MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
+_INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
+
+
+def _tilde(word: Word) -> str:
+    """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
+    return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
+
+
+def _uses(text: str, name: str) -> bool:
+    """Whether ``text`` expands variable ``name`` (``$d``, ``${d}``, ``${d%/}``)."""
+    return any((m.group(1) or m.group(3)) == name for m in PARAM.finditer(text))
+
+
+def _loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
+    """The input redirections of the loop around command ``index`` (``while read f; do
+    ...; done <<< x``): the parser leaves them on a word-less command after the body."""
+    for cmd in script.commands[index + 1 :]:
+        if not cmd.words and not cmd.assignments:
+            inputs = tuple(r for r in cmd.redirects if r.op in _INPUT_OPS)
+            if inputs:
+                return inputs
+    return ()
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
@@ -561,6 +925,13 @@ def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
             word.text,
             f"{what} writes the system file {path!r} (token {token!r})",
         )
+    if _persistence(path):
+        return Finding(
+            "persistence",
+            word.text,
+            f"{what} writes {_display(path)!r}, which runs at login, at boot or on a "
+            f"schedule or controls who may log in (token {token!r})",
+        )
     return None
 
 
@@ -570,9 +941,9 @@ def _judge_read(
     if not word.text or SUBST in word.text:
         return None
     path = run.path(word)
-    found = match_sensitive(path, home=HOME)
-    if found is None and word.glob:  # ".env*" matches ".env": try the shortest match
-        found = match_sensitive(_GLOB_PARTS.sub("", path), home=HOME)
+    # a glob is judged by what it can match: ".e*" can match ".env", ".env.ex*" only templates
+    judge = match_sensitive_glob if word.glob else match_sensitive
+    found = judge(path, home=HOME)
     if found is None or found.rule in exempt:
         return None
     return Finding(
@@ -582,8 +953,6 @@ def _judge_read(
         f"token {_show(word.text)!r})",
     )
 
-
-_GLOB_PARTS = re.compile(r"[*?]|\[[^\]/]*\]")
 
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})
@@ -618,7 +987,10 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
     for inv in upstream:
         if inv is None:
             continue
-        if inv.name == "echo":
+        if inv.name in ("echo", "printf") and (text := _stream([[inv]])).complete:
+            parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
+            values += [Word(p, quoted=True) for p in parts]
+        elif inv.name == "echo":
             words = [w for w in inv.args if w.text not in ("-n", "-e", "-E")]
             values += [replace(w, text=part) for w in words for part in w.text.split()]
         elif inv.name == "printf" and len(inv.args) > 1:
@@ -627,7 +999,9 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
             values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
         elif inv.name == "find":
             values += _find_plan(inv.args).entries()
-    return values[: _MAX_FANOUT * 4]
+    if len(values) > _MAX_FANOUT * 4:  # past what the guard follows: one unknown value
+        values[_MAX_FANOUT * 4 :] = [Word(SUBST, quoted=True)]
+    return values
 
 
 _STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")

@@ -1,12 +1,24 @@
 """Commands that change the analysis state rather than the system: ``cd``/``pushd`` move
-the working directory, ``export``/``declare``... assign variables.
+the working directory, ``export``/``declare``... assign variables, ``for``/``select`` and
+``read`` give a variable the values it will take in turn, ``alias`` defines a name that
+later commands expand.
+
+Values that vary: a loop variable (``for d in / /etc``), what ``read`` reads from a pipe,
+a here-string, a here-document or the loop's redirection (``while read f; do ...; done
+<<< x``; a pipe into ``read`` is followed as zsh runs it, though bash drops the value in
+a subshell), and a function's arguments (``f(){ rm -rf "$1"; }; f /``, one judgement per
+call) are each judged in turn, up to 16 values; past that, or when the input is a file
+or the terminal, the value is unknown, and a dangerous verb with an unknown target is
+refused (see :func:`.model._unknown_risk`).
 """
 
 from __future__ import annotations
 
-from ..shell import SUBST
-from .model import _ASSIGNMENT, HOME, Finding, _Invocation
-from .run import Rule, _Run
+from ..shell import SUBST, Redirect
+from .expansion import PARAM
+from .model import _ASSIGNMENT, HOME, Finding, _find_plan, _Invocation, _opts, _parse_opts
+from .run import Rule, _Run, _tilde
+from .text import _printf_readings, _stream
 
 # -- shell state ------------------------------------------------------------------------------
 
@@ -26,13 +38,139 @@ def _rule_cd(inv: _Invocation, run: _Run) -> Finding | None:
 
 
 def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
+    nameref = any(w.text.startswith("-") and "n" in w.text for w in inv.args)
     for word in inv.args:
         if _ASSIGNMENT.match(word.text):
+            if nameref and inv.name != "export":  # declare -n r=HOME: $r is $HOME
+                name, _, target = word.text.partition("=")
+                run.bind(name, [f"${{{target}}}" if _ASSIGNMENT.match(target + "=") else None])
+                continue
             run.assign(word, persistent=True)
     return None
 
 
+def _rule_printf(inv: _Invocation, run: _Run) -> Finding | None:
+    """``printf -v NAME FORMAT ARGS``: NAME takes what printf would print."""
+    args = [w.text for w in inv.args]
+    if len(args) < 3 or args[0] != "-v":
+        return None
+    readings = _printf_readings(args[2:])
+    texts = [r.decode("utf-8", "replace") for r in readings] if readings else [None]
+    run.bind(args[1], [t if t is None or SUBST not in t else None for t in texts])
+    return None
+
+
+def _value(run: _Run, text: str) -> str | None:
+    """A value as the guard knows it; None when part of it is made at run time."""
+    if SUBST in text or ("$" in text and PARAM.search(text.replace("$HOME", ""))):
+        return None
+    return text
+
+
+def _rule_for(inv: _Invocation, run: _Run) -> Finding | None:
+    """``for NAME in WORDS``: NAME takes each word (``for NAME``: the unknown ``$@``)."""
+    if not inv.args or not _ASSIGNMENT.match(inv.args[0].text + "="):
+        return None
+    name, rest = inv.args[0].text, inv.args[1:]
+    if rest and rest[0].text == "in":
+        run.bind(name, [_value(run, _tilde(w)) for w in rest[1:]])
+    elif "@" in run.vars:  # for NAME; do: the positional parameters
+        run.bind(name, run.vars["@"].split() or [""])
+    else:
+        run.bind(name, [None])
+    return None
+
+
+_READ = _opts("adinNptu")
+_MAX_READ = 1 << 16  # characters of input split into lines and fields
+
+
+def _fed_text(run: _Run, redirects: tuple[Redirect, ...]) -> list[str | None] | None:
+    """The texts redirections feed to stdin (None: not known); None when none does."""
+    for r in reversed(redirects):
+        if r.op == "<<<":
+            text = run.expand_text(r.target.text)
+            return [None if SUBST in text else text + "\n"]
+        if r.op in ("<<", "<<-") and r.heredoc is not None:
+            body = r.heredoc.text
+            return [None if r.heredoc.subs or ("$" in body and PARAM.search(body)) else body]
+        if r.op == "<":
+            listed = run.listed(r.target.subs[0]) if r.target.process else None
+            return [None] if listed is None else ["\n".join(w.text for w in listed)]
+    return None
+
+
+def _read_input(run: _Run, inv: _Invocation) -> list[str | None]:
+    texts = _fed_text(run, inv.redirects)
+    if texts is not None:
+        return texts
+    if any(up is not None for up in inv.stdin):
+        stream = _stream([list(inv.stdin)])
+        if stream.complete:
+            return [r.decode("utf-8", "replace") for r in stream.readings]
+        found = [up for up in inv.stdin if up is not None and up.name == "find"]
+        if found and len(found) == len([up for up in inv.stdin if up is not None]):
+            return ["\n".join(w.text for f in found for w in _find_plan(f.args).entries())]
+        return [None]
+    return _fed_text(run, inv.loop_input) or [None]
+
+
+def _rule_read(inv: _Invocation, run: _Run) -> Finding | None:
+    """``read NAME...``: each name takes its field of each line read."""
+    parsed = _parse_opts(inv.args, _READ)
+    if parsed.value("-a") is not None:
+        return None
+    names = [w.text for w in parsed.operands if _ASSIGNMENT.match(w.text + "=")] or ["REPLY"]
+    values: list[list[str | None]] = [[] for _ in names]
+    for text in _read_input(run, inv):
+        if text is None or len(text) > _MAX_READ:
+            for column in values:
+                column.append(None)
+            continue
+        for line in text.split("\n"):
+            if not line.strip():
+                continue
+            fields = line.split(None, len(names) - 1)
+            for k, column in enumerate(values):
+                column.append(fields[k] if k < len(fields) else "")
+    for name, column in zip(names, values, strict=True):
+        run.bind(name, column or [None])
+    return None
+
+
+def _rule_alias(inv: _Invocation, run: _Run) -> Finding | None:
+    """``alias NAME=VALUE...``: later commands expand NAME; VALUE is judged now, since
+    defining it is the first step of running it."""
+    for word in inv.args:
+        name, eq, value = word.text.partition("=")
+        if eq and name and not name.startswith("-"):
+            run.define_alias(name, value)
+            found = run.nested(value, f"alias {name!r}", lenient=True)
+            if found is not None:
+                return found
+    return None
+
+
+def _rule_set(inv: _Invocation, run: _Run) -> Finding | None:
+    """``set -- A B``: the positional parameters become A, B."""
+    texts = [w.text for w in inv.args]
+    if "--" not in texts:
+        return None
+    args = texts[texts.index("--") + 1 :]
+    for k in range(1, 10):
+        run.bind(str(k), [args[k - 1] if k <= len(args) else ""])
+    run.bind("@", [" ".join(args)])
+    run.bind("*", [" ".join(args)])
+    return None
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
+    "set": (_rule_set,),
+    "printf": (_rule_printf,),
+    "for": (_rule_for,),
+    "select": (_rule_for,),
+    "read": (_rule_read,),
+    "alias": (_rule_alias,),
     "cd": (_rule_cd,),
     "pushd": (_rule_cd,),
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), (_rule_export,)),

@@ -104,7 +104,11 @@ _SETUP_TOOLS: dict[str, frozenset[str] | None] = {
         _set("shell shell.bash shell.zsh shell.posix shell.fish shell-hook"),
     ),
     **dict.fromkeys(("kubectl", "helm", "gh", "npm", "pip", "pip3", "glab"), _set("completion")),
-    **dict.fromkeys(("rustup", "poetry", "deno"), _set("completions")),
+    **dict.fromkeys(("rustup", "deno"), _set("completions")),
+    "poetry": frozenset({"completions", "env activate"}),
+    "pdm": frozenset({"completion", "venv activate"}),
+    "register-python-argcomplete": None,
+    "navi": _set("widget"),
     "direnv": _set("hook export"),
     "brew": _set("shellenv"),
     "opam": _set("env config"),
@@ -117,8 +121,9 @@ _SETUP_TOOLS: dict[str, frozenset[str] | None] = {
     "uv": _set("generate-shell-completion"),
 }
 """Tools whose output is shell setup code meant for ``eval "$(tool ...)"`` (with the
-subcommand that prints it; None: any).  The guard trusts that output as it trusts running
-the tool: ``eval "$(pyenv init -)"`` is allowed without knowing what it prints."""
+subcommand, one or two words, that prints it; None: any).  The guard trusts that output
+as it trusts running the tool: ``eval "$(pyenv init -)"`` is allowed without knowing what
+it prints."""
 
 
 def _setup_code(script: Script) -> bool:
@@ -131,8 +136,8 @@ def _setup_code(script: Script) -> bool:
     subcommands = _SETUP_TOOLS.get(_canon(words[0].text), frozenset())
     if subcommands is None:
         return True
-    first = next((w.text for w in words[1:] if not w.text.startswith("-")), "")
-    return first in subcommands
+    named = [w.text for w in words[1:3] if not w.text.startswith("-")]
+    return bool(named) and (named[0] in subcommands or " ".join(named) in subcommands)
 
 
 # echo and printf -------------------------------------------------------------------------------
@@ -665,7 +670,10 @@ def _lines(stream: _Stream) -> list[Word]:
         for line in reading.decode("utf-8", "replace").split("\n"):
             if line.strip():
                 lines[line.lstrip(" \t")] = None
-    return [Word(line, quoted=True) for line in list(lines)[:_MAX_FANOUT]]
+    words = [Word(line, quoted=True) for line in list(lines)[: _MAX_FANOUT + 1]]
+    if len(words) > _MAX_FANOUT:  # past the fan-out: a value the guard does not know
+        words[_MAX_FANOUT] = Word(SUBST, quoted=True)
+    return words
 
 
 def _command_output(data: bytes) -> str:

@@ -1,0 +1,131 @@
+"""Library calls in interpreter programs (``python -c``, ``perl -e``, ``node -e``,
+``ruby -e``, ``php -r``, and programs fed on stdin or by a here-document) that delete
+files or run a command given as a list of arguments.
+
+Used by :mod:`.remote_exec`'s one-liner judgement.  The common calls are judged when
+their path argument is a literal string or the home directory spelled the usual ways
+(``shutil.rmtree('/etc')``, ``fs.rmSync(os.homedir(), {recursive: true})``,
+``FileUtils.rm_rf(Dir.home)``, ``rmtree($ENV{HOME})``): a recursive delete is judged as
+``rm -r`` of that path, a single-file delete as a write (system files, devices).  An
+argument the guard cannot evaluate (``os.path.join('/', d)``, a variable) is refused when
+the program names a critical path anywhere in its string literals or the home directory,
+since the call may reach it; otherwise it is allowed.  Argument lists
+(``subprocess.run(['rm', '-rf', '/'])``, ``system('rm', '-rf', '/')``,
+``execFileSync('rm', ['-rf', '/'])``) are judged as the command they run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..shell import Word
+from .model import Finding, _critical, _display, _Invocation, _show
+from .run import _judge_write, _Run
+
+_RECURSIVE = (
+    r"shutil\.rmtree|(?:File::Path::)?rmtree|remove_tree|FileUtils\.(?:rm_rf|rm_r|rmtree|"
+    r"remove_dir|remove_entry(?:_secure)?|rm_f)|fs\.(?:rmSync|rm|promises\.rm|rmdirSync|"
+    r"rmdir|promises\.rmdir)|fse?\.(?:removeSync|remove|emptyDirSync|emptyDir)|"
+    r"rimraf(?:\.sync)?|Deno\.remove(?:Sync)?|rmSync|rmdirSync|removeSync|emptyDirSync"
+)
+_SINGLE = (
+    r"os\.(?:remove|unlink)|File\.(?:delete|unlink)|fs\.(?:unlinkSync|unlink|promises\.unlink)"
+    r"|unlinkSync|unlink|FileUtils\.rm"
+)
+_ARG = r"((?:[^,()]|\([^()]*\))*)"
+_CALL = re.compile(
+    rf"\b({_RECURSIVE}|{_SINGLE})\s*(?:\(\s*{_ARG}|\s((?:['\"])[^'\"]*['\"]))"
+)  # perl: unlink "/x" needs no parentheses
+_CALL_RECURSIVE = re.compile(rf"(?:{_RECURSIVE})$")
+_PATHLIB = re.compile(
+    r"\bPath\s*\(\s*" + _ARG + r"\)\s*(?:\.\s*(?:expanduser|resolve|absolute)\s*\(\s*\))*"
+    r"\s*\.\s*(unlink|rmdir)\s*\("
+)
+_LITERAL = re.compile(r"""^\s*[rbuf]{0,2}(['"`])((?:(?!\1)[^\\]|\\.)*)\1\s*$""")
+_HOME_EXPR = re.compile(
+    r"Path\.home\(\)|os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|\bhomedir\(\)|Dir\.home"
+    r"|(?:os\.environ|ENV|\$ENV|process\.env|getenv|os\.getenv)\s*[\[{(.]\s*['\"]?HOME\b"
+    r"|File\.expand_path\(\s*['\"]~['\"]\s*\)|\$_SERVER\[\s*['\"]HOME['\"]\s*\]"
+)
+_EXPANDUSER = re.compile(r"""^\s*(?:os\.path\.expanduser|File\.expand_path)\s*\(\s*(.*)\)\s*$""")
+_QUOTED = re.compile(r"""(['"`])((?:(?!\1)[^\\\n]|\\.){0,4096}?)\1""")
+_ARGV_CALL = re.compile(
+    r"\b(?:subprocess\.(?:run|call|check_call|check_output|Popen)|Popen|os\.exec[lv]p?e?"
+    r"|os\.spawn[lv]p?e?|system|exec|spawnSync|spawn|execFileSync|execFile|Open3\.\w+)"
+    r"\s*\(\s*(\[?(?:[^()]|\([^()]*\))*)\)"
+)
+
+
+def _evaluate(arg: str) -> str | None:
+    """The path an argument expression names, when the guard can tell."""
+    if _HOME_EXPR.fullmatch(arg.strip()):
+        return "~"
+    m = _EXPANDUSER.match(arg)
+    if m is not None:
+        arg = m.group(1)
+    m = _LITERAL.match(arg)
+    if m is None or "${" in m.group(2) or ("{" in m.group(2) and arg.lstrip()[:1] == "f"):
+        return None
+    return m.group(2)
+
+
+def _names_critical(code: str) -> str | None:
+    """A critical path the program's literals (or home expressions) name, if any."""
+    if _HOME_EXPR.search(code):
+        return "~"
+    for m in _QUOTED.finditer(code):
+        text = m.group(2)
+        if text.startswith(("/", "~")) and _critical(text.rstrip("/") or "/") is not None:
+            return text
+    return None
+
+
+def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
+    """Judge the delete calls and argument-list commands in ``code`` (see module doc)."""
+    for m in _CALL.finditer(code):
+        found = _judge_delete(inv, run, code, m.group(1), m.group(2) or m.group(3) or "")
+        if found is not None:
+            return found
+    for m in _PATHLIB.finditer(code):
+        found = _judge_delete(inv, run, code, f"Path(...).{m.group(2)}", m.group(1))
+        if found is not None:
+            return found
+    for m in _ARGV_CALL.finditer(code):
+        words = [Word(q.group(2), quoted=True) for q in _QUOTED.finditer(m.group(1))]
+        if len(words) > 1:
+            found = run.argv(words, f"{inv.shown} program")
+            if found is not None:
+                return found
+    return None
+
+
+def _judge_delete(
+    inv: _Invocation, run: _Run, code: str, function: str, arg: str
+) -> Finding | None:
+    recursive = _CALL_RECURSIVE.match(function) is not None or (
+        function.endswith("rmdir") and "recursive" in code
+    )
+    call = f"{function}({arg.strip()[:40]})"
+    path = _evaluate(arg)
+    if path is None:
+        named = _names_critical(code) if recursive else None
+        if named is None:
+            return None
+        return Finding(
+            "fs-destruction",
+            call,
+            f"{inv.shown} program calls {call}, whose target the guard cannot evaluate, "
+            f"in a program that names {_show(named)!r}; refused as unknown",
+        )
+    word = Word(path, quoted=True, tilde=path.startswith("~"))
+    if not recursive:
+        return _judge_write(run, word, f"{inv.shown} program {function}")
+    hit = run.doomed(word, recursive=True, unknown=True)
+    if hit is None:
+        return None
+    shown, why = hit
+    return Finding(
+        "fs-destruction",
+        call,
+        f"{inv.shown} program calls {call} on {_display(shown)!r}, {why} (token {path!r})",
+    )
