@@ -42,6 +42,13 @@ def test_reason_says_what_the_written_file_does() -> None:
     )
 
 
+def test_an_unknown_part_of_a_path_is_shown_as_a_substitution() -> None:
+    finding = analyze_command("echo x > /etc/cron.d/$(date +%s)")
+    assert finding is not None
+    assert "'/etc/cron.d/$(...)'" in finding.message
+    assert "\\x00" not in finding.reason
+
+
 def test_a_tree_is_judged_by_where_its_contents_land() -> None:
     # a named directory lands under its own name; its contents fill the target
     assert analyze_command("cp -r myproject ~/") is None

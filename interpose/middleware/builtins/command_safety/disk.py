@@ -83,7 +83,7 @@ def _wipes(inv: _Invocation, word: Word, path: str, how: str) -> Finding:
     return Finding(
         "disk",
         word.text,
-        f"{inv.shown} {how} the device {path!r} (token {_show(word.text)!r})",
+        f"{inv.shown} {how} the device {_show(path)!r} (token {_show(word.text)!r})",
     )
 
 

@@ -320,7 +320,7 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     return Finding(
         "persistence",
         target.text,
-        f"{inv.shown} writes files it does not name into {_display(path)!r}, {why} "
+        f"{inv.shown} writes files it does not name into {_show(_display(path))!r}, {why} "
         f"(token {_show(target.text)!r})",
     )
 

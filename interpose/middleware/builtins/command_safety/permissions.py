@@ -358,10 +358,11 @@ def _rule_setcap(inv: _Invocation, run: _Run) -> Finding | None:
 # -- accounts ------------------------------------------------------------------------------------
 
 _PRIVILEGED_GROUPS = _set(
-    "0 root wheel sudo admin adm docker lxd lxc libvirt disk shadow kmem sudoers staff"
+    "0 root wheel sudo admin docker lxd lxc libvirt disk shadow kmem sudoers staff"
 )
-"""Groups whose members are root or can become it (``adm`` reads every log, ``staff`` on
-Debian writes ``/usr/local``, ``docker``/``lxd``/``libvirt``/``disk`` are root in effect)."""
+"""Groups whose members are root or can become it (``docker``/``lxd``/``libvirt``/``disk``
+mount or write the host's disks, ``staff`` on Debian writes ``/usr/local`` ahead of the
+system's programs).  ``adm`` (reading logs) is not one of them."""
 
 _USERADD = _opts(
     "bcdefgGkKpRPsuZ",

@@ -915,21 +915,26 @@ def _substitute(word: Word, marker: str, value: Word) -> Word:
 def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
     path = run.path(word)
     token = _show(word.text)
+    shown = _show(path)  # a substitution's output is unknown: shown as $(...)
     if path.startswith(_NET_DEVICES):
-        return Finding("reverse-shell", word.text, f"{what} connects to {path!r} (token {token!r})")
+        return Finding(
+            "reverse-shell", word.text, f"{what} connects to {shown!r} (token {token!r})"
+        )
     if _is_device(path):
-        return Finding("disk", word.text, f"{what} writes to the device {path!r} (token {token!r})")
+        return Finding(
+            "disk", word.text, f"{what} writes to the device {shown!r} (token {token!r})"
+        )
     if _SYSTEM_FILES.match(path.lower()):
         return Finding(
             "system-files",
             word.text,
-            f"{what} writes the system file {path!r} (token {token!r})",
+            f"{what} writes the system file {shown!r} (token {token!r})",
         )
     if _persistence(path):
         return Finding(
             "persistence",
             word.text,
-            f"{what} writes {_display(path)!r}, which runs at login, at boot or on a "
+            f"{what} writes {_show(_display(path))!r}, which runs at login, at boot or on a "
             f"schedule or controls who may log in (token {token!r})",
         )
     return None
