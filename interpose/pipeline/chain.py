@@ -40,6 +40,7 @@ __all__ = [
     "Timings",
     "build_onion",
     "compile_steps",
+    "describe",
     "invoke",
     "run_after",
     "run_gate",
@@ -92,6 +93,13 @@ def compile_steps(
         for e in entries
     )
     return tuple(s.call for s in steps), steps
+
+
+def describe(exc: BaseException, step: Step) -> str:
+    """What a step's failure was, for logs, events and refusals."""
+    if isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc):
+        return f"TimeoutError: timed out after {step.timeout}s"
+    return f"{type(exc).__name__}: {exc}"
 
 
 # Called as failed(step, exc, inp, out) when a step raised: records the failure, applies
