@@ -2,9 +2,11 @@
 
 A chain is compiled once per (stage, tool, agent) and registry version.  Each hook's
 handlers become a tuple of plain callables: a sync handler is stored as itself, an async
-handler as itself when it has no timeout, or as a small wrapper that applies its cancel
-scope.  Calling any of them returns None (sync) or an awaitable, so the per-call loop is
-the same for both::
+handler as itself when it has no timeout, or as a small wrapper that runs it up to its
+first suspension and arms its deadline only if it suspends (see
+``_deadline_on_suspend``).  Calling any of them returns None (a sync handler, or a
+wrapped one that finished without suspending) or an awaitable, so the per-call loop is
+the same for all::
 
     for fn in fns:
         r = fn(inp, out)
@@ -18,13 +20,18 @@ from the next handler if the policy says so.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
+import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from asyncio.events import _get_running_loop
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from inspect import isawaitable
 from operator import length_hint
 from time import perf_counter_ns
+from types import CoroutineType
 from typing import Any
 
 import anyio
@@ -69,16 +76,134 @@ class Step:
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
         if wrap and entry.is_async and self.timeout is not None:
-            fn = functools.partial(_with_timeout, fn, self.timeout)
+            # approvers answer by returning; the other hooks' return values are unused
+            fn = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
         self.call: Callable[..., Any] = fn
 
     def __repr__(self) -> str:
         return f"<Step {self.id!r} on {self.hook} priority={self.priority}>"
 
 
-async def _with_timeout(fn: Callable[..., Awaitable[Any]], seconds: float, *args: Any) -> Any:
+# A timeout costs only the handlers that wait.  Entering a cancel scope costs several
+# microseconds, while most async handlers are checks that finish without suspending.
+# So, under asyncio, the wrapper runs the handler's coroutine up to its first
+# suspension itself: a handler that finishes there has run completely, synchronously,
+# inside the call of the wrapper, and no deadline was armed (the loops then see None,
+# as from a sync handler; an approver's answer comes back as a plain value).  A handler
+# that suspends gets its deadline armed at that moment, ``seconds`` from its first
+# suspension (what ran before could not have been interrupted anyway), and the rest of
+# it is awaited by ``_finish``.
+#
+# The deadline is a timer on the event loop that cancels the task, as
+# ``asyncio.timeout`` does, rather than a cancel scope: a scope entered at the first
+# suspension would be entered *inside* whatever scopes the handler opened before it
+# suspended (``anyio.sleep`` under trio opens one), which breaks their nesting.  Trio
+# has no way to cancel a task but a scope that encloses the code, so under trio (and any
+# other event loop) the handler runs inside ``anyio.fail_after`` from its start, as it
+# always did.  Either way the caller sees what ``with fail_after(seconds): await
+# fn(...)`` would give it: the handler's exceptions, the cancellation of an outer scope,
+# or a ``TimeoutError`` when the deadline passed.
+
+
+def _no_loop() -> None:
+    return None
+
+
+# The running asyncio loop, or None (under trio): a C function, cheap to call per
+# handler.  Python 3.10 has no Task.uncancel, which _finish needs: it always falls back.
+_running_asyncio_loop: Callable[[], object] = (
+    _get_running_loop if sys.version_info >= (3, 11) else _no_loop
+)
+
+
+def _deadline_on_suspend(
+    fn: Callable[..., Awaitable[Any]], seconds: float, *, keep: bool
+) -> Callable[..., Any]:
+    if keep:  # an approver: fn(request), whose return value is its answer
+
+        def answer(request: Any) -> Any:
+            coro = fn(request)
+            if type(coro) is not CoroutineType or _running_asyncio_loop() is None:
+                return _await_within(coro, seconds)
+            try:
+                first = coro.send(None)
+            except StopIteration as done:
+                return done.value
+            return _finish(coro, first, seconds)
+
+        return answer
+
+    def intercept(inp: Any, out: Any) -> Any:
+        coro = fn(inp, out)
+        if type(coro) is not CoroutineType or _running_asyncio_loop() is None:
+            return _await_within(coro, seconds)
+        # next() with a default, through the coroutine's iterator: a coroutine that
+        # returns None finishes without a StopIteration being raised and caught
+        step = coro.__await__()
+        first = next(step, _DONE)
+        if first is _DONE:
+            return None
+        return _finish(step, first, seconds)
+
+    return intercept
+
+
+_DONE: Any = object()
+
+
+async def _await_within(awaitable: Awaitable[Any], seconds: float) -> Any:
     with anyio.fail_after(seconds):
-        return await fn(*args)
+        return await awaitable
+
+
+@types.coroutine
+def _finish(
+    coro: Coroutine[Any, Any, Any] | Generator[Any, Any, Any], first: Any, seconds: float
+) -> Generator[Any, Any, Any]:
+    """Await the rest of ``coro``, which has just yielded ``first`` to the asyncio event
+    loop, with a timer that cancels the task ``seconds`` from now: the delegation
+    ``await`` would do, inside ``asyncio.timeout(seconds)``.
+
+    Raises:
+        TimeoutError: the deadline passed before ``coro`` finished.
+    """
+    # Task.cancelling/uncancel are 3.11's (the wrappers use _finish only there)
+    task: Any = asyncio.current_task()
+    loop = task.get_loop()
+    cancelling = task.cancelling()
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    timer = loop.call_at(loop.time() + seconds, expire)
+    yielded = first
+    try:
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation, thrown in by the event loop
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
+    except asyncio.CancelledError:
+        # ours if the timer fired and no other cancellation is pending (asyncio.timeout)
+        if expired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
 
 
 def compile_steps(
