@@ -101,7 +101,9 @@ class ToolContext(Context):
         agent_id: str,
         session_key: str,
     ) -> None:
-        super().__init__(turn)
+        # Context.__init__ inlined: one context per tool call with middleware
+        self.turn = turn
+        self._state = None
         self.tool_name = tool_name
         self.raw_name = raw_name
         self.call_id = call_id

@@ -13,7 +13,8 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from types import TracebackType
+from inspect import isawaitable
+from types import CoroutineType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import anyio
@@ -30,6 +31,7 @@ from .payloads import (
     ApprovalRequest,
     ToolAfterOutput,
     ToolResult,
+    error_result,
     refusal,
 )
 from .redaction import Redactor
@@ -497,6 +499,28 @@ class Pipeline:
         """
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
+            chain = self._tool_chains.get((name, agent_id))
+            if (
+                chain is not None
+                and chain.empty
+                and chain.version == self.registry.version
+                and type(args) is dict
+                and self._tracer() is None
+                and callable(call)
+            ):
+                # the empty path of run_tool, inlined: one coroutine less on the path
+                # that costs the least (nothing registered for this tool, no tracing)
+                try:
+                    value = call(args)
+                    if type(value) is CoroutineType or isawaitable(value):
+                        value = await value
+                except AbortTurn as exc:
+                    return refusal("aborted", chain.tool_name, exc.reason, decided_by=exc.source)
+                except HardAbort:
+                    raise
+                except Exception as exc:
+                    return error_result(exc)
+                return ToolResult(output=value)
             try:
                 return await run_tool(self, None, name, args, call, call_id, agent_id, session_key)
             except AbortTurn as exc:

@@ -358,8 +358,10 @@ async def _core(
             unended = True  # set before publishing: a publish, once begun, lands
             if "tool_exec_start" in wanted:
                 await bus.publish(_exec_start(pipe, inp))
-            # the operation, inline (one coroutine less than `invoke` on the hot path)
-            start = time.perf_counter_ns()
+            # the operation, inline (one coroutine less than `invoke` on the hot path),
+            # timed only for whoever reads the duration: after-hooks, tool_exec_end
+            timed = times is not None or bool(chain.after)
+            start = time.perf_counter_ns() if timed else 0
             try:
                 value = call(out.args)
                 if isawaitable(value):
@@ -370,7 +372,8 @@ async def _core(
                 result = error_result(exc)
             else:
                 result = ToolResult(output=value)
-            duration = time.perf_counter_ns() - start
+            if timed:
+                duration = time.perf_counter_ns() - start
         elif "tool_exec_skipped" in wanted:
             await bus.publish(
                 ev.ToolExecSkipped(
