@@ -489,52 +489,83 @@ def _marked_core(core: App) -> App:
     return marked
 
 
-def _marked_plain_layer(fn: Callable[..., Any], inner: App) -> App:
-    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
-    # the guarded layer around it must know them from its own
-    async def layer(ctx: Any) -> None:
-        try:
-            await fn(ctx, functools.partial(inner, ctx))
-        except Exception as exc:
-            _escapes(ctx, exc)
-            raise
-
-    return layer
+# A guarded layer must know whether its middleware called ``call_next()``: one that
+# fails after calling it must not run the rest of the onion again under "skip", and one
+# that returns without calling it must have set the result.  Rather than a closure per
+# layer per call that flags the call, every layer notes its position on the context
+# when it is entered (``ctx._reached``, one slot store), and so does the core: after
+# ``fn`` returns or raises, a position beyond the layer's own means something inside
+# ran.  A layer entered again (an outer layer that calls ``call_next()`` twice) notes
+# its position again first.
 
 
-def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
+def _guarded_layer(step: Step, inner: App, failed: LayerFailure, index: int) -> App:
     fn, timeout = step.call, step.timeout
 
-    async def layer(ctx: Any) -> None:
-        called = False
-
-        def call_next() -> Awaitable[None]:  # a closure is cheaper than an object here
-            nonlocal called
-            called = True
-            return inner(ctx)
-
+    async def settle(ctx: Any, exc: Exception) -> None:
+        if exc is _escaping(ctx):
+            raise exc  # from inside: its policy was applied there
+        called = ctx._reached > index
         try:
-            if timeout is None:
-                await fn(ctx, call_next)
-            else:
-                with anyio.fail_after(timeout):
-                    await fn(ctx, call_next)
-            if not called and not ctx.has_result():
+            policy = await failed(step, exc, ctx)
+        except Exception as raised:  # on_error="raise": on to the caller as itself
+            _escapes(ctx, raised)
+            raise
+        # "skip": the layer counts as absent, so the rest of the onion still runs
+        if policy == "skip" and not called:
+            await inner(ctx)
+
+    if timeout is None:
+
+        async def layer(ctx: Any) -> None:
+            ctx._reached = index
+            try:
+                await fn(ctx, functools.partial(inner, ctx))
+                if ctx._reached == index and not ctx.has_result():
+                    raise MiddlewareError(ctx.stage)
+            except _ABORTS as exc:
+                exc.source = exc.source or step.id
+                raise
+            except Exception as exc:
+                await settle(ctx, exc)
+
+        return layer
+
+    async def timed_layer(ctx: Any) -> None:
+        ctx._reached = index
+        try:
+            with anyio.fail_after(timeout):
+                await fn(ctx, functools.partial(inner, ctx))
+            if ctx._reached == index and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
         except _ABORTS as exc:
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
-            if exc is _escaping(ctx):
-                raise  # from inside: its policy was applied there
-            try:
-                policy = await failed(step, exc, ctx)
-            except Exception as raised:  # on_error="raise": on to the caller as itself
-                _escapes(ctx, raised)
-                raise
-            # "skip": the layer counts as absent, so the rest of the onion still runs
-            if policy == "skip" and not called:
-                await inner(ctx)
+            await settle(ctx, exc)
+
+    return timed_layer
+
+
+def _entered(core: App, index: int) -> App:
+    # the core notes its position too, for the guarded layer just outside it
+    def enter(ctx: Any) -> Awaitable[None]:
+        ctx._reached = index
+        return core(ctx)
+
+    return enter
+
+
+def _marked_plain_layer(fn: Callable[..., Any], inner: App, index: int) -> App:
+    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
+    # the guarded layer around it must know them from its own
+    async def layer(ctx: Any) -> None:
+        ctx._reached = index
+        try:
+            await fn(ctx, functools.partial(inner, ctx))
+        except Exception as exc:
+            _escapes(ctx, exc)
+            raise
 
     return layer
 
@@ -552,11 +583,13 @@ def build_onion(
     """
     guarded = [not (s.on_error == "raise" and s.timeout is None) for s in steps]
     app = core if core_marks or not any(guarded) else _marked_core(core)
+    if any(guarded):
+        app = _entered(app, len(steps))
     for i in reversed(range(len(steps))):
         if guarded[i]:
-            app = _guarded_layer(steps[i], app, failed)
+            app = _guarded_layer(steps[i], app, failed, i)
         elif any(guarded[:i]):
-            app = _marked_plain_layer(steps[i].call, app)
+            app = _marked_plain_layer(steps[i].call, app, i)
         else:
             app = _plain_layer(steps[i].call, app)
     return app

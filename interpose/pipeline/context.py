@@ -31,9 +31,12 @@ class Context:
     subscribers) and a scratch ``state`` dict."""
 
     # _escaping: the exception on its way out through the onion (see chain.build_onion);
-    # set only then, never initialised, so a call that does not fail pays nothing
-    __slots__ = ("_escaping", "_state", "turn")
+    # set only then, never initialised, so a call that does not fail pays nothing.
+    # _reached: the position of the innermost layer entered (see chain._guarded_layer),
+    # set by the layers of an onion with a guarded layer, never initialised either.
+    __slots__ = ("_escaping", "_reached", "_state", "turn")
     _escaping: BaseException
+    _reached: int
 
     stage = ""
 
