@@ -92,6 +92,7 @@ def _bench(args: argparse.Namespace) -> int:
         str(script),
         *(["--quick"] if args.quick else []),
         *(["--plot", args.plot] if args.plot else []),
+        *(["--clock", args.clock] if args.clock != "wall" else []),
     ]
     try:
         runpy.run_path(str(script), run_name="__main__")
@@ -410,6 +411,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(func=_demo)
     bench = sub.add_parser("bench", help="measure per-tool-call overhead against its floor")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    bench.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time by wall time (default) or by CPU time (on a machine shared with other work)",
+    )
     bench.add_argument(
         "--plot",
         metavar="PATH",
