@@ -36,7 +36,7 @@ from .payloads import (
 )
 from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
-from .tool_stage import ToolCallable, ToolChain, run_tool
+from .tool_stage import ToolCallable, ToolChain, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
     Tracing,
@@ -500,28 +500,31 @@ class Pipeline:
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
             chain = self._tool_chains.get((name, agent_id))
-            if (
-                chain is not None
-                and chain.empty
-                and chain.version == self.registry.version
-                and type(args) is dict
-                and self._tracer() is None
-                and callable(call)
-            ):
-                # the empty path of run_tool, inlined: one coroutine less on the path
-                # that costs the least (nothing registered for this tool, no tracing)
-                try:
-                    value = call(args)
-                    if type(value) is CoroutineType or isawaitable(value):
-                        value = await value
-                except AbortTurn as exc:
-                    return refusal("aborted", chain.tool_name, exc.reason, decided_by=exc.source)
-                except HardAbort:
-                    raise
-                except Exception as exc:
-                    return error_result(exc)
-                return ToolResult(output=value)
             try:
+                if (
+                    chain is not None
+                    and chain.version == self.registry.version
+                    and type(args) is dict
+                    and self._tracer() is None
+                    and callable(call)
+                ):
+                    # the two cheapest paths of run_tool without its coroutine frame
+                    # and its lookups: nothing registered for this tool (inlined), or
+                    # only sync tool.before handlers (the quiet path)
+                    if chain.empty:
+                        try:
+                            value = call(args)
+                            if type(value) is CoroutineType or isawaitable(value):
+                                value = await value
+                        except _ABORTS:
+                            raise
+                        except Exception as exc:
+                            return error_result(exc)
+                        return ToolResult(output=value)
+                    if chain.quiet:
+                        return await quiet_path(
+                            self, chain, None, call_id, args, call, agent_id, session_key
+                        )
                 return await run_tool(self, None, name, args, call, call_id, agent_id, session_key)
             except AbortTurn as exc:
                 return refusal(

@@ -6,7 +6,7 @@ keeps the call's behaviour:
 
 1. the empty path: nothing registered for the tool, nobody listening, no tracing: the
    tool is awaited and its value wrapped in a ``ToolResult``;
-2. the quiet path (``_quiet``): only sync ``tool.before`` handlers and nobody
+2. the quiet path (``quiet_path``): only sync ``tool.before`` handlers and nobody
    listening: a plain loop over them, then the tool;
 3. the full path: in the ``execute_tool`` span when tracing (``_traced``), through the
    middleware onion when the tool has layers, into ``_core``: tool.before →
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline
     from .turn import Turn
 
-__all__ = ["ToolCallable", "ToolChain", "compile_tool", "run_tool"]
+__all__ = ["ToolCallable", "ToolChain", "compile_tool", "quiet_path", "run_tool"]
 
 ToolCallable = Callable[[dict[str, Any]], Any]
 log = logging.getLogger("interpose")
@@ -169,7 +169,7 @@ async def run_tool(
             return error_result(exc)
         return ToolResult(output=out)
     if chain.quiet and not wanted and tracer is None:
-        return await _quiet(pipe, chain, turn, call_id, args, call, agent_id, session_key)
+        return await quiet_path(pipe, chain, turn, call_id, args, call, agent_id, session_key)
     pipe._check_running()
     if call_id is None:
         call_id = f"call-{next(pipe._call_ids)}"
@@ -186,7 +186,7 @@ async def run_tool(
     return ctx.result
 
 
-async def _quiet(
+async def quiet_path(
     pipe: Pipeline,
     chain: ToolChain,
     turn: Turn | None,
