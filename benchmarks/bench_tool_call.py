@@ -22,13 +22,26 @@ asyncio event loop, timed inside the coroutine with ``time.perf_counter_ns``):
   then ``await tool(args)``); target: interpose with 10 interceptors is faster;
 - interpose with 1, 5, 10 ``tool``-stage middleware layers
   ``async def mw(ctx, call_next): await call_next()``, with the stage's default
-  ``on_error="block"`` (a guarded layer) and with ``on_error="raise"``, against a
-  hand-written Starlette-style closure onion of the same depth calling the same ``mw``;
-  target: the slope per layer is no more than the onion's slope; ``(t_N - t_empty) / N``
-  against the onion's ``(t_N - t_0) / N`` and the fixed cost are informational;
+  ``on_error="block"`` (a guarded layer) and with ``on_error="raise"``, against the
+  onion a user would write by hand, which passes ``ctx`` down and allocates nothing per
+  layer: ``async def mw(ctx, call_next): return await call_next(ctx)``, each layer a
+  function ``lambda ctx: mw(ctx, inner)`` built once (the reference); target: the slope
+  per layer is no more than that onion's slope; ``(t_N - t_empty) / N`` against the
+  onion's ``(t_N - t_0) / N`` and the fixed cost are informational, and so is a
+  Starlette-style closure onion (``await mw(ctx, lambda: inner(ctx))``, a closure per
+  layer per call) calling the interpose ``mw``;
 - interpose with 1, 5, 10 async interceptors ``async def h(inp, out): pass``, with the
-  default ``interceptor_timeout=5.0`` (a cancel scope per handler) and with
-  ``interceptor_timeout=None`` (no scope); informational;
+  default ``interceptor_timeout=5.0`` and with ``interceptor_timeout=None``;
+  informational;
+- pairs of ``tool.before`` + ``tool.after`` handlers (1 and 10 pairs): sync, async not
+  suspending with the default timeout (target: the slope per pair is at most 2x the
+  sync pair's), async not suspending without a timeout, and async handlers that suspend
+  once (``await asyncio.sleep(0)``) with and without the default timeout (their
+  difference per handler is what the timeout machinery costs a handler that waits);
+- with an OpenTelemetry SDK provider (a batch processor exporting to a discarding
+  exporter when flushed, outside the timed loop) and ``tracing="interceptor"``: 1 and 10
+  sync interceptors, each a traced layer (an interceptor span), against a bare SDK span
+  with 5 attributes made on the same provider; informational;
 - one sync interceptor with one sync observer subscribed to ``tool_exec_end``, or to
   every kind, calling ``pipe.call_tool`` (a one-call turn each) or ``turn.call_tool``
   inside one turn; timed up to the end of ``async with pipe`` (every event delivered);
@@ -43,8 +56,10 @@ a shuffled order, with the garbage collector disabled during the timed loop.  A 
 ns/call is the median over rounds; the minimum and quartiles go to ``--json``.  Ratios
 compare numbers measured in the same run, so they hold on any machine.
 
-Run it with ``interpose bench [--quick]`` or
-``python benchmarks/bench_tool_call.py [--quick] [--json out.json]``.
+Run it with ``interpose bench [--quick] [--plot out.png]`` or
+``python benchmarks/bench_tool_call.py [--quick] [--json out.json] [--plot out.png]``;
+``--plot`` draws ns per call against the number of layers of each mechanism and
+reference (it needs matplotlib: ``pip install 'interpose[plot]'``).
 """
 
 from __future__ import annotations
@@ -65,15 +80,30 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import pluggy
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import interpose
 from interpose import Pipeline
+
+# What the timed loops read: wall time by default; ``--clock cpu`` reads the process's CPU
+# time instead, for a machine shared with other work (no case blocks or sleeps, so the
+# two agree on a quiet machine, and CPU time leaves out the time other processes ran).
+clock: Callable[[], int] = time.perf_counter_ns
 
 Loop = Callable[[int], Coroutine[Any, Any, int]]
 """A timed case: ``await loop(n)`` runs the operation n times, returns elapsed ns."""
 
 Args = dict[str, Any]
 DEPTHS = (1, 5, 10)
+PAIRS = (1, 10)
+PAIR_KEYS = {
+    "spair": "sync",
+    "apair": "async, 5s",
+    "apairnt": "async, none",
+    "suspair": "suspending, 5s",
+    "suspairnt": "suspending, none",
+}
 TOOL = "exec"
 ARGS: Args = {"command": "ls -la", "cwd": "/tmp"}
 
@@ -99,6 +129,16 @@ async def mw(ctx: object, call_next: Callable[[], Awaitable[None]]) -> None:
     await call_next()
 
 
+async def suspending_handler(inp: object, out: object) -> None:
+    """An async interceptor that waits once: one trip through the event loop."""
+    await asyncio.sleep(0)
+
+
+async def free_mw(ctx: _Ctx, call_next: App) -> None:
+    """The hand-written onion's layer: passes ``ctx`` down, allocates nothing."""
+    return await call_next(ctx)
+
+
 class _Payload:
     """Stand-in inputs/outputs for the plain-call and pluggy cases."""
 
@@ -117,20 +157,20 @@ def floor_case() -> Loop:
     async def loop(n: int) -> int:
         t = tool
         args = ARGS
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             await t(args)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
 
 def empty_loop_case() -> Loop:
     async def loop(n: int) -> int:
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             pass
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -139,10 +179,10 @@ def plain_call_case() -> Loop:
     async def loop(n: int) -> int:
         h = sync_handler
         inp, out = _Payload(), _Payload()
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             h(inp, out)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -153,11 +193,11 @@ def handler_loop_case(depth: int) -> Loop:
     async def loop(n: int) -> int:
         fns = (sync_handler,) * depth
         inp, out = _Payload(), _Payload()
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             for fn in fns:
                 fn(inp, out)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -167,10 +207,10 @@ def pipeline_case(pipe: Pipeline) -> Loop:
         call_tool = pipe.call_tool
         t = tool
         args = ARGS
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             await call_tool(TOOL, args, call=t)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -186,7 +226,7 @@ def subscribed_case(pipe: Pipeline, in_turn: bool) -> Loop:
     async def loop(n: int) -> int:
         t = tool
         args = ARGS
-        start = time.perf_counter_ns()
+        start = clock()
         async with pipe:
             if in_turn:
                 async with pipe.turn() as turn:
@@ -197,7 +237,7 @@ def subscribed_case(pipe: Pipeline, in_turn: bool) -> Loop:
                 call_tool = pipe.call_tool
                 for _ in range(n):
                     await call_tool(TOOL, args, call=t)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -211,12 +251,12 @@ def recompile_case(pipe: Pipeline) -> Loop:
         intercept = pipe.intercept("tool.before", id="churn", tools="read")
         t = tool
         args = ARGS
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             intercept(sync_handler)
             registry.remove("churn")
             await call_tool(TOOL, args, call=t)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -267,11 +307,11 @@ def pluggy_case(depth: int) -> Loop:
         t = tool
         args = ARGS
         inp, out = _Payload(), _Payload()
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             hook(inp=inp, out=out)
             await t(args)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -296,6 +336,110 @@ def _layer(inner: App) -> App:
     return layer
 
 
+def _free_layer(inner: App) -> App:
+    def layer(ctx: _Ctx) -> Awaitable[None]:
+        return free_mw(ctx, inner)
+
+    return layer
+
+
+def free_onion_case(depth: int) -> Loop:
+    """The allocation-free onion of ``depth`` layers of ``free_mw`` around the tool."""
+
+    async def core(ctx: _Ctx) -> None:
+        ctx.result = await tool(ctx.args)
+
+    app: App = core
+    for _ in range(depth):
+        app = _free_layer(app)
+
+    async def loop(n: int) -> int:
+        a = app
+        args = ARGS
+        start = clock()
+        for _ in range(n):
+            await a(_Ctx(args))
+        return clock() - start
+
+    return loop
+
+
+def pair_pipeline(
+    handler: Callable[[object, object], object], pairs: int, timeout: float | None = 5.0
+) -> Pipeline:
+    """``pairs`` tool.before + tool.after pairs of ``handler``."""
+    pipe = Pipeline(builtins=False, tracing="off", interceptor_timeout=timeout)
+    for k in range(pairs):
+        pipe.intercept("tool.before", id=f"b{k}")(handler)
+        pipe.intercept("tool.after", id=f"a{k}")(handler)
+    return pipe
+
+
+class _Discard(SpanExporter):
+    """Drops every batch of spans."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+class _Sdk:
+    """An SDK tracer provider whose batch processor exports (drops) only when flushed:
+    the timed region is span creation and ending, as users pay it per call."""
+
+    def __init__(self) -> None:
+        self.processor = BatchSpanProcessor(
+            _Discard(),
+            max_queue_size=1 << 20,
+            max_export_batch_size=1 << 20,
+            schedule_delay_millis=86_400_000.0,
+        )
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(self.processor)
+
+    def flush(self) -> None:
+        self.processor.force_flush()
+
+
+BARE_ATTRS = {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": TOOL,
+    "interpose.hook": "tool.before",
+    "interpose.interceptor.id": "i0",
+    "interpose.decision": "continue",
+}
+
+
+def bare_span_case(sdk: _Sdk) -> Loop:
+    """One SDK span with 5 attributes per iteration, on the traced cases' provider."""
+    tracer = sdk.provider.get_tracer("bench")
+
+    async def loop(n: int) -> int:
+        start_span = tracer.start_as_current_span
+        attrs = BARE_ATTRS
+        sdk.flush()
+        start = clock()
+        for _ in range(n):
+            with start_span("tool.before i0", attributes=attrs):
+                pass
+        elapsed = clock() - start
+        sdk.flush()
+        return elapsed
+
+    return loop
+
+
+def traced_case(pipe: Pipeline, sdk: _Sdk) -> Loop:
+    inner = pipeline_case(pipe)
+
+    async def loop(n: int) -> int:
+        sdk.flush()
+        elapsed = await inner(n)
+        sdk.flush()
+        return elapsed
+
+    return loop
+
+
 def onion_case(depth: int) -> Loop:
     """Starlette-style closure onion of ``depth`` layers of ``mw`` around the tool."""
 
@@ -309,11 +453,11 @@ def onion_case(depth: int) -> Loop:
     async def loop(n: int) -> int:
         a = app
         args = ARGS
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(n):
             ctx = _Ctx(args)
             await a(ctx)
-        return time.perf_counter_ns() - start
+        return clock() - start
 
     return loop
 
@@ -367,6 +511,30 @@ def build_cases() -> list[Case]:
     cases.append(Case("onion0", "closure onion, 0 layers (core)", onion_case(0)))
     for d in DEPTHS:
         cases.append(Case(f"onion{d}", f"closure onion, {d} layers", onion_case(d)))
+    cases.append(Case("free0", "allocation-free onion, 0 layers", free_onion_case(0)))
+    for d in DEPTHS:
+        cases.append(Case(f"free{d}", f"allocation-free onion, {d} layers", free_onion_case(d)))
+    for key, label, handler, timeout in (
+        ("spair", "sync pairs", sync_handler, 5.0),
+        ("apair", "async pairs (5s)", async_handler, 5.0),
+        ("apairnt", "async pairs (no timeout)", async_handler, None),
+        ("suspair", "suspending pairs (5s)", suspending_handler, 5.0),
+        ("suspairnt", "suspending pairs (no t/o)", suspending_handler, None),
+    ):
+        for d in PAIRS:
+            pipe = pair_pipeline(handler, d, timeout)
+            pipes.append(pipe)
+            cases.append(Case(f"{key}{d}", f"interpose, {d} {label}", pipeline_case(pipe)))
+    sdk = _Sdk()
+    cases.append(Case("barespan", "bare SDK span, 5 attributes", bare_span_case(sdk)))
+    for d in PAIRS:
+        pipe = Pipeline(builtins=False, tracing="interceptor", tracer_provider=sdk.provider)
+        for k in range(d):
+            pipe.intercept("tool.before", id=f"i{k}")(sync_handler)
+        pipes.append(pipe)
+        cases.append(
+            Case(f"traced{d}", f"interpose, {d} traced sync layers", traced_case(pipe, sdk))
+        )
     for d in DEPTHS:
         pipe = interceptor_pipeline(async_handler, d, 5.0)
         pipes.append(pipe)
@@ -520,6 +688,18 @@ def analyse(cases: list[Case]) -> list[Row]:
     )
     rows.append(
         Row(
+            "  same, against issue 11's bound",
+            None,
+            None,
+            "above floor",
+            empty_over,
+            None,
+            "<= 500 ns",
+            _verdict(empty_over <= 500),
+        )
+    )
+    rows.append(
+        Row(
             "interpose, 10 sync on another tool",
             t["other10"],
             t["other10"] - floor,
@@ -606,8 +786,24 @@ def analyse(cases: list[Case]) -> list[Row]:
             _verdict(over < 1.0),
         )
     )
-    # middleware: the slope per layer against the onion's slope is the criterion
+    # middleware: the slope per layer against the allocation-free onion's is the
+    # criterion; the closure onion (a closure per layer per call) is informational
+    free_per = {d: (t[f"free{d}"] - t["free0"]) / d for d in DEPTHS}
     onion_per = {d: (t[f"onion{d}"] - t["onion0"]) / d for d in DEPTHS}
+    free_slope = (t["free10"] - t["free1"]) / 9
+    onion_slope = (t["onion10"] - t["onion1"]) / 9
+    rows.append(Row("allocation-free onion, 0 layers (core + ctx)", t["free0"], t["free0"] - floor))
+    for d in DEPTHS:
+        rows.append(
+            Row(
+                f"allocation-free onion, {d} layers",
+                t[f"free{d}"],
+                t[f"free{d}"] - floor,
+                "(t_N - t_0)/N (reference)",
+                free_per[d],
+            )
+        )
+    rows.append(Row("  slope 1->10 per layer", None, None, "onion slope (reference)", free_slope))
     rows.append(Row("closure onion, 0 layers (core + ctx)", t["onion0"], t["onion0"] - floor))
     for d in DEPTHS:
         rows.append(
@@ -615,12 +811,23 @@ def analyse(cases: list[Case]) -> list[Row]:
                 f"closure onion, {d} layers",
                 t[f"onion{d}"],
                 t[f"onion{d}"] - floor,
-                "(t_N - t_0)/N (reference)",
+                "(t_N - t_0)/N",
                 onion_per[d],
+                onion_per[d] / free_per[d],
+                "info",
             )
         )
-    onion_slope = (t["onion10"] - t["onion1"]) / 9
-    rows.append(Row("  slope 1->10 per layer", None, None, "onion slope (reference)", onion_slope))
+    rows.append(
+        Row(
+            "  slope 1->10 per layer",
+            None,
+            None,
+            "vs allocation-free onion slope",
+            onion_slope,
+            onion_slope / free_slope,
+            "info",
+        )
+    )
     for key, label in (("mw", "block"), ("mwraise", "raise")):
         for d in DEPTHS:
             per = (t[f"{key}{d}"] - empty) / d
@@ -631,7 +838,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                     t[f"{key}{d}"] - floor,
                     "(t_N - t_empty)/N vs onion /N",
                     per,
-                    per / onion_per[d],
+                    per / free_per[d],
                     "info",
                 )
             )
@@ -641,11 +848,22 @@ def analyse(cases: list[Case]) -> list[Row]:
                 f"  slope 1->10 per layer ({label})",
                 None,
                 None,
-                "vs onion slope",
+                "vs allocation-free onion slope",
+                slope,
+                slope / free_slope,
+                "<= 1.0x",
+                _verdict(slope / free_slope <= 1.0),
+            )
+        )
+        rows.append(
+            Row(
+                f"  same slope ({label})",
+                None,
+                None,
+                "vs closure onion slope",
                 slope,
                 slope / onion_slope,
-                "<= 1.0x",
-                _verdict(slope / onion_slope <= 1.0),
+                "info",
             )
         )
         rows.append(
@@ -687,7 +905,62 @@ def analyse(cases: list[Case]) -> list[Row]:
     scope = (t["async10"] - t["asyncnt10"]) / 10
     rows.append(
         Row(
-            "  cancel scope per async handler", None, None, "timeout 5s - none", scope, None, "info"
+            "  timeout per async handler, not suspending",
+            None,
+            None,
+            "timeout 5s - none",
+            scope,
+            None,
+            "info",
+        )
+    )
+    # pairs of tool.before + tool.after: the slope per pair
+    lo, hi = PAIRS
+    pair = {k: (t[f"{k}{hi}"] - t[f"{k}{lo}"]) / (hi - lo) for k in PAIR_KEYS}
+    for key in PAIR_KEYS:
+        for d in PAIRS:
+            case = next(c for c in cases if c.key == f"{key}{d}")
+            rows.append(Row(case.label, t[f"{key}{d}"], t[f"{key}{d}"] - floor))
+        target = key == "apair"
+        rows.append(
+            Row(
+                f"  per pair ({PAIR_KEYS[key]})",
+                None,
+                None,
+                "vs sync pair",
+                pair[key],
+                pair[key] / pair["spair"],
+                "<= 2.0x" if target else "info",
+                _verdict(pair[key] / pair["spair"] <= 2.0) if target else "",
+            )
+        )
+    rows.append(
+        Row(
+            "  timeout per suspending handler",
+            None,
+            None,
+            "(susp. 5s - none) / 2, per pair",
+            (pair["suspair"] - pair["suspairnt"]) / 2,
+            None,
+            "info",
+        )
+    )
+    # a traced layer: one interceptor span, against a bare SDK span
+    traced = (t[f"traced{hi}"] - t[f"traced{lo}"]) / (hi - lo)
+    rows.append(Row("bare SDK span, 5 attributes", t["barespan"], None, "reference", t["barespan"]))
+    for d in PAIRS:
+        rows.append(
+            Row(f"interpose, {d} traced sync layers", t[f"traced{d}"], t[f"traced{d}"] - floor)
+        )
+    rows.append(
+        Row(
+            "  per traced layer (interceptor)",
+            None,
+            None,
+            "vs bare SDK span",
+            traced,
+            traced / t["barespan"],
+            "info",
         )
     )
     # observers and registry changes, against one sync interceptor with neither
@@ -866,6 +1139,64 @@ def write_results(
         json.dump(payload, f, indent=2)
 
 
+# -- the plot -----------------------------------------------------------------------------
+
+# (label, case key prefix, depth of the case with no layers or None, reference?)
+SERIES: tuple[tuple[str, str, str | None, bool], ...] = (
+    ("allocation-free onion (reference)", "free", "free0", True),
+    ("closure onion", "onion", "onion0", True),
+    ("pluggy hookimpls", "pluggy", "floor", True),
+    ("interpose sync tool.before", "sync", "empty", False),
+    ("interpose middleware (block)", "mw", "empty", False),
+    ("interpose middleware (raise)", "mwraise", "empty", False),
+    ("interpose async tool.before (timeout 5s)", "async", "empty", False),
+    ("interpose async tool.before (no timeout)", "asyncnt", "empty", False),
+    ("interpose sync pairs (before + after)", "spair", "empty", False),
+    ("interpose async pairs, not suspending (5s)", "apair", "empty", False),
+)
+
+
+def plot(cases: Sequence[Case], path: str) -> None:
+    """Draw ns per call against the number of layers (handlers, pairs) of every
+    mechanism and reference into ``path`` (PNG, or what its suffix names).
+
+    Raises:
+        SystemExit: matplotlib is not installed (the message says how to get it).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit(
+            "interpose bench --plot needs matplotlib: pip install 'interpose[plot]' "
+            "(or pip install matplotlib)"
+        ) from None
+    t = {c.key: c.median for c in cases}
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    for label, prefix, zero, reference in SERIES:
+        depths = sorted(
+            int(k[len(prefix) :]) for k in t if k.startswith(prefix) and k[len(prefix) :].isdigit()
+        )
+        xs = ([0] if zero is not None and 0 not in depths else []) + depths
+        ys = ([t[zero]] if zero is not None and 0 not in depths else []) + [
+            t[f"{prefix}{d}"] for d in depths
+        ]
+        ax.plot(xs, ys, "--" if reference else "-", marker="o", label=label)
+    ax.axhline(t["floor"], color="grey", linewidth=0.8, label="floor: await tool(args)")
+    ax.set_xlabel("layers per tool call (interceptors, middleware layers, pairs, hookimpls)")
+    ax.set_ylabel("ns per tool call (median)")
+    ax.set_title(
+        f"interpose bench, Python {platform.python_version()}: the slope is the cost per layer"
+    )
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run every case, print the table (and write JSON if asked).
 
@@ -873,14 +1204,36 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a benchmarked pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    opts = option_parser(__doc__).parse_args(argv)
+    parser = option_parser(__doc__)
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time the loops by wall time (default) or by the process's CPU time",
+    )
+    parser.add_argument(
+        "--plot", metavar="PATH", default=None, help="draw ns per call against layers (matplotlib)"
+    )
+    opts = parser.parse_args(argv)
+    if opts.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked now, not after a minute of measuring)
+        except ImportError:
+            print(
+                "interpose bench --plot needs matplotlib: pip install 'interpose[plot]' "
+                "(or pip install matplotlib)",
+                file=sys.stderr,
+            )
+            return 2
+    global clock
+    clock = time.process_time_ns if opts.clock == "cpu" else time.perf_counter_ns
     rounds, target_ms = run_settings(opts, 61, 20.0)
     info = print_header(
         "interpose bench: per-tool-call overhead",
         opts.quick,
         rounds,
         target_ms,
-        "median ns per tool call",
+        f"median ns per tool call ({opts.clock} clock)",
     )
     cases = build_cases()
     started = time.perf_counter()
@@ -891,8 +1244,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n(measured in {elapsed:.1f} s)")
     if opts.json:
         write_results(opts.json, info, rounds, target_ms, cases, rows)
+    if opts.plot:
+        plot(cases, opts.plot)
+        print(f"plot: {opts.plot}")
     return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -88,8 +88,16 @@ def _bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    sys.argv = [str(script), *(["--quick"] if args.quick else [])]
-    runpy.run_path(str(script), run_name="__main__")
+    sys.argv = [
+        str(script),
+        *(["--quick"] if args.quick else []),
+        *(["--plot", args.plot] if args.plot else []),
+        *(["--clock", args.clock] if args.clock != "wall" else []),
+    ]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:  # the script's own exit status (2: --plot without matplotlib)
+        return exc.code if isinstance(exc.code, int) else 1
     return 0
 
 
@@ -403,6 +411,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(func=_demo)
     bench = sub.add_parser("bench", help="measure per-tool-call overhead against its floor")
     bench.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    bench.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time by wall time (default) or by CPU time (on a machine shared with other work)",
+    )
+    bench.add_argument(
+        "--plot",
+        metavar="PATH",
+        default=None,
+        help="also draw ns per call against the number of layers into PATH (needs matplotlib)",
+    )
     bench.set_defaults(func=_bench)
     check = sub.add_parser(
         "check", help="validate a config file and print the stack it builds, in order"

@@ -51,3 +51,33 @@ def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) 
         targets = [row for row in results["rows"] if row["target"] not in ("", "info")]
         assert targets
         assert {row["result"] for row in targets} <= {"PASS", "MISS"}
+
+
+def test_bench_plot_draws_the_slopes(tmp_path: Path) -> None:
+    png = tmp_path / "slopes.png"
+    tiny = ["--rounds", "1", "--target-ms", "1", "--plot", str(png)]
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_tool_call.py"), *tiny],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"plot: {png}" in run.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
+    # matplotlib made unimportable in the child, as on an install without the extra
+    blocked = (
+        "import sys, runpy; sys.modules['matplotlib'] = None; "
+        f"sys.argv = ['bench', '--quick', '--plot', {str(tmp_path / 'x.png')!r}]; "
+        f"runpy.run_path({str(BENCHMARKS / 'bench_tool_call.py')!r}, run_name='__main__')"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 2
+    assert "needs matplotlib: pip install 'interpose[plot]'" in run.stderr
+    assert not (tmp_path / "x.png").exists()

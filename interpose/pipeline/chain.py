@@ -2,9 +2,11 @@
 
 A chain is compiled once per (stage, tool, agent) and registry version.  Each hook's
 handlers become a tuple of plain callables: a sync handler is stored as itself, an async
-handler as itself when it has no timeout, or as a small wrapper that applies its cancel
-scope.  Calling any of them returns None (sync) or an awaitable, so the per-call loop is
-the same for both::
+handler as itself when it has no timeout, or as a small wrapper that runs it up to its
+first suspension and arms its deadline only if it suspends (see
+``_deadline_on_suspend``).  Calling any of them returns None (a sync handler, or a
+wrapped one that finished without suspending) or an awaitable, so the per-call loop is
+the same for all::
 
     for fn in fns:
         r = fn(inp, out)
@@ -18,13 +20,18 @@ from the next handler if the policy says so.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
+import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from asyncio.events import _get_running_loop
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from inspect import isawaitable
 from operator import length_hint
 from time import perf_counter_ns
+from types import CoroutineType
 from typing import Any
 
 import anyio
@@ -40,6 +47,7 @@ __all__ = [
     "Timings",
     "build_onion",
     "compile_steps",
+    "describe",
     "invoke",
     "run_after",
     "run_gate",
@@ -68,16 +76,134 @@ class Step:
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
         if wrap and entry.is_async and self.timeout is not None:
-            fn = functools.partial(_with_timeout, fn, self.timeout)
+            # approvers answer by returning; the other hooks' return values are unused
+            fn = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
         self.call: Callable[..., Any] = fn
 
     def __repr__(self) -> str:
         return f"<Step {self.id!r} on {self.hook} priority={self.priority}>"
 
 
-async def _with_timeout(fn: Callable[..., Awaitable[Any]], seconds: float, *args: Any) -> Any:
+# A timeout costs only the handlers that wait.  Entering a cancel scope costs several
+# microseconds, while most async handlers are checks that finish without suspending.
+# So, under asyncio, the wrapper runs the handler's coroutine up to its first
+# suspension itself: a handler that finishes there has run completely, synchronously,
+# inside the call of the wrapper, and no deadline was armed (the loops then see None,
+# as from a sync handler; an approver's answer comes back as a plain value).  A handler
+# that suspends gets its deadline armed at that moment, ``seconds`` from its first
+# suspension (what ran before could not have been interrupted anyway), and the rest of
+# it is awaited by ``_finish``.
+#
+# The deadline is a timer on the event loop that cancels the task, as
+# ``asyncio.timeout`` does, rather than a cancel scope: a scope entered at the first
+# suspension would be entered *inside* whatever scopes the handler opened before it
+# suspended (``anyio.sleep`` under trio opens one), which breaks their nesting.  Trio
+# has no way to cancel a task but a scope that encloses the code, so under trio (and any
+# other event loop) the handler runs inside ``anyio.fail_after`` from its start, as it
+# always did.  Either way the caller sees what ``with fail_after(seconds): await
+# fn(...)`` would give it: the handler's exceptions, the cancellation of an outer scope,
+# or a ``TimeoutError`` when the deadline passed.
+
+
+def _no_loop() -> None:
+    return None
+
+
+# The running asyncio loop, or None (under trio): a C function, cheap to call per
+# handler.  Python 3.10 has no Task.uncancel, which _finish needs: it always falls back.
+_running_asyncio_loop: Callable[[], object] = (
+    _get_running_loop if sys.version_info >= (3, 11) else _no_loop
+)
+
+
+def _deadline_on_suspend(
+    fn: Callable[..., Awaitable[Any]], seconds: float, *, keep: bool
+) -> Callable[..., Any]:
+    if keep:  # an approver: fn(request), whose return value is its answer
+
+        def answer(request: Any) -> Any:
+            coro = fn(request)
+            if type(coro) is not CoroutineType or _running_asyncio_loop() is None:
+                return _await_within(coro, seconds)
+            try:
+                first = coro.send(None)
+            except StopIteration as done:
+                return done.value
+            return _finish(coro, first, seconds)
+
+        return answer
+
+    def intercept(inp: Any, out: Any) -> Any:
+        coro = fn(inp, out)
+        if type(coro) is not CoroutineType or _running_asyncio_loop() is None:
+            return _await_within(coro, seconds)
+        # next() with a default, through the coroutine's iterator: a coroutine that
+        # returns None finishes without a StopIteration being raised and caught
+        step = coro.__await__()
+        first = next(step, _DONE)
+        if first is _DONE:
+            return None
+        return _finish(step, first, seconds)
+
+    return intercept
+
+
+_DONE: Any = object()
+
+
+async def _await_within(awaitable: Awaitable[Any], seconds: float) -> Any:
     with anyio.fail_after(seconds):
-        return await fn(*args)
+        return await awaitable
+
+
+@types.coroutine
+def _finish(
+    coro: Coroutine[Any, Any, Any] | Generator[Any, Any, Any], first: Any, seconds: float
+) -> Generator[Any, Any, Any]:
+    """Await the rest of ``coro``, which has just yielded ``first`` to the asyncio event
+    loop, with a timer that cancels the task ``seconds`` from now: the delegation
+    ``await`` would do, inside ``asyncio.timeout(seconds)``.
+
+    Raises:
+        TimeoutError: the deadline passed before ``coro`` finished.
+    """
+    # Task.cancelling/uncancel are 3.11's (the wrappers use _finish only there)
+    task: Any = asyncio.current_task()
+    loop = task.get_loop()
+    cancelling = task.cancelling()
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    timer = loop.call_at(loop.time() + seconds, expire)
+    yielded = first
+    try:
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation, thrown in by the event loop
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
+    except asyncio.CancelledError:
+        # ours if the timer fired and no other cancellation is pending (asyncio.timeout)
+        if expired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
 
 
 def compile_steps(
@@ -92,6 +218,13 @@ def compile_steps(
         for e in entries
     )
     return tuple(s.call for s in steps), steps
+
+
+def describe(exc: BaseException, step: Step) -> str:
+    """What a step's failure was, for logs, events and refusals."""
+    if isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc):
+        return f"TimeoutError: timed out after {step.timeout}s"
+    return f"{type(exc).__name__}: {exc}"
 
 
 # Called as failed(step, exc, inp, out) when a step raised: records the failure, applies
@@ -356,52 +489,83 @@ def _marked_core(core: App) -> App:
     return marked
 
 
-def _marked_plain_layer(fn: Callable[..., Any], inner: App) -> App:
-    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
-    # the guarded layer around it must know them from its own
-    async def layer(ctx: Any) -> None:
-        try:
-            await fn(ctx, functools.partial(inner, ctx))
-        except Exception as exc:
-            _escapes(ctx, exc)
-            raise
-
-    return layer
+# A guarded layer must know whether its middleware called ``call_next()``: one that
+# fails after calling it must not run the rest of the onion again under "skip", and one
+# that returns without calling it must have set the result.  Rather than a closure per
+# layer per call that flags the call, every layer notes its position on the context
+# when it is entered (``ctx._reached``, one slot store), and so does the core: after
+# ``fn`` returns or raises, a position beyond the layer's own means something inside
+# ran.  A layer entered again (an outer layer that calls ``call_next()`` twice) notes
+# its position again first.
 
 
-def _guarded_layer(step: Step, inner: App, failed: LayerFailure) -> App:
+def _guarded_layer(step: Step, inner: App, failed: LayerFailure, index: int) -> App:
     fn, timeout = step.call, step.timeout
 
-    async def layer(ctx: Any) -> None:
-        called = False
-
-        def call_next() -> Awaitable[None]:  # a closure is cheaper than an object here
-            nonlocal called
-            called = True
-            return inner(ctx)
-
+    async def settle(ctx: Any, exc: Exception) -> None:
+        if exc is _escaping(ctx):
+            raise exc  # from inside: its policy was applied there
+        called = ctx._reached > index
         try:
-            if timeout is None:
-                await fn(ctx, call_next)
-            else:
-                with anyio.fail_after(timeout):
-                    await fn(ctx, call_next)
-            if not called and not ctx.has_result():
+            policy = await failed(step, exc, ctx)
+        except Exception as raised:  # on_error="raise": on to the caller as itself
+            _escapes(ctx, raised)
+            raise
+        # "skip": the layer counts as absent, so the rest of the onion still runs
+        if policy == "skip" and not called:
+            await inner(ctx)
+
+    if timeout is None:
+
+        async def layer(ctx: Any) -> None:
+            ctx._reached = index
+            try:
+                await fn(ctx, functools.partial(inner, ctx))
+                if ctx._reached == index and not ctx.has_result():
+                    raise MiddlewareError(ctx.stage)
+            except _ABORTS as exc:
+                exc.source = exc.source or step.id
+                raise
+            except Exception as exc:
+                await settle(ctx, exc)
+
+        return layer
+
+    async def timed_layer(ctx: Any) -> None:
+        ctx._reached = index
+        try:
+            with anyio.fail_after(timeout):
+                await fn(ctx, functools.partial(inner, ctx))
+            if ctx._reached == index and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
         except _ABORTS as exc:
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
-            if exc is _escaping(ctx):
-                raise  # from inside: its policy was applied there
-            try:
-                policy = await failed(step, exc, ctx)
-            except Exception as raised:  # on_error="raise": on to the caller as itself
-                _escapes(ctx, raised)
-                raise
-            # "skip": the layer counts as absent, so the rest of the onion still runs
-            if policy == "skip" and not called:
-                await inner(ctx)
+            await settle(ctx, exc)
+
+    return timed_layer
+
+
+def _entered(core: App, index: int) -> App:
+    # the core notes its position too, for the guarded layer just outside it
+    def enter(ctx: Any) -> Awaitable[None]:
+        ctx._reached = index
+        return core(ctx)
+
+    return enter
+
+
+def _marked_plain_layer(fn: Callable[..., Any], inner: App, index: int) -> App:
+    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
+    # the guarded layer around it must know them from its own
+    async def layer(ctx: Any) -> None:
+        ctx._reached = index
+        try:
+            await fn(ctx, functools.partial(inner, ctx))
+        except Exception as exc:
+            _escapes(ctx, exc)
+            raise
 
     return layer
 
@@ -419,11 +583,13 @@ def build_onion(
     """
     guarded = [not (s.on_error == "raise" and s.timeout is None) for s in steps]
     app = core if core_marks or not any(guarded) else _marked_core(core)
+    if any(guarded):
+        app = _entered(app, len(steps))
     for i in reversed(range(len(steps))):
         if guarded[i]:
-            app = _guarded_layer(steps[i], app, failed)
+            app = _guarded_layer(steps[i], app, failed, i)
         elif any(guarded[:i]):
-            app = _marked_plain_layer(steps[i].call, app)
+            app = _marked_plain_layer(steps[i].call, app, i)
         else:
             app = _plain_layer(steps[i].call, app)
     return app

@@ -31,9 +31,12 @@ class Context:
     subscribers) and a scratch ``state`` dict."""
 
     # _escaping: the exception on its way out through the onion (see chain.build_onion);
-    # set only then, never initialised, so a call that does not fail pays nothing
-    __slots__ = ("_escaping", "_state", "turn")
+    # set only then, never initialised, so a call that does not fail pays nothing.
+    # _reached: the position of the innermost layer entered (see chain._guarded_layer),
+    # set by the layers of an onion with a guarded layer, never initialised either.
+    __slots__ = ("_escaping", "_reached", "_state", "turn")
     _escaping: BaseException
+    _reached: int
 
     stage = ""
 
@@ -101,7 +104,9 @@ class ToolContext(Context):
         agent_id: str,
         session_key: str,
     ) -> None:
-        super().__init__(turn)
+        # Context.__init__ inlined: one context per tool call with middleware
+        self.turn = turn
+        self._state = None
         self.tool_name = tool_name
         self.raw_name = raw_name
         self.call_id = call_id

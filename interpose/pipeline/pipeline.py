@@ -1,8 +1,7 @@
-"""The Pipeline: registration API, compiled-chain cache, bus lifecycle, and the tool stage.
+"""The Pipeline: registration API, compiled-chain cache, bus lifecycle, failure policies.
 
-Reading order for a tool call: ``Pipeline.call_tool`` / ``Turn.call_tool`` →
-``Pipeline._tool`` (finds the compiled ``ToolChain``) → the middleware onion, if any →
-``Pipeline._tool_core``: tool.before → tool.approve → the tool → tool.after.
+A tool call goes from ``Pipeline.call_tool`` / ``Turn.call_tool`` to
+``tool_stage.run_tool``, where its whole path reads top to bottom.
 """
 
 from __future__ import annotations
@@ -16,51 +15,33 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import anyio
 import anyio.abc
 
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
-from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
-from .chain import (
-    Step,
-    Timings,
-    build_onion,
-    compile_steps,
-    invoke,
-    run_after,
-    run_gate,
-    run_gate_sync,
-)
-from .context import Context, ToolContext, TurnContext
+from ..errors import AbortTurn, HardAbort, RegistrationError
+from .chain import Step, build_onion, compile_steps, describe
+from .context import Context, TurnContext
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
     Approval,
     ApprovalRequest,
-    ToolAfterInput,
     ToolAfterOutput,
-    ToolBeforeInput,
-    ToolBeforeOutput,
     ToolResult,
-    ToolStatus,
     error_result,
     refusal,
 )
 from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
+from .tool_stage import ToolCallable, ToolChain, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
-    INTERNAL,
     Tracing,
     TracingLevel,
-    end_tool_span,
-    fail_span,
     instrument,
-    run_gate_sync_tracked,
-    tool_span_attributes,
-    tool_span_base,
 )
 from .turn import Turn
 
@@ -72,7 +53,6 @@ __all__ = ["HumanApproval", "Pipeline", "PipelineStats", "Service"]
 log = logging.getLogger("interpose")
 
 F = TypeVar("F", bound=Callable[..., Any])
-ToolCallable = Callable[[dict[str, Any]], Any]
 HumanApproval = Callable[[ApprovalRequest, str], "bool | Approval | Awaitable[bool | Approval]"]
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
@@ -97,49 +77,6 @@ class PipelineStats:
 
     def __repr__(self) -> str:
         return f"PipelineStats(failures={self.failures}, timeouts={self.timeouts})"
-
-
-class ToolChain:
-    """Everything a call of one tool by one agent needs, compiled once per version."""
-
-    __slots__ = (
-        "after",
-        "after_steps",
-        "app",
-        "approver_steps",
-        "approvers",
-        "before",
-        "before_steps",
-        "empty",
-        "quiet",
-        "raw_name",
-        "span_base",
-        "tool_name",
-        "track_responders",
-        "variants",
-        "version",
-    )
-
-    def __init__(self, version: int, raw_name: str, tool_name: str) -> None:
-        self.version = version
-        self.raw_name = raw_name
-        self.tool_name = tool_name
-        self.before: tuple[Callable[..., Any], ...] = ()
-        self.before_steps: tuple[Step, ...] = ()
-        self.approvers: tuple[Callable[..., Any], ...] = ()
-        self.approver_steps: tuple[Step, ...] = ()
-        self.after: tuple[Callable[..., Any], ...] = ()
-        self.after_steps: tuple[Step, ...] = ()
-        self.app: Callable[[ToolContext], Awaitable[None]] | None = None
-        self.empty = True
-        # only sync tool.before handlers: run them without a coroutine when nobody listens
-        self.quiet = False
-        # track which before-step responds: a trusted one may respond past the
-        # approvers, and reports (events, spans) name the responder
-        self.track_responders = False
-        # the same chain for traced calls, by the tracer of interceptor spans (or None)
-        self.variants: dict[Tracer | None, ToolChain] = {}
-        self.span_base: dict[str, Any] = {}  # execute_tool attributes shared by every call
 
 
 class Pipeline:
@@ -562,8 +499,33 @@ class Pipeline:
         """
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
+            chain = self._tool_chains.get((name, agent_id))
             try:
-                return await self._tool(None, name, args, call, call_id, agent_id, session_key)
+                if (
+                    chain is not None
+                    and chain.version == self.registry.version
+                    and type(args) is dict
+                    and self._tracer() is None
+                    and callable(call)
+                ):
+                    # the two cheapest paths of run_tool without its coroutine frame
+                    # and its lookups: nothing registered for this tool (inlined), or
+                    # only sync tool.before handlers (the quiet path)
+                    if chain.empty:
+                        try:
+                            value = call(args)
+                            if type(value) is CoroutineType or isawaitable(value):
+                                value = await value
+                        except _ABORTS:
+                            raise
+                        except Exception as exc:
+                            return error_result(exc)
+                        return ToolResult(output=value)
+                    if chain.quiet:
+                        return await quiet_path(
+                            self, chain, None, call_id, args, call, agent_id, session_key
+                        )
+                return await run_tool(self, None, name, args, call, call_id, agent_id, session_key)
             except AbortTurn as exc:
                 return refusal(
                     "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
@@ -574,679 +536,6 @@ class Pipeline:
         if turn.aborted:
             return refusal("aborted", normalize_tool_name(name), turn.abort_reason)
         return result
-
-    async def _tool(
-        self,
-        turn: Turn | None,
-        name: str,
-        args: dict[str, Any],
-        call: ToolCallable,
-        call_id: str | None,
-        agent_id: str,
-        session_key: str,
-    ) -> ToolResult:
-        if type(args) is not dict and not isinstance(args, dict):
-            raise TypeError(f"tool arguments must be a dict, got {type(args).__name__}")
-        chain = self._tool_chains.get((name, agent_id))
-        if chain is None or chain.version != self.registry.version:
-            chain = self._compile_tool(name, agent_id)
-        if not callable(call):
-            raise TypeError(f"call must be callable, got {type(call).__name__}")
-        tracer = self._tracer()
-        wanted = self.bus.wanted
-        if chain.empty and not wanted and tracer is None:
-            # the floor plus one struct: nothing registered, nobody listening, no tracing
-            try:
-                out = call(args)
-                if type(out) is CoroutineType or isawaitable(out):
-                    out = await out
-            except _ABORTS:
-                raise
-            except Exception as exc:
-                return error_result(exc)
-            return ToolResult(output=out)
-        if chain.quiet and not wanted and tracer is None:
-            return await self._quiet_tool(chain, turn, call_id, args, call, agent_id, session_key)
-        self._check_running()
-        if call_id is None:
-            call_id = f"call-{next(self._call_ids)}"
-        if tracer is not None:
-            spans = tracer if self._trace.level == "interceptor" else None
-            chain = chain.variants.get(spans) or self._compile_tool(name, agent_id, spans, chain)
-            return await self._traced_tool(
-                tracer, chain, turn, call_id, args, call, agent_id, session_key
-            )
-        if chain.app is None:
-            return await self._tool_core(chain, turn, call_id, args, call, agent_id, session_key)
-        ctx = ToolContext(turn, chain.tool_name, name, call_id, args, call, agent_id, session_key)
-        await chain.app(ctx)
-        if ctx.result is None:  # a plain (on_error="raise") layer returned without one
-            raise MiddlewareError("tool")
-        return ctx.result
-
-    async def _traced_tool(
-        self,
-        tracer: Tracer,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str,
-        args: dict[str, Any],
-        call: ToolCallable,
-        agent_id: str,
-        session_key: str,
-    ) -> ToolResult:
-        """The tool stage inside its ``execute_tool`` span (current while the tool runs)."""
-        with tracer.start_as_current_span(
-            f"execute_tool {chain.tool_name}",
-            kind=INTERNAL,
-            attributes=tool_span_attributes(
-                chain.span_base,
-                call_id,
-                session_key,
-                turn.provider if turn is not None else "",
-                turn.model if turn is not None else "",
-            ),
-            set_status_on_exception=False,
-        ) as span:
-            if self._trace.content:
-                span.set_attribute("gen_ai.tool.call.arguments", self.redactor.to_json(args))
-            try:
-                if chain.quiet and not self.bus.wanted:
-                    # sync tool.before handlers only, nobody listening: the quiet path
-                    # (no coroutine for the core, no timing), naming who decided
-                    out, result = self._traced_gate(
-                        chain, turn, call_id, args, agent_id, session_key
-                    )
-                    if result is None:
-                        try:
-                            value = call(out.args)
-                            if type(value) is CoroutineType or isawaitable(value):
-                                value = await value
-                        except _ABORTS:
-                            raise
-                        except Exception as exc:
-                            result = error_result(exc)
-                        else:
-                            result = ToolResult(output=value)
-                elif chain.app is None:
-                    result = await self._tool_core(
-                        chain, turn, call_id, args, call, agent_id, session_key
-                    )
-                else:
-                    ctx = ToolContext(
-                        turn,
-                        chain.tool_name,
-                        chain.raw_name,
-                        call_id,
-                        args,
-                        call,
-                        agent_id,
-                        session_key,
-                    )
-                    await chain.app(ctx)
-                    if ctx.result is None:  # a plain layer returned without one
-                        raise MiddlewareError("tool")
-                    result = ctx.result
-            except BaseException as exc:
-                fail_span(span, exc)
-                raise
-            if result.status != "ok" or self._trace.content:  # an ok call records nothing
-                end_tool_span(span, result, self._trace)
-        return result
-
-    def _traced_gate(
-        self,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str,
-        args: dict[str, Any],
-        agent_id: str,
-        session_key: str,
-    ) -> tuple[ToolBeforeOutput, ToolResult | None]:
-        """The tool.before handlers of a quiet chain in a traced call: the output, and
-        the result when they blocked or responded (naming who, for the span)."""
-        name = chain.tool_name
-        out = ToolBeforeOutput(args=args)
-        inp = ToolBeforeInput(
-            tool_name=name,
-            turn_id=turn.turn_id if turn is not None else "",
-            raw_name=chain.raw_name,
-            tool_call_id=call_id,
-            agent_id=agent_id,
-            session_key=session_key,
-        )
-        blocker, responder = run_gate_sync_tracked(
-            chain.before, chain.before_steps, inp, out, self._settle
-        )
-        if blocker is not None:
-            reason = out.block_reason or f"blocked by {blocker.id}"
-            return out, refusal("blocked", name, reason, decided_by=blocker.id)
-        if out.result is not None:
-            result = _as_responded(out.result)
-            if responder is not None:
-                result.details.setdefault("decided_by", responder.id)
-            return out, result
-        if type(out.args) is not dict:
-            _check_rewritten_args(out, args)
-        return out, None
-
-    def _compile_tool(
-        self,
-        raw_name: str,
-        agent_id: str,
-        spans: Tracer | None = None,
-        base: ToolChain | None = None,
-    ) -> ToolChain:
-        """Compile the chain of ``raw_name`` for ``agent_id`` and cache it; with ``base``,
-        its variant for traced calls (a span per step with ``spans``), cached on it."""
-        if not isinstance(raw_name, str):
-            raise TypeError(f"tool name must be a str, got {type(raw_name).__name__}")
-        reg = self.registry
-        tool = normalize_tool_name(raw_name)
-        chain = ToolChain(reg.version, raw_name, tool)
-
-        def compiled(hook: str, timeout: float | None) -> tuple[Any, tuple[Step, ...]]:
-            fns, steps = compile_steps(reg.entries(hook, tool=tool, agent=agent_id), timeout)
-            if spans is None:
-                return fns, steps
-            steps = tuple(instrument(s, spans) for s in steps)
-            return tuple(s.call for s in steps), steps
-
-        chain.before, chain.before_steps = compiled("tool.before", self.interceptor_timeout)
-        chain.approvers, chain.approver_steps = compiled("tool.approve", self.approval_timeout)
-        chain.after, chain.after_steps = compiled("tool.after", self.interceptor_timeout)
-        _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
-        if spans is not None:
-            layers = tuple(instrument(s, spans, layer=True) for s in layers)
-        if layers:
-
-            async def core(ctx: ToolContext) -> None:
-                try:
-                    ctx.result = await self._tool_core(
-                        chain,
-                        ctx.turn,
-                        ctx.call_id,
-                        ctx.args,
-                        ctx.call,
-                        ctx.agent_id,
-                        ctx.session_key,
-                    )
-                except Exception as exc:
-                    # on its way to the caller: no middleware applies its policy to it
-                    ctx._escaping = exc
-                    raise
-
-            chain.app = build_onion(layers, core, self._layer_failed, core_marks=True)
-        chain.empty = not (chain.before or chain.approvers or chain.after or layers)
-        chain.quiet = (
-            bool(chain.before)
-            and not (chain.approvers or chain.after or layers)
-            and not any(s.is_async for s in chain.before_steps)
-        )
-        if base is not None:
-            chain.span_base = tool_span_base(tool, raw_name, agent_id)
-        chain.track_responders = base is not None or (
-            bool(chain.approvers) and any(s.trusted for s in chain.before_steps)
-        )
-        if base is not None:
-            base.variants[spans] = chain
-            return chain
-        if len(self._tool_chains) >= _CACHE_LIMIT:
-            self._tool_chains.clear()
-        self._tool_chains[(raw_name, agent_id)] = chain
-        return chain
-
-    async def _quiet_tool(
-        self,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str | None,
-        args: dict[str, Any],
-        call: ToolCallable,
-        agent_id: str,
-        session_key: str,
-    ) -> ToolResult:
-        """The tool stage for a chain of sync tool.before handlers when nobody listens:
-        no events, no timing, no responder tracking (there are no approvers)."""
-        name = chain.tool_name
-        out = ToolBeforeOutput(args=args)
-        inp = ToolBeforeInput(
-            tool_name=name,
-            turn_id=turn.turn_id if turn is not None else "",
-            raw_name=chain.raw_name,
-            tool_call_id=f"call-{next(self._call_ids)}" if call_id is None else call_id,
-            agent_id=agent_id,
-            session_key=session_key,
-        )
-        blocker = run_gate_sync(chain.before, chain.before_steps, inp, out, self._settle)
-        if blocker is not None:
-            reason = out.block_reason or f"blocked by {blocker.id}"
-            return refusal("blocked", name, reason, decided_by=blocker.id)
-        if out.result is not None:
-            return _as_responded(out.result)
-        if type(out.args) is not dict:
-            _check_rewritten_args(out, args)
-        # inline rather than `invoke`: no timing is needed here, and no extra coroutine
-        try:
-            value = call(out.args)
-            if isawaitable(value):
-                value = await value
-        except _ABORTS:
-            raise
-        except Exception as exc:
-            return error_result(exc)
-        return ToolResult(output=value)
-
-    async def _tool_core(
-        self,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str,
-        args: dict[str, Any],
-        call: ToolCallable,
-        agent_id: str,
-        session_key: str,
-    ) -> ToolResult:
-        name = chain.tool_name
-        wanted = self.bus.wanted
-        turn_id = turn.turn_id if turn is not None else ""
-        # what ran, and for how long, when someone will read it in tool_exec_end
-        times: Timings | None = [] if "tool_exec_end" in wanted else None
-        attempt = 0  # runs of the tool so far
-        # a run began and its tool_exec_end is not published yet: whatever ends the call
-        # now (a cancellation, HardAbort, an on_error="raise" failure) must publish it
-        unended = False
-        decider: Step | None = None
-        try:
-            inp = ToolBeforeInput(
-                tool_name=name,
-                turn_id=turn_id,
-                raw_name=chain.raw_name,
-                tool_call_id=call_id,
-                agent_id=agent_id,
-                session_key=session_key,
-            )
-            out = ToolBeforeOutput(args=args)
-            result: ToolResult | None = None
-            reason = ""
-            if chain.before:
-                decider, responder = await run_gate(
-                    chain.before,
-                    chain.before_steps,
-                    inp,
-                    out,
-                    self._hook_failed,
-                    chain.track_responders or bool(wanted),
-                    times,
-                )
-                if decider is not None:
-                    reason = out.block_reason or f"blocked by {decider.id}"
-                    result = refusal("blocked", name, reason, decided_by=decider.id)
-                elif out.result is not None:
-                    decider = responder
-                    result = _as_responded(out.result)
-                    if responder is not None:
-                        result.details.setdefault("decided_by", responder.id)
-            if type(out.args) is not dict:
-                _check_rewritten_args(out, args)
-            approved = bool(chain.approvers) and (
-                result is None
-                or (result.status == "responded" and not (decider is not None and decider.trusted))
-            )
-            if approved:
-                denial = await self._approve(
-                    chain, turn, call_id, out.args, agent_id, session_key, times
-                )
-                if denial is not None:
-                    decider, reason, status = denial
-                    result = refusal(status, name, reason, decided_by=decider.id)
-            duration = 0
-            if result is None:
-                attempt = 1
-                unended = True  # set before publishing: a publish, once begun, lands
-                if "tool_exec_start" in wanted:
-                    await self.bus.publish(
-                        ev.ToolExecStart(
-                            ts=time.time_ns(),
-                            seq=next(self._seq),
-                            turn_id=turn_id,
-                            agent_id=agent_id,
-                            session_key=session_key,
-                            tool_name=name,
-                            tool_call_id=call_id,
-                            raw_name=chain.raw_name,
-                        )
-                    )
-                # the operation, inline (one coroutine less than `invoke` on the hot path)
-                start = time.perf_counter_ns()
-                try:
-                    value = call(out.args)
-                    if isawaitable(value):
-                        value = await value
-                except _ABORTS:
-                    raise
-                except Exception as exc:
-                    result = error_result(exc)
-                else:
-                    result = ToolResult(output=value)
-                duration = time.perf_counter_ns() - start
-            elif "tool_exec_skipped" in wanted:
-                await self.bus.publish(
-                    ev.ToolExecSkipped(
-                        ts=time.time_ns(),
-                        seq=next(self._seq),
-                        turn_id=turn_id,
-                        agent_id=agent_id,
-                        session_key=session_key,
-                        tool_name=name,
-                        tool_call_id=call_id,
-                        why=cast(ev.SkipReason, result.status),
-                        reason=reason,
-                        decided_by=decider.id if decider is not None else "",
-                    )
-                )
-            if chain.after:
-                while True:
-                    result, retry = await self._after(
-                        chain,
-                        turn,
-                        call_id,
-                        out.args,
-                        agent_id,
-                        session_key,
-                        result,
-                        duration,
-                        times,
-                    )
-                    if not (retry and attempt and attempt <= self.max_retries):
-                        break
-                    # a retry: this run ends here, the next one starts (rare: no hurry)
-                    unended = False
-                    if "tool_exec_end" in wanted:
-                        await self.bus.publish(
-                            self._tool_end(
-                                turn_id,
-                                agent_id,
-                                session_key,
-                                name,
-                                call_id,
-                                result,
-                                duration,
-                                decider,
-                                reason,
-                                times,
-                                attempt,
-                                retried=True,
-                            )
-                        )
-                        times = []
-                    attempt += 1
-                    unended = True
-                    if "tool_exec_start" in wanted:
-                        await self.bus.publish(
-                            ev.ToolExecStart(
-                                ts=time.time_ns(),
-                                seq=next(self._seq),
-                                turn_id=turn_id,
-                                agent_id=agent_id,
-                                session_key=session_key,
-                                tool_name=name,
-                                tool_call_id=call_id,
-                                raw_name=chain.raw_name,
-                                attempt=attempt,
-                            )
-                        )
-                    result, duration = await invoke(call, out.args)
-            unended = False
-            if "tool_exec_end" in wanted:
-                ids, ns = _what_ran(times)
-                await self.bus.publish(
-                    ev.ToolExecEnd(
-                        ts=time.time_ns(),
-                        seq=next(self._seq),
-                        turn_id=turn_id,
-                        agent_id=agent_id,
-                        session_key=session_key,
-                        tool_name=name,
-                        tool_call_id=call_id,
-                        status=result.status,
-                        is_error=result.is_error,
-                        duration_ns=duration,
-                        decided_by=decider.id if decider is not None else "",
-                        reason=reason,
-                        interceptors=ids,
-                        interceptor_ns=ns,
-                        attempt=attempt or 1,
-                    )
-                )
-            return result
-        except AbortTurn as exc:
-            # the call leaves with the turn; listeners still learn what happened to it
-            if "tool_exec_end" in wanted:
-                await self.bus.publish(
-                    self._tool_end(
-                        turn_id,
-                        agent_id,
-                        session_key,
-                        name,
-                        call_id,
-                        refusal("aborted", name, exc.reason),
-                        0,
-                        None,
-                        exc.reason,
-                        times,
-                        attempt,
-                        decided_by=exc.source,
-                    )
-                )
-            raise
-        except BaseException as exc:
-            if unended and "tool_exec_end" in wanted:
-                self._end_interrupted(
-                    exc, turn_id, agent_id, session_key, name, call_id, times, attempt
-                )
-            raise
-
-    def _end_interrupted(
-        self,
-        exc: BaseException,
-        turn_id: str,
-        agent_id: str,
-        session_key: str,
-        name: str,
-        call_id: str,
-        times: Timings | None,
-        attempt: int,
-    ) -> None:
-        """Publish the tool_exec_end of a run that ``exc`` cut short: a cancellation or
-        ``HardAbort`` (status "aborted"), an exception on its way to the caller (status
-        "error").  At once, past a full buffer: the caller must not wait on observers
-        now, and a cancelled one could not."""
-        status: ToolStatus = "aborted"
-        source = ""
-        if isinstance(exc, HardAbort):
-            why, source = exc.reason, exc.source
-        elif isinstance(exc, anyio.get_cancelled_exc_class()):
-            why = "cancelled"
-        else:
-            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            if isinstance(exc, Exception):
-                status = "error"
-        self.bus.publish_now(
-            self._tool_end(
-                turn_id,
-                agent_id,
-                session_key,
-                name,
-                call_id,
-                refusal(status, name, why),
-                0,
-                None,
-                why,
-                times,
-                attempt,
-                decided_by=source,
-            )
-        )
-
-    def _tool_end(
-        self,
-        turn_id: str,
-        agent_id: str,
-        session_key: str,
-        name: str,
-        call_id: str,
-        result: ToolResult,
-        duration: int,
-        decider: Step | None,
-        reason: str,
-        times: Timings | None,
-        attempt: int,
-        *,
-        retried: bool = False,
-        decided_by: str | None = None,
-    ) -> ev.ToolExecEnd:
-        """The tool_exec_end of the slow paths (a retried run, an aborted or cancelled
-        call); the common one is built in place in ``_tool_core``."""
-        ids, ns = _what_ran(times)
-        return ev.ToolExecEnd(
-            ts=time.time_ns(),
-            seq=next(self._seq),
-            turn_id=turn_id,
-            agent_id=agent_id,
-            session_key=session_key,
-            tool_name=name,
-            tool_call_id=call_id,
-            status=result.status,
-            is_error=result.is_error,
-            duration_ns=duration,
-            decided_by=(decider.id if decider is not None else "")
-            if decided_by is None
-            else decided_by,
-            reason=reason,
-            interceptors=ids,
-            interceptor_ns=ns,
-            attempt=attempt or 1,
-            retried=retried,
-        )
-
-    async def _approve(
-        self,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str,
-        args: dict[str, Any],
-        agent_id: str,
-        session_key: str,
-        times: Timings | None,
-    ) -> tuple[Step, str, ToolStatus] | None:
-        """Run the approvers; None if all allow, else (step, reason, status): "denied"
-        for a deny or a late answer, "blocked" for an approver that failed closed."""
-        request = ApprovalRequest(
-            turn_id=turn.turn_id if turn is not None else "",
-            tool_name=chain.tool_name,
-            tool_call_id=call_id,
-            args=args,
-            agent_id=agent_id,
-            session_key=session_key,
-        )
-        for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
-            start = time.perf_counter_ns()
-            try:
-                try:
-                    answer = fn(request)
-                    if answer is not None and isawaitable(answer):
-                        answer = await answer
-                finally:
-                    if times is not None:
-                        times.append((step.id, time.perf_counter_ns() - start))
-                decision, reason = _decision(answer)
-            except _ABORTS as exc:
-                exc.source = exc.source or step.id
-                raise
-            except Exception as exc:
-                await self._record_failure(
-                    step, exc, request.turn_id, agent_id, session_key, chain.tool_name, call_id
-                )
-                if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
-                    return (
-                        step,
-                        f"approver '{step.id}' did not answer within {step.timeout}s"
-                        if step.timeout is not None
-                        else f"approver '{step.id}' timed out: {_describe(exc, step)}",
-                        "denied",
-                    )
-                if step.on_error == "raise":
-                    raise
-                if step.on_error == "skip":
-                    continue
-                return step, f"interceptor '{step.id}' failed: {_describe(exc, step)}", "blocked"
-            if decision == "ask":
-                decision, reason = await self._ask_human(request, reason)
-            if decision == "deny":
-                return step, reason or f"denied by {step.id}", "denied"
-        return None
-
-    async def _ask_human(self, request: ApprovalRequest, reason: str) -> tuple[str, str]:
-        if self.human_approval is None:
-            return "deny", f"approval required ({reason}) but no human-approval handler is set"
-        try:
-            with anyio.fail_after(self.approval_timeout):
-                answer = self.human_approval(request, reason)
-                if isawaitable(answer):
-                    answer = await answer
-            decision, why = _decision(answer)
-        except TimeoutError:
-            return (
-                "deny",
-                f"approval required ({reason}): no answer within {self.approval_timeout}s",
-            )
-        except Exception as exc:
-            log.warning("human-approval handler failed: %s: %s", type(exc).__name__, exc)
-            return "deny", f"approval required ({reason}): the handler failed: {exc!r}"
-        if decision == "ask":
-            return "deny", f"approval required ({reason}): the handler answered 'ask' again"
-        return decision, why or reason
-
-    async def _after(
-        self,
-        chain: ToolChain,
-        turn: Turn | None,
-        call_id: str,
-        args: dict[str, Any],
-        agent_id: str,
-        session_key: str,
-        result: ToolResult,
-        duration: int,
-        times: Timings | None,
-    ) -> tuple[ToolResult, bool]:
-        """Run the tool.after interceptors on ``result``; returns the result they left
-        and whether they asked for a retry (never after a failure that blocked)."""
-        inp = ToolAfterInput(
-            tool_name=chain.tool_name,
-            turn_id=turn.turn_id if turn is not None else "",
-            tool_call_id=call_id,
-            is_error=result.is_error,
-            blocked=result.status in ("blocked", "denied"),
-            status=result.status,
-            duration_ns=duration,
-            raw_name=chain.raw_name,
-            agent_id=agent_id,
-            session_key=session_key,
-            args=args,
-        )
-        out = ToolAfterOutput(result=result)
-        failer = await run_after(
-            chain.after,
-            chain.after_steps,
-            inp,
-            out,
-            self._hook_failed,
-            times,
-        )
-        return out.result, out.retry and failer is None
-
-    # -- non-tool stages ------------------------------------------------------------
 
     def stage_app(
         self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
@@ -1313,7 +602,7 @@ class Pipeline:
         if step.on_error == "raise":
             raise exc
         if step.on_error == "block":
-            reason = f"interceptor '{step.id}' failed: {_describe(exc, step)}"
+            reason = f"interceptor '{step.id}' failed: {describe(exc, step)}"
             if isinstance(out, ToolAfterOutput):
                 out.result = refusal("blocked", tool, reason, decided_by=step.id)
             else:
@@ -1338,7 +627,7 @@ class Pipeline:
             ctx.result = refusal(  # type: ignore[attr-defined]
                 "blocked",
                 name,
-                f"middleware '{step.id}' failed: {_describe(exc, step)}",
+                f"middleware '{step.id}' failed: {describe(exc, step)}",
                 decided_by=step.id,
             )
         return step.on_error
@@ -1367,7 +656,7 @@ class Pipeline:
             step.id,
             tool_name or "-",
             step.on_error,
-            _describe(exc, step),
+            describe(exc, step),
         )
 
     async def _emit_failure(
@@ -1388,7 +677,7 @@ class Pipeline:
             hook=step.hook,
             interceptor_id=step.id,
             error_type=type(exc).__name__,
-            error=_describe(exc, step),
+            error=describe(exc, step),
             policy=step.on_error,
             timed_out=isinstance(exc, TimeoutError),
             tool_name=tool_name,
@@ -1499,58 +788,9 @@ def _qualname(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
-def _check_rewritten_args(out: ToolBeforeOutput, given: Any) -> None:
-    """Raise TypeError when the args are not a dict (or a dict subclass) any more, naming
-    who left them so: the tool.before interceptors, or a tool middleware (``ctx.args``).
-
-    Raises:
-        TypeError: as said.
-    """
-    if isinstance(out.args, dict):
-        return
-    who = (
-        "tool middleware left ctx.args"
-        if out.args is given
-        else "tool.before interceptors left args"
-    )
-    raise TypeError(f"{who} as {type(out.args).__name__}, not a dict")
-
-
 def _subject(inp: Any) -> str:
     """The tool or command a hook input is about ("" for the other hooks)."""
     return str(getattr(inp, "tool_name", None) or getattr(inp, "command", ""))
-
-
-def _describe(exc: BaseException, step: Step) -> str:
-    if isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc):
-        return f"TimeoutError: timed out after {step.timeout}s"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _as_responded(value: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        if value.status in ("ok", "error"):
-            value.status = "responded"
-        return value
-    return ToolResult(output=value, status="responded")
-
-
-def _decision(answer: Any) -> tuple[str, str]:
-    if answer is None or answer is True:
-        return "allow", ""
-    if answer is False:
-        return "deny", ""
-    if isinstance(answer, Approval):
-        return answer.decision, answer.reason
-    raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
-
-
-def _what_ran(times: Timings | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The ``interceptors`` and ``interceptor_ns`` fields of a tool_exec_end."""
-    if not times:
-        return (), ()
-    ids, ns = zip(*times, strict=False)  # pairs: both come out the same length
-    return ids, ns
 
 
 async def _turn_core(ctx: TurnContext) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
+from inspect import isawaitable
 from typing import Any, Literal
 
 import msgspec
@@ -378,7 +379,11 @@ def _traced_async(fn: Callable[..., Any], step: Step, tracer: Tracer) -> Callabl
         with tracer.start_as_current_span(name, attributes=attrs) as span:
             before = snap(args)
             try:
-                answer = await fn(*args)
+                # a handler with a timeout that finished without suspending has run
+                # already and returned its answer (or None): see chain.Step
+                answer = fn(*args)
+                if isawaitable(answer):
+                    answer = await answer
             except BaseException as exc:
                 _failed(span, exc)
                 raise

@@ -1,7 +1,7 @@
 """A turn: one user message and everything the agent does about it.
 
 ``Turn`` runs the message, params, llm, command and compact stages (the tool stage lives
-in ``Pipeline``, where the hot path is).  ``async with turn`` publishes turn_started /
+in ``tool_stage``, where the hot path is).  ``async with turn`` publishes turn_started /
 turn_ended, absorbs ``AbortTurn`` (then ``turn.aborted`` is True) and lets ``HardAbort``
 and every other exception through unchanged.
 """
@@ -40,6 +40,7 @@ from .payloads import (
     ToolResult,
     refusal,
 )
+from .tool_stage import run_tool
 from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
 
 if TYPE_CHECKING:
@@ -233,8 +234,8 @@ class Turn:
         call_id: str | None = None,
     ) -> ToolResult:
         """Run one tool call through the tool stage (see ``Pipeline.call_tool``)."""
-        return await self.pipeline._tool(
-            self, name, args, call, call_id, self.agent_id, self.session_key
+        return await run_tool(
+            self.pipeline, self, name, args, call, call_id, self.agent_id, self.session_key
         )
 
     async def run_command(

@@ -426,6 +426,52 @@ async def test_failing_middleware_with_skip_runs_the_inner_layers(pipe: Pipeline
     assert pipe.stats.failures == {"broken-mw": 1}
 
 
+@pytest.mark.parametrize(
+    ("second_entry", "runs"),
+    [
+        # fails before call_next on its second entry: skipped, the inner layers still run
+        ("fail-before", 2),
+        # fails after call_next on its second entry: skipped, nothing runs a third time
+        ("fail-after", 2),
+        # returns without call_next and without a result on its second entry: a
+        # failure, skipped, so the inner layers run
+        ("forget", 2),
+    ],
+)
+async def test_a_guarded_layer_entered_twice_knows_each_time_whether_it_called_next(
+    pipe: Pipeline, second_entry: str, runs: int
+) -> None:
+    """An outer layer that calls call_next() twice enters the guarded layer twice: what
+    the guarded layer did the first time must not count the second time."""
+    entries = 0
+
+    @pipe.middleware("tool", id="twice", on_error="raise", priority=10)
+    async def twice(ctx: ToolContext, call_next: Next) -> None:
+        await call_next()
+        ctx.result = None
+        await call_next()
+
+    @pipe.middleware("tool", id="guarded", on_error="skip", priority=0)
+    async def guarded(ctx: ToolContext, call_next: Next) -> None:
+        nonlocal entries
+        entries += 1
+        if entries == 1:
+            await call_next()
+        elif second_entry == "fail-before":
+            raise RuntimeError("before")
+        elif second_entry == "fail-after":
+            await call_next()
+            raise RuntimeError("after")
+
+    tool = Tool()
+    result = await pipe.call_tool("write", {"path": "a"}, call=tool)
+
+    assert result.status == "ok"
+    assert entries == 2
+    assert tool.calls == runs
+    assert pipe.stats.failures == {"guarded": 1}
+
+
 async def test_failing_middleware_with_raise_propagates(pipe: Pipeline) -> None:
     @pipe.middleware("tool", id="broken-mw", on_error="raise")
     async def broken(ctx: ToolContext, call_next: Next) -> None:
