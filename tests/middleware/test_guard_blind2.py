@@ -75,7 +75,8 @@ def test_blind_set_shape() -> None:
         assert command, f"{where}: empty command"
         assert row["expect"] in ("block", "allow"), where
         assert row["category"] in CATEGORIES, f"{where}: {row['category']!r}"
-        assert isinstance(row["note"], str) and row["note"], where
+        assert isinstance(row["note"], str), where
+        assert row["note"], where
 
     labels = Counter(row["expect"] for row in ROWS)
     assert labels["block"] >= MIN_PER_LABEL, labels
@@ -122,7 +123,8 @@ def test_blind_set_scores(capsys: pytest.CaptureFixture[str]) -> None:
         else:
             misses.append(
                 f"  line {row['_line']} [{row['category']}] expected {expect}, got {got}: "
-                f"{row['command']!r} ({row['note']})" + (f"\n    reason: {reason}" if reason else "")
+                f"{row['command']!r} ({row['note']})"
+                + (f"\n    reason: {reason}" if reason else "")
             )
 
     block_rate = right["block"] / totals["block"]
