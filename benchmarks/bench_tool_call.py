@@ -344,15 +344,15 @@ def _free_layer(inner: App) -> App:
     return layer
 
 
-def free_onion_case(depth: int) -> Loop:
-    """The allocation-free onion of ``depth`` layers of ``free_mw`` around the tool."""
+def _onion_case(layer: Callable[[App], App], depth: int) -> Loop:
+    """``depth`` layers made by ``layer`` around the tool, one fresh ``_Ctx`` per call."""
 
     async def core(ctx: _Ctx) -> None:
         ctx.result = await tool(ctx.args)
 
     app: App = core
     for _ in range(depth):
-        app = _free_layer(app)
+        app = layer(app)
 
     async def loop(n: int) -> int:
         a = app
@@ -363,6 +363,11 @@ def free_onion_case(depth: int) -> Loop:
         return clock() - start
 
     return loop
+
+
+def free_onion_case(depth: int) -> Loop:
+    """The allocation-free onion of ``depth`` layers of ``free_mw`` around the tool."""
+    return _onion_case(_free_layer, depth)
 
 
 def pair_pipeline(
@@ -443,24 +448,7 @@ def traced_case(pipe: Pipeline, sdk: _Sdk) -> Loop:
 
 def onion_case(depth: int) -> Loop:
     """Starlette-style closure onion of ``depth`` layers of ``mw`` around the tool."""
-
-    async def core(ctx: _Ctx) -> None:
-        ctx.result = await tool(ctx.args)
-
-    app: App = core
-    for _ in range(depth):
-        app = _layer(app)
-
-    async def loop(n: int) -> int:
-        a = app
-        args = ARGS
-        start = clock()
-        for _ in range(n):
-            ctx = _Ctx(args)
-            await a(ctx)
-        return clock() - start
-
-    return loop
+    return _onion_case(_layer, depth)
 
 
 @dataclass
