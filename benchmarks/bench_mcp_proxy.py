@@ -33,10 +33,8 @@ the ``mcp`` extra, which the ``dev`` extra includes).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
-import json
 import random
 import statistics
 import subprocess
@@ -48,7 +46,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as mt
-from bench_tool_call import Case, Loop, option_parser, print_header, run_settings
+from bench_tool_call import Case, Loop, child_bench_main
 from mcp import Client, StdioServerParameters
 
 IN_FLIGHT = 16
@@ -308,28 +306,17 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a server or the proxy does not answer as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = option_parser(__doc__)
-    parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
-    opts = parser.parse_args(argv)
-    if opts.child:
-        CHILDREN[opts.child]()
-        return 0
-    rounds, target_ms = run_settings(opts, 15, 300.0, quick_target_ms=50.0)
-    info = print_header(
+    return child_bench_main(
+        __doc__,
+        argv,
+        CHILDREN,
         "interpose bench: MCP proxy overhead per tool call",
-        opts.quick,
-        rounds,
-        target_ms,
-        "median per call",
+        bench,
+        render,
+        rounds=15,
+        target_ms=300.0,
+        quick_target_ms=50.0,
     )
-    started = time.perf_counter()
-    results = anyio.run(bench, rounds, target_ms)
-    print(render(results))
-    print(f"\n(measured in {time.perf_counter() - started:.1f} s)")
-    if opts.json:
-        with open(opts.json, "w", encoding="utf-8") as f:
-            json.dump({"machine": info, "rounds": rounds, "target_ms": target_ms, **results}, f)
-    return 0
 
 
 if __name__ == "__main__":

@@ -49,7 +49,6 @@ Run it with ``python benchmarks/bench_process_hook.py [--quick] [--json out.json
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -70,7 +69,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 # the house harness's case record and machine description (its timing loop is
 # synchronous: these cases run inside one event loop, so they are timed below)
-from bench_tool_call import Case, Loop, option_parser, print_header, run_settings
+from bench_tool_call import Case, Loop, child_bench_main
 
 import interpose.middleware.process as process_module
 from interpose import Pipeline
@@ -496,28 +495,17 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a child or the hook does not answer as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = option_parser(__doc__)
-    parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
-    opts = parser.parse_args(argv)
-    if opts.child:
-        CHILDREN[opts.child]()
-        return 0
-    rounds, target_ms = run_settings(opts, 31, 100.0, quick_target_ms=20.0)
-    info = print_header(
+    return child_bench_main(
+        __doc__,
+        argv,
+        CHILDREN,
         "interpose bench: process-hook round trip",
-        opts.quick,
-        rounds,
-        target_ms,
-        "median per call",
+        bench,
+        render,
+        rounds=31,
+        target_ms=100.0,
+        quick_target_ms=20.0,
     )
-    started = time.perf_counter()
-    results = anyio.run(bench, rounds, target_ms)
-    print(render(results))
-    print(f"\n(measured in {time.perf_counter() - started:.1f} s)")
-    if opts.json:
-        with open(opts.json, "w", encoding="utf-8") as f:
-            json.dump({"machine": info, "rounds": rounds, "target_ms": target_ms, **results}, f)
-    return 0
 
 
 if __name__ == "__main__":

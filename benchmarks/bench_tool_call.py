@@ -75,10 +75,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import anyio
 import pluggy
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -343,15 +344,15 @@ def _free_layer(inner: App) -> App:
     return layer
 
 
-def free_onion_case(depth: int) -> Loop:
-    """The allocation-free onion of ``depth`` layers of ``free_mw`` around the tool."""
+def _onion_case(layer: Callable[[App], App], depth: int) -> Loop:
+    """``depth`` layers made by ``layer`` around the tool, one fresh ``_Ctx`` per call."""
 
     async def core(ctx: _Ctx) -> None:
         ctx.result = await tool(ctx.args)
 
     app: App = core
     for _ in range(depth):
-        app = _free_layer(app)
+        app = layer(app)
 
     async def loop(n: int) -> int:
         a = app
@@ -362,6 +363,11 @@ def free_onion_case(depth: int) -> Loop:
         return clock() - start
 
     return loop
+
+
+def free_onion_case(depth: int) -> Loop:
+    """The allocation-free onion of ``depth`` layers of ``free_mw`` around the tool."""
+    return _onion_case(_free_layer, depth)
 
 
 def pair_pipeline(
@@ -442,24 +448,7 @@ def traced_case(pipe: Pipeline, sdk: _Sdk) -> Loop:
 
 def onion_case(depth: int) -> Loop:
     """Starlette-style closure onion of ``depth`` layers of ``mw`` around the tool."""
-
-    async def core(ctx: _Ctx) -> None:
-        ctx.result = await tool(ctx.args)
-
-    app: App = core
-    for _ in range(depth):
-        app = _layer(app)
-
-    async def loop(n: int) -> int:
-        a = app
-        args = ARGS
-        start = clock()
-        for _ in range(n):
-            ctx = _Ctx(args)
-            await a(ctx)
-        return clock() - start
-
-    return loop
+    return _onion_case(_layer, depth)
 
 
 @dataclass
@@ -1137,6 +1126,45 @@ def write_results(
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(payload, f, indent=2)
+
+
+def child_bench_main(
+    doc: str | None,
+    argv: list[str] | None,
+    children: Mapping[str, Callable[[], object]],
+    title: str,
+    bench: Callable[[int, float], Awaitable[dict[str, Any]]],
+    render: Callable[[dict[str, Any]], str],
+    *,
+    rounds: int,
+    target_ms: float,
+    quick_target_ms: float,
+) -> int:
+    """The main body of a benchmark that starts children of its own script: with
+    ``--child NAME`` be that child, else run ``bench`` (``rounds`` and ``target_ms``
+    unless the options say otherwise), print ``render`` of its results and write
+    them as JSON if asked.
+
+    Raises:
+        RuntimeError: ``bench`` finds a child or the system under test misbehaving.
+        OSError: the JSON file cannot be written.
+    """
+    parser = option_parser(doc)
+    parser.add_argument("--child", choices=sorted(children), help=argparse.SUPPRESS)
+    opts = parser.parse_args(argv)
+    if opts.child:
+        children[opts.child]()
+        return 0
+    rounds, target_ms = run_settings(opts, rounds, target_ms, quick_target_ms=quick_target_ms)
+    info = print_header(title, opts.quick, rounds, target_ms, "median per call")
+    started = time.perf_counter()
+    results = anyio.run(bench, rounds, target_ms)
+    print(render(results))
+    print(f"\n(measured in {time.perf_counter() - started:.1f} s)")
+    if opts.json:
+        with open(opts.json, "w", encoding="utf-8") as f:
+            json.dump({"machine": info, "rounds": rounds, "target_ms": target_ms, **results}, f)
+    return 0
 
 
 # -- the plot -----------------------------------------------------------------------------

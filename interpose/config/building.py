@@ -302,6 +302,11 @@ class _Builder:
             return ranked
         return default if given is None else given
 
+    def builtin_priority(self, name: str, given: int | None) -> int:
+        """The interpose priority of the builtin ``name``: ranked, else ``given``, else
+        its default."""
+        return self.priority("builtin", name, given, _BUILTIN_PRIORITY[name])
+
     # -- builtins -------------------------------------------------------------------------
 
     def guards(self, pipe: Pipeline, builtins: BuiltinsConfig) -> None:
@@ -325,19 +330,12 @@ class _Builder:
         guards = (
             (
                 safety.enabled,
-                self.priority(
-                    "builtin",
-                    "command-safety-guard",
-                    safety.priority,
-                    _BUILTIN_PRIORITY["command-safety-guard"],
-                ),
+                self.builtin_priority("command-safety-guard", safety.priority),
                 "command-safety-guard",
             ),
             (
                 audit.enabled,
-                self.priority(
-                    "builtin", "security-audit", audit.priority, _BUILTIN_PRIORITY["security-audit"]
-                ),
+                self.builtin_priority("security-audit", audit.priority),
                 "security-audit",
             ),
         )
@@ -372,9 +370,7 @@ class _Builder:
                 policy = ToolFilter(
                     allow=allow,
                     deny=deny,
-                    priority=self.priority(
-                        "builtin", "tool-filter", table.priority, _BUILTIN_PRIORITY["tool-filter"]
-                    ),
+                    priority=self.builtin_priority("tool-filter", table.priority),
                 )
                 policy.install(pipe)
         if builtins.loop_guard is not None and builtins.loop_guard.enabled:
@@ -385,9 +381,7 @@ class _Builder:
                     guard.max_repeats,
                     tools=tools,
                     max_turns=guard.max_turns,
-                    priority=self.priority(
-                        "builtin", "loop-guard", guard.priority, _BUILTIN_PRIORITY["loop-guard"]
-                    ),
+                    priority=self.builtin_priority("loop-guard", guard.priority),
                 ).install(pipe)
         if builtins.rate_limit is not None and builtins.rate_limit.enabled:
             rate = builtins.rate_limit
@@ -399,9 +393,7 @@ class _Builder:
                     burst=rate.burst,
                     tools=tools,
                     max_buckets=rate.max_buckets,
-                    priority=self.priority(
-                        "builtin", "rate-limit", rate.priority, _BUILTIN_PRIORITY["rate-limit"]
-                    ),
+                    priority=self.builtin_priority("rate-limit", rate.priority),
                 ).install(pipe)
         if builtins.redact_secrets is not None and builtins.redact_secrets.enabled:
             redact = builtins.redact_secrets
@@ -411,12 +403,7 @@ class _Builder:
                 RedactSecrets(
                     Redactor(redact.patterns, keys=redact.keys),
                     tools=tools,
-                    priority=self.priority(
-                        "builtin",
-                        "redact-secrets",
-                        redact.priority,
-                        _BUILTIN_PRIORITY["redact-secrets"],
-                    ),
+                    priority=self.builtin_priority("redact-secrets", redact.priority),
                 ).install(pipe)
         if builtins.result_cache is not None and builtins.result_cache.enabled:
             cache = builtins.result_cache
@@ -433,9 +420,7 @@ class _Builder:
                     invalidate_on=invalidate,
                     scope=cache.scope,
                     max_entries=cache.max_entries,
-                    priority=self.priority(
-                        "builtin", "result-cache", cache.priority, _BUILTIN_PRIORITY["result-cache"]
-                    ),
+                    priority=self.builtin_priority("result-cache", cache.priority),
                 ).install(pipe)
         if builtins.output_cap is not None and builtins.output_cap.enabled:
             cap = builtins.output_cap
@@ -446,9 +431,7 @@ class _Builder:
                     marker=cap.marker,
                     strings_only=cap.strings_only,
                     tools=tools,
-                    priority=self.priority(
-                        "builtin", "output-cap", cap.priority, _BUILTIN_PRIORITY["output-cap"]
-                    ),
+                    priority=self.builtin_priority("output-cap", cap.priority),
                 ).install(pipe)
 
     # -- out-of-process hooks -------------------------------------------------------------

@@ -64,7 +64,7 @@ from ..pipeline.payloads import (
     ToolResult,
     refusal,
 )
-from ..pipeline.registry import Interceptor, Middleware, Registration
+from ..pipeline.registry import Handler, Interceptor, Middleware, Registration
 from ..pipeline.tools import normalize_tool_name
 
 if TYPE_CHECKING:
@@ -960,67 +960,43 @@ class ClaudeSettings:
         regs: list[Registration] = []
         label = f" {self.name}"
         hooks = self.hooks
-        if "PreToolUse" in hooks:
-            regs.append(
-                Interceptor(
-                    id=f"claude:PreToolUse{label}",
-                    hook="tool.before",
-                    handler=runner.pre_tool_use,
-                    priority=self.priority,
-                    timeout=math.inf,
-                    on_error="skip",
-                    source="claude-settings",
+        # (id's event, pipeline hook, handler, the file's events that call for it)
+        interceptors: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
+            ("PreToolUse", "tool.before", runner.pre_tool_use, ("PreToolUse",)),
+            (
+                "PermissionRequest",
+                "tool.approve",
+                runner.permission_request,
+                ("PreToolUse", "PermissionRequest"),
+            ),
+            (
+                "PostToolUse",
+                "tool.after",
+                runner.post_tool_use,
+                ("PostToolUse", "PostToolUseFailure"),
+            ),
+            (
+                "UserPromptSubmit",
+                "message.before",
+                runner.user_prompt_submit,
+                ("UserPromptSubmit",),
+            ),
+            ("PreCompact", "session.compact", runner.pre_compact, ("PreCompact",)),
+        )
+        for event, hook, handler, wanted_by in interceptors:
+            if any(name in hooks for name in wanted_by):
+                regs.append(
+                    Interceptor(
+                        id=f"claude:{event}{label}",
+                        hook=hook,
+                        handler=handler,
+                        priority=self.priority,
+                        # each hook bounds itself (its own timeout): no cancel scope per call
+                        timeout=math.inf,
+                        on_error="skip",
+                        source="claude-settings",
+                    )
                 )
-            )
-        if "PreToolUse" in hooks or "PermissionRequest" in hooks:
-            regs.append(
-                Interceptor(
-                    id=f"claude:PermissionRequest{label}",
-                    hook="tool.approve",
-                    handler=runner.permission_request,
-                    priority=self.priority,
-                    # each hook bounds itself (its own timeout): no cancel scope per call
-                    timeout=math.inf,
-                    on_error="skip",
-                    source="claude-settings",
-                )
-            )
-        if "PostToolUse" in hooks or "PostToolUseFailure" in hooks:
-            regs.append(
-                Interceptor(
-                    id=f"claude:PostToolUse{label}",
-                    hook="tool.after",
-                    handler=runner.post_tool_use,
-                    priority=self.priority,
-                    timeout=math.inf,
-                    on_error="skip",
-                    source="claude-settings",
-                )
-            )
-        if "UserPromptSubmit" in hooks:
-            regs.append(
-                Interceptor(
-                    id=f"claude:UserPromptSubmit{label}",
-                    hook="message.before",
-                    handler=runner.user_prompt_submit,
-                    priority=self.priority,
-                    timeout=math.inf,
-                    on_error="skip",
-                    source="claude-settings",
-                )
-            )
-        if "PreCompact" in hooks:
-            regs.append(
-                Interceptor(
-                    id=f"claude:PreCompact{label}",
-                    hook="session.compact",
-                    handler=runner.pre_compact,
-                    priority=self.priority,
-                    timeout=math.inf,
-                    on_error="skip",
-                    source="claude-settings",
-                )
-            )
         if {"SessionStart", "Stop", "SessionEnd"} & hooks.keys():
             regs.append(
                 Middleware(

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -60,6 +60,8 @@ from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
 __all__ = ["McpProxy", "Upstream", "UpstreamError", "UpstreamSpec"]
 
 log = logging.getLogger("interpose.mcp")
+
+_R = TypeVar("_R")
 
 CONNECT_TIMEOUT = 30.0  # s: until an upstream has answered its handshake and listing
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # s: between failed connection attempts
@@ -542,8 +544,8 @@ class McpProxy:
         return self.upstreams[0]
 
     async def _forward(
-        self, ctx: ServerRequestContext[Any], kind: str, op: Callable[[Client], Awaitable[Any]]
-    ) -> Any:
+        self, ctx: ServerRequestContext[Any], kind: str, op: Callable[[Client], Awaitable[_R]]
+    ) -> _R:
         self._remember(ctx)
         upstream = self._owner(kind)
         try:
@@ -564,70 +566,52 @@ class McpProxy:
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
         cursor = params.cursor if params else None
-        result: mt.ListResourcesResult = await self._forward(
-            ctx, "resources", lambda c: c.list_resources(cursor=cursor)
-        )
-        return result
+        return await self._forward(ctx, "resources", lambda c: c.list_resources(cursor=cursor))
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
         cursor = params.cursor if params else None
-        result: mt.ListResourceTemplatesResult = await self._forward(
+        return await self._forward(
             ctx, "resources", lambda c: c.list_resource_templates(cursor=cursor)
         )
-        return result
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
-        result: mt.ReadResourceResult = await self._forward(
-            ctx, "resources", lambda c: c.read_resource(params.uri)
-        )
-        return result
+        return await self._forward(ctx, "resources", lambda c: c.read_resource(params.uri))
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: mt.SubscribeRequestParams
     ) -> mt.EmptyResult:
-        result: mt.EmptyResult = await self._forward(
-            ctx, "resources", lambda c: c.subscribe_resource(params.uri)
-        )
-        return result
+        return await self._forward(ctx, "resources", lambda c: c.subscribe_resource(params.uri))
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: mt.UnsubscribeRequestParams
     ) -> mt.EmptyResult:
-        result: mt.EmptyResult = await self._forward(
-            ctx, "resources", lambda c: c.unsubscribe_resource(params.uri)
-        )
-        return result
+        return await self._forward(ctx, "resources", lambda c: c.unsubscribe_resource(params.uri))
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
         cursor = params.cursor if params else None
-        result: mt.ListPromptsResult = await self._forward(
-            ctx, "prompts", lambda c: c.list_prompts(cursor=cursor)
-        )
-        return result
+        return await self._forward(ctx, "prompts", lambda c: c.list_prompts(cursor=cursor))
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams
     ) -> mt.GetPromptResult:
-        result: mt.GetPromptResult = await self._forward(
+        return await self._forward(
             ctx, "prompts", lambda c: c.get_prompt(params.name, params.arguments)
         )
-        return result
 
     async def _complete(
         self, ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams
     ) -> mt.CompleteResult:
         context = params.context.arguments if params.context is not None else None
         argument = {"name": params.argument.name, "value": params.argument.value}
-        result: mt.CompleteResult = await self._forward(
+        return await self._forward(
             ctx, "completions", lambda c: c.complete(params.ref, argument, context)
         )
-        return result
 
     async def _set_level(
         self, ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams
@@ -635,8 +619,7 @@ class McpProxy:
         async def op(client: Client) -> mt.EmptyResult:
             return await client.session.set_logging_level(params.level)
 
-        result: mt.EmptyResult = await self._forward(ctx, "logging", op)
-        return result
+        return await self._forward(ctx, "logging", op)
 
     async def forward(self, upstream: Upstream, message: Any) -> None:
         """Send an upstream notification (logging, list_changed, resource updates) to
