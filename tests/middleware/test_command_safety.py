@@ -122,7 +122,7 @@ def test_round2_corpus_is_exact() -> None:
     _, _, problems = score(
         load_file(Path(__file__).with_name("guard_corpus_exec_round2.jsonl")), CommandSafetyGuard()
     )
-    assert problems == []
+    assert not problems, "\n".join(problems)
 
 
 # -- documented examples -------------------------------------------------------------------------

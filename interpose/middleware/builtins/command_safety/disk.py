@@ -25,7 +25,9 @@ Rules (the rule id leads the block reason):
   ``open``, ``badblocks`` read-only, ``dd if=/dev/sda of=disk.img``, ``ddrescue`` onto an
   image file, ``mkfs`` of an image file, ``shred`` of a project file, ``zfs destroy`` of a
   snapshot).  ``/dev/null``, ``/dev/zero``, ``/dev/std*``, ``/dev/tty``, ``/dev/fd/*`` and
-  friends are not devices.
+  friends are not devices, nor are sound, framebuffer, printer and serial character devices
+  (``/dev/dsp``, ``/dev/snd/*``, ``/dev/fb0``, ``/dev/lp0``, ``/dev/ttyUSB0``...); an
+  unknown ``/dev`` name is.
 """
 
 from __future__ import annotations

@@ -577,6 +577,15 @@ _SAFE_DEVICES = _set(
 )
 _SAFE_DEVICE_DIRS = ("/dev/fd/", "/dev/pts/", "/dev/shm/", "/dev/mqueue/")
 _NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+_CHAR_DEVICES = re.compile(
+    r"^/dev/(?:dsp\d*|audio\d*|snd/[^/]+|fb\d+|lp\d+|usb/lp\d+"
+    r"|tty(?:S|USB|ACM|AMA)\d+)$"
+)
+"""Character devices that hold no filesystem -- sound, framebuffer, printer and serial
+ports: writing one (``dd if=beep.raw of=/dev/dsp``, flashing a board over
+``/dev/ttyUSB0``) destroys no data.  Block devices (``sd*``, ``nvme*``, ``mmcblk*``,
+``loop*``, ``dm-*``, ``mapper/*``, ``disk/by-*``, ``mtd*``...) and every name not listed
+here stay devices: an unknown ``/dev`` name is refused rather than guessed harmless."""
 _SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
@@ -699,6 +708,7 @@ def _is_device(path: str) -> bool:
         and path not in _SAFE_DEVICES
         and not path.startswith(_SAFE_DEVICE_DIRS)
         and not path.startswith(_NET_DEVICES)
+        and _CHAR_DEVICES.match(path) is None
     )
 
 
