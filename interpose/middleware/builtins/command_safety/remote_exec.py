@@ -56,8 +56,9 @@ whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
 set on the command or earlier in the line), and ``>(sh)`` process substitutions a
-command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``).  ``sh -c SCRIPT NAME
-ARGS`` gives the script its positional parameters.
+command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
+into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
+``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.
 """
 
 from __future__ import annotations
@@ -905,6 +906,9 @@ def _rule_process_sinks(inv: _Invocation, run: _Run) -> Finding | None:
     if not inv.redirects and inv.name != "tee":
         return None
     for reader, info in _sink_readers(inv):
+        # a download written into >(sh) is the same as one piped into sh
+        if inv.name in _DOWNLOADERS and not _allowed(run, reader, inv):
+            return _rce(reader, inv.snippet(), "written into it")
         stream = _stream([[_without_sinks(inv)]])
         found = _stream_program(run, reader, info, stream, "written into")
         if found is not None:
@@ -918,7 +922,11 @@ def _pipeline_sinks(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -
         for inv in stages[j]:
             if inv is None or inv.name != "tee":
                 continue
+            upstream = [o for stage in stages[:j] for o in stage if o is not None]
+            download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
             for reader, info in _sink_readers(inv):
+                if download is not None and not _allowed(run, reader, download):
+                    return _rce(reader, download.snippet(), "written into it")
                 stream = _stream([*stages[:j], [_without_sinks(inv)]])
                 found = _stream_program(run, reader, info, stream, "written into")
                 if found is not None:
