@@ -233,6 +233,19 @@ class _Wrapper:
     arity: Mapping[str, int] = field(default_factory=dict)  # bwrap: --bind SRC DEST
     after: frozenset[str] = frozenset()  # the command follows one of these only (gdb --args)
     subcommands: frozenset[str] = frozenset()  # only these run a command (poetry run)
+    # a lone command word with blanks in it is a shell string (``xterm -e 'make test'``,
+    # ``entr -s 'make && ./t'``, ``watchexec 'npm start'``): judged as ``sh -c`` text
+    shell_string: bool = False
+
+
+_TERMINAL = _Wrapper(after=frozenset({"-e"}), shell_string=True)
+"""Terminal emulators: ``xterm -e CMD ARGS`` (options before ``-e`` are skipped whatever
+they take: ``-hold``, ``-T title``, ``-geometry 80x24``)."""
+_TERMINAL_X = _Wrapper(
+    after=frozenset({"-e", "-x", "--execute", "--command", "--"}), shell_string=True
+)
+"""Terminals with ``-x``/``--execute`` (the rest) and ``-e``/``--command`` (one string):
+``gnome-terminal -- CMD``, ``xfce4-terminal -x CMD``, ``terminator -e 'CMD'``."""
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -396,6 +409,41 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "gosu": _Wrapper(leading=1),
     "su-exec": _Wrapper(leading=1),
     "chpst": _Wrapper(_opts("ugUbenlmdofcpv")),
+    # terminal emulators and file watchers run the command they are given
+    **dict.fromkeys(
+        ("xterm", "uxterm", "urxvt", "rxvt", "konsole", "x-terminal-emulator", "st", "tilix"),
+        _TERMINAL,
+    ),
+    "alacritty": _Wrapper(after=frozenset({"-e", "--command"}), shell_string=True),
+    **dict.fromkeys(
+        ("gnome-terminal", "mate-terminal", "xfce4-terminal", "terminator", "lxterminal"),
+        _TERMINAL_X,
+    ),
+    "kitty": _Wrapper(  # kitty [options] [program [args]]
+        _opts(
+            "Tcodw",
+            "hold single-instance detach debug-rendering debug-input debug-keyboard",
+            "title config override directory class name session instance-group listen-on "
+            "start-as watcher position logo os-window-tag",
+            {"T": "title", "c": "config", "o": "override", "d": "directory", "w": "watcher"},
+        ),
+        shell_string=True,
+    ),
+    "foot": _Wrapper(_opts("ctTaLwWsoDl", "hold server login-shell", "config term title app-id")),
+    "entr": _Wrapper(_opts(), shell_string=True),  # entr [-acdnprsz] utility [args]
+    "watchexec": _Wrapper(
+        _opts(
+            "wefidsEWo",
+            "restart clear notify postpone quiet verbose no-vcs-ignore no-project-ignore "
+            "no-global-ignore no-default-ignore no-meta no-shell",
+            "watch exts filter ignore debounce signal shell env watch-non-recursive "
+            "stop-signal stop-timeout delay-run on-busy-update project-origin workdir "
+            "filter-file ignore-file fs-events emit-events-to",
+            {"w": "watch", "e": "exts", "f": "filter", "i": "ignore", "d": "debounce"},
+        ),
+        shell_string=True,
+    ),
+    "reflex": _Wrapper(after=frozenset({"--"}), shell_string=True),
     # tools whose subcommand runs a command in an environment (poetry run, conda run...)
     **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
     "pdm": _Wrapper(_opts("p", long_arg="project"), subcommands=frozenset({"run"})),
@@ -505,7 +553,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 rest = _skip_options(args, wrapper)
                 if not rest:
                     break
-                words = rest
+                words = _shell_string(rest) if wrapper.shell_string else rest
                 layers.append(words)
                 continue
             parsed = _parse_opts(args, wrapper.opts, stop_at_operand=True)
@@ -525,6 +573,8 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 rest = _split_words(split.text) + rest
             if not rest and parsed.has(*_SHELL_FLAGS.get(name, ())):
                 rest = [Word("sh")]
+            if wrapper.shell_string:
+                rest = _shell_string(rest)
         if not rest:
             break
         words = rest
@@ -532,6 +582,14 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
     found.name = _canon(words[0].text)
     found.args = list(words[1:])
     return found
+
+
+def _shell_string(words: list[Word]) -> list[Word]:
+    """``['make test']`` -> ``sh -c 'make test'``: one command word with blanks in it is
+    run by a shell (or would fail as a file name, so judging it as one costs nothing)."""
+    if len(words) == 1 and any(c in words[0].text for c in " \t\n;|&"):
+        return [Word("sh"), Word("-c"), words[0]]
+    return words
 
 
 def _skip_options(args: list[Word], wrapper: _Wrapper) -> list[Word]:

@@ -51,7 +51,8 @@ value), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines l
 schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command``/
 ``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
 ``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
-``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``git -c`` settings
+``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``nodemon
+--exec``, ``expect -c`` (each ``spawn``ed command), ``git -c`` settings
 whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
@@ -451,6 +452,38 @@ def _rule_flock(inv: _Invocation, run: _Run) -> Finding | None:
 def _rule_script(inv: _Invocation, run: _Run) -> Finding | None:
     script = _parse_opts(inv.args, _SCRIPT).value("--command")
     return None if script is None else run.nested(script.text, "script -c command")
+
+
+def _rule_nodemon(inv: _Invocation, run: _Run) -> Finding | None:
+    """``nodemon --exec 'CMD' app.js``: the watcher runs CMD through a shell."""
+    args = [w.text for w in inv.args]
+    for k, t in enumerate(args):
+        if t in ("--exec", "-x") and k + 1 < len(args):
+            command = args[k + 1]
+        elif t.startswith("--exec="):
+            command = t.partition("=")[2]
+        else:
+            continue
+        found = run.nested(command, "nodemon --exec command")
+        if found is not None:
+            return found
+    return None
+
+
+_EXPECT_SPAWN = re.compile(r"(?:^|[;\n\[{])\s*spawn\s+((?:-\S+\s+)*)([^;\n\]}]+)")
+
+
+def _rule_expect(inv: _Invocation, run: _Run) -> Finding | None:
+    """``expect -c 'spawn CMD ARGS; ...'``: each spawned command runs (its Tcl words are
+    read with shell quoting, close enough for the commands an agent spawns)."""
+    args = [w.text for w in inv.args]
+    scripts = [args[k + 1] for k, t in enumerate(args[:-1]) if t == "-c"]
+    for script in scripts:
+        for m in _EXPECT_SPAWN.finditer(script):
+            found = run.nested(m.group(2), "expect spawn command")
+            if found is not None:
+                return found
+    return None
 
 
 # -- network ------------------------------------------------------------------------------------
@@ -971,6 +1004,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "watch": (_rule_watch,),
     "flock": (_rule_flock,),
     "script": (_rule_script,),
+    "nodemon": (_rule_nodemon,),
+    "expect": (_rule_expect,),
 }
 GENERIC: tuple[Rule, ...] = (_rule_code, _rule_command_vars, _rule_process_sinks)
 PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules, _pipeline_sinks)
