@@ -14,7 +14,8 @@ Rules (the rule id leads the block reason):
   ``luksErase``/``reencrypt``, ``badblocks -w``, ``nvme format``/``sanitize``,
   ``hdparm --security-erase``/``--write-sector``..., ``flashrom -w``/``-E``, ``mdadm
   --zero-superblock``/``--create``, ``blkzone reset``); volume managers removing volumes
-  (``lvremove``, ``vgremove``, ``pvremove`` unless ``--test``; ``zpool destroy``/
+  (``lvremove``, ``vgremove``, ``pvremove`` unless ``--test``; ``pvcreate``/``vgcreate``
+  forced with ``-f``/``-ff``/``-y`` over a device; ``zpool destroy``/
   ``labelclear``/``create`` on devices; ``zfs destroy`` of a dataset or with ``-r``/``-R``
   unless ``-n``; ``dmsetup remove_all``/``wipe_table``/``remove --force``); macOS
   ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``partitionDisk``/``apfs
@@ -387,6 +388,20 @@ def _rule_volume_remove(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
+_LVM_FORCE = re.compile(r"^(?:-f+|-[a-zA-Z]*f[a-zA-Z]*|--force|-y|--yes)$")
+
+
+def _rule_lvm_create(inv: _Invocation, run: _Run) -> Finding | None:
+    """``pvcreate -ff DEV``, ``vgcreate -f VG DEV``: initialise a device for LVM without
+    the check that refuses (or asks) when it holds a file system or another volume.
+    Unforced, both stop before destroying data, so they are allowed; ``lvcreate`` only
+    allocates free extents and is not judged."""
+    if not any(_LVM_FORCE.match(w.text) for w in inv.args):
+        return None
+    operands = [w for w in inv.args if not w.text.startswith("-")]
+    return _judge_targets(inv, run, operands, "forces LVM metadata over")
+
+
 def _rule_zpool(inv: _Invocation, run: _Run) -> Finding | None:
     if not inv.args:
         return None
@@ -504,6 +519,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "flashrom": (_rule_flashrom,),
     "mdadm": (_rule_mdadm,),
     **dict.fromkeys(("lvremove", "vgremove", "pvremove"), (_rule_volume_remove,)),
+    **dict.fromkeys(("pvcreate", "vgcreate"), (_rule_lvm_create,)),
     "zpool": (_rule_zpool,),
     "zfs": (_rule_zfs,),
     "dmsetup": (_rule_dmsetup,),

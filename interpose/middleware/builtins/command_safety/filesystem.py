@@ -18,9 +18,9 @@ Rules (the rule id leads the block reason):
   is refused (conservatively); ``-name``/``-path``/``-empty``/``-size``/``-newer``
   filters narrow it.
 - ``system-files``: any write (redirection, ``tee``, ``cp``/``mv``/``install``/``ln``
-  into, ``sed -i``, ``perl -i``, ``dd of=``, ``truncate``, ``curl -o``, an editor such as
-  ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``, ``/etc/shadow``,
-  ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
+  into, ``sed -i``, ``perl -i``, ``gawk -i inplace``, ``dd of=``, ``truncate``, ``curl -o``,
+  an editor such as ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``,
+  ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
 - ``persistence``: the same writes to a file that runs later or decides who may log in
   (:data:`.model._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
   ``~/.bashrc.d/*``, ``~/.zshenv``, ``~/.profile``, fish ``config.fish``...), desktop
@@ -76,6 +76,7 @@ from .operands import (
     _UNZIP,
     _WGET,
     Extract,
+    _awk_in_place,
     _copy_targets,
     _download_into,
     _editor,
@@ -159,6 +160,7 @@ _WRITERS: dict[str, Extract] = {
     "dd": _keyed("of"),
     "sed": _in_place(_SED, ("--expression", "--file"), "-i"),
     "perl": _in_place(_PERL, ("-e", "-E"), "-i"),
+    "awk": _awk_in_place,
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
