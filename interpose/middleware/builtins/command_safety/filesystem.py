@@ -32,8 +32,10 @@ Rules (the rule id leads the block reason):
   udev rules, ``apt.conf.d``, ``limits.conf``);
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
   ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
-  A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused
-  whatever its jobs (they run later, unseen); :mod:`.remote_exec` names a dangerous job.
+  A cron table installed with ``crontab`` is judged by its jobs where they are visible
+  (:mod:`.remote_exec`: ``echo '* * * * * rm -rf ~' | crontab -`` is refused for
+  ``rm -rf ~``); a local file (``crontab jobs.txt``) or an interactive edit
+  (``crontab -e``) is allowed, as ``cat x.sh | bash`` is: local text is a reviewer's to read.
   Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
   (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
   ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
@@ -327,31 +329,12 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-_CRONTAB = _opts("uc", "help version")
-_CRONTAB_NO_INSTALL = frozenset({"-l", "-r", "-i", "-T", "-V", "--help", "--version", "-n"})
-
-
-def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _CRONTAB)
-    if parsed.has(*_CRONTAB_NO_INSTALL):
-        return None
-    source = parsed.operands[0].text if parsed.operands else "-" if not parsed.has("-e") else ""
-    what = "an edited table" if parsed.has("-e") else f"the table {_show(source)!r}"
-    return Finding(
-        "persistence",
-        source or "-e",
-        f"crontab installs {what} as the cron table: its jobs run later, outside the "
-        f"command judged here",
-    )
-
-
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
     # secure deleters take rm's options and leave nothing to recover
     **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
-    "crontab": (_rule_crontab,),
     **dict.fromkeys(
         ("tar", "bsdtar", "gtar", "unzip", "7z", "rsync", "cp", "patch"), (_rule_unpack,)
     ),
