@@ -931,6 +931,9 @@ _INTERPRETERS: dict[str, _Interpreter] = {
         long_arg=frozenset({"require", "import", "loader", "input-type", "conditions"}),
     ),
     "php": _Interpreter("rBRE", short_arg="cdfz", backticks=True),
+    "bun": _Interpreter(
+        "ep", short_arg="r", long_inline=frozenset({"eval", "print"}), long_arg=frozenset({"cwd"})
+    ),
     "lua": _Interpreter("e", short_arg="l"),
     "rscript": _Interpreter("e"),
     "julia": _Interpreter("e", short_arg="JCOLp", backticks=True),
@@ -1021,6 +1024,11 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
     spec = _INTERPRETERS.get(inv.name)
     if spec is not None:
         return _interpreter_exec(spec, inv.args)
+    if inv.name == "deno" and inv.args and inv.args[0].text == "eval":  # deno eval CODE
+        code = next((w for w in inv.args[1:] if not w.text.startswith("-")), None)
+        if code is None:
+            return None
+        return _Exec("interpreter", (code,), code.text, False)
     if inv.name == "eval":
         return _Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
     if inv.name in ("source", "."):
