@@ -70,6 +70,10 @@ _HOME_DIV = re.compile(r"Path\.home\(\)((?:\s*/\s*(['\"])[^'\"\\\n]*\2)+)")
 _HOME_JOIN = re.compile(
     r"os\.path\.join\(\s*(?:" + _HOME_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
 )
+_CWD_PLUS = re.compile(r"(?:" + _CWD_EXPR.pattern + r")\s*\+" + _PATH_PART)
+_CWD_JOIN = re.compile(
+    r"os\.path\.join\(\s*(?:" + _CWD_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
+)
 _PARTS = re.compile(r"""(['"])([^'"\\\n]*)\1""")
 _WALK = re.compile(r"\bos\.walk\(\s*" + r"((?:[^,()]|\([^()]*\))*)")
 _WALK_DELETE = re.compile(r"\bos\.(?:remove|unlink|rmdir)\s*\(|\bshutil\.rmtree\s*\(")
@@ -90,13 +94,15 @@ def _computed(code: str) -> str:
     '.ssh')``, ``require('os').homedir() + '/.bashrc'``) and the working directory
     (``os.getcwd()``, ``process.cwd()``)."""
 
-    def joined(parts: str) -> str:
+    def joined(parts: str, root: str = "~") -> str:
         names = [m.group(2).strip("/") for m in _PARTS.finditer(parts)]
-        return "'~/" + "/".join(n for n in names if n) + "'"
+        return f"'{root}/" + "/".join(n for n in names if n) + "'"
 
     code = _HOME_PLUS.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
     code = _HOME_DIV.sub(lambda m: joined(m.group(1)), code)
     code = _HOME_JOIN.sub(lambda m: joined(m.group(1)), code)
+    code = _CWD_PLUS.sub(lambda m: "'." + m.group(m.lastindex or 0) + "'", code)
+    code = _CWD_JOIN.sub(lambda m: joined(m.group(1), "."), code)
     return _CWD_EXPR.sub("'.'", code)
 
 
