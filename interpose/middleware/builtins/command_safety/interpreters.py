@@ -98,12 +98,17 @@ def _computed(code: str) -> str:
         names = [m.group(2).strip("/") for m in _PARTS.finditer(parts)]
         return f"'{root}/" + "/".join(n for n in names if n) + "'"
 
-    code = _HOME_PLUS.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
-    code = _HOME_DIV.sub(lambda m: joined(m.group(1)), code)
-    code = _HOME_JOIN.sub(lambda m: joined(m.group(1)), code)
-    code = _CWD_PLUS.sub(lambda m: "'." + m.group(m.lastindex or 0) + "'", code)
-    code = _CWD_JOIN.sub(lambda m: joined(m.group(1), "."), code)
-    return _CWD_EXPR.sub("'.'", code)
+    # substring tests first: most programs name neither, and a regex pass over a long
+    # program is what the 64 KB benchmark pays for
+    if "HOME" in code or "home" in code or "expanduser" in code:
+        code = _HOME_PLUS.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
+        code = _HOME_DIV.sub(lambda m: joined(m.group(1)), code)
+        code = _HOME_JOIN.sub(lambda m: joined(m.group(1)), code)
+    if "cwd" in code or "pwd" in code:
+        code = _CWD_PLUS.sub(lambda m: "'." + m.group(m.lastindex or 0) + "'", code)
+        code = _CWD_JOIN.sub(lambda m: joined(m.group(1), "."), code)
+        code = _CWD_EXPR.sub("'.'", code)
+    return code
 
 
 def _evaluate(arg: str) -> str | None:
@@ -142,16 +147,16 @@ def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
         found = _judge_delete(inv, run, code, f"Path(...).{m.group(2)}", m.group(1))
         if found is not None:
             return found
-    if _WALK_DELETE.search(code):  # os.walk(ROOT) + os.remove: everything below ROOT
+    if "os.walk" in code and _WALK_DELETE.search(code):  # os.walk(ROOT) + os.remove
         for m in _WALK.finditer(code):
             found = _judge_delete(inv, run, code, "os.walk+os.remove", m.group(1), recursive=True)
             if found is not None:
                 return found
-    for m in _WRITE_CALL.finditer(code):
+    for m in _WRITE_CALL.finditer(code) if "File" in code else ():
         found = _judge_written(inv, run, m.group(1))
         if found is not None:
             return found
-    for m in _OPEN_WRITE.finditer(code):
+    for m in _OPEN_WRITE.finditer(code) if "open" in code else ():
         if any(c in m.group(2) for c in "wax+"):
             found = _judge_written(inv, run, m.group(1))
             if found is not None:
