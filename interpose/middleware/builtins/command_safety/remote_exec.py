@@ -46,8 +46,8 @@ rule that fires is the inner command's (``tmux new -d 'rm -rf /'`` is ``fs-destr
 ``watch``, ``flock``, ``script -c``, ``tmux`` (``-c``, ``new-session``, ``new-window``,
 ``split-window``, ``respawn-*``, ``run-shell``, ``display-popup``, ``if-shell``, and the
 keys of ``send-keys`` as typed text), ``screen`` (its command, ``-X stuff``, ``-X
-exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; past 16, an unknown
-value), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
+exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; every value, within the
+analysis budget), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
 schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command``/
 ``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
 ``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
@@ -73,7 +73,6 @@ from .interpreters import library_calls
 from .model import (
     _DOWNLOADERS,
     _INTERPRETERS,
-    _MAX_FANOUT,
     _MAX_READINGS,
     _WHOLE_EXPANSION,
     Finding,
@@ -791,10 +790,8 @@ def _rule_parallel(inv: _Invocation, run: _Run) -> Finding | None:
     values = [w.text for w in words[k + 1 :] if w.text not in _PARALLEL_SEPARATORS]
     if not command:
         return None
-    listed: list[str | None] = list(values[:_MAX_FANOUT]) or [None]
-    if len(values) > _MAX_FANOUT:
-        listed.append(None)
-    for value in listed:
+    listed: list[str | None] = list(values) or [None]
+    for value in listed:  # every value: each nested analysis is charged to the budget
         shown = value if value is not None else "$PARALLEL_VALUE"
         text = _PARALLEL_SLOT.sub(shown.replace("\\", "\\\\"), command)
         if text == command:
