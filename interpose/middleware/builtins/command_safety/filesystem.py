@@ -7,7 +7,7 @@ Rules (the rule id leads the block reason):
   (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
   A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
-  "$X"``, ``find "$(cmd)" -delete``, a loop value past the 16th) is refused *as unknown*
+  "$X"``, ``find "$(cmd)" -delete``, a loop over unknown values) is refused *as unknown*
   unless a known prefix or a literal directory name bounds it (``./build/$X``,
   ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
   (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).

@@ -25,7 +25,6 @@ HOME = "/home/user"
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
 _MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
-_MAX_FANOUT = 16  # values tried for a loop, xargs -I, find -exec; past it: one unknown value
 
 
 @dataclass(frozen=True, slots=True)
@@ -845,14 +844,14 @@ class _FindPlan:
     unfiltered: bool = False  # candidates are the bare roots: every entry below them matches
 
     def entries(self) -> list[Word]:
-        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry); past
-        :data:`_MAX_FANOUT` candidates, one value the guard does not know."""
-        words = self.candidates[: _MAX_FANOUT + 1]
+        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry), each
+        candidate otherwise -- all of them: the callers charge each judgement to the
+        analysis budget."""
         if self.unfiltered:
-            words = [Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in words]
-        if len(words) > _MAX_FANOUT:
-            words[_MAX_FANOUT] = Word(SUBST, quoted=True)
-        return words
+            return [
+                Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in self.candidates
+            ]
+        return list(self.candidates)
 
 
 def _find_plan(args: Sequence[Word]) -> _FindPlan:

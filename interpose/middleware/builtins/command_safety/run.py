@@ -29,7 +29,6 @@ from .expansion import PARAM, braces, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
-    _MAX_FANOUT,
     _NET_DEVICES,
     _SYSTEM_FILES,
     HOME,
@@ -988,8 +987,7 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
             values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
         elif inv.name == "find":
             values += _find_plan(inv.args).entries()
-    if len(values) > _MAX_FANOUT * 4:  # past what the guard follows: one unknown value
-        values[_MAX_FANOUT * 4 :] = [Word(SUBST, quoted=True)]
+    run.budget.made_words(len(values))  # every value is judged: the budget bounds them
     return values
 
 
