@@ -116,6 +116,15 @@ def test_corpus_accuracy() -> None:
     assert allow_score >= 0.97
 
 
+def test_round2_corpus_is_exact() -> None:
+    """The miss classes of the second review (late fan-out values...) are decided exactly:
+    every dangerous line blocked by its own rule, every benign twin allowed."""
+    _, _, problems = score(
+        load_file(Path(__file__).with_name("guard_corpus_exec_round2.jsonl")), CommandSafetyGuard()
+    )
+    assert not problems, "\n".join(problems)
+
+
 # -- documented examples -------------------------------------------------------------------------
 
 SEEDS = [

@@ -41,17 +41,23 @@ def test_each_value_is_judged_and_the_benign_twin_passes(dangerous: str, benign:
     assert allowed(benign)
 
 
-def test_values_past_the_fan_out_are_refused_as_unknown_not_skipped() -> None:
-    names = " ".join(f"d{i}" for i in range(20))
-    text = reason(f"for d in {names} /; do rm -rf $d; done")
-    assert "more than 16 values" in text
-    assert "refused as unknown" in text
-    assert allowed(f"for d in {names}; do echo $d; done")  # a harmless verb stays allowed
+def test_every_literal_value_of_a_loop_is_judged() -> None:
+    names = " ".join(f"d{i}" for i in range(40))
+    assert "targets '/'" in reason(f"for d in {names} /; do rm -rf $d; done")
+    assert allowed(f"for d in {names}; do rm -rf $d; done")  # every value judged, all safe
 
 
-def test_xargs_lines_past_the_fan_out_fail_closed() -> None:
-    lines = " ".join(f"x{i}" for i in range(20))
-    assert "refused as unknown" in reason(f"printf '%s\\n' {lines} / | xargs -I{{}} rm -rf {{}}")
+def test_every_xargs_line_is_judged() -> None:
+    lines = " ".join(f"x{i}" for i in range(40))
+    assert "targets '/'" in reason(f"printf '%s\\n' {lines} / | xargs -I{{}} rm -rf {{}}")
+    assert allowed(f"printf '%s\\n' {lines} | xargs -I{{}} rm -rf {{}}")
+
+
+def test_a_fan_out_past_the_step_budget_is_refused_as_too_complex() -> None:
+    values = " ".join(f"v{i}" for i in range(30))  # 30 ** 3 judged commands
+    loops = f"for a in {values}; do for b in {values}; do for c in {values}; do"
+    text = reason(f"{loops} cat $a$b$c; done; done; done")
+    assert "too complex to analyze (" in text
 
 
 @pytest.mark.parametrize(

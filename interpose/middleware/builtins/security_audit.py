@@ -27,8 +27,9 @@ Sensitive paths (the rule ids appear in block reasons):
   ``kubeconfig*``, ``.kube/config``, ``.docker/config.json``, ``.netrc``, ``.boto``,
   ``.s3cfg``, terraform ``credentials.tfrc.json``, ``.vault-token``; container and
   cluster secrets: ``/run/secrets/``, ``/var/run/secrets/`` (the Kubernetes
-  service-account token), ``/etc/kubernetes/admin.conf`` and the other component
-  kubeconfigs, ``/etc/rancher/k3s/k3s.yaml``.
+  service-account token; its ``namespace`` and ``ca.crt`` are not secret),
+  ``/etc/kubernetes/admin.conf`` and the other component kubeconfigs,
+  ``/etc/rancher/k3s/k3s.yaml``.
 - ``dev-credentials``: ``.git-credentials``, ``.config/gh/hosts.yml``, ``.pypirc``,
   ``.gem/credentials``, ``.cargo/credentials*``, ``.config/git/credentials``,
   ``.pgpass``, ``.my.cnf``/``.mylogin.cnf``, and ``.npmrc`` directly in a home
@@ -276,7 +277,9 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             _C + r"(?:\.|_)netrc$",
             _C + r"\.(?:boto|s3cfg)$",
             _C + r"credentials\.tfrc\.json$",
-            r"^(?:/var)?/run/secrets(?:/|$)",
+            # Everything under /run/secrets is secret (Docker secrets, the service-account
+            # token) except the service account's namespace name and its public CA cert.
+            r"^(?:/var)?/run/secrets(?:/|$)(?!(?:.*/)?serviceaccount/(?:namespace|ca\.crt)$)",
             r"^/etc/kubernetes/(?:admin|super-admin|kubelet|controller-manager|scheduler)\.conf$",
             r"^/etc/rancher/k3s/k3s\.yaml$",
             _C + r"\.vault-token$",

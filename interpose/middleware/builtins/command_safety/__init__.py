@@ -25,8 +25,8 @@ would run*, never on substrings of the text:
    (``cd / && rm -rf *``), ``$IFS`` splitting, ``$'\\x72m'`` strings and quote splicing
    (``r''m``, ``"r"m``) are followed, and so are values that vary (:mod:`.state`): loop
    variables, ``read`` from literal text or a pipe, function arguments per call,
-   ``set --``, aliases -- each value judged in turn, up to 16, the rest one unknown
-   value.
+   ``set --``, aliases -- each value judged in turn, every one of them (the
+   analysis budget bounds the work).
 3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``
    (with its positional parameters), ``sh -c``, ``eval``, ``su -c``, ``sg``, ``watch``,
    ``ssh host '...'``, ``flock -c``, ``script -c``, ``tmux``, ``screen``, ``parallel``,

@@ -4,7 +4,9 @@ Rules (the rule id leads the block reason):
 
 - ``disk``: ``dd of=/dev/<disk>``, ``mkfs*``/``mke2fs``/``mkswap`` on a device, partition
   editors (``fdisk``, ``sfdisk``, ``parted``, ``gdisk``, ``sgdisk``, ``wipefs -a``,
-  ``blkdiscard``) unless only listing or pretending (``sgdisk -p``/``-P``, ``wipefs -n``),
+  ``blkdiscard``) unless only listing or pretending (``sgdisk -p``/``-P``/``--backup=FILE``,
+  ``wipefs -n``, ``sfdisk -n``, ``mkfs.ext4 -n``, ``mkntfs -n``, ``mkfs.xfs -N``,
+  ``zpool create -n``),
   ``shred``/``scrub``/``cp``/``tee``/redirection (``cat img > /dev/sdb``) onto a device;
   wipers and imagers that take a device (``nwipe``, ``bmaptool copy``, ``ddrescue``'s
   output, ``partclone.* -o``, ``dcfldd``/``dc3dd of=``/``wipe=``, ``etcher``, ``woeusb``,
@@ -12,7 +14,8 @@ Rules (the rule id leads the block reason):
   ``luksErase``/``reencrypt``, ``badblocks -w``, ``nvme format``/``sanitize``,
   ``hdparm --security-erase``/``--write-sector``..., ``flashrom -w``/``-E``, ``mdadm
   --zero-superblock``/``--create``, ``blkzone reset``); volume managers removing volumes
-  (``lvremove``, ``vgremove``, ``pvremove`` unless ``--test``; ``zpool destroy``/
+  (``lvremove``, ``vgremove``, ``pvremove`` unless ``--test``; ``pvcreate``/``vgcreate``
+  forced with ``-f``/``-ff``/``-y`` over a device; ``zpool destroy``/
   ``labelclear``/``create`` on devices; ``zfs destroy`` of a dataset or with ``-r``/``-R``
   unless ``-n``; ``dmsetup remove_all``/``wipe_table``/``remove --force``); macOS
   ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``partitionDisk``/``apfs
@@ -25,7 +28,9 @@ Rules (the rule id leads the block reason):
   ``open``, ``badblocks`` read-only, ``dd if=/dev/sda of=disk.img``, ``ddrescue`` onto an
   image file, ``mkfs`` of an image file, ``shred`` of a project file, ``zfs destroy`` of a
   snapshot).  ``/dev/null``, ``/dev/zero``, ``/dev/std*``, ``/dev/tty``, ``/dev/fd/*`` and
-  friends are not devices.
+  friends are not devices, nor are sound, framebuffer, printer and serial character devices
+  (``/dev/dsp``, ``/dev/snd/*``, ``/dev/fb0``, ``/dev/lp0``, ``/dev/ttyUSB0``...); an
+  unknown ``/dev`` name is.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ _READ_ONLY_FLAGS: dict[str, frozenset[str]] = {
     "fdisk": frozenset({"-l", "--list", "-s", "--getsz"}),
     "sfdisk": _set(
         "-l --list -d --dump -s --show-size -J --json -V --verify -g --show-geometry -F "
-        "--list-free -r --reorder"
+        "--list-free -r --reorder -n --no-act"
     ),
     "gdisk": frozenset({"-l"}),
     "sgdisk": _set("-p --print -i --info -v --verify -P --pretend -O --print-mbr -b --backup"),
@@ -65,6 +70,25 @@ _PARTED_WRITES = _set(
 )
 _WIPEFS_WRITES = re.compile(r"^(?:--all|--offset(?:=.*)?|-[a-zA-Z]*[ao][a-zA-Z0-9]*)$")
 _WIPEFS_DRY = frozenset({"-n", "--no-act", "-na", "-an"})
+_MKFS_DRY: dict[str, frozenset[str]] = {
+    # The dry-run flag differs per file system, and the same letter means something else
+    # elsewhere (mkfs.vfat -n LABEL, mkfs.btrfs -n NODESIZE, mkfs.xfs -n naming options):
+    # only the manual's "do not actually create" flag of each counts.
+    **dict.fromkeys(("ext2", "ext3", "ext4", "mke2fs"), frozenset({"-n"})),
+    **dict.fromkeys(("ntfs", "mkntfs"), frozenset({"-n", "--no-action"})),
+    "xfs": frozenset({"-N"}),
+}
+
+
+def _mkfs_dry_run(inv: _Invocation) -> bool:
+    """``mkfs.ext4 -n``, ``mke2fs -n``, ``mkfs -t ext4 -n``, ``mkntfs --no-action``,
+    ``mkfs.xfs -N``: the formatter only prints what it would do."""
+    kind = inv.shown.lower().removeprefix("mkfs.")
+    texts = [w.text for w in inv.args]
+    if "-t" in texts[:-1]:
+        kind = texts[texts.index("-t") + 1]
+    dry = _MKFS_DRY.get(kind, frozenset())
+    return any(t in dry for t in texts)
 
 
 def _device_operands(inv: _Invocation, run: _Run) -> list[tuple[Word, str]]:
@@ -117,6 +141,8 @@ def _judge_targets(
 
 
 def _rule_mkfs(inv: _Invocation, run: _Run) -> Finding | None:
+    if _mkfs_dry_run(inv):
+        return None
     for word, path in _device_operands(inv, run):
         return _wipes(inv, word, path, "formats")
     if inv.args and not inv.args[-1].text.startswith("-"):
@@ -139,8 +165,9 @@ def _rule_partitioner(inv: _Invocation, run: _Run) -> Finding | None:
         if not any(_WIPEFS_WRITES.match(t) for t in texts) or texts & _WIPEFS_DRY:
             return None
     elif inv.name == "sgdisk":  # every option is an action: all must only read
+        # --backup=FILE writes FILE and only reads the disk
         if texts & {"-P", "--pretend"} or all(
-            t in _READ_ONLY_FLAGS["sgdisk"] for t in texts if t.startswith("-")
+            t.split("=", 1)[0] in _READ_ONLY_FLAGS["sgdisk"] for t in texts if t.startswith("-")
         ):
             return None
     elif not texts.isdisjoint(_READ_ONLY_FLAGS.get(inv.name, frozenset())):
@@ -361,6 +388,20 @@ def _rule_volume_remove(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
+_LVM_FORCE = re.compile(r"^(?:-f+|-[a-zA-Z]*f[a-zA-Z]*|--force|-y|--yes)$")
+
+
+def _rule_lvm_create(inv: _Invocation, run: _Run) -> Finding | None:
+    """``pvcreate -ff DEV``, ``vgcreate -f VG DEV``: initialise a device for LVM without
+    the check that refuses (or asks) when it holds a file system or another volume.
+    Unforced, both stop before destroying data, so they are allowed; ``lvcreate`` only
+    allocates free extents and is not judged."""
+    if not any(_LVM_FORCE.match(w.text) for w in inv.args):
+        return None
+    operands = [w for w in inv.args if not w.text.startswith("-")]
+    return _judge_targets(inv, run, operands, "forces LVM metadata over")
+
+
 def _rule_zpool(inv: _Invocation, run: _Run) -> Finding | None:
     if not inv.args:
         return None
@@ -370,6 +411,8 @@ def _rule_zpool(inv: _Invocation, run: _Run) -> Finding | None:
         shown = _show(target.text) if target is not None else "a pool"
         return Finding("disk", action, f"{inv.shown} {action} wipes {shown!r}")
     if action == "create":
+        if any(w.text == "-n" for w in inv.args[1:]):
+            return None  # dry run: prints the layout it would create
         return _judge_targets(
             inv, run, [w for w in inv.args[1:] if w.text.startswith("/dev/")], "formats"
         )
@@ -476,6 +519,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "flashrom": (_rule_flashrom,),
     "mdadm": (_rule_mdadm,),
     **dict.fromkeys(("lvremove", "vgremove", "pvremove"), (_rule_volume_remove,)),
+    **dict.fromkeys(("pvcreate", "vgcreate"), (_rule_lvm_create,)),
     "zpool": (_rule_zpool,),
     "zfs": (_rule_zfs,),
     "dmsetup": (_rule_dmsetup,),

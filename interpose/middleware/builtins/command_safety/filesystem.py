@@ -7,7 +7,7 @@ Rules (the rule id leads the block reason):
   (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
   A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
-  "$X"``, ``find "$(cmd)" -delete``, a loop value past the 16th) is refused *as unknown*
+  "$X"``, ``find "$(cmd)" -delete``, a loop over unknown values) is refused *as unknown*
   unless a known prefix or a literal directory name bounds it (``./build/$X``,
   ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
   (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).
@@ -18,9 +18,9 @@ Rules (the rule id leads the block reason):
   is refused (conservatively); ``-name``/``-path``/``-empty``/``-size``/``-newer``
   filters narrow it.
 - ``system-files``: any write (redirection, ``tee``, ``cp``/``mv``/``install``/``ln``
-  into, ``sed -i``, ``perl -i``, ``dd of=``, ``truncate``, ``curl -o``, an editor such as
-  ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``, ``/etc/shadow``,
-  ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
+  into, ``sed -i``, ``perl -i``, ``gawk -i inplace``, ``dd of=``, ``truncate``, ``curl -o``,
+  an editor such as ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``,
+  ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
 - ``persistence``: the same writes to a file that runs later or decides who may log in
   (:data:`.model._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
   ``~/.bashrc.d/*``, ``~/.zshenv``, ``~/.profile``, fish ``config.fish``...), desktop
@@ -32,8 +32,10 @@ Rules (the rule id leads the block reason):
   udev rules, ``apt.conf.d``, ``limits.conf``);
   an archive or tree unpacked where such files live (``tar -x -C ~``, ``tar -C /etc -x``,
   ``unzip -d ~/.ssh``, ``rsync x ~/.ssh/``, ``cp -r dotfiles/. ~``, ``patch -d /etc``).
-  A cron table installed with ``crontab FILE``/``crontab -``/``crontab -e`` is refused
-  whatever its jobs (they run later, unseen); :mod:`.remote_exec` names a dangerous job.
+  A cron table installed with ``crontab`` is judged by its jobs where they are visible
+  (:mod:`.remote_exec`: ``echo '* * * * * rm -rf ~' | crontab -`` is refused for
+  ``rm -rf ~``); a local file (``crontab jobs.txt``) or an interactive edit
+  (``crontab -e``) is allowed, as ``cat x.sh | bash`` is: local text is a reviewer's to read.
   Reading these files is judged by ``sensitive-read`` as the file-tool guard judges it
   (shell profiles are refused, ``~/.ssh/config`` and ``authorized_keys`` may be read);
   ``source ~/.bashrc`` is allowed.  Writes into a project (``>> ./notes.md``,
@@ -76,6 +78,7 @@ from .operands import (
     _UNZIP,
     _WGET,
     Extract,
+    _awk_in_place,
     _copy_targets,
     _download_into,
     _editor,
@@ -159,6 +162,7 @@ _WRITERS: dict[str, Extract] = {
     "dd": _keyed("of"),
     "sed": _in_place(_SED, ("--expression", "--file"), "-i"),
     "perl": _in_place(_PERL, ("-e", "-E"), "-i"),
+    "awk": _awk_in_place,
     "truncate": _operands(_TRUNCATE),
     "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
     "sponge": _operands(_SPONGE),
@@ -325,31 +329,12 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-_CRONTAB = _opts("uc", "help version")
-_CRONTAB_NO_INSTALL = frozenset({"-l", "-r", "-i", "-T", "-V", "--help", "--version", "-n"})
-
-
-def _rule_crontab(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _CRONTAB)
-    if parsed.has(*_CRONTAB_NO_INSTALL):
-        return None
-    source = parsed.operands[0].text if parsed.operands else "-" if not parsed.has("-e") else ""
-    what = "an edited table" if parsed.has("-e") else f"the table {_show(source)!r}"
-    return Finding(
-        "persistence",
-        source or "-e",
-        f"crontab installs {what} as the cron table: its jobs run later, outside the "
-        f"command judged here",
-    )
-
-
 RULES: dict[str, tuple[Rule, ...]] = {
     "rm": (_rule_rm,),
     # secure deleters take rm's options and leave nothing to recover
     **dict.fromkeys(("srm", "wipe"), (_rule_rm,)),
     "mv": (_rule_mv,),
     "find": (_rule_find,),
-    "crontab": (_rule_crontab,),
     **dict.fromkeys(
         ("tar", "bsdtar", "gtar", "unzip", "7z", "rsync", "cp", "patch"), (_rule_unpack,)
     ),

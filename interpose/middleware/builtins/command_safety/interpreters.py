@@ -1,6 +1,11 @@
 """Library calls in interpreter programs (``python -c``, ``perl -e``, ``node -e``,
-``ruby -e``, ``php -r``, and programs fed on stdin or by a here-document) that delete
-files or run a command given as a list of arguments.
+``bun -e``, ``deno eval``, ``ruby -e``, ``php -r``, and programs fed on stdin or by a
+here-document) that delete or write files or run a command given as a list of arguments.
+
+Path expressions the guard can compute are made literals first (:func:`_computed`: the
+home directory joined to a literal, the working directory); ``os.walk(ROOT)`` in a
+program that deletes is a recursive delete of ROOT; ``open(P, 'w')``,
+``fs.writeFileSync(P)``, ``Deno.writeTextFile(P)`` are writes judged as the shell's.
 
 Used by :mod:`.remote_exec`'s one-liner judgement.  The common calls are judged when
 their path argument is a literal string or the home directory spelled the usual ways
@@ -43,8 +48,10 @@ _PATHLIB = re.compile(
 )
 _LITERAL = re.compile(r"""^\s*[rbuf]{0,2}(['"`])((?:(?!\1)[^\\]|\\.)*)\1\s*$""")
 _HOME_EXPR = re.compile(
-    r"Path\.home\(\)|os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|\bhomedir\(\)|Dir\.home"
-    r"|(?:os\.environ|ENV|\$ENV|process\.env|getenv|os\.getenv)\s*[\[{(.]\s*['\"]?HOME\b"
+    r"Path\.home\(\)|os\.path\.expanduser\(\s*['\"]~['\"]\s*\)"
+    r"|(?:require\(\s*['\"](?:node:)?os['\"]\s*\)\s*\.\s*|\bos\.)?\bhomedir\(\)|Dir\.home"
+    r"|(?:os\.environ|ENV|\$ENV|process\.env|getenv|os\.getenv|Deno\.env\.get)"
+    r"\s*[\[{(.]\s*['\"]?HOME\b['\"]?\s*[\])}]?"
     r"|File\.expand_path\(\s*['\"]~['\"]\s*\)|\$_SERVER\[\s*['\"]HOME['\"]\s*\]"
 )
 _EXPANDUSER = re.compile(r"""^\s*(?:os\.path\.expanduser|File\.expand_path)\s*\(\s*(.*)\)\s*$""")
@@ -54,6 +61,54 @@ _ARGV_CALL = re.compile(
     r"|os\.spawn[lv]p?e?|system|exec|spawnSync|spawn|execFileSync|execFile|Open3\.\w+)"
     r"\s*\(\s*(\[?(?:[^()]|\([^()]*\))*)\)"
 )
+
+
+_CWD_EXPR = re.compile(r"\b(?:os\.getcwd|process\.cwd|Deno\.cwd)\(\s*\)|\bDir\.pwd\b")
+_PATH_PART = r"""\s*(['"])([^'"\\\n]*)\1"""
+_HOME_PLUS = re.compile(r"(?:" + _HOME_EXPR.pattern + r")\s*\+" + _PATH_PART)
+_HOME_DIV = re.compile(r"Path\.home\(\)((?:\s*/\s*(['\"])[^'\"\\\n]*\2)+)")
+_HOME_JOIN = re.compile(
+    r"os\.path\.join\(\s*(?:" + _HOME_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
+)
+_CWD_PLUS = re.compile(r"(?:" + _CWD_EXPR.pattern + r")\s*\+" + _PATH_PART)
+_CWD_JOIN = re.compile(
+    r"os\.path\.join\(\s*(?:" + _CWD_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
+)
+_PARTS = re.compile(r"""(['"])([^'"\\\n]*)\1""")
+_WALK = re.compile(r"\bos\.walk\(\s*" + r"((?:[^,()]|\([^()]*\))*)")
+_WALK_DELETE = re.compile(r"\bos\.(?:remove|unlink|rmdir)\s*\(|\bshutil\.rmtree\s*\(")
+_WRITE_CALL = re.compile(
+    r"\b(?:(?:fs\.)?(?:writeFileSync|appendFileSync|promises\.writeFile|promises\.appendFile)"
+    r"|fs\.(?:writeFile|appendFile)|Deno\.(?:writeTextFile|writeFile)(?:Sync)?)"
+    r"\s*\(\s*((?:[^,()]|\([^()]*\))*)"
+)
+_OPEN_WRITE = re.compile(
+    r"\b(?:open|io\.open)\(\s*((?:[^,()]|\([^()]*\))*),\s*(?:mode\s*=\s*)?['\"]([rwabxt+]*)['\"]"
+)
+
+
+def _computed(code: str) -> str:
+    """``code`` with the path expressions the guard can compute turned into literals:
+    the home directory joined to a literal (``os.environ['HOME'] + '/.netrc'``,
+    ``Path.home() / '.aws' / 'credentials'``, ``os.path.join(os.path.expanduser('~'),
+    '.ssh')``, ``require('os').homedir() + '/.bashrc'``) and the working directory
+    (``os.getcwd()``, ``process.cwd()``)."""
+
+    def joined(parts: str, root: str = "~") -> str:
+        names = [m.group(2).strip("/") for m in _PARTS.finditer(parts)]
+        return f"'{root}/" + "/".join(n for n in names if n) + "'"
+
+    # substring tests first: most programs name neither, and a regex pass over a long
+    # program is what the 64 KB benchmark pays for
+    if "HOME" in code or "home" in code or "expanduser" in code:
+        code = _HOME_PLUS.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
+        code = _HOME_DIV.sub(lambda m: joined(m.group(1)), code)
+        code = _HOME_JOIN.sub(lambda m: joined(m.group(1)), code)
+    if "cwd" in code or "pwd" in code:
+        code = _CWD_PLUS.sub(lambda m: "'." + m.group(m.lastindex or 0) + "'", code)
+        code = _CWD_JOIN.sub(lambda m: joined(m.group(1), "."), code)
+        code = _CWD_EXPR.sub("'.'", code)
+    return code
 
 
 def _evaluate(arg: str) -> str | None:
@@ -81,7 +136,9 @@ def _names_critical(code: str) -> str | None:
 
 
 def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
-    """Judge the delete calls and argument-list commands in ``code`` (see module doc)."""
+    """Judge the delete calls, writes and argument-list commands in ``code`` (see module
+    doc)."""
+    code = _computed(code)
     for m in _CALL.finditer(code):
         found = _judge_delete(inv, run, code, m.group(1), m.group(2) or m.group(3) or "")
         if found is not None:
@@ -90,6 +147,20 @@ def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
         found = _judge_delete(inv, run, code, f"Path(...).{m.group(2)}", m.group(1))
         if found is not None:
             return found
+    if "os.walk" in code and _WALK_DELETE.search(code):  # os.walk(ROOT) + os.remove
+        for m in _WALK.finditer(code):
+            found = _judge_delete(inv, run, code, "os.walk+os.remove", m.group(1), recursive=True)
+            if found is not None:
+                return found
+    for m in _WRITE_CALL.finditer(code) if "File" in code else ():
+        found = _judge_written(inv, run, m.group(1))
+        if found is not None:
+            return found
+    for m in _OPEN_WRITE.finditer(code) if "open" in code else ():
+        if any(c in m.group(2) for c in "wax+"):
+            found = _judge_written(inv, run, m.group(1))
+            if found is not None:
+                return found
     for m in _ARGV_CALL.finditer(code):
         words = [Word(q.group(2), quoted=True) for q in _QUOTED.finditer(m.group(1))]
         if len(words) > 1:
@@ -99,11 +170,29 @@ def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
     return None
 
 
+def _judge_written(inv: _Invocation, run: _Run, arg: str) -> Finding | None:
+    """A file the program writes (``open(P, 'wb')``, ``fs.appendFileSync(P, ...)``),
+    judged as a shell write: devices, system files, persistence."""
+    path = _evaluate(arg)
+    if path is None:
+        return None
+    word = Word(path, quoted=True, tilde=path.startswith("~"))
+    return _judge_write(run, word, f"{inv.shown} program")
+
+
 def _judge_delete(
-    inv: _Invocation, run: _Run, code: str, function: str, arg: str
+    inv: _Invocation,
+    run: _Run,
+    code: str,
+    function: str,
+    arg: str,
+    *,
+    recursive: bool = False,
 ) -> Finding | None:
-    recursive = _CALL_RECURSIVE.match(function) is not None or (
-        function.endswith("rmdir") and "recursive" in code
+    recursive = (
+        recursive
+        or _CALL_RECURSIVE.match(function) is not None
+        or (function.endswith("rmdir") and "recursive" in code)
     )
     call = f"{function}({arg.strip()[:40]})"
     path = _evaluate(arg)

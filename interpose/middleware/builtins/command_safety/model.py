@@ -25,7 +25,6 @@ HOME = "/home/user"
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
 _MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
-_MAX_FANOUT = 16  # values tried for a loop, xargs -I, find -exec; past it: one unknown value
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +232,19 @@ class _Wrapper:
     arity: Mapping[str, int] = field(default_factory=dict)  # bwrap: --bind SRC DEST
     after: frozenset[str] = frozenset()  # the command follows one of these only (gdb --args)
     subcommands: frozenset[str] = frozenset()  # only these run a command (poetry run)
+    # a lone command word with blanks in it is a shell string (``xterm -e 'make test'``,
+    # ``entr -s 'make && ./t'``, ``watchexec 'npm start'``): judged as ``sh -c`` text
+    shell_string: bool = False
+
+
+_TERMINAL = _Wrapper(after=frozenset({"-e"}), shell_string=True)
+"""Terminal emulators: ``xterm -e CMD ARGS`` (options before ``-e`` are skipped whatever
+they take: ``-hold``, ``-T title``, ``-geometry 80x24``)."""
+_TERMINAL_X = _Wrapper(
+    after=frozenset({"-e", "-x", "--execute", "--command", "--"}), shell_string=True
+)
+"""Terminals with ``-x``/``--execute`` (the rest) and ``-e``/``--command`` (one string):
+``gnome-terminal -- CMD``, ``xfce4-terminal -x CMD``, ``terminator -e 'CMD'``."""
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -396,6 +408,41 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "gosu": _Wrapper(leading=1),
     "su-exec": _Wrapper(leading=1),
     "chpst": _Wrapper(_opts("ugUbenlmdofcpv")),
+    # terminal emulators and file watchers run the command they are given
+    **dict.fromkeys(
+        ("xterm", "uxterm", "urxvt", "rxvt", "konsole", "x-terminal-emulator", "st", "tilix"),
+        _TERMINAL,
+    ),
+    "alacritty": _Wrapper(after=frozenset({"-e", "--command"}), shell_string=True),
+    **dict.fromkeys(
+        ("gnome-terminal", "mate-terminal", "xfce4-terminal", "terminator", "lxterminal"),
+        _TERMINAL_X,
+    ),
+    "kitty": _Wrapper(  # kitty [options] [program [args]]
+        _opts(
+            "Tcodw",
+            "hold single-instance detach debug-rendering debug-input debug-keyboard",
+            "title config override directory class name session instance-group listen-on "
+            "start-as watcher position logo os-window-tag",
+            {"T": "title", "c": "config", "o": "override", "d": "directory", "w": "watcher"},
+        ),
+        shell_string=True,
+    ),
+    "foot": _Wrapper(_opts("ctTaLwWsoDl", "hold server login-shell", "config term title app-id")),
+    "entr": _Wrapper(_opts(), shell_string=True),  # entr [-acdnprsz] utility [args]
+    "watchexec": _Wrapper(
+        _opts(
+            "wefidsEWo",
+            "restart clear notify postpone quiet verbose no-vcs-ignore no-project-ignore "
+            "no-global-ignore no-default-ignore no-meta no-shell",
+            "watch exts filter ignore debounce signal shell env watch-non-recursive "
+            "stop-signal stop-timeout delay-run on-busy-update project-origin workdir "
+            "filter-file ignore-file fs-events emit-events-to",
+            {"w": "watch", "e": "exts", "f": "filter", "i": "ignore", "d": "debounce"},
+        ),
+        shell_string=True,
+    ),
+    "reflex": _Wrapper(after=frozenset({"--"}), shell_string=True),
     # tools whose subcommand runs a command in an environment (poetry run, conda run...)
     **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
     "pdm": _Wrapper(_opts("p", long_arg="project"), subcommands=frozenset({"run"})),
@@ -505,7 +552,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 rest = _skip_options(args, wrapper)
                 if not rest:
                     break
-                words = rest
+                words = _shell_string(rest) if wrapper.shell_string else rest
                 layers.append(words)
                 continue
             parsed = _parse_opts(args, wrapper.opts, stop_at_operand=True)
@@ -525,6 +572,8 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 rest = _split_words(split.text) + rest
             if not rest and parsed.has(*_SHELL_FLAGS.get(name, ())):
                 rest = [Word("sh")]
+            if wrapper.shell_string:
+                rest = _shell_string(rest)
         if not rest:
             break
         words = rest
@@ -532,6 +581,14 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
     found.name = _canon(words[0].text)
     found.args = list(words[1:])
     return found
+
+
+def _shell_string(words: list[Word]) -> list[Word]:
+    """``['make test']`` -> ``sh -c 'make test'``: one command word with blanks in it is
+    run by a shell (or would fail as a file name, so judging it as one costs nothing)."""
+    if len(words) == 1 and any(c in words[0].text for c in " \t\n;|&"):
+        return [Word("sh"), Word("-c"), words[0]]
+    return words
 
 
 def _skip_options(args: list[Word], wrapper: _Wrapper) -> list[Word]:
@@ -577,6 +634,15 @@ _SAFE_DEVICES = _set(
 )
 _SAFE_DEVICE_DIRS = ("/dev/fd/", "/dev/pts/", "/dev/shm/", "/dev/mqueue/")
 _NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+_CHAR_DEVICES = re.compile(
+    r"^/dev/(?:dsp\d*|audio\d*|snd/[^/]+|fb\d+|lp\d+|usb/lp\d+"
+    r"|tty(?:S|USB|ACM|AMA)\d+)$"
+)
+"""Character devices that hold no filesystem -- sound, framebuffer, printer and serial
+ports: writing one (``dd if=beep.raw of=/dev/dsp``, flashing a board over
+``/dev/ttyUSB0``) destroys no data.  Block devices (``sd*``, ``nvme*``, ``mmcblk*``,
+``loop*``, ``dm-*``, ``mapper/*``, ``disk/by-*``, ``mtd*``...) and every name not listed
+here stay devices: an unknown ``/dev`` name is refused rather than guessed harmless."""
 _SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
@@ -699,6 +765,7 @@ def _is_device(path: str) -> bool:
         and path not in _SAFE_DEVICES
         and not path.startswith(_SAFE_DEVICE_DIRS)
         and not path.startswith(_NET_DEVICES)
+        and _CHAR_DEVICES.match(path) is None
     )
 
 
@@ -777,14 +844,14 @@ class _FindPlan:
     unfiltered: bool = False  # candidates are the bare roots: every entry below them matches
 
     def entries(self) -> list[Word]:
-        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry); past
-        :data:`_MAX_FANOUT` candidates, one value the guard does not know."""
-        words = self.candidates[: _MAX_FANOUT + 1]
+        """What ``{}`` stands for: ``root/*`` for an unfiltered walk (every entry), each
+        candidate otherwise -- all of them: the callers charge each judgement to the
+        analysis budget."""
         if self.unfiltered:
-            words = [Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in words]
-        if len(words) > _MAX_FANOUT:
-            words[_MAX_FANOUT] = Word(SUBST, quoted=True)
-        return words
+            return [
+                Word(w.text.rstrip("/") + "/*", tilde=w.tilde, glob=True) for w in self.candidates
+            ]
+        return list(self.candidates)
 
 
 def _find_plan(args: Sequence[Word]) -> _FindPlan:
@@ -863,6 +930,9 @@ _INTERPRETERS: dict[str, _Interpreter] = {
         long_arg=frozenset({"require", "import", "loader", "input-type", "conditions"}),
     ),
     "php": _Interpreter("rBRE", short_arg="cdfz", backticks=True),
+    "bun": _Interpreter(
+        "ep", short_arg="r", long_inline=frozenset({"eval", "print"}), long_arg=frozenset({"cwd"})
+    ),
     "lua": _Interpreter("e", short_arg="l"),
     "rscript": _Interpreter("e"),
     "julia": _Interpreter("e", short_arg="JCOLp", backticks=True),
@@ -953,6 +1023,11 @@ def _exec_info(inv: _Invocation) -> _Exec | None:
     spec = _INTERPRETERS.get(inv.name)
     if spec is not None:
         return _interpreter_exec(spec, inv.args)
+    if inv.name == "deno" and inv.args and inv.args[0].text == "eval":  # deno eval CODE
+        code = next((w for w in inv.args[1:] if not w.text.startswith("-")), None)
+        if code is None:
+            return None
+        return _Exec("interpreter", (code,), code.text, False)
     if inv.name == "eval":
         return _Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
     if inv.name in ("source", "."):

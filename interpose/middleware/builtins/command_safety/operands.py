@@ -89,6 +89,24 @@ def _in_place(spec: _Opts, script_flags: tuple[str, ...], inline_flag: str) -> E
     return extract
 
 
+_AWK_INPLACE = _opts(
+    "fvFiEe",
+    long_arg="file assign field-separator include exec source",
+    alias={"f": "file", "v": "assign", "F": "field-separator", "i": "include", "E": "exec"},
+)
+
+
+def _awk_in_place(inv: _Invocation) -> list[Word]:
+    """Files edited by ``gawk -i inplace PROGRAM FILE...`` (``--include=inplace``,
+    ``-iinplace``): the operands after the program, all of them under ``-f``/``-e``."""
+    parsed = _parse_opts(inv.args, _AWK_INPLACE)
+    included = [w.text for flag, w in parsed.values if flag == "--include"]
+    if not any(t.removesuffix(".awk") == "inplace" for t in included):
+        return []
+    given = parsed.has("--file", "--source", "--exec")
+    return parsed.operands if given else parsed.operands[1:]
+
+
 def _pattern_first(spec: _Opts, given: tuple[str, ...], files: tuple[str, ...]) -> Extract:
     """Readers whose first operand is a pattern/program unless one came by option."""
 

@@ -46,18 +46,20 @@ rule that fires is the inner command's (``tmux new -d 'rm -rf /'`` is ``fs-destr
 ``watch``, ``flock``, ``script -c``, ``tmux`` (``-c``, ``new-session``, ``new-window``,
 ``split-window``, ``respawn-*``, ``run-shell``, ``display-popup``, ``if-shell``, and the
 keys of ``send-keys`` as typed text), ``screen`` (its command, ``-X stuff``, ``-X
-exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; past 16, an unknown
-value), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
+exec``), ``parallel`` (each ``:::`` value in ``{}``, or appended; every value, within the
+analysis budget), ``at``/``batch`` and ``crontab`` (the job text on stdin; crontab lines lose their
 schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command``/
 ``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
 ``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
-``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``git -c`` settings
+``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``nodemon
+--exec``, ``expect -c`` (each ``spawn``ed command), ``git -c`` settings
 whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
 set on the command or earlier in the line), and ``>(sh)`` process substitutions a
-command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``).  ``sh -c SCRIPT NAME
-ARGS`` gives the script its positional parameters.
+command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
+into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
+``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.
 """
 
 from __future__ import annotations
@@ -71,7 +73,6 @@ from .interpreters import library_calls
 from .model import (
     _DOWNLOADERS,
     _INTERPRETERS,
-    _MAX_FANOUT,
     _MAX_READINGS,
     _WHOLE_EXPANSION,
     Finding,
@@ -452,6 +453,38 @@ def _rule_script(inv: _Invocation, run: _Run) -> Finding | None:
     return None if script is None else run.nested(script.text, "script -c command")
 
 
+def _rule_nodemon(inv: _Invocation, run: _Run) -> Finding | None:
+    """``nodemon --exec 'CMD' app.js``: the watcher runs CMD through a shell."""
+    args = [w.text for w in inv.args]
+    for k, t in enumerate(args):
+        if t in ("--exec", "-x") and k + 1 < len(args):
+            command = args[k + 1]
+        elif t.startswith("--exec="):
+            command = t.partition("=")[2]
+        else:
+            continue
+        found = run.nested(command, "nodemon --exec command")
+        if found is not None:
+            return found
+    return None
+
+
+_EXPECT_SPAWN = re.compile(r"(?:^|[;\n\[{])\s*spawn\s+((?:-\S+\s+)*)([^;\n\]}]+)")
+
+
+def _rule_expect(inv: _Invocation, run: _Run) -> Finding | None:
+    """``expect -c 'spawn CMD ARGS; ...'``: each spawned command runs (its Tcl words are
+    read with shell quoting, close enough for the commands an agent spawns)."""
+    args = [w.text for w in inv.args]
+    scripts = [args[k + 1] for k, t in enumerate(args[:-1]) if t == "-c"]
+    for script in scripts:
+        for m in _EXPECT_SPAWN.finditer(script):
+            found = run.nested(m.group(2), "expect spawn command")
+            if found is not None:
+                return found
+    return None
+
+
 # -- network ------------------------------------------------------------------------------------
 
 _NC_ARG = "psSwiqxXIOTVMmgG"
@@ -757,10 +790,8 @@ def _rule_parallel(inv: _Invocation, run: _Run) -> Finding | None:
     values = [w.text for w in words[k + 1 :] if w.text not in _PARALLEL_SEPARATORS]
     if not command:
         return None
-    listed: list[str | None] = list(values[:_MAX_FANOUT]) or [None]
-    if len(values) > _MAX_FANOUT:
-        listed.append(None)
-    for value in listed:
+    listed: list[str | None] = list(values) or [None]
+    for value in listed:  # every value: each nested analysis is charged to the budget
         shown = value if value is not None else "$PARALLEL_VALUE"
         text = _PARALLEL_SLOT.sub(shown.replace("\\", "\\\\"), command)
         if text == command:
@@ -905,6 +936,9 @@ def _rule_process_sinks(inv: _Invocation, run: _Run) -> Finding | None:
     if not inv.redirects and inv.name != "tee":
         return None
     for reader, info in _sink_readers(inv):
+        # a download written into >(sh) is the same as one piped into sh
+        if inv.name in _DOWNLOADERS and not _allowed(run, reader, inv):
+            return _rce(reader, inv.snippet(), "written into it")
         stream = _stream([[_without_sinks(inv)]])
         found = _stream_program(run, reader, info, stream, "written into")
         if found is not None:
@@ -918,7 +952,11 @@ def _pipeline_sinks(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -
         for inv in stages[j]:
             if inv is None or inv.name != "tee":
                 continue
+            upstream = [o for stage in stages[:j] for o in stage if o is not None]
+            download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
             for reader, info in _sink_readers(inv):
+                if download is not None and not _allowed(run, reader, download):
+                    return _rce(reader, download.snippet(), "written into it")
                 stream = _stream([*stages[:j], [_without_sinks(inv)]])
                 found = _stream_program(run, reader, info, stream, "written into")
                 if found is not None:
@@ -963,6 +1001,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "watch": (_rule_watch,),
     "flock": (_rule_flock,),
     "script": (_rule_script,),
+    "nodemon": (_rule_nodemon,),
+    "expect": (_rule_expect,),
 }
 GENERIC: tuple[Rule, ...] = (_rule_code, _rule_command_vars, _rule_process_sinks)
 PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules, _pipeline_sinks)

@@ -29,7 +29,6 @@ from .expansion import PARAM, braces, expand
 from .model import (
     _GLOB_CHARS,
     _MAX_DEPTH,
-    _MAX_FANOUT,
     _NET_DEVICES,
     _SYSTEM_FILES,
     HOME,
@@ -103,7 +102,6 @@ class _Run:
         "made",
         "mounts",
         "outputs",
-        "overflow",
         "paths",
         "table",
         "vars",
@@ -130,7 +128,6 @@ class _Run:
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
-        self.overflow: set[str] | None = None  # names whose values ran past _MAX_FANOUT
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
         self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
@@ -244,9 +241,8 @@ class _Run:
         """Judge ``fn``'s body once per call seen in this script, with the call's
         arguments as ``$1``, ``$@``...; never called here: with unknown arguments."""
         calls: list[list[str] | None] = list((self.calls or {}).get(fn.name, ()))
-        if len(calls) > _MAX_FANOUT:
-            calls[_MAX_FANOUT:] = [None]
         for args in calls or [None]:
+            self.budget.step()
             with self.positional(args):
                 found = self._inner(fn.body)
             if found is not None:
@@ -279,17 +275,15 @@ class _Run:
     def bind(self, name: str, values: Sequence[str | None]) -> None:
         """``name`` takes each of ``values`` in turn (a loop variable, lines ``read``
         reads); None is a value the guard does not know.  Commands that use ``name`` are
-        judged once per value; past :data:`_MAX_FANOUT` values, once more with an
-        unknown value, so a dangerous verb is refused rather than the tail skipped."""
+        judged once per value, every value: a literal list is cheap, and skipping its
+        tail would let a secret or ``/`` hide in place 17.  The budget bounds the work
+        (each judged command is an expansion step), so a list too long to judge is
+        refused as too complex, never cut short."""
         self.budget.step()
         self.vars.pop(name, None)
         if self.choices:
             self.choices.pop(name, None)
         distinct = tuple(dict.fromkeys(values))
-        if len(distinct) > _MAX_FANOUT:
-            distinct = (*distinct[:_MAX_FANOUT], None)
-            self.overflow = self.overflow or set()
-            self.overflow.add(name)
         if len(distinct) == 1:
             if distinct[0] is not None:
                 self.vars[name] = distinct[0]
@@ -369,16 +363,11 @@ class _Run:
     def _fan_out(
         self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None], names: list[str]
     ) -> list[_Invocation]:
-        """One invocation per combination of the values of ``names`` (see :meth:`bind`),
-        at most :data:`_MAX_FANOUT`; then one with all of them unknown."""
+        """One invocation per combination of the values of ``names`` (see :meth:`bind`);
+        each is an expansion step (:meth:`_prepare_one`), so the step budget bounds the
+        product of nested loops."""
         assert self.choices is not None
-        combos = list(
-            itertools.islice(itertools.product(*(self.choices[n] for n in names)), _MAX_FANOUT + 1)
-        )
-        if len(combos) > _MAX_FANOUT:
-            combos[_MAX_FANOUT] = (None,) * len(names)
-            self.overflow = self.overflow or set()
-            self.overflow.update(names)
+        combos = itertools.product(*(self.choices[n] for n in names))
         saved = {n: self.vars.get(n) for n in names}
         out: list[_Invocation] = []
         try:
@@ -436,11 +425,8 @@ class _Run:
             values = [Word(SUBST)]
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
-        fanned = values[: _MAX_FANOUT + 1]
-        if len(fanned) > _MAX_FANOUT:  # past the fan-out: judged as a value not known
-            fanned[_MAX_FANOUT] = Word(SUBST, quoted=True)
-        self.budget.made_words(len(fanned) * (len(inv.args) + 1))
-        return [_xargs_call(inv, marker, value) for value in fanned]
+        self.budget.made_words(len(values) * (len(inv.args) + 1))
+        return [_xargs_call(inv, marker, value) for value in values]
 
     def invocation(self, inv: _Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
@@ -824,10 +810,7 @@ class _Run:
         reach something critical (see :func:`_unknown_risk`)."""
         path = self.path(word)
         if unknown and (why := _unknown_risk(path)) is not None:
-            names = self.overflow and {m.group(1) or m.group(3) for m in PARAM.finditer(path)}
-            if names and names & (self.overflow or set()):
-                why += f": one of more than {_MAX_FANOUT} values, past what the guard follows"
-            elif SUBST in word.text or word.text == SUBST:
+            if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
             return _show(_display(path)), why + "; refused as unknown"
         if word.glob:
@@ -1004,8 +987,7 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
             values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
         elif inv.name == "find":
             values += _find_plan(inv.args).entries()
-    if len(values) > _MAX_FANOUT * 4:  # past what the guard follows: one unknown value
-        values[_MAX_FANOUT * 4 :] = [Word(SUBST, quoted=True)]
+    run.budget.made_words(len(values))  # every value is judged: the budget bounds them
     return values
 
 

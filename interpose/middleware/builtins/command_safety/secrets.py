@@ -129,6 +129,49 @@ def _curl_reads(inv: _Invocation) -> list[Word]:
     return _curl_uploads(inv) + files
 
 
+def _inline_code_at(args: list[Word], letters: str) -> int | None:
+    """Index of the program text after the first short option bundle holding one of
+    ``letters`` (``perl -lne CODE``, ``python3 -c CODE``), or None."""
+    for i, word in enumerate(args):
+        t = word.text
+        if t == "--" or not t.startswith("-") or t.startswith("--"):
+            if t.startswith("--") and t != "--":
+                continue
+            return None
+        if t[-1] in letters:
+            return i + 1 if i + 1 < len(args) else None
+    return None
+
+
+def _perl_reads(inv: _Invocation) -> list[Word]:
+    """``perl -ne CODE FILE...``/``perl -pe``: the loop reads every file operand."""
+    args = list(inv.args)
+    at = _inline_code_at(args, "eE")
+    if at is None:
+        return []
+    bundles = [w.text[1:] for w in args[:at] if w.text.startswith("-") and w.text[1:2] != "-"]
+    if not any("n" in b or "p" in b for b in bundles):
+        return []
+    return [w for w in args[at + 1 :] if not w.text.startswith("-") or w.text == "-"]
+
+
+_ARGV_OPEN = re.compile(
+    r"\b(?:open|Path|read_text|read_bytes|fileinput\.input|io\.open|codecs\.open)\s*\(\s*"
+    r"sys\.argv\[\s*(\d+)\s*\]"
+)
+
+
+def _python_argv_reads(inv: _Invocation) -> list[Word]:
+    """``python3 -c 'open(sys.argv[1])...' FILE``: the program opens its operands."""
+    args = list(inv.args)
+    at = _inline_code_at(args, "c")
+    if at is None:
+        return []
+    params = args[at + 1 :]
+    picked = {int(m.group(1)) for m in _ARGV_OPEN.finditer(args[at].text)}
+    return [params[k - 1] for k in sorted(picked) if 0 < k <= len(params)]
+
+
 _READERS: dict[str, _Reader] = {
     **dict.fromkeys(_PLAIN_READERS, _Reader(_operands(_PLAIN))),
     "grep": _Reader(_pattern_first(_GREP, ("--regexp", "--file"), ("--file",))),
@@ -154,6 +197,8 @@ _READERS: dict[str, _Reader] = {
     # an editor on a shell profile is judged as a write by the persistence rules
     **{name: _Reader(_operands(spec), _PROFILES) for name, spec in _EDITORS.items()},
     "sqlite3": _Reader(_sqlite_database),
+    "perl": _Reader(_perl_reads),
+    "python": _Reader(_python_argv_reads),
     "source": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
     ".": _Reader(lambda inv: inv.args[:1], frozenset({"shell-profile"})),
 }

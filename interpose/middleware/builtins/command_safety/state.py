@@ -7,8 +7,8 @@ Values that vary: a loop variable (``for d in / /etc``), what ``read`` reads fro
 a here-string, a here-document or the loop's redirection (``while read f; do ...; done
 <<< x``; a pipe into ``read`` is followed as zsh runs it, though bash drops the value in
 a subshell), and a function's arguments (``f(){ rm -rf "$1"; }; f /``, one judgement per
-call) are each judged in turn, up to 16 values; past that, or when the input is a file
-or the terminal, the value is unknown, and a dangerous verb with an unknown target is
+call) are each judged in turn, every value, within the analysis budget; when the input
+is a file or the terminal, the value is unknown, and a dangerous verb with an unknown target is
 refused (see :func:`.model._unknown_risk`).
 """
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from ..shell import SUBST, Script, Word
 from .model import (
     _INTERPRETERS,
-    _MAX_FANOUT,
     _MAX_READINGS,
     _WRAPPERS,
     HOME,
@@ -670,10 +669,9 @@ def _lines(stream: _Stream) -> list[Word]:
         for line in reading.decode("utf-8", "replace").split("\n"):
             if line.strip():
                 lines[line.lstrip(" \t")] = None
-    words = [Word(line, quoted=True) for line in list(lines)[: _MAX_FANOUT + 1]]
-    if len(words) > _MAX_FANOUT:  # past the fan-out: a value the guard does not know
-        words[_MAX_FANOUT] = Word(SUBST, quoted=True)
-    return words
+    # Every line: the text is already bounded by the text budget, and the caller charges
+    # the words it makes per line.
+    return [Word(line, quoted=True) for line in lines]
 
 
 def _command_output(data: bytes) -> str:
