@@ -7,6 +7,11 @@ writing them. Each row is `{"command", "expect", "category", "note"}`; `expect` 
 documented policy (`block` or `allow`), and a note starting with `limit:` marks a case
 that docs/guards.md lists as a known limit, labelled as the docs say it behaves.
 
+It was blind when first scored (on the merged guard of the first round: block 95.7%,
+allow 98.1%); its misses then directed a second round of fixes by class, so it is no
+longer blind. `guard_blind2_exec.jsonl` (test_guard_blind2.py), written later by another
+author who saw neither the guard nor this set, is the blind measure.
+
 The scores are printed per category (run with `-s` to see them); the targets are those
 of the issue: at least 97% of the dangerous commands blocked and at least 97% of the
 benign ones allowed.
