@@ -13,6 +13,7 @@ from interpose.middleware.builtins.command_safety import analyze_command
 from interpose.middleware.builtins.security_audit import (
     SecurityAudit,
     match_sensitive,
+    match_sensitive_store,
     normalize_path,
     patch_paths,
     sensitive_reason,
@@ -344,3 +345,38 @@ def test_command_guard_uses_the_same_sensitive_list(path: str) -> None:
 def test_command_guard_shares_the_allow_list(path: str) -> None:
     assert match_sensitive(path) is None
     assert analyze_command(f"cat {path}") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("~/.ssh", "ssh-key"),
+        ("/home/dev/.gnupg/", "keyring"),
+        ("~/.aws", "cloud-credentials"),
+        ("~/.kube", "cloud-credentials"),  # for config, sensitive only there
+        ("~/.docker", "cloud-credentials"),  # for config.json
+        ("~/.config/gcloud", "cloud-credentials"),
+        ("~/.config/gh", "dev-credentials"),
+        ("~/.local/share/keyrings", "keyring"),
+    ],
+)
+def test_store_directories_are_named_by_the_same_rules(path: str, rule: str) -> None:
+    found = match_sensitive_store(path, home="/home/dev")
+    assert found is not None
+    assert found.rule == rule
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "~/.cache",  # credentials.json is sensitive in any directory, not because of this one
+        "~/.npm/_cacache",
+        "~/.aws-sam",
+        "~/project/.ssh-test",
+        "~/.config/nvim",
+        "~/.ssh/known_hosts.old",  # an entry of a store is a file, judged as one
+        "tests/fixtures/.ssh",
+    ],
+)
+def test_look_alikes_and_entries_are_no_store(path: str) -> None:
+    assert match_sensitive_store(path, home="/home/dev") is None

@@ -100,6 +100,7 @@ __all__ = [
     "SensitiveMatch",
     "match_sensitive",
     "match_sensitive_glob",
+    "match_sensitive_store",
     "normalize_path",
     "patch_paths",
     "resolve_path",
@@ -531,6 +532,44 @@ def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveM
         found = _match_normalized(path.rstrip("/") or "/", write=False, home=home)
         if found is not None:
             return found
+    return None
+
+
+_ANY_ENTRY = "\x00entry"
+"""A name no real file has: a directory whose rule matches it covers every entry."""
+_NOWHERE = "/\x00nowhere"
+"""A directory no rule names: a secret name sensitive there is sensitive anywhere."""
+
+
+def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMatch | None:
+    """Return why the directory ``path`` is a credential or key store as a whole, or None.
+
+    A store is a directory whose every entry is sensitive (``~/.ssh``, ``~/.gnupg``,
+    ``~/.aws``, ``~/.config/gcloud``, ``~/.local/share/keyrings``, ``~/.claude/credentials``)
+    or one that holds a well-known secret name sensitive only because it lies there
+    (``~/.kube`` for ``config``, ``~/.docker`` for ``config.json``, ``~/.config`` for
+    ``gcloud``): the same rules :func:`match_sensitive` applies, read for directories.
+    ``~/.cache`` is none (``credentials.json`` is sensitive in any directory), nor is a
+    look-alike such as ``.aws-sam`` or ``.ssh-test``, nor an entry of a store whose every
+    entry is sensitive (``~/.ssh/known_hosts.old``: a file, judged as one).  The command
+    guard refuses deleting a store recursively.
+    """
+    normalized = normalize_path(path, home=home).rstrip("/")
+    parent = normalized.rpartition("/")[0]
+    if not normalized or (
+        parent and _match_exact(f"{parent}/{_ANY_ENTRY}", write=False, home=home)
+    ):
+        return None  # an entry of a store (``~/.ssh/known_hosts.old``) is judged as a file
+    found = _match_exact(f"{normalized}/{_ANY_ENTRY}", write=False, home=home)
+    if found is not None:
+        return found
+    for name in _SENSITIVE_NAMES:
+        inside = _match_exact(f"{normalized}/{name}", write=False, home=home)
+        if (
+            inside is not None
+            and _match_exact(f"{_NOWHERE}/{name}", write=False, home=home) is None
+        ):
+            return inside
     return None
 
 

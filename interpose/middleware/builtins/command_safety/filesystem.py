@@ -4,7 +4,12 @@ Rules (the rule id leads the block reason):
 
 - ``fs-destruction``: recursive ``rm`` of ``/``, a top-level directory, a home directory,
   a system directory or its direct children, the working directory or its parents
-  (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``); broad globs (``/*``, ``~/*``, ``.*``) over
+  (``rm -rf .``, ``rm -rf *``, ``rm -rf ..``), a home directory's credential and key
+  stores (``~/.ssh``, ``~/.gnupg``, ``~/.aws``, ``~/.kube``, ``~/.config/gcloud``...: the
+  directories the file-tool guard's rules hold sensitive as wholes, see
+  :func:`..security_audit.match_sensitive_store`) and ``~/.config``, ``~/.local``,
+  ``~/.local/share`` as wholes (their children, ``~/.cache`` and a single file in a store,
+  ``~/.ssh/known_hosts.old``, may go); broad globs (``/*``, ``~/*``, ``.*``) over
   those; ``find <such root> -delete`` or ``-exec rm -r``; ``mv`` of such a directory.
   A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
   "$X"``, ``find "$(cmd)" -delete``, a loop over unknown values) is refused *as unknown*

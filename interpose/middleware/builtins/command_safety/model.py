@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..security_audit import PERSISTENCE_PATHS
+from ..security_audit import PERSISTENCE_PATHS, match_sensitive_store
 from ..shell import SUBST, Redirect, Script, ShellSyntaxError, Word
 from ..shell import parse as parse_shell
 
@@ -673,16 +673,38 @@ def _critical(path: str) -> str | None:
                 return "root's home directory"
             return "a system directory" if top in _SYSTEM_DIRS else "a top-level directory"
         if len(parts) == 2:
+            if parts[0] == "root" and (store := _home_store(parts)) is not None:
+                return store  # /root/.ssh: say what it is, not where it lies
             if parts[0] in _HOME_ROOTS:
                 return "a home directory"
             if parts[0] in _SYSTEM_DIRS and parts[0] not in _APP_ROOTS:
                 return "a system directory"
-        return None
+        return _home_store(parts)
     if path == ".":
         return "the working directory"
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
     return None
+
+
+_HOME_WHOLES = frozenset({(".config",), (".local",), (".local", "share")})
+"""Home directories whose children many programs keep their settings and data in: each
+child may go (``~/.config/nvim``), the whole may not."""
+
+
+def _home_store(parts: Sequence[str]) -> str | None:
+    """Describe a home directory's credential or key store, or its settings as a whole
+    (``parts``: a lowercase absolute path split at ``/``)."""
+    if parts[0] in _HOME_ROOTS and len(parts) > 2:
+        rest = [p for p in parts[2:] if p]
+    elif parts[0] == "root" and len(parts) > 1:
+        rest = [p for p in parts[1:] if p]
+    else:
+        return None
+    if tuple(rest) in _HOME_WHOLES:
+        return "a home directory holding every program's settings or data"
+    found = match_sensitive_store(HOME + "/" + "/".join(rest), home=HOME)
+    return None if found is None else f"a credential or key store ({found.description})"
 
 
 def _keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
