@@ -287,6 +287,15 @@ EXPECTED: dict[str, list[str]] = {
         'result: blocked (decided by no-force-push) {"status": "blocked", "tool": "exec", '
         '"reason": "force-pushing is not allowed"}',
     ],
+    "openai_agents_agent.py": [
+        "  final output: Listed. I may not clear your home. The password is [redacted].",
+        "  final output: [turn aborted: deploys are for humans]",
+        "  c2: exec blocked by builtin:command-safety-guard",
+        "  c3: exec aborted by no-deploys",
+        "  turn_aborted coder deploys are for humans",
+        "commands the tool saw: ['ls --color=never']",
+        "scripted answers never asked for: 1",
+    ],
     "process_hook.py": [
         "review_gate is up: it calls itself 'review_gate'",
         "git status        -> ok: ran 'git status' (timeout 30s)",

@@ -631,3 +631,26 @@ async def test_one_trace_shows_the_run_its_model_calls_and_its_tools() -> None:
     assert tools["c2"]["interpose.tool.status"] == "blocked"
     assert tools["c2"]["interpose.decided_by"] == "builtin:command-safety-guard"
     assert "interpose.tool.status" not in tools["c1"]  # an ok call records nothing more
+
+
+async def test_streamed_runs_hold_the_answer_back_until_llm_after(pipe: Pipeline) -> None:
+    shell = Shell()
+
+    @pipe.intercept("llm.after")
+    def redact(inp: LLMAfterInput, out: LLMAfterOutput) -> None:
+        out.response.content = out.response.content.replace("secret", "[redacted]")
+
+    model = ScriptedModel([calls("ls"), [assistant_message("the secret is 42")]])
+    agent = interpose_agent(make_agent(model, shell.tool()), pipe)
+    streamed = Runner.run_streamed(agent, "go", run_config=NO_SDK_TRACING)
+    raw: list[str] = []
+    async for event in streamed.stream_events():
+        if event.type == "raw_response_event":
+            raw.append(event.data.type)
+    assert streamed.final_output == "the [redacted] is 42"
+    assert shell.commands == ["ls"]
+    # the unchanged first answer streams as it came; the rewritten one as its final event
+    first = raw[: raw.index("response.completed") + 1]
+    assert first[0] == "response.created"
+    assert "response.function_call_arguments.delta" in first
+    assert raw[len(first) :] == ["response.completed"]
