@@ -19,6 +19,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_bus",
         "bench_guards",
         "bench_mcp_proxy",
+        "bench_openai_agents",
         "bench_process_hook",
         "bench_tool_call",
         "bench_tracing",

@@ -171,3 +171,16 @@ def test_the_errors_page_lists_every_exception_with_its_bases() -> None:
         return found
 
     assert public_subclasses(interpose.InterposeError) == set(listed)
+
+
+def test_the_openai_agents_adapter_surface_is_pinned() -> None:
+    from interpose.adapters import openai_agents
+
+    assert openai_agents.__all__ == [
+        "InterposeModel",
+        "InterposeModelProvider",
+        "InterposeRunner",
+        "interpose_agent",
+    ]
+    for name in openai_agents.__all__:
+        assert getattr(openai_agents, name).__module__ == openai_agents.__name__

@@ -436,6 +436,9 @@ class InterposeModelProvider(ModelProvider):
         await self.inner.aclose()
 
 
+_SETTINGS = tuple(f.name for f in dataclasses.fields(ModelSettings))
+
+
 class _ModelCall:
     """One model call: the SDK's arguments, the ``LLMRequest`` made of them, what the
     model answered, and the conversions both ways."""
@@ -470,10 +473,11 @@ class _ModelCall:
             if isinstance(input, str)
             else [cast(dict[str, Any], item) for item in input]
         )
+        # the settings that are set, as they are (a Reasoning stays a Reasoning)
         self.settings_dict = {
             key: value
-            for key, value in settings.to_json_dict().items()
-            if value is not None and key != "extra_headers"
+            for key in _SETTINGS
+            if (value := getattr(settings, key)) is not None and key != "extra_headers"
         }
         self.original: ModelResponse | None = None
         self.original_llm: LLMResponse | None = None
@@ -517,13 +521,12 @@ class _ModelCall:
         headers = {str(k): str(v) for k, v in (self.settings.extra_headers or {}).items()}
         if request.params == self.settings_dict and request.headers == headers:
             return self.settings
-        fields = {f.name for f in dataclasses.fields(ModelSettings)}
         changes: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, value in request.params.items():
             if self.settings_dict.get(key, None) == value and key in self.settings_dict:
                 continue
-            if key in fields:
+            if key in _SETTINGS:
                 changes[key] = value
             else:
                 extra[key] = value
