@@ -64,6 +64,7 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 from ..errors import AbortTurn, HardAbort
 from ..pipeline.payloads import LLMRequest, LLMResponse, ToolCall, ToolResult
 from ..pipeline.pipeline import Pipeline
+from ..pipeline.tools import normalize_tool_name
 from ..pipeline.turn import Turn
 
 __all__ = [
@@ -246,7 +247,7 @@ def _parse_args(args_json: str) -> dict[str, Any]:
 
 
 def _aborted_result(name: str, reason: str) -> ToolResult:
-    output = {"status": "aborted", "tool": name, "reason": reason}
+    output = {"status": "aborted", "tool": normalize_tool_name(name), "reason": reason}
     return ToolResult(output=output, is_error=True, status="aborted")
 
 

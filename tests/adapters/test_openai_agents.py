@@ -20,6 +20,7 @@ from agents import (
     RunResult,
     WebSearchTool,
     function_tool,
+    handoff,
     set_tracing_disabled,
 )
 from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
@@ -425,7 +426,11 @@ async def test_abort_turn_among_parallel_calls(pipe: Pipeline) -> None:
     }
     assert outputs["c1"] == "ran ls"
     for call_id in ("c2", "c3"):
-        assert json.loads(outputs[call_id])["status"] == "aborted"
+        assert json.loads(outputs[call_id]) == {
+            "status": "aborted",
+            "tool": "exec",
+            "reason": "deploys end the turn",
+        }
     assert len(model.calls) == 1
 
 
@@ -519,6 +524,26 @@ async def test_handoffs_and_agents_as_tools_go_through_the_pipeline(pipe: Pipeli
     assert seen == [("ask_helper", "s1"), ("exec", "h1")]
     assert len(llm_calls) == 5  # triage 1, specialist 2, helper 2
     assert result.last_agent.name == "specialist"
+
+
+async def test_a_handoff_object_wraps_the_agent_it_hands_off_to(pipe: Pipeline) -> None:
+    shell = Shell()
+
+    @pipe.intercept("tool.before", tools="exec")
+    def no_color(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.args["command"] += " --color=never"
+
+    specialist_model = ScriptedModel([calls("ls"), [assistant_message("listed")]])
+    specialist = Agent(name="specialist", model=specialist_model, tools=[shell.tool()])
+    triage_model = ScriptedModel([[function_call("to_specialist", {}, call_id="t1")]])
+    triage = Agent(
+        name="triage",
+        model=triage_model,
+        handoffs=[handoff(specialist, tool_name_override="to_specialist")],
+    )
+    result = await run(pipe, triage)
+    assert result.final_output == "listed"
+    assert shell.commands == ["ls --color=never"]
 
 
 async def test_plain_runner_run_of_a_wrapped_agent(pipe: Pipeline, recorder: list[Any]) -> None:
