@@ -148,7 +148,7 @@ def _wrap_agent(
         return seen
     model = agent.model
     if isinstance(model, Model) and not isinstance(model, InterposeModel):
-        model = InterposeModel(model, pipe)
+        model = InterposeModel(model, pipe, agent_id=agent.name)
     wrapped = agent.clone(
         model=model,
         tools=[_wrap_tool(tool, pipe, names) for tool in agent.tools],
@@ -211,7 +211,10 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
 
         try:
             if run is None:  # no InterposeRunner: a one-call turn
-                result = await pipe.call_tool(name, args, call=call, call_id=ctx.tool_call_id)
+                agent_id = ctx.agent.name if ctx.agent is not None else "main"
+                result = await pipe.call_tool(
+                    name, args, call=call, call_id=ctx.tool_call_id, agent_id=agent_id
+                )
             else:
                 result = await run.turn.call_tool(name, args, call=call, call_id=ctx.tool_call_id)
         except AbortTurn as exc:
@@ -283,10 +286,14 @@ class InterposeModel(Model):
     ``content`` replaces the assistant message; changed arguments are what the tool gets.
     """
 
-    def __init__(self, inner: Model, pipe: Pipeline, *, name: str = "") -> None:
+    def __init__(
+        self, inner: Model, pipe: Pipeline, *, name: str = "", agent_id: str = "main"
+    ) -> None:
         self.inner = inner
         self.pipe = pipe
         self.name = name or str(getattr(inner, "model", "") or "")
+        #: the agent id of the turn a call opens when no InterposeRunner runs it
+        self.agent_id = agent_id
 
     def __repr__(self) -> str:
         return f"InterposeModel({self.inner!r})"
@@ -400,7 +407,7 @@ class InterposeModel(Model):
         the final response, or None when the turn is ending (aborted)."""
         run = _current.get()
         if run is None:  # no InterposeRunner: this call is a turn of its own
-            turn = self.pipe.turn(provider=_PROVIDER, model=self.name)
+            turn = self.pipe.turn(agent_id=self.agent_id, provider=_PROVIDER, model=self.name)
             async with turn:
                 return await turn.call_llm(call.request(), call=ask)
             return None  # an AbortTurn, absorbed by the turn

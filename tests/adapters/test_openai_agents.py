@@ -570,6 +570,8 @@ async def test_plain_runner_run_of_a_wrapped_agent(pipe: Pipeline, recorder: lis
         "turn_started",
         "llm_response",
     ]
+    assert {e.agent_id for e in recorder} == {"coder"}
+    assert len({e.turn_id for e in recorder}) == 3
 
 
 async def test_a_model_named_by_a_string_goes_through_the_provider(pipe: Pipeline) -> None:
