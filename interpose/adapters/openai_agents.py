@@ -763,7 +763,7 @@ class InterposeRunner:
         input: str | list[TResponseInputItem],
         *,
         session_key: str | None = None,
-        run_config: RunConfig | None = None,
+        run_config: RunConfig | dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> RunResult:
         """``Runner.run(starting_agent, input, run_config=..., **kwargs)`` as one turn.
@@ -783,7 +783,13 @@ class InterposeRunner:
         """
         pipe = self.pipe
         agent = _wrap_agent(starting_agent, pipe, self.tool_names, {})
-        config = run_config if run_config is not None else RunConfig()
+        if isinstance(run_config, dict):
+            config = RunConfig(**run_config)  # as Runner.run accepts it
+        else:
+            config = run_config if run_config is not None else RunConfig()
+        owns_provider = run_config is None or (
+            isinstance(run_config, dict) and "model_provider" not in run_config
+        )
         provider = config.model_provider
         if not isinstance(provider, InterposeModelProvider):
             provider = InterposeModelProvider(pipe, provider)
@@ -824,7 +830,7 @@ class InterposeRunner:
                     raise run.abort  # ends the turn as aborted (absorbed by `async with`)
         finally:
             _current.reset(token)
-            if run_config is None:
+            if owns_provider:  # made here: closed here, as Runner.run does with its own
                 await provider.aclose()
         assert result is not None
         return result

@@ -606,7 +606,8 @@ def test_run_sync() -> None:
     events: list[Any] = []
     pipe.subscribe(events.append, events={"turn_ended"})
     model = ScriptedModel([[assistant_message("done")]])
-    result = InterposeRunner(pipe).run_sync(make_agent(model), "hi", run_config=NO_SDK_TRACING)
+    runner = InterposeRunner(pipe)
+    result = runner.run_sync(make_agent(model), "hi", run_config={"tracing_disabled": True})
     assert result.final_output == "done"
     assert [e.kind for e in events] == ["turn_ended"]
 
