@@ -48,6 +48,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
+from inspect import isawaitable
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -179,6 +180,10 @@ class _Run:
         invocation); waits until turn_ended / turn_aborted is published."""
         if self._done.is_set():
             return
+        if exc is not None and not isinstance(exc, Exception):
+            # a cancellation (or KeyboardInterrupt) is the caller's to raise: the
+            # host task only records that the invocation was cut short
+            exc = RuntimeError(f"the invocation was interrupted ({type(exc).__name__})")
         self._exc = exc
         self._done.set()
         if self._host is not None:
@@ -220,9 +225,9 @@ class _InterruptApproval:
                     f"approval required ({reason}) but no human-approval handler is set"
                 )
             answer = self.previous(request, reason)
-            if asyncio.iscoroutine(answer) or isinstance(answer, Awaitable):
+            if isawaitable(answer):
                 answer = await answer
-            return answer  # type: ignore[return-value]
+            return answer
         payload = {
             "kind": "interpose.approval",
             "tool": request.tool_name,
@@ -263,8 +268,7 @@ class _Loop:
 
     def __init__(self, pipe: Pipeline) -> None:
         self.loop = asyncio.new_event_loop()
-        self._stop: asyncio.Event | None = None
-        self._host: Future[None] | None = None
+        self._stop = asyncio.Event()
         # a daemon thread: a middleware nobody closed never keeps the process alive
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="interpose-langchain", daemon=True
@@ -272,21 +276,29 @@ class _Loop:
         self.thread.start()
         entered: Future[None] = Future()
         self._host = asyncio.run_coroutine_threadsafe(self._hold(pipe, entered), self.loop)
-        entered.result()
+        try:
+            entered.result()
+        except BaseException:
+            self._halt()
+            raise
 
     async def _hold(self, pipe: Pipeline, entered: Future[None]) -> None:
-        self._stop = asyncio.Event()
+        """Keep the pipeline entered (in this one task, as anyio requires) until close."""
         try:
-            async with pipe:
-                entered.set_result(None)
-                await self._stop.wait()
-        except RuntimeError as exc:
-            if entered.done():
-                raise
-            # entered elsewhere by its owner: use it as it is
-            log.debug("langchain adapter: not entering the pipeline: %s", exc)
-            entered.set_result(None)
+            await pipe.__aenter__()
+        except Exception as exc:
+            entered.set_exception(
+                RuntimeError(
+                    "the LangChain adapter enters the pipeline on its own event loop for "
+                    f"agent.invoke, and could not: {exc}"
+                )
+            )
+            return
+        entered.set_result(None)
+        try:
             await self._stop.wait()
+        finally:
+            await pipe.__aexit__(None, None, None)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         # the caller's context goes with the coroutine (call_soon_threadsafe copies it):
@@ -295,14 +307,13 @@ class _Loop:
 
     def close(self) -> None:
         """Leave the pipeline (draining its observers), stop the loop and its thread."""
-
-        async def stop() -> None:
-            assert self._stop is not None
-            self._stop.set()
-
-        self.run(stop())
-        if self._host is not None:
+        try:
+            self.loop.call_soon_threadsafe(self._stop.set)
             self._host.result()
+        finally:
+            self._halt()
+
+    def _halt(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
@@ -381,9 +392,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
     # -- the invocation -------------------------------------------------------------
 
     @hook_config(can_jump_to=["end"])
-    def before_agent(
-        self, state: InterposeState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
+    def before_agent(self, state: InterposeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return self._sync(self._begin(state))
 
     @hook_config(can_jump_to=["end"])
@@ -393,9 +402,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         return await self._begin(state)
 
     @hook_config(can_jump_to=["end"])
-    def before_model(
-        self, state: InterposeState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
+    def before_model(self, state: InterposeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return {"jump_to": "end"} if state.get(_ABORT_KEY) else None
 
     @hook_config(can_jump_to=["end"])
@@ -419,9 +426,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         run = await self._open(key)
         update: dict[str, Any] = {_RUN_KEY: key, _ABORT_KEY: None}
         turn = run.turn
-        human = next(
-            (m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None
-        )
+        human = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
         try:
             with run.current():
                 if human is not None:
@@ -429,9 +434,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
                     out = await turn.message(text)
                     if out.message != text:
                         # same id: add_messages replaces the message in place
-                        update["messages"] = [
-                            human.model_copy(update={"content": out.message})
-                        ]
+                        update["messages"] = [human.model_copy(update={"content": out.message})]
                 run.params = await turn.params()
         except AbortTurn as exc:
             run.abort = exc
@@ -443,7 +446,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         return update
 
     async def _end(self, state: InterposeState) -> dict[str, Any] | None:
-        key = state.get(_RUN_KEY)
+        key = state.get("interpose_run")
         run = self._runs.get(key) if key else None
         if key and run is not None:
             await self._close(key, run, run.abort)
@@ -469,18 +472,22 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             raise
         return run
 
-    async def _run_of(self, state: Any) -> tuple[str, _Run]:
-        """The run a model or tool call belongs to; one is opened when its invocation
-        began elsewhere (resumed in another process, or before this middleware ran)."""
+    async def _run_of(self, state: Any) -> tuple[str, _Run, bool]:
+        """The run a model or tool call belongs to, and whether the call must end it.
+
+        A run is opened when its invocation began elsewhere: resumed in another process
+        (its after_agent ends it), or checkpointed before this middleware was added (no
+        run key in the state: the turn is this one call)."""
         key = state.get(_RUN_KEY) if isinstance(state, dict) else None
         if not key:
             key = uuid.uuid4().hex
+            return key, await self._open(key), True
         run = self._runs.get(key)
         if run is None:
             run = await self._open(key)
         else:
             await run.ready.wait()
-        return key, run
+        return key, run, False
 
     async def _close(self, key: str, run: _Run, exc: BaseException | None) -> None:
         self._runs.pop(key, None)
@@ -510,7 +517,20 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        key, run = await self._run_of(request.state)
+        key, run, transient = await self._run_of(request.state)
+        try:
+            return await self._model_stage(key, run, request, handler)
+        finally:
+            if transient:
+                await self._close(key, run, run.abort)
+
+    async def _model_stage(
+        self,
+        key: str,
+        run: _Run,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         turn = run.turn
         if not turn.model:
             turn.model = _model_name(request.model)
@@ -531,7 +551,9 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             run.abort = run.abort or exc
             reason = exc.reason or "aborted"
             return ExtendedModelResponse(
-                model_response=ModelResponse(result=[AIMessage(content=f"[turn aborted: {reason}]")]),
+                model_response=ModelResponse(
+                    result=[AIMessage(content=f"[turn aborted: {reason}]")]
+                ),
                 command=Command(update={_ABORT_KEY: reason}),
             )
         except GraphBubbleUp:
@@ -589,7 +611,20 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        key, run = await self._run_of(request.state)
+        key, run, transient = await self._run_of(request.state)
+        try:
+            return await self._tool_stage(key, run, request, handler)
+        finally:
+            if transient:
+                await self._close(key, run, run.abort)
+
+    async def _tool_stage(
+        self,
+        key: str,
+        run: _Run,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
         tool_call = request.tool_call
         name = tool_call["name"]
         call_id = tool_call.get("id") or ""
@@ -628,7 +663,9 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         if result.status == "ok" and ran:
             produced = ran[-1]
             if isinstance(produced, Command):
-                return produced if result.output is produced else _tool_message(result, name, call_id)
+                return (
+                    produced if result.output is produced else _tool_message(result, name, call_id)
+                )
             if result.output is produced.content:
                 return produced  # the tool's own message, untouched
             return produced.model_copy(update={"content": _content(result.output)})
@@ -659,7 +696,7 @@ def _llm_request(request: ModelRequest[Any], params: ParamsBeforeOutput | None) 
             settings.setdefault(name, value)
     return LLMRequest(
         system=request.system_prompt or "",
-        messages=list(convert_to_openai_messages(list(request.messages))),  # type: ignore[arg-type]
+        messages=list(convert_to_openai_messages(list(request.messages))),
         tools=[_tool_schema(tool) for tool in request.tools],
         params=settings,
     )
@@ -678,7 +715,9 @@ def _apply_request(
     """``request`` with what llm.before changed (and only that) applied."""
     overrides: dict[str, Any] = {}
     if changed.system != original.system:
-        overrides["system_message"] = SystemMessage(content=changed.system) if changed.system else None
+        overrides["system_message"] = (
+            SystemMessage(content=changed.system) if changed.system else None
+        )
     if changed.messages != original.messages:
         overrides["messages"] = _messages(changed.messages, request.messages, original.messages)
     if changed.tools != original.tools:
@@ -742,7 +781,9 @@ def _llm_response(response: Any) -> LLMResponse:
 def _model_response(answer: LLMResponse, base: Any) -> ModelResponse[Any]:
     """A model response carrying ``answer``: the model's own, edited, when there was
     one; a new AI message when an llm middleware answered without calling the model."""
-    calls = [{"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in answer.tool_calls]
+    calls = [
+        {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in answer.tool_calls
+    ]
     if isinstance(base, ExtendedModelResponse):
         base = base.model_response
     if isinstance(base, ModelResponse):

@@ -29,10 +29,11 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     bound: list[tuple[list[str], dict[str, Any]]] = Field(default_factory=list)
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         names = [
-            t["function"]["name"] if isinstance(t, dict) and "function" in t else
-            (t["name"] if isinstance(t, dict) else t.name)
+            t["function"]["name"]
+            if isinstance(t, dict) and "function" in t
+            else (t["name"] if isinstance(t, dict) else t.name)
             for t in tools
         ]
         self.bound.append((names, kwargs))

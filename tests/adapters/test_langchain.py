@@ -12,9 +12,9 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langchain_helpers import Driver, Mode, ScriptedChatModel, calls
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from langchain_helpers import Driver, Mode, ScriptedChatModel, calls
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -132,7 +132,7 @@ async def test_continue_runs_every_call_and_publishes_the_turn(mode: Mode, ran: 
     pipe = new_pipe()
     events: list[Any] = []
     pipe.subscribe(events.append)
-    agent, model, mw = agent_for(
+    agent, _model, mw = agent_for(
         pipe,
         [calls(("ls", {"path": "src"}), ("ls", {"path": "tests"})), AIMessage("done")],
         ran,
@@ -142,13 +142,18 @@ async def test_continue_runs_every_call_and_publishes_the_turn(mode: Mode, ran: 
         state = await d.invoke(agent, HI, {"configurable": {"thread_id": "th-1"}})
     assert state["messages"][-1].content == "done"
     assert sorted(ran, key=str) == [("ls", {"path": "src"}), ("ls", {"path": "tests"})]
-    assert [m.content for m in tool_messages(state)] == ["a.txt b.txt in src", "a.txt b.txt in tests"]
+    assert [m.content for m in tool_messages(state)] == [
+        "a.txt b.txt in src",
+        "a.txt b.txt in tests",
+    ]
     assert all(m.status == "success" for m in tool_messages(state))
     kinds = [e.kind for e in events]
     assert kinds[:3] == ["turn_started", "message_received", "params_resolved"]
     assert kinds[-1] == "turn_ended"
-    assert kinds.count("llm_request") == 2 and kinds.count("llm_response") == 2
-    assert kinds.count("tool_exec_start") == 2 and kinds.count("tool_exec_end") == 2
+    assert kinds.count("llm_request") == 2
+    assert kinds.count("llm_response") == 2
+    assert kinds.count("tool_exec_start") == 2
+    assert kinds.count("tool_exec_end") == 2
     assert {e.turn_id for e in events} == {events[0].turn_id}  # one turn
     assert {(e.agent_id, e.session_key) for e in events} == {("coder", "th-1")}
     ends = [e for e in events if e.kind == "tool_exec_end"]
@@ -181,15 +186,14 @@ async def test_block_is_an_error_tool_message_the_model_reads(mode: Mode, ran: R
         if out.args["path"].startswith("/etc"):
             out.block, out.block_reason = True, "no /etc"
 
-    agent, model, mw = agent_for(
-        pipe, [calls(("ls", {"path": "/etc"})), AIMessage("sorry")], ran
-    )
+    agent, model, mw = agent_for(pipe, [calls(("ls", {"path": "/etc"})), AIMessage("sorry")], ran)
     async with Driver(mode, pipe, mw) as d:
         state = await d.invoke(agent, HI)
     assert ran == []
     (message,) = tool_messages(state)
     assert refusal_of(message) == {"status": "blocked", "tool": "ls", "reason": "no /etc"}
-    assert message.tool_call_id == "c1" and message.name == "ls"
+    assert message.tool_call_id == "c1"
+    assert message.name == "ls"
     # the model's second call saw the refusal
     assert any(isinstance(m, ToolMessage) and "no /etc" in str(m.content) for m in model.calls[1])
     assert [(e.kind, e.why, e.decided_by) for e in events] == [
@@ -279,7 +283,8 @@ async def test_ask_pauses_the_graph_with_interrupt_and_resumes(
             "agent_id": "main",
             "session_key": "hitl-1",
         }
-        assert ran == [] and len(model.calls) == 1
+        assert ran == []
+        assert len(model.calls) == 1
         state = await d.invoke(agent, Command(resume=answer), config)
     # resuming re-runs the paused call's tool stage: before-interceptors see it twice
     assert before == ["c1", "c1"]
@@ -326,7 +331,8 @@ async def test_rewrite_result_in_tool_after(mode: Mode, ran: Ran) -> None:
         state = await d.invoke(agent, HI)
     (message,) = tool_messages(state)
     assert message.content == "A.TXT B.TXT IN SRC"
-    assert message.tool_call_id == "c1" and message.status == "success"
+    assert message.tool_call_id == "c1"
+    assert message.status == "success"
 
 
 async def test_a_failing_tool_is_an_error_message(mode: Mode, ran: Ran) -> None:
@@ -351,7 +357,8 @@ async def test_builtin_guards_stop_rm_rf_home_from_a_shell_tool(mode: Mode, ran:
     by_id = {m.tool_call_id: m for m in tool_messages(state)}
     assert by_id["c1"].content == "recorded"
     refused = refusal_of(by_id["c2"])
-    assert refused["status"] == "blocked" and refused["tool"] == "exec"
+    assert refused["status"] == "blocked"
+    assert refused["tool"] == "exec"
     assert "rm" in refused["reason"]
 
 
@@ -374,10 +381,11 @@ async def test_llm_before_rewrites_system_messages_tools_and_settings(mode: Mode
     async with Driver(mode, pipe, mw) as d:
         await d.invoke(agent, HI)
     (sent,) = model.calls
-    assert isinstance(sent[0], SystemMessage) and sent[0].content == "You are careful."
+    assert isinstance(sent[0], SystemMessage)
+    assert sent[0].content == "You are careful."
     assert [m.content for m in sent[1:]] == ["tidy up the project", "Never delete files."]
     assert isinstance(sent[2], HumanMessage)
-    (names, settings), = model.bound
+    ((names, settings),) = model.bound
     assert names == ["ls", "fail"]
     assert settings["temperature"] == 0.1
 
@@ -441,7 +449,8 @@ async def test_llm_after_retry_calls_the_model_again(mode: Mode, ran: Ran) -> No
     agent, model, mw = agent_for(pipe, [AIMessage("overloaded"), AIMessage("answer")], ran)
     async with Driver(mode, pipe, mw) as d:
         state = await d.invoke(agent, HI)
-    assert attempts == [1, 2] and len(model.calls) == 2
+    assert attempts == [1, 2]
+    assert len(model.calls) == 2
     assert [m.content for m in state["messages"]] == ["tidy up the project", "answer"]
 
 
@@ -480,10 +489,12 @@ async def test_abort_turn_in_a_single_call_ends_the_invocation(mode: Mode, ran: 
     )
     async with Driver(mode, pipe, mw) as d:
         state = await d.invoke(agent, HI)
-    assert len(model.calls) == 1 and ran == []
+    assert len(model.calls) == 1
+    assert ran == []
     (message,) = tool_messages(state)
     assert refusal_of(message) == {"status": "aborted", "tool": "exec", "reason": "enough"}
-    assert state["messages"][-1] is not None and "should not" not in str(state["messages"][-1].content)
+    assert state["messages"][-1] is not None
+    assert "should not" not in str(state["messages"][-1].content)
     assert [(e.kind, getattr(e, "reason", "")) for e in events] == [
         ("tool_exec_end", "enough"),
         ("turn_aborted", "enough"),
@@ -551,7 +562,8 @@ async def test_hard_abort_propagates_unwrapped(mode: Mode, ran: Ran) -> None:
         with pytest.raises(HardAbort) as info:
             await d.invoke(agent, HI)
     assert info.value is raised
-    assert ran == [] and len(model.calls) == 1
+    assert ran == []
+    assert len(model.calls) == 1
     assert [(e.kind, e.hard) for e in events] == [("turn_aborted", True)]
 
 
@@ -584,11 +596,13 @@ async def test_one_trace_invoke_agent_chat_and_execute_tool(
     chats = _by_name(spans, "chat")
     tools = _by_name(spans, "execute_tool")
     assert root.name == "invoke_agent coder"
-    assert len(chats) == 2 and len(tools) == 2
+    assert len(chats) == 2
+    assert len(tools) == 2
     assert len(spans) == 5
     assert {s.context.trace_id for s in spans} == {root.context.trace_id}
     for span in chats + tools:
-        assert span.parent is not None and span.parent.span_id == root.context.span_id
+        assert span.parent is not None
+        assert span.parent.span_id == root.context.span_id
     assert {s.name for s in tools} == {"execute_tool ls", "execute_tool exec"}
     (blocked,) = [s for s in tools if s.name == "execute_tool exec"]
     assert blocked.status.status_code == StatusCode.ERROR
@@ -612,7 +626,8 @@ async def test_hard_abort_marks_the_invoke_agent_span(
             await d.invoke(agent, HI)
     (root,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
     assert root.status.status_code == StatusCode.ERROR
-    assert root.attributes is not None and root.attributes["interpose.abort.hard"] is True
+    assert root.attributes is not None
+    assert root.attributes["interpose.abort.hard"] is True
 
 
 # -- sync specifics -------------------------------------------------------------------------
