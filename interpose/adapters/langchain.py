@@ -144,6 +144,7 @@ class _Run:
         self._done = asyncio.Event()
         self._exc: BaseException | None = None
         self._host: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
         """Enter the turn in the host task; returns when it is open.
@@ -153,7 +154,8 @@ class _Run:
         """
         # a plain asyncio task: the turn must be entered and left in one task, and no
         # scope of ours encloses the invocation (LangGraph runs on asyncio only)
-        self._host = asyncio.get_running_loop().create_task(self._hold())
+        self.loop = asyncio.get_running_loop()
+        self._host = self.loop.create_task(self._hold())
         await self.ready.wait()
         if self.start_error is not None:
             raise self.start_error
@@ -373,12 +375,25 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         self.close()
 
     def close(self) -> None:
-        """Stop the event loop thread of the synchronous hooks (leaving the pipeline it
-        entered, which drains its observers).  Nothing to do after async use only."""
+        """End the synchronous invocations still open (see ``aclose``), then stop the
+        event loop thread of the synchronous hooks, leaving the pipeline it entered
+        (which drains its observers).  Nothing to do after async use only."""
         with self._loop_lock:
             loop, self._loop = self._loop, None
         if loop is not None:
-            loop.close()
+            try:
+                loop.run(self.aclose())
+            finally:
+                loop.close()
+
+    async def aclose(self) -> None:
+        """End the turns of the invocations on this event loop that are still open: paused
+        and never resumed here, or cut short where the middleware could not see it.  Each
+        ends as failed ("abandoned"), with its events and its span."""
+        loop = asyncio.get_running_loop()
+        for key, run in list(self._runs.items()):
+            if run.loop is loop:
+                await self._close(key, run, RuntimeError("the invocation was abandoned"))
 
     def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
         loop = self._loop

@@ -656,3 +656,76 @@ async def test_sync_invoke_under_a_running_loop_does_not_deadlock(ran: Ran) -> N
 def test_hitl_must_be_known() -> None:
     with pytest.raises(ValueError, match="hitl must be"):
         InterposeMiddleware(new_pipe(), hitl="ask")  # type: ignore[arg-type]
+
+
+async def test_two_asks_in_one_batch_pause_together_and_resume_by_interrupt_id(
+    mode: Mode, ran: Ran
+) -> None:
+    pipe = new_pipe()
+
+    @pipe.approver(tools="exec")
+    def gate(req: ApprovalRequest) -> Approval:
+        return Approval.ask("shell")
+
+    agent, _, mw = agent_for(
+        pipe,
+        [calls(("bash", {"command": "make a"}), ("bash", {"command": "make b"})), AIMessage("ok")],
+        ran,
+        hitl="interrupt",
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "hitl-2"}}
+    async with Driver(mode, pipe, mw) as d:
+        paused = await d.invoke(agent, HI, config)
+        pending = {i.value["args"]["command"]: i.id for i in paused["__interrupt__"]}
+        assert set(pending) == {"make a", "make b"}
+        answers = {pending["make a"]: "approve", pending["make b"]: "reject"}
+        state = await d.invoke(agent, Command(resume=answers), config)
+    assert ran == [("bash", {"command": "make a"})]
+    by_id = {m.tool_call_id: m for m in tool_messages(state)}
+    assert by_id["c1"].content == "recorded"
+    assert refusal_of(by_id["c2"])["status"] == "denied"
+
+
+async def test_a_resume_in_another_middleware_opens_a_turn_there(ran: Ran) -> None:
+    """As when the process that paused is gone: the checkpoint resumes elsewhere."""
+    pipe = new_pipe()
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"turn_started", "turn_ended"})
+
+    @pipe.approver(tools="exec")
+    def gate(req: ApprovalRequest) -> Approval:
+        return Approval.ask("shell")
+
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "moved"}}
+    responses: list[BaseMessage] = [calls(("bash", {"command": "make"})), AIMessage("ok")]
+    first, _, gone = agent_for(pipe, responses, ran, hitl="interrupt", checkpointer=saver)
+    second, _, _ = agent_for(pipe, responses[1:], ran, hitl="interrupt", checkpointer=saver)
+    async with pipe:
+        await first.ainvoke(HI, config)
+        state = await second.ainvoke(Command(resume=True), config)
+        await gone.aclose()  # ends the turn its middleware never saw resumed
+    assert ran == [("bash", {"command": "make"})]
+    assert state["messages"][-1].content == "ok"
+    # the first turn stayed open until aclose(); the second began and ended at the resume
+    kinds = [e.kind for e in events]
+    assert kinds == ["turn_started", "turn_started", "turn_ended", "turn_ended"]
+    assert events[1].turn_id == events[2].turn_id
+    assert events[1].session_key == "moved"
+    assert events[3].turn_id == events[0].turn_id
+
+
+async def test_a_failing_model_ends_the_turn_with_the_error(
+    mode: Mode, ran: Ran, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    pipe = new_pipe(tracer_provider=provider)
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"turn_ended", "turn_aborted"})
+    agent, _, mw = agent_for(pipe, [], ran)  # no response left: the model raises
+    async with Driver(mode, pipe, mw) as d:
+        with pytest.raises(AssertionError, match="called 1 times"):
+            await d.invoke(agent, HI)
+    assert [e.kind for e in events] == ["turn_ended"]
+    (root,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert root.status.status_code == StatusCode.ERROR
