@@ -46,7 +46,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from inspect import isawaitable
 from typing import Annotated, Any, Literal, TypeVar
@@ -334,6 +334,11 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             checkpointer).  "interrupt" installs a human-approval handler on ``pipe``
             that pauses only inside this middleware's tool calls and defers to the one
             set before anywhere else.
+        tool_names: the name interpose gives a LangChain tool, when it is not the
+            tool's own, e.g. ``{"read_file": "read", "shell": "exec"}``: the built-in
+            guards and the ``group:*`` matchers know the canonical names.  Other tools
+            keep their names (normalized: ``bash`` is ``exec``); register those that
+            matchers name with ``pipe.register_tool(name)``.
 
     Use it synchronously (``agent.invoke``) or asynchronously (``agent.ainvoke``).  With
     ``ainvoke``, a pipeline that has observers must be entered (``async with pipe``) on
@@ -347,13 +352,21 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
 
     state_schema = InterposeState
 
-    def __init__(self, pipe: Pipeline, *, agent_id: str | None = None, hitl: Hitl = "handler"):
+    def __init__(
+        self,
+        pipe: Pipeline,
+        *,
+        agent_id: str | None = None,
+        hitl: Hitl = "handler",
+        tool_names: Mapping[str, str] | None = None,
+    ) -> None:
         if hitl not in ("handler", "interrupt"):
             raise ValueError(f"hitl must be 'handler' or 'interrupt', got {hitl!r}")
         super().__init__()
         self.pipe = pipe
         self.agent_id = agent_id or "main"
         self.hitl = hitl
+        self.tool_names = dict(tool_names or {})
         self.tools = []
         if hitl == "interrupt" and not isinstance(pipe.human_approval, _InterruptApproval):
             pipe.human_approval = _InterruptApproval(pipe.human_approval)
@@ -642,11 +655,12 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
     ) -> ToolMessage | Command[Any]:
         tool_call = request.tool_call
         name = tool_call["name"]
+        seen_as = self.tool_names.get(name, name)
         call_id = tool_call.get("id") or ""
         if run.abort is not None:
             # a sibling of the call that aborted, which had not started yet
             return _tool_message(
-                refusal("aborted", normalize_tool_name(name), run.abort.reason), name, call_id
+                refusal("aborted", normalize_tool_name(seen_as), run.abort.reason), name, call_id
             )
         ran: list[ToolMessage | Command[Any]] = []
 
@@ -661,13 +675,13 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         try:
             with run.current():
                 result = await run.turn.call_tool(
-                    name, dict(tool_call.get("args") or {}), call=call, call_id=call_id
+                    seen_as, dict(tool_call.get("args") or {}), call=call, call_id=call_id
                 )
         except AbortTurn as exc:
             run.abort = run.abort or exc
             reason = exc.reason or "aborted"
             message = _tool_message(
-                refusal("aborted", normalize_tool_name(name), reason), name, call_id
+                refusal("aborted", normalize_tool_name(seen_as), reason), name, call_id
             )
             return Command(update={"messages": [message], _ABORT_KEY: reason})
         except _Bubble:

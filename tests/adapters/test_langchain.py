@@ -729,3 +729,21 @@ async def test_a_failing_model_ends_the_turn_with_the_error(
     assert [e.kind for e in events] == ["turn_ended"]
     (root,) = _by_name(exporter.get_finished_spans(), "invoke_agent")
     assert root.status.status_code == StatusCode.ERROR
+
+
+async def test_tool_names_map_a_framework_tool_onto_a_canonical_name(mode: Mode, ran: Ran) -> None:
+    pipe = new_pipe(builtins=True)  # the security audit guards `read`
+    agent, _, mw = agent_for(
+        pipe,
+        [calls(("ls", {"path": "/home/me/.ssh/id_rsa"}), ("ls", {"path": "src"})), AIMessage("k")],
+        ran,
+        tool_names={"ls": "read"},
+    )
+    async with Driver(mode, pipe, mw) as d:
+        state = await d.invoke(agent, HI)
+    assert ran == [("ls", {"path": "src"})]
+    by_id = {m.tool_call_id: m for m in tool_messages(state)}
+    refused = refusal_of(by_id["c1"])
+    assert refused["status"] == "blocked"
+    assert refused["tool"] == "read"
+    assert by_id["c1"].name == "ls"  # the model still sees its own tool's name
