@@ -20,10 +20,12 @@ What each part of a ``create_agent`` run becomes (docs/adapters.md has the whole
 - every tool call (``wrap_tool_call``) runs the tool stage: rewritten arguments reach the
   tool, a block or a deny is an error ``ToolMessage`` the model reads, a respond is a
   ``ToolMessage`` without running the tool, ``tool.after`` may rewrite the result;
-- ``AbortTurn`` sets a private state flag and the next ``before_model`` jumps to the end,
-  so the invocation ends after the batch of tool calls in flight (the siblings that had
-  not started yet are answered "aborted" without running); ``HardAbort`` leaves
-  ``invoke``/``ainvoke`` as itself;
+- ``AbortTurn`` in a tool call sets a private state flag: the next model call answers
+  "[turn aborted: <reason>]" without calling the model, so the invocation ends after the
+  batch of tool calls in flight (the siblings that had not started yet are answered
+  "aborted" without running); in a model call it gives that answer at once; in
+  ``message.before``/``params.before`` it jumps to the end before any model call;
+  ``HardAbort`` leaves ``invoke``/``ainvoke`` as itself;
 - ``Approval.ask`` goes to the pipeline's ``human_approval``, or (``hitl="interrupt"``)
   pauses the graph with LangGraph's ``interrupt()``; ``Command(resume=...)`` answers it.
 
@@ -373,6 +375,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         self._runs: OrderedDict[str, _Run] = OrderedDict()
         self._loop: _Loop | None = None
         self._loop_lock = threading.Lock()
+        self._hooked: tuple[int, bool, bool] = (-1, True, True)
 
     @property
     def name(self) -> str:
@@ -428,16 +431,6 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         self, state: InterposeState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         return await self._begin(state)
-
-    @hook_config(can_jump_to=["end"])
-    def before_model(self, state: InterposeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return {"jump_to": "end"} if state.get(_ABORT_KEY) else None
-
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(
-        self, state: InterposeState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        return {"jump_to": "end"} if state.get(_ABORT_KEY) else None
 
     def after_agent(self, state: InterposeState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return self._sync(self._end(state))
@@ -559,17 +552,28 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        aborted = request.state.get("interpose_abort")
+        if aborted:
+            # a tool call of the last batch aborted the turn: the model is not called
+            # again, and an answer without tool calls ends the invocation
+            return ModelResponse(result=[AIMessage(content=f"[turn aborted: {aborted}]")])
         turn = run.turn
         if not turn.model:
             turn.model = _model_name(request.model)
-        sent = _llm_request(request, run.params)
-        original = _copy(sent)
+        before, after = self._llm_hooked()
+        wanted = self.pipe.bus.wanted
+        # the full view (messages and tools converted, a copy to see what changed) only
+        # when a handler will read it: converting tools is the costly part of a call
+        sent = _llm_request(
+            request, run.params, before or after or "llm_request" in wanted, before or after
+        )
+        original = _copy(sent) if before else sent
         last: list[tuple[LLMResponse, ModelResponse[Any]]] = []
 
         async def call(llm_request: LLMRequest) -> LLMResponse:
             response = await handler(_apply_request(request, llm_request, original))
             converted = _llm_response(response)
-            last.append((_copy(converted), response))
+            last.append((_copy(converted) if after else converted, response))
             return converted
 
         try:
@@ -589,10 +593,25 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         except BaseException as exc:
             await self._close(key, run, exc)
             raise
-        if last and last[-1][0] == answer:
+        if last and (last[-1][0] is answer or last[-1][0] == answer):
             return last[-1][1]  # what the model said, untouched
         base = last[-1][1] if last else None
         return _model_response(answer, base)
+
+    def _llm_hooked(self) -> tuple[bool, bool]:
+        """Whether anything reads or changes the llm stage's request (llm.before or
+        llm middleware) and its response (llm.after or llm middleware), for this agent;
+        recomputed when the registry changes."""
+        registry = self.pipe.registry
+        cached = self._hooked
+        if cached[0] != registry.version:
+            layers = bool(registry.entries("llm", agent=self.agent_id))
+            cached = self._hooked = (
+                registry.version,
+                layers or bool(registry.entries("llm.before", agent=self.agent_id)),
+                layers or bool(registry.entries("llm.after", agent=self.agent_id)),
+            )
+        return cached[1], cached[2]
 
     # -- the tool stage ------------------------------------------------------------
 
@@ -712,9 +731,15 @@ def _copy(value: T) -> T:
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
-def _llm_request(request: ModelRequest[Any], params: ParamsBeforeOutput | None) -> LLMRequest:
-    """The interpose view of a model request: OpenAI-shaped messages and tools, the
-    model settings (with params.before's temperature/top_p/max_tokens/extra applied)."""
+def _llm_request(
+    request: ModelRequest[Any],
+    params: ParamsBeforeOutput | None,
+    messages: bool = True,
+    tools: bool = True,
+) -> LLMRequest:
+    """The interpose view of a model request: OpenAI-shaped messages and tools (each
+    left empty when nobody reads it), the model settings (with params.before's
+    temperature/top_p/max_tokens/extra applied)."""
     settings = dict(request.model_settings)
     if params is not None:
         for name in _SETTINGS:
@@ -725,8 +750,8 @@ def _llm_request(request: ModelRequest[Any], params: ParamsBeforeOutput | None) 
             settings.setdefault(name, value)
     return LLMRequest(
         system=request.system_prompt or "",
-        messages=list(convert_to_openai_messages(list(request.messages))),
-        tools=[_tool_schema(tool) for tool in request.tools],
+        messages=list(convert_to_openai_messages(list(request.messages))) if messages else [],
+        tools=[_tool_schema(tool) for tool in request.tools] if tools else [],
         params=settings,
     )
 
