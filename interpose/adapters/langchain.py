@@ -745,9 +745,8 @@ def _llm_request(
         for name in _SETTINGS:
             value = getattr(params, name)
             if value is not None:
-                settings.setdefault(name, value)
-        for name, value in params.extra.items():
-            settings.setdefault(name, value)
+                settings[name] = value
+        settings.update(params.extra)
     return LLMRequest(
         system=request.system_prompt or "",
         messages=list(convert_to_openai_messages(list(request.messages))) if messages else [],
