@@ -652,6 +652,23 @@ async def test_sync_invoke_under_a_running_loop_does_not_deadlock(ran: Ran) -> N
     assert state["messages"][-1].content == "ok"
 
 
+def test_the_public_surface_is_pinned() -> None:
+    from langchain.agents.middleware import AgentMiddleware
+
+    import interpose.adapters.langchain as adapter
+
+    assert adapter.__all__ == ["InterposeMiddleware", "InterposeState"]
+    assert issubclass(InterposeMiddleware, AgentMiddleware)
+    assert InterposeMiddleware.state_schema is adapter.InterposeState
+    mw = InterposeMiddleware(new_pipe(), agent_id="a")
+    assert (mw.agent_id, mw.hitl, mw.tool_names, mw.name) == (
+        "a",
+        "handler",
+        {},
+        "InterposeMiddleware[a]",
+    )
+
+
 def test_hitl_must_be_known() -> None:
     with pytest.raises(ValueError, match="hitl must be"):
         InterposeMiddleware(new_pipe(), hitl="ask")  # type: ignore[arg-type]
@@ -746,3 +763,25 @@ async def test_tool_names_map_a_framework_tool_onto_a_canonical_name(mode: Mode,
     assert refused["status"] == "blocked"
     assert refused["tool"] == "read"
     assert by_id["c1"].name == "ls"  # the model still sees its own tool's name
+
+
+async def test_abort_turn_in_message_before_ends_before_any_model_call(
+    mode: Mode, ran: Ran
+) -> None:
+    pipe = new_pipe()
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"turn_aborted", "turn_ended"})
+
+    @pipe.intercept("message.before", id="no-secrets")
+    def no_secrets(inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
+        if "password" in out.message:
+            raise AbortTurn("the message holds a password")
+
+    agent, model, mw = agent_for(pipe, [AIMessage("never")], ran)
+    async with Driver(mode, pipe, mw) as d:
+        state = await d.invoke(agent, {"messages": [HumanMessage("my password is hunter2")]})
+    assert model.calls == []
+    assert [m.content for m in state["messages"]] == ["my password is hunter2"]
+    assert [(e.kind, e.reason) for e in events] == [
+        ("turn_aborted", "the message holds a password")
+    ]
