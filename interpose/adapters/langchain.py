@@ -412,12 +412,22 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
                 await self._close(key, run, RuntimeError("the invocation was abandoned"))
 
     def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop thread (started, and the pipeline entered, on first
+        use) and wait for it.
+
+        Raises:
+            RuntimeError: the pipeline could not be entered there.
+        """
         loop = self._loop
         if loop is None:
-            with self._loop_lock:
-                if self._loop is None:
-                    self._loop = _Loop(self.pipe)
-                loop = self._loop
+            try:
+                with self._loop_lock:
+                    if self._loop is None:
+                        self._loop = _Loop(self.pipe)
+                    loop = self._loop
+            except BaseException:
+                coro.close()  # never started: no "never awaited" warning
+                raise
         return loop.run(coro)
 
     # -- the invocation -------------------------------------------------------------

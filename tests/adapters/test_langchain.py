@@ -8,6 +8,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -785,3 +786,39 @@ async def test_abort_turn_in_message_before_ends_before_any_model_call(
     assert [(e.kind, e.reason) for e in events] == [
         ("turn_aborted", "the message holds a password")
     ]
+
+
+async def test_ainvoke_with_observers_needs_the_pipeline_entered(ran: Ran) -> None:
+    pipe = new_pipe()
+    pipe.subscribe(lambda event: None)
+    agent, model, _ = agent_for(pipe, [AIMessage("never")], ran)
+    with pytest.raises(RuntimeError, match="enter it with `async with pipe:`"):
+        await agent.ainvoke(HI)
+    assert model.calls == []
+
+
+async def test_invoke_says_so_when_the_pipeline_is_entered_elsewhere(ran: Ran) -> None:
+    pipe = new_pipe()
+    agent, model, mw = agent_for(pipe, [AIMessage("never")], ran)
+    async with pipe:
+        with pytest.raises(RuntimeError, match="enters the pipeline on its own event loop"):
+            await anyio.to_thread.run_sync(agent.invoke, HI)
+    assert model.calls == []
+    mw.close()  # nothing left to stop
+
+
+async def test_astream_goes_through_the_adapter(ran: Ran) -> None:
+    pipe = new_pipe()
+
+    @pipe.intercept("tool.after", tools="ls", id="upper")
+    def upper(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        out.result.output = str(out.result.output).upper()
+
+    agent, _, _ = agent_for(pipe, [calls(("ls", {"path": "src"})), AIMessage("done")], ran)
+    seen: list[str] = []
+    async for chunk in agent.astream(HI, stream_mode="updates"):
+        for update in chunk.values():
+            for message in (update or {}).get("messages", []):
+                seen.append(str(message.content))
+    assert "A.TXT B.TXT IN SRC" in seen
+    assert seen[-1] == "done"
