@@ -50,6 +50,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from inspect import isawaitable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -184,33 +185,37 @@ class _Run:
         invocation); waits until turn_ended / turn_aborted is published."""
         if self._done.is_set():
             return
-        if exc is not None and not isinstance(exc, Exception):
-            # a cancellation (or KeyboardInterrupt) is the caller's to raise: the
-            # host task only records that the invocation was cut short
-            exc = RuntimeError(f"the invocation was interrupted ({type(exc).__name__})")
-        self._exc = exc
+        self._exc = None if exc is None else _twin(exc)
         self._done.set()
         if self._host is not None:
             await self._host
 
-    def current(self) -> Any:
+    def current(self) -> AbstractContextManager[object]:
         """A context manager making the turn's ``invoke_agent`` span current."""
         if self.span is None:
-            return _NULL
+            return nullcontext()
         return otel_trace.use_span(
             self.span, end_on_exit=False, record_exception=False, set_status_on_exception=False
         )
 
 
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NULL = _Null()
+def _twin(exc: BaseException) -> Exception:
+    """What the host task raises inside the turn for ``exc``, which its caller raises
+    itself: a copy (same type, reason and source), so that the original's traceback
+    is left alone; a cancellation (or KeyboardInterrupt) becomes a plain error, since
+    only the invocation's own task may raise it."""
+    if isinstance(exc, AbortTurn | HardAbort):
+        twin = type(exc)(exc.reason)
+        twin.source = exc.source
+        return twin
+    if isinstance(exc, Exception):
+        try:
+            copied = copy.copy(exc)
+        except Exception:
+            copied = RuntimeError(f"{type(exc).__name__}: {exc}")
+        copied.__traceback__ = None
+        return copied
+    return RuntimeError(f"the invocation was interrupted ({type(exc).__name__})")
 
 
 class _InterruptApproval:
