@@ -822,3 +822,65 @@ async def test_astream_goes_through_the_adapter(ran: Ran) -> None:
                 seen.append(str(message.content))
     assert "A.TXT B.TXT IN SRC" in seen
     assert seen[-1] == "done"
+
+
+async def test_tool_after_retry_runs_the_tool_again(mode: Mode, ran: Ran) -> None:
+    pipe = new_pipe(max_retries=1)
+    results: list[str] = []
+
+    @pipe.intercept("tool.after", tools="ls", id="retry-once")
+    def retry_once(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        results.append(str(out.result.output))
+        out.retry = len(results) == 1
+
+    agent, _, mw = agent_for(pipe, [calls(("ls", {"path": "src"})), AIMessage("ok")], ran)
+    async with Driver(mode, pipe, mw) as d:
+        state = await d.invoke(agent, HI)
+    assert ran == [("ls", {"path": "src"}), ("ls", {"path": "src"})]
+    assert len(results) == 2
+    assert [m.content for m in tool_messages(state)] == ["a.txt b.txt in src"]
+
+
+async def test_a_failing_interceptor_follows_its_policy_and_is_published(
+    mode: Mode, ran: Ran
+) -> None:
+    pipe = new_pipe()
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"interceptor_failed"})
+
+    @pipe.intercept("tool.before", tools="ls", id="broken-gate")  # tool.before: fail closed
+    def broken_gate(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        raise KeyError("ticket")
+
+    agent, _, mw = agent_for(pipe, [calls(("ls", {"path": "src"})), AIMessage("ok")], ran)
+    async with Driver(mode, pipe, mw) as d:
+        state = await d.invoke(agent, HI)
+    assert ran == []
+    assert refusal_of(tool_messages(state)[0]) == {
+        "status": "blocked",
+        "tool": "ls",
+        "reason": "interceptor 'broken-gate' failed: KeyError: 'ticket'",
+    }
+    assert [(e.interceptor_id, e.policy, e.tool_call_id) for e in events] == [
+        ("broken-gate", "block", "c1")
+    ]
+
+
+async def test_a_failing_llm_interceptor_raises_out_of_the_invocation(mode: Mode, ran: Ran) -> None:
+    pipe = new_pipe()
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"interceptor_failed", "turn_ended"})
+
+    @pipe.intercept("llm.before", id="broken-prompt")  # llm.before: on_error="raise"
+    def broken_prompt(inp: LLMBeforeInput, out: LLMRequest) -> None:
+        raise ValueError("no template")
+
+    agent, model, mw = agent_for(pipe, [AIMessage("never")], ran)
+    async with Driver(mode, pipe, mw) as d:
+        with pytest.raises(ValueError, match="no template"):
+            await d.invoke(agent, HI)
+    assert model.calls == []
+    assert [(e.kind, getattr(e, "interceptor_id", "")) for e in events] == [
+        ("interceptor_failed", "broken-prompt"),
+        ("turn_ended", ""),
+    ]
