@@ -884,3 +884,29 @@ async def test_a_failing_llm_interceptor_raises_out_of_the_invocation(mode: Mode
         ("interceptor_failed", "broken-prompt"),
         ("turn_ended", ""),
     ]
+
+
+async def test_hitl_interrupt_defers_to_the_previous_handler_outside_the_graph() -> None:
+    asked: list[str] = []
+
+    def human(req: ApprovalRequest, reason: str) -> bool:
+        asked.append(req.tool_name)
+        return True
+
+    pipe = new_pipe(human_approval=human)
+
+    @pipe.approver(tools="exec")
+    def gate(req: ApprovalRequest) -> Approval:
+        return Approval.ask("shell")
+
+    InterposeMiddleware(pipe, hitl="interrupt")
+    InterposeMiddleware(pipe, hitl="interrupt")  # installed once, not wrapped twice
+    result = await pipe.call_tool("bash", {"command": "ls"}, call=lambda args: "listed")
+    assert (result.status, result.output, asked) == ("ok", "listed", ["exec"])
+
+    bare = new_pipe()
+    bare.approver(tools="exec")(gate)
+    InterposeMiddleware(bare, hitl="interrupt")
+    refused = await bare.call_tool("bash", {"command": "ls"}, call=lambda args: "listed")
+    assert refused.status == "denied"
+    assert "no human-approval handler is set" in refused.output["reason"]
