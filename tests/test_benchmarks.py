@@ -18,6 +18,7 @@ def test_every_benchmark_is_listed_here() -> None:
     assert SCRIPTS == [
         "bench_bus",
         "bench_guards",
+        "bench_langchain",
         "bench_mcp_proxy",
         "bench_openai_agents",
         "bench_process_hook",
