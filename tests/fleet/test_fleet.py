@@ -1,0 +1,430 @@
+"""The fleet bus against a real redis-server: publishing from agent processes, consuming
+with a consumer group at least once, and what happens on each failure."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from conftest import RedisServer, free_port
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from redis.asyncio import Redis
+
+from interpose import Pipeline
+from interpose.bus.events import Event, InterceptorFailed, ToolExecEnd, encode_event
+from interpose.bus.redis import RedisStreamConsumer, RedisStreamPublisher, read_entries
+
+WORKER = Path(__file__).with_name("fleet_worker.py")
+pytestmark = pytest.mark.integration
+
+
+def _echo(args: dict[str, Any]) -> Any:
+    return args
+
+
+def _worker(*argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+def _stop(processes: list[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=10)  # reaps it and closes its pipes
+
+
+async def _consume_until(
+    consumers: list[RedisStreamConsumer], done: Callable[[], bool], timeout: float
+) -> None:
+    """Run ``consumers`` until ``done()`` (checked every 20 ms), at most ``timeout`` s."""
+    with anyio.fail_after(timeout):
+        async with anyio.create_task_group() as tg:
+            for consumer in consumers:
+                tg.start_soon(consumer.run)
+            while not done():
+                await anyio.sleep(0.02)
+            for consumer in consumers:
+                consumer.stop()
+
+
+# -- reply shapes (no server) -------------------------------------------------------------
+
+
+def test_read_entries_takes_both_reply_shapes() -> None:
+    fields = {b"e": b"{}", b"p": b"h:1:x", b"n": b"1"}
+    resp2 = [[b"s", [(b"1-0", fields), (b"1-1", fields)]]]
+    resp3 = {b"s": [[(b"1-0", fields), (b"1-1", fields)]]}
+    expected = [(b"1-0", fields), (b"1-1", fields)]
+    assert read_entries(resp2) == expected
+    assert read_entries(resp3) == expected
+    for nothing in ([], {}, None):
+        assert read_entries(nothing) == []
+    # a pending entry trimmed from the stream comes back without fields
+    assert read_entries([[b"s", [(b"1-0", None), (b"2-0", {})]]]) == [(b"1-0", {}), (b"2-0", {})]
+    # a raw reply: flat field lists, str ids
+    assert read_entries([["s", [("3-0", ["e", "x", "p", "y"])]]]) == [
+        (b"3-0", {b"e": b"x", b"p": b"y"})
+    ]
+    with pytest.raises(ValueError, match="unexpected XREADGROUP reply"):
+        read_entries(42)
+    with pytest.raises(ValueError, match="unexpected stream entry"):
+        read_entries([[b"s", [b"1-0"]]])
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="not a Redis URL"):
+        RedisStreamPublisher("http://127.0.0.1:6379")
+    with pytest.raises(ValueError, match="overflow must be"):
+        RedisStreamPublisher(overflow="drop")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="maxlen must be"):
+        RedisStreamPublisher(maxlen=0)
+    with pytest.raises(ValueError, match="not a Redis URL"):
+        RedisStreamConsumer("127.0.0.1:6379")
+    with pytest.raises(ValueError, match="unknown event kind"):
+        RedisStreamConsumer().subscribe(print, events={"tool_end"})
+    with pytest.raises(ValueError, match="max_deliveries must be"):
+        RedisStreamConsumer(max_deliveries=0)
+
+
+# -- with a server -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+async def test_events_round_trip_as_the_same_structs(
+    redis_server: RedisServer, stream: str, protocol: int
+) -> None:
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(redis_server.url, stream=stream, protocol=protocol)  # type: ignore[arg-type]
+    publisher.attach(pipe)
+    local: list[Event] = []
+    pipe.subscribe(local.append)
+    async with pipe:
+        for i in range(5):
+            await pipe.call_tool("read", {"i": i}, call=_echo, call_id=f"c{i}", agent_id="coder")
+    assert publisher.stats.published == len(local) == 20  # 4 events per one-call turn
+    assert publisher.stats.dropped == publisher.stats.lost == 0
+
+    reader = InMemoryMetricReader()
+    consumer = RedisStreamConsumer(
+        redis_server.url,
+        stream,
+        "g",
+        "c1",
+        protocol=protocol,  # type: ignore[arg-type]
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    got: list[Event] = []
+    ends: list[Event] = []
+    consumer.subscribe(got.append)
+    consumer.subscribe(ends.append, events={"tool_exec_end"})
+    with anyio.fail_after(20):
+        await consumer.run(until_caught_up=True)
+    assert got == local  # the same tagged union, field for field, in order
+    assert [e.tool_call_id for e in ends if isinstance(e, ToolExecEnd)] == [
+        f"c{i}" for i in range(5)
+    ]
+    assert consumer.lag == 0
+    assert consumer.pending == 0
+    assert consumer.stats.delivered == consumer.stats.acked == 20
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = {
+        metric.name: [p.value for p in metric.data.data_points]  # type: ignore[union-attr]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+    }
+    assert points["interpose.fleet.delivered"] == [20]
+    assert points["interpose.fleet.pending"] == [0]
+    assert points["interpose.fleet.lag"] == [0]
+
+
+async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
+    redis_server: RedisServer, stream: str
+) -> None:
+    per_process = 20_000
+    delivered: dict[str, list[tuple[str, str]]] = {"a": [], "b": []}
+    consumers = []
+    for name, seen in delivered.items():
+        consumer = RedisStreamConsumer(redis_server.url, stream, "fleet", name, batch=500)
+
+        def record(event: Event, seen: list[tuple[str, str]] = seen) -> None:
+            assert isinstance(event, ToolExecEnd)
+            seen.append((event.agent_id, event.tool_call_id))
+
+        consumer.subscribe(record)
+        consumers.append(consumer)
+    publishers = [
+        _worker("publish", redis_server.url, stream, f"agent-{k}", str(per_process))
+        for k in range(3)
+    ]
+    try:
+        total = 3 * per_process
+        await _consume_until(
+            consumers, lambda: sum(len(v) for v in delivered.values()) >= total, timeout=100
+        )
+        for process in publishers:
+            out, err = process.communicate(timeout=30)
+            assert process.returncode == 0, err
+            stats = msgspec.json.decode(out.strip().splitlines()[-1])
+            assert stats["published"] == per_process
+            assert stats["dropped"] == stats["lost"] == 0
+    finally:
+        _stop(publishers)
+    everything = delivered["a"] + delivered["b"]
+    assert len(everything) == total
+    assert set(everything) == {
+        (f"agent-{k}", f"c{i}") for k in range(3) for i in range(per_process)
+    }
+    assert delivered["a"] and delivered["b"], "both consumers of the group took a share"
+    async with Redis.from_url(redis_server.url) as client:
+        info = await client.xinfo_groups(stream)
+    assert info[0]["pending"] == 0
+    assert info[0]["lag"] == 0
+
+
+async def test_a_copy_of_an_event_is_delivered_once(redis_server: RedisServer, stream: str) -> None:
+    event = ToolExecEnd(ts=time.time_ns(), seq=1, tool_name="exec", tool_call_id="c1")
+    fields = {b"e": encode_event(event), b"p": b"host:1:abc", b"n": b"1"}
+    async with Redis.from_url(redis_server.url) as client:
+        # a producer that resent a batch whose reply it lost: the same (p, n) twice
+        await client.xadd(stream, fields)
+        await client.xadd(stream, fields)
+        other = {**fields, b"p": b"host:2:def"}  # another producer's seq 1: not a copy
+        await client.xadd(stream, other)
+    got: list[Event] = []
+    consumer = RedisStreamConsumer(redis_server.url, stream, "g", "c")
+    consumer.subscribe(got.append)
+    with anyio.fail_after(20):
+        await consumer.run(until_caught_up=True)
+    assert got == [event, event]
+    assert consumer.stats.duplicates == 1
+    assert consumer.pending == 0
+    # a second consumer of the same group, later (the copy arrives after a restart)
+    async with Redis.from_url(redis_server.url) as client:
+        await client.xadd(stream, fields)
+    again = RedisStreamConsumer(redis_server.url, stream, "g", "d")
+    again.subscribe(got.append)
+    with anyio.fail_after(20):
+        await again.run(until_caught_up=True)
+    assert got == [event, event]
+    assert again.stats.duplicates == 1
+
+
+async def test_a_sigkilled_consumers_pending_events_are_claimed_by_the_other(
+    redis_server: RedisServer, stream: str, tmp_path: Path
+) -> None:
+    count = 400
+    pipe = Pipeline(builtins=False)
+    RedisStreamPublisher(redis_server.url, stream=stream).attach(pipe, events={"tool_exec_end"})
+    async with pipe:
+        for i in range(count):
+            await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}", agent_id="a")
+
+    out = tmp_path / "victim.txt"
+    out.touch()
+    # batches of 50, 20 ms per event: killed after ~60 events, in its second batch
+    victim = _worker("consume", redis_server.url, stream, "g", "victim", str(out), "0.02")
+    try:
+        with anyio.fail_after(30):
+            while len(out.read_text().splitlines()) < 60:
+                assert victim.poll() is None, victim.stderr.read() if victim.stderr else ""
+                await anyio.sleep(0.01)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+    finally:
+        _stop([victim])
+    before_victim = out.read_text().splitlines()
+    async with Redis.from_url(redis_server.url) as client:
+        rows = await client.xpending_range(stream, "g", "-", "+", 1000, consumername="victim")
+    left = {row["message_id"] for row in rows}
+    assert 0 < len(left) <= 50, "killed in the middle of a batch, with entries pending"
+
+    got: list[tuple[str, bytes]] = []
+    rescuer = RedisStreamConsumer(redis_server.url, stream, "g", "rescuer", claim_idle=0.2)
+    entry_ids: dict[str, bytes] = {}
+    async with Redis.from_url(redis_server.url) as client:
+        for entry_id, fields in await client.xrange(stream):
+            entry_ids[msgspec.json.decode(fields[b"e"])["tool_call_id"]] = entry_id
+
+    def record(event: Event) -> None:
+        call_id = getattr(event, "tool_call_id", "")
+        got.append((call_id, entry_ids[call_id]))
+
+    rescuer.subscribe(record)
+    victim_ids = {line.split()[1] for line in before_victim}
+    await _consume_until([rescuer], lambda: len(victim_ids | {c for c, _ in got}) >= count, 30)
+    assert {c for c, _ in got} | victim_ids == {f"c{i}" for i in range(count)}
+    assert left <= {entry_id for _, entry_id in got}, "the victim's pending entries"
+    assert rescuer.stats.claimed >= len(left)
+    async with Redis.from_url(redis_server.url) as client:
+        info = await client.xinfo_groups(stream)
+    assert info[0]["pending"] == 0
+
+
+async def test_redis_restarted_while_publishing_with_block_loses_nothing(
+    make_redis: Callable[..., RedisServer], stream: str
+) -> None:
+    server = make_redis(aof=True)  # appendfsync always: an acknowledged XADD is on disk
+    count = 5_000
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(
+        server.url, stream=stream, queue=256, batch=128, backoff=(0.02, 0.2), close_timeout=30
+    )
+    publisher.attach(pipe, events={"tool_exec_end"}, buffer=64)
+    failures: list[Event] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    statuses: set[str] = set()
+    with anyio.fail_after(60):
+        async with pipe, anyio.create_task_group() as tg:
+
+            async def restart() -> None:
+                while publisher.stats.published < count // 4:
+                    await anyio.sleep(0.005)
+                server.kill(signal.SIGKILL)
+                await anyio.sleep(0.5)  # the agent goes on; the publisher queues and waits
+                server.start()
+
+            tg.start_soon(restart)
+            for i in range(count):
+                result = await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+                statuses.add(result.status)
+    assert statuses == {"ok"}, "a Redis outage never fails a tool call"
+    assert publisher.stats.errors >= 1, "the restart happened while publishing"
+    assert publisher.stats.dropped == publisher.stats.lost == 0
+    assert any(isinstance(e, InterceptorFailed) and e.policy == "retry" for e in failures)
+    got: list[str] = []
+    consumer = RedisStreamConsumer(server.url, stream, "g", "c")
+    consumer.subscribe(lambda e: got.append(e.tool_call_id), events={"tool_exec_end"})
+    with anyio.fail_after(30):
+        await consumer.run(until_caught_up=True)
+    assert sorted(got) == sorted(f"c{i}" for i in range(count))
+    assert len(got) == count, "copies from resent batches were dropped"
+
+
+async def test_a_poison_event_lands_in_the_dead_letter_stream(
+    redis_server: RedisServer, stream: str
+) -> None:
+    good = [ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{i}") for i in range(3)]
+    poison = ToolExecEnd(ts=time.time_ns(), tool_call_id="poison")
+    async with Redis.from_url(redis_server.url) as client:
+        for n, event in enumerate([good[0], poison, good[1]], 1):
+            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
+        await client.xadd(stream, {b"e": b"{not json", b"p": b"p", b"n": b"4"})
+        await client.xadd(stream, {b"e": encode_event(good[2]), b"p": b"p", b"n": b"5"})
+    got: list[str] = []
+    attempts: list[str] = []
+
+    def observer(event: Event) -> None:
+        call_id = getattr(event, "tool_call_id", "")
+        attempts.append(call_id)
+        if call_id == "poison":
+            raise ValueError("cannot handle this one")
+        got.append(call_id)
+
+    consumer = RedisStreamConsumer(
+        redis_server.url, stream, "g", "c", max_deliveries=3, retry_delay=0.05
+    )
+    consumer.subscribe(observer)
+    with anyio.fail_after(20):
+        await consumer.run(until_caught_up=True)
+    assert got == ["c0", "c1", "c2"]
+    assert attempts.count("poison") == 3
+    assert consumer.stats.dead_lettered == 2
+    assert consumer.pending == 0
+    async with Redis.from_url(redis_server.url) as client:
+        dead = await client.xrange(f"{stream}:dead")
+    errors = sorted(fields[b"error"].decode() for _, fields in dead)
+    assert errors[0].startswith("failed 3 times: observer ")
+    assert "ValueError: cannot handle this one" in errors[0]
+    assert errors[1].startswith("undecodable: ")
+    assert {fields[b"group"] for _, fields in dead} == {b"g"}
+
+
+async def test_a_consumer_restarted_under_its_name_delivers_its_own_pending(
+    redis_server: RedisServer, stream: str
+) -> None:
+    async with Redis.from_url(redis_server.url) as client:
+        for n in range(1, 4):
+            event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
+            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
+        await client.xgroup_create(stream, "g", "0")
+        # an earlier life of consumer "c" read two entries and died before acking them
+        reply = await client.xreadgroup("g", "c", {stream: ">"}, count=2)
+        assert len(read_entries(reply)) == 2
+    got: list[str] = []
+    consumer = RedisStreamConsumer(redis_server.url, stream, "g", "c", claim_idle=60)
+    consumer.subscribe(lambda e: got.append(e.tool_call_id))
+    with anyio.fail_after(20):
+        await consumer.run(until_caught_up=True)
+    assert got == ["c1", "c2", "c3"]
+    assert consumer.stats.recovered == 2
+    assert consumer.stats.claimed == 0
+    assert consumer.pending == 0
+
+
+async def test_trimmed_pending_entries_are_counted_lost(
+    redis_server: RedisServer, stream: str
+) -> None:
+    async with Redis.from_url(redis_server.url) as client:
+        for n in range(1, 4):
+            event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
+            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
+        await client.xgroup_create(stream, "g", "0")
+        await client.xreadgroup("g", "dead", {stream: ">"}, count=3)
+        await client.xtrim(stream, maxlen=0, approximate=False)  # maxlen below the backlog
+    consumer = RedisStreamConsumer(redis_server.url, stream, "g", "c", claim_idle=0.05)
+    got: list[Event] = []
+    consumer.subscribe(got.append)
+    await anyio.sleep(0.1)
+    with anyio.fail_after(20):
+        await consumer.run(until_caught_up=True)
+    assert got == []
+    assert consumer.stats.lost == 3
+    assert consumer.pending == 0
+
+
+async def test_a_down_redis_never_fails_a_tool_call_and_drops_are_counted() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(
+        url, overflow="drop_newest", queue=8, backoff=(0.01, 0.05), close_timeout=0.2
+    )
+    sub = publisher.attach(pipe, buffer=8)
+    failures: list[Event] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    with anyio.fail_after(20):
+        async with pipe:
+            results = [
+                await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}") for i in range(50)
+            ]
+            await anyio.sleep(0.1)
+    assert {r.status for r in results} == {"ok"}
+    stats = publisher.stats
+    assert stats.published == 0
+    assert stats.dropped > 0
+    # 4 events per call and the failure report: each dropped by the bus (the agent runs
+    # ahead of the subscription) or by the publisher, or lost when it closed
+    assert sub.stats.published == 200 + len(failures)
+    assert sub.stats.delivered == stats.dropped + stats.lost
+    assert not publisher.connected
+    [failure] = [e for e in failures if isinstance(e, InterceptorFailed)]
+    assert failure.hook == "observer"
+    assert failure.interceptor_id == "redis interpose:events"
+    assert failure.error_type == "ConnectionError"
