@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -37,25 +37,25 @@ async def publish(url: str, stream: str, agent: str, count: int) -> None:
     print(json.dumps(publisher.stats.__dict__), flush=True)
 
 
-async def consume(url: str, stream: str, group: str, name: str, out: str, delay: float) -> None:
+async def consume(url: str, stream: str, group: str, name: str, out: TextIO, delay: float) -> None:
     consumer = RedisStreamConsumer(url, stream, group, name, batch=50, claim_idle=60.0)
-    with open(out, "a", encoding="utf-8") as file:
 
-        async def record(event: Event) -> None:
-            await anyio.sleep(delay)
-            file.write(f"{event.agent_id} {getattr(event, 'tool_call_id', '')}\n")
-            file.flush()
+    async def record(event: Event) -> None:
+        await anyio.sleep(delay)
+        out.write(f"{event.agent_id} {getattr(event, 'tool_call_id', '')}\n")
+        out.flush()
 
-        consumer.subscribe(record, timeout=None)
-        print("consuming", flush=True)
-        await consumer.run()
+    consumer.subscribe(record, timeout=None)
+    print("consuming", flush=True)
+    await consumer.run()
 
 
 def main(argv: list[str]) -> None:
     if argv[0] == "publish":
         anyio.run(publish, argv[1], argv[2], argv[3], int(argv[4]))
     elif argv[0] == "consume":
-        anyio.run(consume, argv[1], argv[2], argv[3], argv[4], argv[5], float(argv[6]))
+        with open(argv[5], "a", encoding="utf-8") as out:
+            anyio.run(consume, argv[1], argv[2], argv[3], argv[4], out, float(argv[6]))
     else:
         raise SystemExit(f"unknown mode {argv[0]!r}")
 

@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from conftest import RedisServer, free_port
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from redis.asyncio import Redis
+from redis_helpers import RedisServer, free_port
 
 from interpose import Pipeline
 from interpose.bus.events import Event, InterceptorFailed, ToolExecEnd, encode_event
@@ -50,17 +50,25 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 async def _consume_until(
-    consumers: list[RedisStreamConsumer], done: Callable[[], bool], timeout: float
+    consumers: list[RedisStreamConsumer], done: anyio.Event, seconds: float
 ) -> None:
-    """Run ``consumers`` until ``done()`` (checked every 20 ms), at most ``timeout`` s."""
-    with anyio.fail_after(timeout):
+    """Run ``consumers`` until ``done`` is set, for at most ``seconds``."""
+    with anyio.fail_after(seconds):
         async with anyio.create_task_group() as tg:
             for consumer in consumers:
                 tg.start_soon(consumer.run)
-            while not done():
-                await anyio.sleep(0.02)
+            await done.wait()
             for consumer in consumers:
                 consumer.stop()
+
+
+async def _xrange(client: Redis, key: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    entries: Any = await client.xrange(key)
+    return [(entry_id, dict(fields)) for entry_id, fields in entries]
+
+
+def _fields(event: Event, producer: bytes, n: int) -> dict[Any, Any]:
+    return {b"e": encode_event(event), b"p": producer, b"n": str(n).encode()}
 
 
 # -- reply shapes (no server) -------------------------------------------------------------
@@ -73,8 +81,8 @@ def test_read_entries_takes_both_reply_shapes() -> None:
     expected = [(b"1-0", fields), (b"1-1", fields)]
     assert read_entries(resp2) == expected
     assert read_entries(resp3) == expected
-    for nothing in ([], {}, None):
-        assert read_entries(nothing) == []
+    nothing: list[Any] = [[], {}, None]
+    assert [read_entries(reply) for reply in nothing] == [[], [], []]
     # a pending entry trimmed from the stream comes back without fields
     assert read_entries([[b"s", [(b"1-0", None), (b"2-0", {})]]]) == [(b"1-0", {}), (b"2-0", {})]
     # a raw reply: flat field lists, str ids
@@ -159,7 +167,9 @@ async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
     redis_server: RedisServer, stream: str
 ) -> None:
     per_process = 20_000
+    total = 3 * per_process
     delivered: dict[str, list[tuple[str, str]]] = {"a": [], "b": []}
+    all_in = anyio.Event()
     consumers = []
     for name, seen in delivered.items():
         consumer = RedisStreamConsumer(redis_server.url, stream, "fleet", name, batch=500)
@@ -167,6 +177,8 @@ async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
         def record(event: Event, seen: list[tuple[str, str]] = seen) -> None:
             assert isinstance(event, ToolExecEnd)
             seen.append((event.agent_id, event.tool_call_id))
+            if len(delivered["a"]) + len(delivered["b"]) >= total:
+                all_in.set()
 
         consumer.subscribe(record)
         consumers.append(consumer)
@@ -175,10 +187,7 @@ async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
         for k in range(3)
     ]
     try:
-        total = 3 * per_process
-        await _consume_until(
-            consumers, lambda: sum(len(v) for v in delivered.values()) >= total, timeout=100
-        )
+        await _consume_until(consumers, all_in, 100)
         for process in publishers:
             out, err = process.communicate(timeout=30)
             assert process.returncode == 0, err
@@ -192,7 +201,8 @@ async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
     assert set(everything) == {
         (f"agent-{k}", f"c{i}") for k in range(3) for i in range(per_process)
     }
-    assert delivered["a"] and delivered["b"], "both consumers of the group took a share"
+    assert delivered["a"], "both consumers of the group took a share"
+    assert delivered["b"], "both consumers of the group took a share"
     async with Redis.from_url(redis_server.url) as client:
         info = await client.xinfo_groups(stream)
     assert info[0]["pending"] == 0
@@ -201,7 +211,7 @@ async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
 
 async def test_a_copy_of_an_event_is_delivered_once(redis_server: RedisServer, stream: str) -> None:
     event = ToolExecEnd(ts=time.time_ns(), seq=1, tool_name="exec", tool_call_id="c1")
-    fields = {b"e": encode_event(event), b"p": b"host:1:abc", b"n": b"1"}
+    fields = _fields(event, b"host:1:abc", 1)
     async with Redis.from_url(redis_server.url) as client:
         # a producer that resent a batch whose reply it lost: the same (p, n) twice
         await client.xadd(stream, fields)
@@ -260,16 +270,20 @@ async def test_a_sigkilled_consumers_pending_events_are_claimed_by_the_other(
     rescuer = RedisStreamConsumer(redis_server.url, stream, "g", "rescuer", claim_idle=0.2)
     entry_ids: dict[str, bytes] = {}
     async with Redis.from_url(redis_server.url) as client:
-        for entry_id, fields in await client.xrange(stream):
+        for entry_id, fields in await _xrange(client, stream):
             entry_ids[msgspec.json.decode(fields[b"e"])["tool_call_id"]] = entry_id
+
+    victim_ids = {line.split()[1] for line in before_victim}
+    all_in = anyio.Event()
 
     def record(event: Event) -> None:
         call_id = getattr(event, "tool_call_id", "")
         got.append((call_id, entry_ids[call_id]))
+        if len(victim_ids | {c for c, _ in got}) >= count:
+            all_in.set()
 
     rescuer.subscribe(record)
-    victim_ids = {line.split()[1] for line in before_victim}
-    await _consume_until([rescuer], lambda: len(victim_ids | {c for c, _ in got}) >= count, 30)
+    await _consume_until([rescuer], all_in, 30)
     assert {c for c, _ in got} | victim_ids == {f"c{i}" for i in range(count)}
     assert left <= {entry_id for _, entry_id in got}, "the victim's pending entries"
     assert rescuer.stats.claimed >= len(left)
@@ -295,7 +309,8 @@ async def test_redis_restarted_while_publishing_with_block_loses_nothing(
         async with pipe, anyio.create_task_group() as tg:
 
             async def restart() -> None:
-                while publisher.stats.published < count // 4:
+                # a counter of the publisher's own: polled, bounded by the fail_after
+                while publisher.stats.published < count // 4:  # noqa: ASYNC110
                     await anyio.sleep(0.005)
                 server.kill(signal.SIGKILL)
                 await anyio.sleep(0.5)  # the agent goes on; the publisher queues and waits
@@ -325,9 +340,9 @@ async def test_a_poison_event_lands_in_the_dead_letter_stream(
     poison = ToolExecEnd(ts=time.time_ns(), tool_call_id="poison")
     async with Redis.from_url(redis_server.url) as client:
         for n, event in enumerate([good[0], poison, good[1]], 1):
-            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
-        await client.xadd(stream, {b"e": b"{not json", b"p": b"p", b"n": b"4"})
-        await client.xadd(stream, {b"e": encode_event(good[2]), b"p": b"p", b"n": b"5"})
+            await client.xadd(stream, _fields(event, b"p", n))
+        await client.xadd(stream, {**_fields(good[2], b"p", 4), b"e": b"{not json"})
+        await client.xadd(stream, _fields(good[2], b"p", 5))
     got: list[str] = []
     attempts: list[str] = []
 
@@ -349,7 +364,7 @@ async def test_a_poison_event_lands_in_the_dead_letter_stream(
     assert consumer.stats.dead_lettered == 2
     assert consumer.pending == 0
     async with Redis.from_url(redis_server.url) as client:
-        dead = await client.xrange(f"{stream}:dead")
+        dead = await _xrange(client, f"{stream}:dead")
     errors = sorted(fields[b"error"].decode() for _, fields in dead)
     assert errors[0].startswith("failed 3 times: observer ")
     assert "ValueError: cannot handle this one" in errors[0]
@@ -363,7 +378,7 @@ async def test_a_consumer_restarted_under_its_name_delivers_its_own_pending(
     async with Redis.from_url(redis_server.url) as client:
         for n in range(1, 4):
             event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
-            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
+            await client.xadd(stream, _fields(event, b"p", n))
         await client.xgroup_create(stream, "g", "0")
         # an earlier life of consumer "c" read two entries and died before acking them
         reply = await client.xreadgroup("g", "c", {stream: ">"}, count=2)
@@ -385,7 +400,7 @@ async def test_trimmed_pending_entries_are_counted_lost(
     async with Redis.from_url(redis_server.url) as client:
         for n in range(1, 4):
             event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
-            await client.xadd(stream, {b"e": encode_event(event), b"p": b"p", b"n": str(n)})
+            await client.xadd(stream, _fields(event, b"p", n))
         await client.xgroup_create(stream, "g", "0")
         await client.xreadgroup("g", "dead", {stream: ">"}, count=3)
         await client.xtrim(stream, maxlen=0, approximate=False)  # maxlen below the backlog
