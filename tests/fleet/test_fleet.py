@@ -443,3 +443,119 @@ async def test_a_down_redis_never_fails_a_tool_call_and_drops_are_counted() -> N
     assert failure.hook == "observer"
     assert failure.interceptor_id == "redis interpose:events"
     assert failure.error_type == "ConnectionError"
+
+
+# -- config and command line -------------------------------------------------------------
+
+
+async def _publish_sample(url: str, stream: str) -> None:
+    """Three calls of agent "coder": one ok, one blocked by an interceptor, one failing."""
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("tool.before", tools="exec", id="no-deploy")
+    def no_deploy(inp: Any, out: Any) -> None:
+        if "deploy" in out.args.get("command", ""):
+            out.block, out.block_reason = True, "deploys need a ticket"
+
+    def fail(args: dict[str, Any]) -> Any:
+        raise OSError("disk full")
+
+    RedisStreamPublisher(url, stream=stream).attach(pipe)
+    async with pipe:
+        await pipe.call_tool("exec", {"command": "ls"}, call=_echo, agent_id="coder")
+        await pipe.call_tool("exec", {"command": "make deploy"}, call=_echo, agent_id="coder")
+        await pipe.call_tool("write", {"path": "a"}, call=fail, agent_id="coder")
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "interpose.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_tail_prints_a_table_and_exits_when_caught_up(
+    redis_server: RedisServer, stream: str
+) -> None:
+    await _publish_sample(redis_server.url, stream)
+    run = await anyio.to_thread.run_sync(
+        _cli, "tail", "--redis", redis_server.url, "--stream", stream
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].split() == ["TIME", "AGENT", "TOOL", "DECISION", "DURATION", "REASON"]
+    rows = [line.split(None, 4) for line in lines[1:]]
+    assert [row[1:4] for row in rows] == [
+        ["coder", "exec", "ok"],
+        ["coder", "exec", "blocked"],
+        ["coder", "write", "error"],
+    ]
+    assert lines[2].endswith("deploys need a ticket (by no-deploy)")
+    # its own group is gone: tail leaves nothing behind
+    async with Redis.from_url(redis_server.url) as client:
+        assert await client.xinfo_groups(stream) == []
+    only = await anyio.to_thread.run_sync(
+        _cli, "tail", "--redis", redis_server.url, "--stream", stream, "--events", "turn_started"
+    )
+    assert len(only.stdout.splitlines()) == 1 + 3
+    bad = await anyio.to_thread.run_sync(
+        _cli, "tail", "--redis", redis_server.url, "--events", "tool_end"
+    )
+    assert bad.returncode == 2
+    assert "unknown event kind(s) tool_end" in bad.stderr
+    down = await anyio.to_thread.run_sync(
+        _cli, "tail", "--redis", f"redis://127.0.0.1:{free_port()}/0"
+    )
+    assert down.returncode == 1
+    assert "ConnectionError" in down.stderr
+
+
+async def test_audit_writes_the_audit_log_format_and_resumes(
+    redis_server: RedisServer, stream: str, tmp_path: Path
+) -> None:
+    from interpose.bus.events import decode_event
+
+    out = tmp_path / "audit.jsonl"
+    args = ("audit", "--redis", redis_server.url, "--stream", stream, "--out", str(out))
+    await _publish_sample(redis_server.url, stream)
+    first = await anyio.to_thread.run_sync(lambda: _cli(*args))
+    assert first.returncode == 0, first.stderr
+    assert "12 event(s) appended" in first.stderr
+    events = [decode_event(line) for line in out.read_bytes().splitlines()]
+    assert [e.kind for e in events[:4]] == [
+        "turn_started",
+        "tool_exec_start",
+        "tool_exec_end",
+        "turn_ended",
+    ]
+    await _publish_sample(redis_server.url, stream)
+    second = await anyio.to_thread.run_sync(lambda: _cli(*args))
+    assert "12 event(s) appended" in second.stderr  # only the new ones
+    assert len(out.read_bytes().splitlines()) == 24
+
+
+async def test_the_config_file_attaches_a_publisher(
+    redis_server: RedisServer, stream: str, tmp_path: Path
+) -> None:
+    from interpose.config import ConfigFileError, build_pipeline, parse_config
+
+    config = tmp_path / "interpose.toml"
+    config.write_text(
+        f'[observers.redis]\nurl = "{redis_server.url}"\nstream = "{stream}"\n'
+        'events = ["tool_exec_end"]\noverflow = "drop_oldest"\n'
+    )
+    check = await anyio.to_thread.run_sync(_cli, "check", str(config))
+    assert check.returncode == 0, check.stderr
+    assert f"redis {stream}  tool_exec_end (overflow=drop_oldest)" in check.stdout
+    pipe = build_pipeline(parse_config(config), base_dir=tmp_path)
+    async with pipe:
+        await pipe.call_tool("read", {"path": "README.md"}, call=_echo)
+    async with Redis.from_url(redis_server.url) as client:
+        [(_, fields)] = await _xrange(client, stream)
+    assert msgspec.json.decode(fields[b"e"])["kind"] == "tool_exec_end"
+    config.write_text('[observers.redis]\nurl = "localhost:6379"\n')
+    with pytest.raises(ConfigFileError, match=r"observers\.redis\.url: not a Redis URL"):
+        build_pipeline(parse_config(config), base_dir=tmp_path)
