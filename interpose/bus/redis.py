@@ -57,6 +57,7 @@ from .memory import OVERFLOW_VALUES, Overflow
 if TYPE_CHECKING:
     from opentelemetry import metrics
     from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
 
     from ..pipeline.pipeline import Pipeline
     from .memory import Subscription
@@ -74,6 +75,19 @@ log = logging.getLogger("interpose.bus.redis")
 Entry: TypeAlias = tuple[bytes, dict[bytes, bytes]]
 Protocol: TypeAlias = Literal[2, 3]
 _DEFAULT_URL = "redis://127.0.0.1:6379/0"
+# ARGV: producer, maxlen (0: no trimming), then event JSON and seq, pairwise
+_XADD_BATCH = """
+local producer, maxlen = ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  if maxlen ~= '0' then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*',
+               'e', ARGV[i], 'p', producer, 'n', ARGV[i + 1])
+  else
+    redis.call('XADD', KEYS[1], '*', 'e', ARGV[i], 'p', producer, 'n', ARGV[i + 1])
+  end
+end
+return (#ARGV - 2) / 2
+"""
 _DEFAULT_STREAM = "interpose:events"
 
 
@@ -170,7 +184,10 @@ def read_entries(reply: Any) -> list[Entry]:
             if not isinstance(entry, list | tuple) or len(entry) != 2:
                 raise ValueError(f"unexpected stream entry: {entry!r}")
             entry_id, fields = entry
-            entries.append((_bytes(entry_id), _fields(fields)))
+            if type(entry_id) is not bytes or type(fields) is not dict:
+                entry_id, fields = _bytes(entry_id), _fields(fields)
+            # else: what redis-py gives without decode_responses, kept as it is
+            entries.append((entry_id, fields))
     return entries
 
 
@@ -399,6 +416,8 @@ class RedisStreamPublisher:
         self._client: Redis | None = None
         self._producer = self.producer.encode()
         self._stream = stream.encode()
+        self._maxlen = str(maxlen or 0).encode()
+        self._script: AsyncScript | None = None
         self._seq = itertools.count(1)
         self._pending: deque[tuple[bytes, bytes]] = deque()  # (n, event JSON)
         self._wakeup: anyio.Event | None = None
@@ -527,6 +546,7 @@ class RedisStreamPublisher:
         if self._space is not None:
             self._space.set()
         client, self._client = self._client, None
+        self._script = None
         if client is not None:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
@@ -583,15 +603,22 @@ class RedisStreamPublisher:
                 self._space = None
 
     async def _send(self, batch: Sequence[tuple[bytes, bytes]]) -> None:
-        """Append ``batch`` in one pipelined round trip (no MULTI: a batch cut short is
-        sent again whole, and consumers drop the copies by ``(p, n)``)."""
-        stream, producer, maxlen = self._stream, self._producer, self.maxlen
-        if self._client is None:
-            self._client = _connect(self.url, self._protocol, self._socket_timeout)
-        async with self._client.pipeline(transaction=False) as pipeline:
-            for n, data in batch:
-                pipeline.xadd(stream, {b"e": data, b"p": producer, b"n": n}, maxlen=maxlen)
-            await pipeline.execute()
+        """Append ``batch`` in one round trip: one script call that runs the XADDs.
+
+        One command and one reply per batch instead of one per event (redis-py spends
+        tens of microseconds packing each command and parsing each reply), and a batch
+        is applied whole or not at all.  A batch whose reply was lost is sent again;
+        consumers drop the copies by ``(p, n)``.
+        """
+        client = self._client
+        if client is None:
+            client = self._client = _connect(self.url, self._protocol, self._socket_timeout)
+        if self._script is None:
+            self._script = client.register_script(_XADD_BATCH)
+        args: list[bytes] = [self._producer, self._maxlen]
+        for n, data in batch:
+            args += (data, n)
+        await self._script(keys=[self._stream], args=args, client=client)
         self.stats.published += len(batch)
         self.stats.batches += 1
         if self._down_since is not None:
