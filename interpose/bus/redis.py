@@ -150,6 +150,51 @@ def default_producer_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# KEYS: stream, seen set; ARGV: group, n, then n (score, key) pairs, then the ids to ack
+_ACK_AND_REMEMBER = b"""
+local n = tonumber(ARGV[2])
+if n > 0 then
+  redis.call('ZADD', KEYS[2], unpack(ARGV, 3, 2 + 2 * n))
+end
+if #ARGV > 2 + 2 * n then
+  return redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3 + 2 * n))
+end
+return 0
+"""
+
+
+def _pack(args: Sequence[bytes]) -> bytes:
+    """One command in RESP, as redis-py would send it."""
+    parts = [b"*%d\r\n" % len(args)]
+    parts += [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in args]
+    return b"".join(parts)
+
+
+async def _raw(client: Redis, *args: bytes) -> Any:
+    """Send one command packed by ``_pack`` on a connection of ``client``'s pool and
+    return its reply (an error reply raises ``ResponseError``, as redis-py does).
+
+    A failure or a cancellation in the middle disconnects the connection: a reply left
+    unread must not be taken for the next command's.
+    """
+    pool = client.connection_pool
+    connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        await connection.send_packed_command(_pack(args), check_health=False)
+        reply = await connection.read_response()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await connection.disconnect()
+        raise
+    finally:
+        await pool.release(connection)
+    from redis.exceptions import ResponseError
+
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
 # -- reply shapes -----------------------------------------------------------------------
 
 
@@ -576,6 +621,8 @@ class RedisStreamPublisher:
             self._stopped.set()
 
     async def _write_loop(self) -> None:
+        from redis.exceptions import RedisError
+
         pending = self._pending
         attempt = 0
         while True:
@@ -588,7 +635,9 @@ class RedisStreamPublisher:
             batch = [pending[i] for i in range(min(self.batch, len(pending)))]
             try:
                 await self._send(batch)
-            except _redis_errors() as exc:
+            except (RedisError, OSError) as exc:
+                # a lost connection, or an error reply (out of memory, a key of the wrong
+                # type...): retried with backoff either way, never raised into the agent
                 attempt += 1
                 self._failed(exc)
                 # also while closing: aclose() gives up after close_timeout
@@ -765,6 +814,8 @@ class RedisStreamConsumer:
         for name, number in (("batch", batch), ("max_deliveries", max_deliveries)):
             if not _positive_int(number):
                 raise ValueError(f"{name} must be a positive int, got {number!r}")
+        if batch > 2000:  # the ack script unpacks 2 arguments per entry, Lua's limit is 8000
+            raise ValueError(f"batch must be at most 2000, got {batch}")
         for name, seconds in (
             ("block", block),
             ("claim_idle", claim_idle),
@@ -796,6 +847,10 @@ class RedisStreamConsumer:
         self.stats = ConsumerStats()
         self._protocol: Protocol = protocol
         self._seen_key = f"{stream}:seen:{group}"
+        self._seen = self._seen_key.encode()
+        self._stream = stream.encode()
+        self._group = group.encode()
+        self._ack_sha: bytes | None = None
         self._targets: list[_Target] = []
         self._retries: dict[bytes, _Retry] = {}
         self._failures: dict[bytes, int] = {}
@@ -865,6 +920,8 @@ class RedisStreamConsumer:
                 outages are retried with backoff.
             redis.exceptions.ResponseError: the key is not a stream, or the like.
         """
+        from redis.exceptions import ResponseError
+
         self._stop = False
         client = self._client = _connect(self.url, self._protocol, None)
         try:
@@ -897,6 +954,10 @@ class RedisStreamConsumer:
                         block=max(int(wait * 1000), 1),
                     )
                     entries = read_entries(reply)
+                    if entries:
+                        # a connection lost before the ack leaves the delivered entries
+                        # pending with this consumer: XAUTOCLAIM brings them back
+                        await self._process(client, entries, recovered=None)
                     attempt = 0
                 except _redis_errors() as exc:
                     attempt += 1
@@ -909,9 +970,19 @@ class RedisStreamConsumer:
                     )
                     await anyio.sleep(_backoff(attempt, 0.05, 2.0))
                     continue
-                if entries:
-                    await self._process(client, entries, recovered=None)
-                elif until_caught_up and not self._retries:
+                except ResponseError as exc:
+                    if "NOGROUP" not in str(exc):
+                        raise
+                    # Redis restarted without persistence, or the group was deleted
+                    log.warning(
+                        "redis consumer %s/%s: the group is gone (%s); creating it again",
+                        self.group,
+                        self.consumer,
+                        exc,
+                    )
+                    await self._create_group(client)
+                    continue
+                if not entries and until_caught_up and not self._retries:
                     break
             await self._refresh_stats(client)
         finally:
@@ -1026,9 +1097,11 @@ class RedisStreamConsumer:
         await self._process(client, [(r.id, r.fields) for r in due], recovered=None)
 
     async def _refresh_stats(self, client: Redis) -> None:
+        from redis.exceptions import RedisError
+
         try:
             groups = await client.xinfo_groups(self.stream)
-        except _redis_errors():
+        except (RedisError, OSError):  # counters only: the next refresh tries again
             return
         for row in groups:
             info: dict[Any, Any] = dict(row)
@@ -1068,9 +1141,9 @@ class RedisStreamConsumer:
             decoded.append((entry_id, fields, event, key))
         seen: set[bytes] = set()
         if decoded and self.dedup_window is not None:
-            keys: list[Any] = [d[3] for d in decoded]
-            scores = await client.zmscore(self._seen_key, keys)
-            seen = {d[3] for d, score in zip(decoded, scores, strict=True) if score is not None}
+            keys = [d[3] for d in decoded]
+            scores = await _raw(client, b"ZMSCORE", self._seen, *keys)
+            seen = {key for key, score in zip(keys, scores, strict=True) if score is not None}
         done: dict[bytes, float] = {}
         for entry_id, fields, event, key in decoded:
             if key in seen or key in done:
@@ -1095,6 +1168,58 @@ class RedisStreamConsumer:
                 self._retries[entry_id] = _Retry(entry_id, fields, due)
         if not (to_ack or dead):
             return
+        if not dead:
+            # the common case: remember and ack in one script call, packed here (redis-py
+            # packs each argument in Python: most of a consumer's time, at 2 per event)
+            await self._ack(client, done, to_ack)
+        else:
+            await self._ack_dead(client, done, to_ack, dead)
+        self.stats.acked += len(to_ack) + len(dead)
+        self.stats.dead_lettered += len(dead)
+        for entry_id, _, reason in dead:
+            log.error(
+                "redis consumer %s/%s: entry %s moved to %s: %s",
+                self.group,
+                self.consumer,
+                entry_id.decode(),
+                self.dead_letter,
+                reason,
+            )
+        self._batches += 1
+        if self.dedup_window is not None and self._batches % 256 == 1:
+            horizon = time.time() * 1000 - self.dedup_window * 1000
+            await client.zremrangebyscore(self._seen_key, "-inf", horizon)
+
+    async def _ack(self, client: Redis, done: dict[bytes, float], to_ack: list[bytes]) -> None:
+        """``ZADD <seen> score key ...`` (the keys of ``done``) and ``XACK`` ``to_ack``,
+        atomically, in one round trip."""
+        from redis.exceptions import ResponseError
+
+        args: list[bytes] = [self._group, str(len(done)).encode()]
+        for key, score in done.items():
+            args += (b"%d" % score, key)
+        args += to_ack
+        keys = (self._stream, self._seen)
+        if self._ack_sha is None:
+            self._ack_sha = await _raw(client, b"SCRIPT", b"LOAD", _ACK_AND_REMEMBER)
+        try:
+            await _raw(client, b"EVALSHA", self._ack_sha, b"2", *keys, *args)
+        except ResponseError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+            # Redis restarted and forgot its scripts
+            self._ack_sha = await _raw(client, b"SCRIPT", b"LOAD", _ACK_AND_REMEMBER)
+            await _raw(client, b"EVALSHA", self._ack_sha, b"2", *keys, *args)
+
+    async def _ack_dead(
+        self,
+        client: Redis,
+        done: dict[bytes, float],
+        to_ack: list[bytes],
+        dead: list[tuple[bytes, dict[bytes, bytes], str]],
+    ) -> None:
+        """As ``_ack``, and copy ``dead`` to the dead-letter stream and ack them, in one
+        MULTI."""
         async with client.pipeline(transaction=True) as tx:
             if done and self.dedup_window is not None:
                 tx.zadd(self._seen_key, done)
@@ -1110,24 +1235,8 @@ class RedisStreamConsumer:
                     }
                 )
                 tx.xadd(self.dead_letter, record, maxlen=100_000)
-                to_ack.append(entry_id)
-            tx.xack(self.stream, self.group, *to_ack)
+            tx.xack(self.stream, self.group, *to_ack, *(d[0] for d in dead))
             await tx.execute()
-        self.stats.acked += len(to_ack)
-        self.stats.dead_lettered += len(dead)
-        for entry_id, _, reason in dead:
-            log.error(
-                "redis consumer %s/%s: entry %s moved to %s: %s",
-                self.group,
-                self.consumer,
-                entry_id.decode(),
-                self.dead_letter,
-                reason,
-            )
-        self._batches += 1
-        if self.dedup_window is not None and self._batches % 256 == 1:
-            horizon = time.time() * 1000 - self.dedup_window * 1000
-            await client.zremrangebyscore(self._seen_key, "-inf", horizon)
 
     async def _deliver(self, event: Event) -> str | None:
         """Hand ``event`` to every observer that wants it; the first failure, as text."""

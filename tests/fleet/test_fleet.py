@@ -559,3 +559,63 @@ async def test_the_config_file_attaches_a_publisher(
     config.write_text('[observers.redis]\nurl = "localhost:6379"\n')
     with pytest.raises(ConfigFileError, match=r"observers\.redis\.url: not a Redis URL"):
         build_pipeline(parse_config(config), base_dir=tmp_path)
+
+
+async def test_an_error_reply_is_retried_never_raised_into_the_agent(
+    redis_server: RedisServer, stream: str
+) -> None:
+    async with Redis.from_url(redis_server.url) as client:
+        await client.set(stream, "not a stream")  # WRONGTYPE for every XADD
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(
+        redis_server.url,
+        stream=stream,
+        overflow="drop_oldest",
+        queue=4,
+        backoff=(0.01, 0.02),
+        close_timeout=0.1,
+    )
+    publisher.attach(pipe, events={"tool_exec_end"})
+    failures: list[Event] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    with anyio.fail_after(20):
+        async with pipe:
+            for i in range(20):
+                result = await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+                assert result.status == "ok"
+    assert publisher.stats.published == 0
+    assert publisher.stats.errors >= 1
+    assert publisher.stats.dropped + publisher.stats.lost == 20
+    [failure] = failures
+    assert isinstance(failure, InterceptorFailed)
+    assert failure.error_type == "ResponseError"
+    assert "WRONGTYPE" in failure.error
+
+
+async def test_a_consumer_creates_its_group_again_when_it_is_gone(
+    redis_server: RedisServer, stream: str
+) -> None:
+    got: list[str] = []
+    second_in = anyio.Event()
+    consumer = RedisStreamConsumer(redis_server.url, stream, "g", "c", block=0.05)
+
+    def record(event: Event) -> None:
+        got.append(getattr(event, "tool_call_id", ""))
+        if len(got) == 2:
+            second_in.set()
+
+    consumer.subscribe(record)
+    async with Redis.from_url(redis_server.url) as client:
+        first = ToolExecEnd(ts=time.time_ns(), tool_call_id="before")
+        await client.xadd(stream, _fields(first, b"p", 1))
+        with anyio.fail_after(20):
+            async with consumer:
+                while not got:  # noqa: ASYNC110 - the consumer's progress, bounded above
+                    await anyio.sleep(0.01)
+                # what a Redis restart without persistence does to a group
+                await client.xgroup_destroy(stream, "g")
+                await client.delete(stream)
+                second = ToolExecEnd(ts=time.time_ns(), tool_call_id="after")
+                await client.xadd(stream, _fields(second, b"p", 2))
+                await second_in.wait()
+    assert got == ["before", "after"]
