@@ -57,7 +57,6 @@ from .memory import OVERFLOW_VALUES, Overflow
 if TYPE_CHECKING:
     from opentelemetry import metrics
     from redis.asyncio import Redis
-    from redis.commands.core import AsyncScript
 
     from ..pipeline.pipeline import Pipeline
     from .memory import Subscription
@@ -76,7 +75,7 @@ Entry: TypeAlias = tuple[bytes, dict[bytes, bytes]]
 Protocol: TypeAlias = Literal[2, 3]
 _DEFAULT_URL = "redis://127.0.0.1:6379/0"
 # ARGV: producer, maxlen (0: no trimming), then event JSON and seq, pairwise
-_XADD_BATCH = """
+_XADD_BATCH = b"""
 local producer, maxlen = ARGV[1], ARGV[2]
 for i = 3, #ARGV, 2 do
   if maxlen ~= '0' then
@@ -193,6 +192,45 @@ async def _raw(client: Redis, *args: bytes) -> Any:
     if isinstance(reply, ResponseError):
         raise reply
     return reply
+
+
+class _Script:
+    """A Lua script called with ``EVALSHA`` through ``_raw``, loaded on first use and
+    again after ``NOSCRIPT`` (a restarted Redis has forgotten it)."""
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.sha: bytes | None = None
+
+    async def __call__(self, client: Redis, keys: Sequence[bytes], args: Sequence[bytes]) -> Any:
+        from redis.exceptions import NoScriptError
+
+        if self.sha is None:
+            self.sha = await _raw(client, b"SCRIPT", b"LOAD", self.source)
+        head = (b"EVALSHA", self.sha, str(len(keys)).encode(), *keys)
+        try:
+            return await _raw(client, *head, *args)
+        except NoScriptError:  # redis-py's class for a NOSCRIPT error reply
+            pass
+        self.sha = await _raw(client, b"SCRIPT", b"LOAD", self.source)
+        return await _raw(client, b"EVALSHA", self.sha, *head[2:], *args)
+
+
+def _raw_entries(reply: Any) -> list[Entry]:
+    """The entries of a raw ``XREADGROUP`` reply for one stream (``_raw``: no redis-py
+    response callbacks): ``[[stream, [[id, [f, v, ...]], ...]]]`` (RESP2) or
+    ``{stream: [[id, [f, v, ...]], ...]}`` (RESP3); nothing: None, ``[]`` or ``{}``."""
+    if not reply:
+        return []
+    raw = next(iter(reply.values())) if isinstance(reply, Mapping) else reply[0][1]
+    entries: list[Entry] = []
+    for entry_id, flat in raw:
+        if flat and type(flat[0]) is bytes:
+            it = iter(flat)
+            entries.append((entry_id, dict(zip(it, it, strict=True))))
+        else:
+            entries.append((_bytes(entry_id), _fields(flat)))
+    return entries
 
 
 # -- reply shapes -----------------------------------------------------------------------
@@ -462,7 +500,7 @@ class RedisStreamPublisher:
         self._producer = self.producer.encode()
         self._stream = stream.encode()
         self._maxlen = str(maxlen or 0).encode()
-        self._script: AsyncScript | None = None
+        self._script = _Script(_XADD_BATCH)
         self._seq = itertools.count(1)
         self._pending: deque[tuple[bytes, bytes]] = deque()  # (n, event JSON)
         self._wakeup: anyio.Event | None = None
@@ -591,7 +629,7 @@ class RedisStreamPublisher:
         if self._space is not None:
             self._space.set()
         client, self._client = self._client, None
-        self._script = None
+        self._script.sha = None
         if client is not None:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
@@ -662,12 +700,10 @@ class RedisStreamPublisher:
         client = self._client
         if client is None:
             client = self._client = _connect(self.url, self._protocol, self._socket_timeout)
-        if self._script is None:
-            self._script = client.register_script(_XADD_BATCH)
         args: list[bytes] = [self._producer, self._maxlen]
         for n, data in batch:
             args += (data, n)
-        await self._script(keys=[self._stream], args=args, client=client)
+        await self._script(client, (self._stream,), args)
         self.stats.published += len(batch)
         self.stats.batches += 1
         if self._down_since is not None:
@@ -850,7 +886,9 @@ class RedisStreamConsumer:
         self._seen = self._seen_key.encode()
         self._stream = stream.encode()
         self._group = group.encode()
-        self._ack_sha: bytes | None = None
+        self._consumer = consumer.encode()
+        self._batch = str(batch).encode()
+        self._ack_script = _Script(_ACK_AND_REMEMBER)
         self._targets: list[_Target] = []
         self._retries: dict[bytes, _Retry] = {}
         self._failures: dict[bytes, int] = {}
@@ -946,14 +984,21 @@ class RedisStreamConsumer:
                         soonest = min(r.due for r in self._retries.values())
                         wait = min(wait, max(soonest - time.monotonic(), 0.001))
                     wait = min(wait, max(next_claim - time.monotonic(), 0.001))
-                    reply = await client.xreadgroup(
-                        self.group,
-                        self.consumer,
-                        {self.stream: ">"},
-                        count=self.batch,
-                        block=max(int(wait * 1000), 1),
+                    reply = await _raw(
+                        client,
+                        b"XREADGROUP",
+                        b"GROUP",
+                        self._group,
+                        self._consumer,
+                        b"COUNT",
+                        self._batch,
+                        b"BLOCK",
+                        b"%d" % max(int(wait * 1000), 1),
+                        b"STREAMS",
+                        self._stream,
+                        b">",
                     )
-                    entries = read_entries(reply)
+                    entries = _raw_entries(reply)
                     if entries:
                         # a connection lost before the ack leaves the delivered entries
                         # pending with this consumer: XAUTOCLAIM brings them back
@@ -1193,23 +1238,11 @@ class RedisStreamConsumer:
     async def _ack(self, client: Redis, done: dict[bytes, float], to_ack: list[bytes]) -> None:
         """``ZADD <seen> score key ...`` (the keys of ``done``) and ``XACK`` ``to_ack``,
         atomically, in one round trip."""
-        from redis.exceptions import ResponseError
-
         args: list[bytes] = [self._group, str(len(done)).encode()]
         for key, score in done.items():
             args += (b"%d" % score, key)
         args += to_ack
-        keys = (self._stream, self._seen)
-        if self._ack_sha is None:
-            self._ack_sha = await _raw(client, b"SCRIPT", b"LOAD", _ACK_AND_REMEMBER)
-        try:
-            await _raw(client, b"EVALSHA", self._ack_sha, b"2", *keys, *args)
-        except ResponseError as exc:
-            if not str(exc).startswith("NOSCRIPT"):
-                raise
-            # Redis restarted and forgot its scripts
-            self._ack_sha = await _raw(client, b"SCRIPT", b"LOAD", _ACK_AND_REMEMBER)
-            await _raw(client, b"EVALSHA", self._ack_sha, b"2", *keys, *args)
+        await self._ack_script(client, (self._stream, self._seen), args)
 
     async def _ack_dead(
         self,

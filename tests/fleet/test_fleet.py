@@ -22,7 +22,12 @@ from redis_helpers import RedisServer, free_port
 
 from interpose import Pipeline
 from interpose.bus.events import Event, InterceptorFailed, ToolExecEnd, encode_event
-from interpose.bus.redis import RedisStreamConsumer, RedisStreamPublisher, read_entries
+from interpose.bus.redis import (
+    RedisStreamConsumer,
+    RedisStreamPublisher,
+    _raw_entries,
+    read_entries,
+)
 
 WORKER = Path(__file__).with_name("fleet_worker.py")
 pytestmark = pytest.mark.integration
@@ -89,6 +94,13 @@ def test_read_entries_takes_both_reply_shapes() -> None:
     assert read_entries([["s", [("3-0", ["e", "x", "p", "y"])]]]) == [
         (b"3-0", {b"e": b"x", b"p": b"y"})
     ]
+    # raw replies (the consumer's own reads, without redis-py's response callbacks)
+    flat = [b"e", b"{}", b"p", b"h:1:x", b"n", b"1"]
+    raw2 = [[b"s", [[b"1-0", flat], [b"1-1", flat]]]]
+    raw3 = {b"s": [[b"1-0", flat], [b"1-1", flat]]}
+    assert _raw_entries(raw2) == _raw_entries(raw3) == expected
+    assert _raw_entries(None) == _raw_entries([]) == _raw_entries({}) == []
+    assert _raw_entries([[b"s", [[b"1-0", None]]]]) == [(b"1-0", {})]
     with pytest.raises(ValueError, match="unexpected XREADGROUP reply"):
         read_entries(42)
     with pytest.raises(ValueError, match="unexpected stream entry"):
