@@ -82,7 +82,12 @@ def format_row(event: Event) -> tuple[str, ...]:
     stamp += f".{event.ts // 1_000_000 % 1000:03d}"
     tool = str(getattr(event, "tool_name", ""))
     duration_ns = int(getattr(event, "duration_ns", 0))
-    duration = f"{duration_ns / 1e6:.1f}ms" if duration_ns else ""
+    if not duration_ns:
+        duration = ""
+    elif duration_ns < 1_000_000:
+        duration = f"{duration_ns / 1e3:.0f}us"
+    else:
+        duration = f"{duration_ns / 1e6:.1f}ms"
     kind = event.kind
     reason = str(getattr(event, "reason", ""))
     by = str(getattr(event, "decided_by", ""))
