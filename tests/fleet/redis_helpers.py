@@ -1,4 +1,4 @@
-"""A real ``redis-server`` for the fleet tests (see conftest.py), and a free port."""
+"""A real ``redis-server`` for the fleet tests (their fixtures are in test_fleet.py), and a free port."""
 
 from __future__ import annotations
 

@@ -1,5 +1,15 @@
 """The fleet bus against a real redis-server: publishing from agent processes, consuming
-with a consumer group at least once, and what happens on each failure."""
+with a consumer group at least once, and what happens on each failure.
+
+``redis_server`` is one server for the whole session, without persistence; tests keep
+apart by using streams of their own (``stream``).  ``make_redis`` starts more (the
+restart test needs one with an append-only file, and kills it).  Every server runs in a
+temporary directory of its own and is killed at the end: only the processes these
+fixtures started.  Without ``redis-server`` (scripts/test.sh installs it with apt) the
+tests are skipped, except under CI (``CI=true``), where a missing server fails the run.
+(The fixtures live here, not in a conftest.py: mypy would see two top-level
+``conftest`` modules, this one and tests/adapters', both directories being on its path.)
+"""
 
 from __future__ import annotations
 
@@ -8,7 +18,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +29,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from redis.asyncio import Redis
-from redis_helpers import RedisServer, free_port
+from redis_helpers import RedisServer, find_redis_server, free_port
 
 from interpose import Pipeline
 from interpose.bus.events import Event, InterceptorFailed, ToolExecEnd, encode_event
@@ -74,6 +85,44 @@ async def _xrange(client: Redis, key: str) -> list[tuple[bytes, dict[bytes, byte
 
 def _fields(event: Event, producer: bytes, n: int) -> dict[Any, Any]:
     return {b"e": encode_event(event), b"p": producer, b"n": str(n).encode()}
+
+
+# -- fixtures ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def make_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RedisServer]]:
+    """``make_redis(aof=False)``: start another server; all of them are killed after the
+    test."""
+    binary = find_redis_server()
+    servers: list[RedisServer] = []
+
+    def make(*, aof: bool = False) -> RedisServer:
+        server = RedisServer(binary, tmp_path_factory.mktemp("redis"), aof=aof)
+        servers.append(server)
+        server.start()
+        return server
+
+    yield make
+    for server in servers:
+        server.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One server without persistence for the whole session."""
+    server = RedisServer(find_redis_server(), tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.fixture
+def stream() -> str:
+    """A stream key of this test's own."""
+    return f"test:{uuid.uuid4().hex[:12]}:events"
 
 
 # -- reply shapes (no server) -------------------------------------------------------------
