@@ -1,4 +1,5 @@
-"""A real ``redis-server`` for the fleet tests (their fixtures are in test_fleet.py), and a free port."""
+"""A real ``redis-server`` for the fleet tests, and a free port (the fixtures that use
+them are in test_fleet.py)."""
 
 from __future__ import annotations
 
