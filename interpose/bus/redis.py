@@ -602,18 +602,26 @@ class RedisStreamPublisher:
 
     async def aclose(self) -> None:
         """Send what is queued (for at most ``close_timeout`` s, then count the rest as
-        lost) and stop the writer."""
-        if not self._running or self._stopped is None:
-            return
+        lost) and stop the writer; close the connection (also of a publisher that ran
+        without its writer)."""
+        if self._running and self._stopped is not None:
+            await self._stop_writer(self._stopped)
+        client, self._client = self._client, None
+        self._script.sha = None
+        if client is not None:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    async def _stop_writer(self, stopped: anyio.Event) -> None:
         self._closing = True
         if self._wakeup is not None:
             self._wakeup.set()
         with anyio.move_on_after(self.close_timeout, shield=True):
-            await self._stopped.wait()
-        if not self._stopped.is_set() and self._scope is not None:
+            await stopped.wait()
+        if not stopped.is_set() and self._scope is not None:
             self._scope.cancel()
             with anyio.CancelScope(shield=True):
-                await self._stopped.wait()
+                await stopped.wait()
         self._running = False
         if self._pending:
             lost = len(self._pending)
@@ -628,11 +636,6 @@ class RedisStreamPublisher:
             )
         if self._space is not None:
             self._space.set()
-        client, self._client = self._client, None
-        self._script.sha = None
-        if client is not None:
-            with anyio.CancelScope(shield=True):
-                await client.aclose()
 
     async def __aenter__(self) -> RedisStreamPublisher:
         tg = anyio.create_task_group()

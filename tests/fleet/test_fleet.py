@@ -224,6 +224,28 @@ async def test_events_round_trip_as_the_same_structs(
     assert points["interpose.fleet.lag"] == [0]
 
 
+async def test_a_publisher_subscribed_by_hand_sends_each_event_itself(
+    redis_server: RedisServer, stream: str
+) -> None:
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(redis_server.url, stream=stream)
+    pipe.subscribe(publisher, events={"tool_exec_end"})  # no attach(): no writer task
+    async with pipe:
+        for i in range(3):
+            await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+    assert publisher.stats.published == 3
+    assert publisher.stats.batches == 3  # one round trip per event
+    await publisher.aclose()
+    async with Redis.from_url(redis_server.url) as client:
+        entries = await _xrange(client, stream)
+    assert [msgspec.json.decode(f[b"e"])["tool_call_id"] for _, f in entries] == [
+        "c0",
+        "c1",
+        "c2",
+    ]
+    assert [f[b"n"] for _, f in entries] == [b"1", b"2", b"3"]
+
+
 async def test_three_publisher_processes_two_consumers_deliver_every_event_once(
     redis_server: RedisServer, stream: str
 ) -> None:
