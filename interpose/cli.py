@@ -1,5 +1,5 @@
 """The ``interpose`` command: ``interpose demo``, ``interpose bench``, ``interpose check``,
-``interpose run-hook-test``."""
+``interpose run-hook-test``, ``interpose mcp-proxy``, ``interpose tail``, ``interpose audit``."""
 
 from __future__ import annotations
 
@@ -444,6 +444,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .adapters.mcp.cli import add_parser as add_mcp_proxy
 
     add_mcp_proxy(sub)
+    from .bus.fleet_cli import add_parsers as add_fleet
+
+    add_fleet(sub)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

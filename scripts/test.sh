@@ -52,6 +52,22 @@ else
     echo "scripts/test.sh: the tests that need them will be skipped" >&2
 fi
 
+# The fleet tests (tests/fleet) start real redis-server processes on loopback ports:
+# install Debian's redis-server when it is missing.  Under CI a failed install fails the
+# run here; elsewhere those tests are skipped.
+if ! command -v redis-server >/dev/null 2>&1; then
+    { apt-get update -qq && apt-get install -y -qq redis-server; } >/dev/null 2>&1 || true
+fi
+if ! command -v redis-server >/dev/null 2>&1; then
+    echo "scripts/test.sh: redis-server is missing and could not be installed with apt" \
+        "(apt-get install redis-server, as root)" >&2
+    if [ "${CI:-}" = "true" ]; then
+        echo "scripts/test.sh: CI=true: the fleet's integration tests need it; stopping" >&2
+        exit 1
+    fi
+    echo "scripts/test.sh: the tests that need it will be skipped" >&2
+fi
+
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 .venv/bin/python -m mypy

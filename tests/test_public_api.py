@@ -120,6 +120,23 @@ def test_no_private_module_leaks() -> None:
     assert public - modules == set(interpose.__all__)
 
 
+def test_the_fleet_surface() -> None:
+    # DESIGN.md: interpose.bus.redis.RedisStreamPublisher / RedisStreamConsumer; the
+    # module imports without redis-py (it is imported when a publisher or consumer is made)
+    fleet = importlib.import_module("interpose.bus.redis")
+    assert fleet.__all__ == [
+        "ConsumerStats",
+        "PublisherStats",
+        "RedisStreamConsumer",
+        "RedisStreamPublisher",
+        "read_entries",
+    ]
+    for name in fleet.__all__:
+        assert getattr(fleet, name) is not None, name
+    cli = importlib.import_module("interpose.bus.fleet_cli")
+    assert cli.__all__ == ["add_parsers", "format_row", "run_audit", "run_tail"]
+
+
 def test_registration_error_is_value_error() -> None:
     assert issubclass(interpose.RegistrationError, ValueError)
     assert issubclass(interpose.AbortTurn, interpose.InterposeError)

@@ -24,6 +24,7 @@ from .schema import (
     ObserversConfig,
     OTLPConfig,
     ProcessHookConfig,
+    RedisConfig,
     _fields_of,
 )
 
@@ -599,6 +600,35 @@ class _Builder:
                 from ..observers.metrics import MetricsObserver
 
                 MetricsObserver().attach(pipe)
+
+        if observers.redis is not None and observers.redis.enabled:
+            self.redis(pipe, observers.redis)
+
+    def redis(self, pipe: Pipeline, table: RedisConfig) -> None:
+        """``[observers.redis]``: a ``RedisStreamPublisher`` attached to ``pipe`` (when
+        describing, a stand-in subscription of the same name and policy)."""
+        from ..bus.redis import RedisStreamPublisher, _check_url
+
+        name = f"redis {table.stream}"
+        try:
+            with self.at("observers.redis.url"):
+                _check_url(table.url)
+        except ImportError:  # pragma: no cover - depends on the install
+            self.fail("observers.redis", "needs redis-py: pip install 'interpose[redis]'")
+        if self.dry:
+            pipe.subscribe(_stand_in, events=table.events, overflow=table.overflow, name=name)
+            return
+        with self.at("observers.redis"):
+            publisher = RedisStreamPublisher(
+                table.url,
+                stream=table.stream,
+                maxlen=table.maxlen or None,
+                overflow=table.overflow,
+                queue=table.queue,
+                batch=table.batch,
+                producer=table.producer or None,
+            )
+            publisher.attach(pipe, events=table.events, buffer=table.buffer, name=name)
 
     def otlp(self, table: OTLPConfig, *, describe_only: bool) -> tuple[TracerProvider | None, str]:
         """The exporting provider (None when dry or ``describe_only``) and a

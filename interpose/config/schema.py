@@ -407,6 +407,29 @@ class OTLPConfig(_Table):
     timeout_ms: Annotated[int, _doc("how long one export may take", gt=0)] = 10_000
 
 
+class RedisConfig(_Table):
+    """``[observers.redis]``: publish the events to a Redis Stream, for a fleet of agent
+    processes (needs the ``redis`` extra; see docs/fleet.md)."""
+
+    url: Annotated[str, _doc("the Redis server: `redis://[user:password@]host:port/db`")] = (
+        "redis://127.0.0.1:6379/0"
+    )
+    enabled: Annotated[bool, _doc("attach the publisher")] = True
+    stream: Annotated[str, _doc("the stream key", min_length=1)] = "interpose:events"
+    maxlen: Annotated[
+        int, _doc("trim the stream to about this many entries (`MAXLEN ~`); 0: never", ge=0)
+    ] = 1_000_000
+    overflow: Annotated[
+        Literal["block", "drop_oldest", "drop_newest"],
+        _doc("when Redis is slow or down: `block` (the agent waits, nothing lost) or drop"),
+    ] = "block"
+    queue: Annotated[int, _doc("how many events may wait for Redis", gt=0)] = 8192
+    batch: Annotated[int, _doc("the most events sent in one round trip", gt=0)] = 512
+    buffer: Annotated[int, _doc("the bus buffer of the subscription", gt=0)] = 1024
+    producer: Annotated[str, _doc("the producer id in every entry; empty: `host:pid:random`")] = ""
+    events: Annotated[list[EventKind] | None, _doc("the kinds to publish; unset: all")] = None
+
+
 class ObserversConfig(_Table):
     """``[observers]``: what listens on the bus (each is on when its table is present)."""
 
@@ -414,6 +437,7 @@ class ObserversConfig(_Table):
     logging: LoggingConfig | None = None
     metrics: MetricsConfig | None = None
     otlp: OTLPConfig | None = None
+    redis: RedisConfig | None = None
 
 
 class TracingConfig(_Table):

@@ -34,6 +34,7 @@ from interpose.config import (
     ProcessHookConfig,
     RateLimitConfig,
     RedactSecretsConfig,
+    RedisConfig,
     ResultCacheConfig,
     ToolFilterConfig,
     decode_config,
@@ -295,6 +296,7 @@ def _every_table() -> dict[str, Any]:
             logging=LoggingConfig(),
             metrics=MetricsConfig(),
             otlp=OTLPConfig(headers={"x-key": "v"}),
+            redis=RedisConfig(),
         ),
         mcp=McpConfig(
             servers={
