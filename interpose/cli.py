@@ -160,6 +160,7 @@ def _stack_lines(built: Built) -> list[str]:
     """The stack of a built config, stage by stage, each list in execution order; then
     the process hooks, observers and tracing."""
     from .pipeline.hooks import STAGE_HOOKS, STAGES
+    from .pipeline.shadow import declared_policy
 
     pipe = built.pipeline
     registry = pipe.registry
@@ -173,7 +174,7 @@ def _stack_lines(built: Built) -> list[str]:
         keys = [(stage, "middleware"), *((hook, hook) for hook in STAGE_HOOKS[stage])]
         for key, label in keys:
             for entry in registry.entries(key):
-                reg = entry.reg
+                reg = entry.registration
                 rows.append(
                     (
                         stage,
@@ -181,7 +182,8 @@ def _stack_lines(built: Built) -> list[str]:
                         str(reg.priority),
                         reg.id,
                         _matcher(reg, built),
-                        entry.on_error,
+                        entry.on_error if reg.mode == "enforce" else declared_policy(reg),
+                        reg.mode,
                         reg.source,
                     )
                 )
@@ -189,7 +191,7 @@ def _stack_lines(built: Built) -> list[str]:
     if not rows:
         lines.append("stack: empty (nothing is registered)")
     else:
-        header = ("stage", "hook", "priority", "id", "tools", "on_error", "source")
+        header = ("stage", "hook", "priority", "id", "tools", "on_error", "mode", "source")
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
         lines.append("stack (execution order):")
         for row in (header, *rows):

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ..errors import RegistrationError
-from .shadow import MODES, Mode, ShadowRecorder, shadowed
 from .hooks import (
     HOOKS,
     MIDDLEWARE_DEFAULT_ON_ERROR,
@@ -25,6 +24,7 @@ from .hooks import (
     STAGES,
     OnError,
 )
+from .shadow import MODES, Mode, ShadowRecorder, shadowed
 from .tools import (
     KNOWN_TOOL_NAMES,
     ToolMatcher,
@@ -265,7 +265,7 @@ class Registry:
         bucket = self._by_key[entry.key]
         bucket[bucket.index(old)] = entry
         self.version += 1
-        return declared
+        return entry.registration  # type: ignore[no-any-return]
 
     def clear(self) -> None:
         """Remove every registration (registered tool names are kept)."""
@@ -327,7 +327,7 @@ class Registry:
             entry,
             reg=runner,
             declared=declared,
-            on_error=runner.on_error,
+            on_error=runner.on_error or entry.on_error,
             is_async=is_async_callable(runner.handler),
         )
 

@@ -34,6 +34,7 @@ import msgspec
 from opentelemetry import trace as otel_trace
 
 from ..errors import AbortTurn, HardAbort
+from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, OnError
 from .payloads import Approval, ToolResult
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "Mode",
     "ShadowRecorder",
     "ShadowVerdict",
+    "declared_policy",
     "shadowed",
 ]
 
@@ -157,8 +159,9 @@ def shadowed(reg: Interceptor | Middleware, recorder: ShadowRecorder) -> Interce
     )
 
 
-def _declared_policy(reg: Interceptor | Middleware) -> str:
-    from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR
+def declared_policy(reg: Interceptor | Middleware) -> OnError:
+    """The error policy ``reg`` declares (its hook's or stage's default when unset):
+    what its failure would do if it were enforced."""
     from .registry import Interceptor
 
     if reg.on_error is not None:
@@ -250,8 +253,8 @@ class _Reporter:
         self, reg: Interceptor | Middleware, recorder: ShadowRecorder, timeout: float
     ) -> None:
         self.id = reg.id
-        self.hook = getattr(reg, "hook", "") or f"{getattr(reg, 'stage', '')} middleware"
-        self.policy = _declared_policy(reg)
+        self.hook = getattr(reg, "hook", "") or getattr(reg, "stage", "")
+        self.policy: str = declared_policy(reg)
         self.recorder = recorder
         self.source = reg.source
         self.timeout = timeout
@@ -328,7 +331,7 @@ def _wrap_interceptor(
                     reporter.failed(_identity(request), exc)
                 else:
                     decide_answer(request, answer)
-                return None
+                return
 
             return _named(shadow_approver, fn)
 
@@ -342,7 +345,7 @@ def _wrap_interceptor(
                 reporter.failed(_identity(request), exc)
             else:
                 decide_answer(request, answer)
-            return None
+            return
 
         return _named(shadow_approver_sync, fn)
 
@@ -537,4 +540,3 @@ def _who(ctx: Any) -> dict[str, str]:
         "tool_name": str(getattr(ctx, "tool_name", None) or getattr(ctx, "command", "")),
         "tool_call_id": getattr(ctx, "call_id", ""),
     }
-
