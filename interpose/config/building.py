@@ -592,6 +592,16 @@ class _Builder:
             if path.is_dir():
                 self.fail("observers.audit.path", f"{path} is a directory")
             name = f"audit-log {path}"
+            if audit.record_args or audit.record_llm or audit.record_messages:
+                from ..observers.recording import CallRecorder
+
+                with self.at("observers.audit"):
+                    CallRecorder(
+                        args=audit.record_args,
+                        results=audit.record_results,
+                        llm=audit.record_llm,
+                        messages=audit.record_messages,
+                    ).install(pipe)
             if self.dry:
                 pipe.subscribe(_stand_in, events=audit.events, name=name)
             else:
