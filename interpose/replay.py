@@ -42,7 +42,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 
 from .bus.events import EVENT_KINDS, CallRecorded, ShadowDecision, ToolExecEnd, decode_event
-from .errors import InterposeError
+from .errors import AbortTurn, InterposeError
 from .pipeline.payloads import LLMRequest, LLMResponse, ToolResult
 
 if TYPE_CHECKING:
@@ -570,6 +570,8 @@ async def _replay_llm(pipe: Pipeline, call: RecordedCall, probe: _ProbeProvider 
     async with turn:
         try:
             response = await turn.call_llm(request, call=stand_in)
+        except AbortTurn:
+            raise  # the turn absorbs it: the call is aborted
         except Exception as exc:
             status, reason = "error", f"{type(exc).__name__}: {exc}"
     if turn.aborted:

@@ -132,6 +132,16 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
 
 
+def _request(redactor: Redactor, request: Any) -> Any:
+    """An LLM request as recorded: redacted, and every header's value masked (headers
+    carry credentials under names no key list can know: ``x-api-key``, ``x-goog-...``)."""
+    record = redactor.redact(_plain(request))
+    headers = record.get("headers") if isinstance(record, dict) else None
+    if isinstance(headers, dict):
+        record["headers"] = dict.fromkeys(headers, redactor.mask)
+    return record
+
+
 async def _publish(pipe: Pipeline, ctx: Any, **fields: Any) -> None:
     turn = ctx.turn
     await pipe.bus.publish(
@@ -214,13 +224,13 @@ def _llm_layer(
         if "call_recorded" not in pipe.bus.wanted:
             await call_next()
             return
-        sent = redactor.redact(_plain(ctx.request))
+        sent = _request(redactor, ctx.request)
         applied: Any = None
         real = ctx.state["call"]
 
         def spy(request: Any) -> Any:
             nonlocal applied
-            applied = redactor.redact(_plain(request))
+            applied = _request(redactor, request)
             return real(request)
 
         ctx.state["call"] = spy
