@@ -20,6 +20,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_guards",
         "bench_mcp_proxy",
         "bench_process_hook",
+        "bench_replay",
         "bench_tool_call",
         "bench_tracing",
     ]
