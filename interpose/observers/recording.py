@@ -132,6 +132,23 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _unchanged(args: dict[str, Any], before: dict[str, Any]) -> bool:
+    """Whether ``args`` still hold the very values ``before`` (a shallow copy) held, all
+    of them immutable (a container may have been changed in place: not unchanged)."""
+    if len(args) != len(before):
+        return False
+    for key, value in args.items():
+        if before.get(key, _MISSING) is not value or not isinstance(value, _SCALARS):
+            return False
+    return True
+
+
+_MISSING = object()
+
+
 def _request(redactor: Redactor, request: Any) -> Any:
     """An LLM request as recorded: redacted, and every header's value masked (headers
     carry credentials under names no key list can know: ``x-api-key``, ``x-goog-...``)."""
@@ -163,13 +180,16 @@ def _tool_layer(
         if "call_recorded" not in pipe.bus.wanted:
             await call_next()
             return
-        sent = redactor.redact(ctx.args)
+        given = ctx.args
+        before = dict(given)  # the handlers may change the dict in place
+        sent = redactor.redact(given)
         applied: Any = None
         real = ctx.call
 
         def spy(args: dict[str, Any]) -> Any:
             nonlocal applied
-            applied = redactor.redact(args)
+            # unchanged arguments (the usual case) are not redacted twice
+            applied = sent if _unchanged(args, before) else redactor.redact(args)
             return real(args)
 
         ctx.call = spy

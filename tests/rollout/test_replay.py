@@ -433,3 +433,23 @@ def test_every_recorded_line_decodes_as_a_call_recorded_event(session: Path) -> 
     events = [decode_event(line) for line in lines_of(session)]
     recorded = [e for e in events if isinstance(e, CallRecorded)]
     assert len(recorded) == len(SESSION)
+
+
+async def test_arguments_changed_in_place_are_recorded_as_the_tool_got_them(
+    tmp_path: Path,
+) -> None:
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("tool.before", id="add-path")
+    def add_path(inp: Any, out: Any) -> None:
+        out.args["paths"].append("docs/")  # a nested value, changed in place
+
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.attach(pipe, record_args=True)
+    async with pipe:
+        await pipe.call_tool("read", {"paths": ["src/"]}, call=run_tool, call_id="r1")
+    log.close()
+    (call,) = read_log(path).calls
+    assert call.event.input == {"paths": ["src/"]}
+    assert call.event.applied == {"paths": ["src/", "docs/"]}

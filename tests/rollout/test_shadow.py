@@ -682,3 +682,17 @@ mode = "shadow"
         ("process:gate:before_tool", "block"),
         (f"command:{REPLY}", "block"),
     }
+
+
+async def test_pipelines_sharing_a_registry_each_publish_their_own_decisions() -> None:
+    first = Pipeline(builtins=False)
+    second = Pipeline(registry=first.registry)
+    first.intercept("tool.before", id="new-rule", mode="shadow")(blocker)
+    seen: dict[str, list[ShadowDecision]] = {"first": [], "second": []}
+    first.subscribe(seen["first"].append, events={"shadow_decision"})
+    second.subscribe(seen["second"].append, events={"shadow_decision"})
+    async with first, second:
+        await first.call_tool("exec", {"command": "ls"}, call=Ran())
+        await second.call_tool("exec", {"command": "ls"}, call=Ran())
+        await second.call_tool("exec", {"command": "ls"}, call=Ran())
+    assert [len(seen["first"]), len(seen["second"])] == [1, 2]
