@@ -453,3 +453,14 @@ async def test_arguments_changed_in_place_are_recorded_as_the_tool_got_them(
     (call,) = read_log(path).calls
     assert call.event.input == {"paths": ["src/"]}
     assert call.event.applied == {"paths": ["src/", "docs/"]}
+
+
+def test_fields_this_version_does_not_know_are_ignored(session: Path, tmp_path: Path) -> None:
+    # a consumer of another process's stream (or a newer version) may add fields
+    lines = []
+    for line in lines_of(session):
+        record = json.loads(line)
+        record["stream_id"] = "1764000000000-0"
+        lines.append(json.dumps(record) + "\n")
+    log = read_log(write(tmp_path, "from_redis.jsonl", "".join(lines)))
+    assert [c.event.tool_call_id for c in log.calls] == [call_id for call_id, _, _ in SESSION]
