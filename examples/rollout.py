@@ -53,7 +53,7 @@ deny = ["web_fetch"]
 """
 
 
-async def shadow_week(pipe: Pipeline, audit: Path) -> None:
+async def shadow_week(pipe: Pipeline) -> None:
     # step 1: the new rule in shadow mode; every call recorded
     decisions: list[ShadowDecision] = []
     pipe.subscribe(decisions.append, events={"shadow_decision"})
@@ -64,7 +64,6 @@ async def shadow_week(pipe: Pipeline, audit: Path) -> None:
     for d in decisions:
         print(f"shadow: {d.interceptor_id} would {d.decision} {d.tool_call_id} ({d.reason})")
     print("counts:", pipe.registry.shadow.counts)
-    print("api key in the audit log:", "pk-3x4mpl3-k3y" in audit.read_text(encoding="utf-8"))
 
 
 async def enforce(pipe: Pipeline) -> None:
@@ -83,7 +82,8 @@ def main() -> None:
         with AuditLog(audit) as log:
             log.attach(pipe, record_args=True, record_results=True)
             print("== 1. shadow mode, recording")
-            anyio.run(shadow_week, pipe, audit)
+            anyio.run(shadow_week, pipe)
+            print("api key in the audit log:", "pk-3x4mpl3-k3y" in audit.read_text("utf-8"))
             print("== 2. interpose replay audit.jsonl --config candidate.toml")
             candidate = Path(tmp) / "candidate.toml"
             candidate.write_text(CANDIDATE, encoding="utf-8")

@@ -33,7 +33,16 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
         "max_retries=0\n" in out
     )
     assert rows(out) == [
-        ["tool", "tool.before", "100", "builtin:command-safety-guard", "exec", "block", "enforce", "builtin"],
+        [
+            "tool",
+            "tool.before",
+            "100",
+            "builtin:command-safety-guard",
+            "exec",
+            "block",
+            "enforce",
+            "builtin",
+        ],
         [
             "tool",
             "tool.before",
@@ -108,7 +117,16 @@ content = true
     out = capsys.readouterr().out
     assert rows(out) == [
         ["tool", "tool.before", "120", "builtin:tool-filter", "*", "block", "enforce", "builtin"],
-        ["tool", "tool.after", "100", "builtin:redact-secrets", "group:web", "block", "enforce", "builtin"],
+        [
+            "tool",
+            "tool.after",
+            "100",
+            "builtin:redact-secrets",
+            "group:web",
+            "block",
+            "enforce",
+            "builtin",
+        ],
     ]
     assert f"  audit-log {tmp_path / 'audit.jsonl'}  every event (overflow=block)\n" in out
     assert not (tmp_path / "audit.jsonl").exists()  # check opens nothing

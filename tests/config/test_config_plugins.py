@@ -214,5 +214,14 @@ def test_check_lists_what_a_plugin_registered_with_its_source(
             "enforce",
             "builtin",
         ],
-        ["tool", "tool.before", "60", "ticket-gate", "exec", "block", "enforce", "plugin:ticket-gate"],
+        [
+            "tool",
+            "tool.before",
+            "60",
+            "ticket-gate",
+            "exec",
+            "block",
+            "enforce",
+            "plugin:ticket-gate",
+        ],
     ]
