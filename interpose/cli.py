@@ -398,18 +398,18 @@ def _replay(args: argparse.Namespace) -> int:
     print what it would change.
 
     Exits 1 when the new stack would block a call the recorded run allowed, 2 when a log
-    line or the config cannot be read, else 0.
+    line or the config cannot be read or the new stack raised on a call, else 0.
     """
     import json
 
     import anyio
 
     from .errors import ConfigError
-    from .replay import LogError, render, replay_files
+    from .replay import LogError, ReplayError, render, replay_files
 
     try:
         report = anyio.run(replay_files, args.logs, args.config)
-    except (LogError, ConfigError, OSError) as exc:
+    except (LogError, ReplayError, ConfigError, OSError) as exc:
         print(f"interpose replay: {exc}", file=sys.stderr)
         return 2
     if args.json:

@@ -42,7 +42,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 
 from .bus.events import EVENT_KINDS, CallRecorded, ShadowDecision, ToolExecEnd, decode_event
-from .errors import AbortTurn, InterposeError
+from .errors import AbortTurn, HardAbort, InterposeError
 from .pipeline.payloads import LLMRequest, LLMResponse, ToolResult
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ __all__ = [
     "LogError",
     "RecordedCall",
     "RecordedLog",
+    "ReplayError",
     "ReplayReport",
     "build_candidate",
     "read_log",
@@ -79,6 +80,26 @@ class LogError(InterposeError, ValueError):
         self.path = path
         self.line = line
         self.problem = problem
+
+
+class ReplayError(InterposeError, RuntimeError):
+    """The candidate stack raised on a recorded call (a handler whose policy is
+    ``raise``, a middleware that broke the onion's contract): the replay stops there.
+
+    Attributes:
+        path: the file of the call's record.
+        line: its line number.
+        error: what was raised.
+    """
+
+    def __init__(self, call: RecordedCall, error: BaseException) -> None:
+        super().__init__(
+            f"{call.path}:{call.line}: the new stack raised on this call: "
+            f"{type(error).__name__}: {error}"
+        )
+        self.path = call.path
+        self.line = call.line
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,8 +444,8 @@ async def replay(
     them.
 
     Raises:
-        Whatever the pipeline raises for a call that is not a refusal (a handler whose
-        policy is ``raise``): the replay stops there.
+        ReplayError: the pipeline raised on a call (not a refusal, not an abort: a
+            handler whose policy is ``raise``, say); the replay stops there.
     """
     report = ReplayReport(skipped=log.unrecorded, unknown=log.unknown, lines=log.lines)
     shadows: dict[tuple[str, str], list[str]] = {}
@@ -439,18 +460,13 @@ async def replay(
             stage = call.event.stage
             if probe is not None:
                 probe.decisions.clear()
-            if stage == "tool":
-                if not isinstance(call.event.input, dict):
-                    report.skipped += 1
-                    continue
-                diff = await _replay_tool(pipe, call, probe)
-            elif stage == "llm" and isinstance(call.event.input, dict):
-                diff = await _replay_llm(pipe, call, probe)
-            elif stage == "message" and isinstance(call.event.input, dict):
-                diff = await _replay_message(pipe, call, probe)
-            else:
+            if not isinstance(call.event.input, dict) or stage not in _REPLAYERS:
                 report.skipped += 1
                 continue
+            try:
+                diff = await _REPLAYERS[stage](pipe, call, probe)
+            except Exception as exc:
+                raise ReplayError(call, exc) from exc
             report.diffs.append(diff)
     for diff in report.diffs:
         event = diff.call.event
@@ -507,15 +523,19 @@ async def _replay_tool(
         turn_id=event.turn_id or None,
     )
     result: ToolResult | None = None
+    aborted: Outcome | None = None
     async with turn:
-        result = await turn.call_tool(
-            event.raw_name or event.tool_name,
-            args,
-            call=stand_in,
-            call_id=event.tool_call_id or None,
-        )
-    if turn.aborted or result is None:
-        new = Outcome("aborted", "", turn.abort_reason)
+        try:
+            result = await turn.call_tool(
+                event.raw_name or event.tool_name,
+                args,
+                call=stand_in,
+                call_id=event.tool_call_id or None,
+            )
+        except (AbortTurn, HardAbort) as exc:
+            aborted = Outcome("aborted", exc.source, exc.reason)
+    if aborted is not None or result is None:
+        new = aborted or Outcome("aborted", "", turn.abort_reason)
     else:
         output = result.output
         reason = output.get("reason", "") if isinstance(output, dict) and result.is_error else ""
@@ -570,12 +590,10 @@ async def _replay_llm(pipe: Pipeline, call: RecordedCall, probe: _ProbeProvider 
     async with turn:
         try:
             response = await turn.call_llm(request, call=stand_in)
-        except AbortTurn:
-            raise  # the turn absorbs it: the call is aborted
+        except (AbortTurn, HardAbort) as exc:
+            status, reason, source = "aborted", exc.reason, exc.source
         except Exception as exc:
             status, reason = "error", f"{type(exc).__name__}: {exc}"
-    if turn.aborted:
-        status, reason = "aborted", turn.abort_reason
     new = Outcome(status, source, reason)
     rewritten = (
         "request" if sent and event.applied is not None and sent[-1] != event.applied else ""
@@ -598,10 +616,15 @@ async def _replay_message(
         turn_id=event.turn_id or None,
     )
     left: Any = None
+    new = Outcome("ok")
     async with turn:
-        out = await turn.message(str(given.get("message", "")), dict(given.get("metadata") or {}))
-        left = msgspec.to_builtins(out)
-    new = Outcome("aborted", "", turn.abort_reason) if turn.aborted else Outcome("ok")
+        try:
+            out = await turn.message(
+                str(given.get("message", "")), dict(given.get("metadata") or {})
+            )
+            left = msgspec.to_builtins(out)
+        except (AbortTurn, HardAbort) as exc:
+            new = Outcome("aborted", exc.source, exc.reason)
     rewritten = (
         "message"
         if left is not None and event.applied is not None and left != event.applied
@@ -610,6 +633,13 @@ async def _replay_message(
     diff = CallDiff(call, recorded, new, _classify(recorded, new, rewritten, False, "message"))
     _attribute(diff, probe, ("message.before", "message"), bool(rewritten))
     return diff
+
+
+_REPLAYERS: dict[str, Callable[[Pipeline, RecordedCall, _ProbeProvider | None], Any]] = {
+    "tool": _replay_tool,
+    "llm": _replay_llm,
+    "message": _replay_message,
+}
 
 
 async def replay_files(

@@ -17,13 +17,14 @@ from typing import Any
 import anyio
 import pytest
 
-from interpose import AbortTurn, LLMRequest, LLMResponse, Pipeline
+from interpose import AbortTurn, HardAbort, LLMRequest, LLMResponse, Pipeline
 from interpose.bus.events import CallRecorded, decode_event
 from interpose.cli import main
 from interpose.observers.audit import AuditLog
 from interpose.replay import (
     NOT_RECORDED,
     LogError,
+    ReplayError,
     ReplayReport,
     read_log,
     replay,
@@ -464,3 +465,38 @@ def test_fields_this_version_does_not_know_are_ignored(session: Path, tmp_path: 
         lines.append(json.dumps(record) + "\n")
     log = read_log(write(tmp_path, "from_redis.jsonl", "".join(lines)))
     assert [c.event.tool_call_id for c in log.calls] == [call_id for call_id, _, _ in SESSION]
+
+
+async def test_a_hard_abort_in_the_new_stack_is_an_aborted_call_naming_its_rule(
+    session: Path,
+) -> None:
+    candidate = Pipeline(builtins=False)
+
+    @candidate.intercept("tool.before", tools=["web_fetch"], id="kill-switch")
+    def kill_switch(inp: Any, out: Any) -> None:
+        raise HardAbort("no network today")
+
+    report = await replay(read_log(session), candidate)
+    changed = changes(report)
+    assert changed["c2"] == ("ok", "aborted by kill-switch", "allowed -> blocked", ["kill-switch"])
+    assert changed["c3"][2] == "blocked -> allowed"  # no path guard in this stack
+    assert report.regressions == 1
+
+
+def test_a_new_stack_that_raises_stops_the_replay_naming_the_line(session: Path) -> None:
+    candidate = Pipeline(builtins=False)
+    boom = RuntimeError("a bug in the new rule")
+
+    @candidate.intercept("tool.before", tools=["read"], id="buggy", on_error="raise")
+    def buggy(inp: Any, out: Any) -> None:
+        raise boom
+
+    log = read_log(session)
+    with pytest.raises(ReplayError) as caught:
+        anyio.run(replay, log, candidate)
+    first_read = next(c for c in log.calls if c.event.tool_name == "read")
+    assert (caught.value.line, caught.value.error) == (first_read.line, boom)
+    assert str(caught.value) == (
+        f"{session}:{first_read.line}: the new stack raised on this call: "
+        "RuntimeError: a bug in the new rule"
+    )
