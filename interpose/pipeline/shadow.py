@@ -30,6 +30,7 @@ from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
+import anyio.lowlevel
 import msgspec
 from opentelemetry import trace as otel_trace
 
@@ -325,9 +326,7 @@ def _wrap_interceptor(
                             answer = await fn(mine)
                     else:
                         answer = await fn(mine)
-                except Exception as exc:
-                    reporter.failed(_identity(request), exc)
-                except (AbortTurn, HardAbort) as exc:
+                except Exception as exc:  # AbortTurn and HardAbort included
                     reporter.failed(_identity(request), exc)
                 else:
                     decide_answer(request, answer)
@@ -478,6 +477,10 @@ def _wrap_middleware(
             # the real inner chain runs once, on the real context, never on the clock
             # of the shadow layer; the layer then sees (a copy of) what it left
             nonlocal inner_ran, inner_exc, rewrote
+            if not inner_ran and scope.cancel_called:
+                # the shadow layer's time ran out just now: let its own cancellation
+                # end it here, and run the inner layers after it, outside its scope
+                await anyio.lowlevel.checkpoint()
             if not inner_ran:
                 inner_ran = True
                 rewrote = _diff(twin, ctx)
