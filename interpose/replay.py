@@ -12,8 +12,9 @@ candidate's decision with the recorded one:
   surprise (``interpose replay`` exits 1);
 - ``blocked -> allowed``: the reverse;
 - ``now blocked by <rule>``: still refused, by another rule;
-- ``args rewritten`` / ``result rewritten`` / ``request rewritten`` / ``message
-  rewritten``: the call goes through, changed differently;
+- ``args rewritten`` / ``result rewritten`` / ``request rewritten`` / ``response
+  rewritten`` / ``message rewritten`` / ``params rewritten``: the call goes through,
+  changed differently;
 - ``status changed``: anything else (ok -> responded, ...).
 
 Each change is attributed to the rules (registration ids) that made the candidate's
@@ -251,7 +252,7 @@ def build_candidate(config_path: str | os.PathLike[str]) -> tuple[Pipeline, _Pro
         base_dir=os.path.dirname(os.path.abspath(config_path)),
         source=os.fspath(config_path),
         tracing="interceptor",
-        tracer_provider=probe,
+        tracer_provider=probe,  # no span is exported: a replay only reads decisions
     )
     return pipe, probe
 
@@ -440,13 +441,31 @@ async def replay(
     tool or a model, and compare each outcome with the recorded one.
 
     ``pipe`` must not be entered (the replay enters it: its process hooks start).
-    ``probe`` (from ``build_candidate``) attributes rewrites to the handlers that made
-    them.
+    While it runs, its tracing goes to the decision probe (``probe``, from
+    ``build_candidate``, or one made here), which attributes rewrites to the handlers
+    that made them; its own tracing settings are restored afterwards.
 
     Raises:
         ReplayError: the pipeline raised on a call (not a refusal, not an abort: a
             handler whose policy is ``raise``, say); the replay stops there.
     """
+    if probe is None:
+        probe = _ProbeProvider()
+    trace = pipe._trace
+    saved = (trace.explicit, trace.level)
+    trace.explicit, trace.level = probe, "interceptor"
+    try:
+        return await _replay(log, pipe, probe, on_call)
+    finally:
+        trace.explicit, trace.level = saved
+
+
+async def _replay(
+    log: RecordedLog,
+    pipe: Pipeline,
+    probe: _ProbeProvider,
+    on_call: Callable[[CallDiff], None] | None,
+) -> ReplayReport:
     report = ReplayReport(skipped=log.unrecorded, unknown=log.unknown, lines=log.lines)
     shadows: dict[tuple[str, str], list[str]] = {}
 
@@ -458,8 +477,7 @@ async def replay(
     async with pipe:
         for call in log.calls:
             stage = call.event.stage
-            if probe is not None:
-                probe.decisions.clear()
+            probe.decisions.clear()
             if not isinstance(call.event.input, dict) or stage not in _REPLAYERS:
                 report.skipped += 1
                 continue
@@ -635,10 +653,41 @@ async def _replay_message(
     return diff
 
 
+async def _replay_params(
+    pipe: Pipeline, call: RecordedCall, probe: _ProbeProvider | None
+) -> CallDiff:
+    event = call.event
+    recorded = _outcome(event)
+    given = event.input
+    turn = pipe.turn(
+        agent_id=event.agent_id or "main",
+        session_key=event.session_key,
+        provider=str(given.get("provider") or ""),
+        model=str(given.get("model") or ""),
+        turn_id=event.turn_id or None,
+    )
+    # what the params hooks see of the turn: its message, as recorded
+    turn.user_message = str(given.get("message") or "")
+    turn.metadata = dict(given.get("metadata") or {})
+    left: Any = None
+    new = Outcome("ok")
+    async with turn:
+        try:
+            left = msgspec.to_builtins(await turn.params())
+        except (AbortTurn, HardAbort) as exc:
+            new = Outcome("aborted", exc.source, exc.reason)
+    applied = event.applied
+    rewritten = "params" if left is not None and applied is not None and left != applied else ""
+    diff = CallDiff(call, recorded, new, _classify(recorded, new, rewritten, False, "params"))
+    _attribute(diff, probe, ("params.before", "params"), bool(rewritten))
+    return diff
+
+
 _REPLAYERS: dict[str, Callable[[Pipeline, RecordedCall, _ProbeProvider | None], Any]] = {
     "tool": _replay_tool,
     "llm": _replay_llm,
     "message": _replay_message,
+    "params": _replay_params,
 }
 
 

@@ -160,12 +160,13 @@ class CallRecorded(_Event, tag="call_recorded", frozen=True):
     (``AuditLog.attach(pipe, record_args=True, ...)``, ``[observers.audit]
     record_args``); every value is redacted by the pipeline's ``Redactor``.
 
-    ``stage`` is ``tool``, ``llm`` or ``message``.  ``input`` is what the agent sent
-    (tool arguments, the LLM request, ``{"message", "metadata"}``) before any handler
-    saw it; ``applied`` what the operation got after them (None when it did not run);
-    ``output`` what came back (the tool result's output, the LLM response), present
-    only when results are recorded.  ``status``, ``decided_by`` and ``reason`` are
-    the outcome (``ToolResult.status`` for tools).
+    ``stage`` is ``tool``, ``llm``, ``message`` or ``params``.  ``input`` is what the
+    agent sent (tool arguments, the LLM request, ``{"message", "metadata"}``, the
+    turn's params with its message) before any handler saw it; ``applied`` what the
+    operation got after them (None when it did not run); ``output`` what came back
+    (the tool result's output, the LLM response), present only when results are
+    recorded.  ``status``, ``decided_by`` and ``reason`` are the outcome
+    (``ToolResult.status`` for tools).
     """
 
     stage: str = "tool"

@@ -404,7 +404,11 @@ class AuditConfig(_Table):
         bool, _doc("record each LLM request (and with `record_results` its response), redacted")
     ] = False
     record_messages: Annotated[
-        bool, _doc("record each user message as it arrived and as the stack left it, redacted")
+        bool,
+        _doc(
+            "record each user message and the turn's params as they arrived and as the "
+            "stack left them, redacted"
+        ),
     ] = False
 
 

@@ -141,7 +141,8 @@ class AuditLog:
             record_results: record each tool call's result output too (and, with
                 ``record_llm``, each LLM response).
             record_llm: record each LLM request.
-            record_messages: record each user message (as sent, as the stack left it).
+            record_messages: record each user message and the turn's params (as they
+                came, as the stack left them).
 
         Raises:
             ValueError: an unknown event kind or a non-positive buffer.

@@ -3,7 +3,8 @@
 The events of the bus say what happened to a call (``tool_exec_end``: its status, who
 decided) but not what it was: the arguments, the result, the LLM request.  A
 ``CallRecorder`` adds that, opt-in, as one ``call_recorded`` event per call, published
-by the outermost middleware layer of each recorded stage (``audit:record:<stage>``),
+by the outermost middleware layer of each recorded stage (``audit:record:<stage>``:
+tool, llm, message, params),
 which sees the call as the agent made it and, on the way out, what became of it.
 Everything recorded goes through the pipeline's ``Redactor`` first (secret patterns in
 strings, the values of sensitive keys), so the audit log is a privacy-safe record.
@@ -25,7 +26,7 @@ import msgspec
 
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort
-from ..pipeline.context import LLMContext, MessageContext, ToolContext
+from ..pipeline.context import LLMContext, ToolContext
 from ..pipeline.registry import Middleware
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ class CallRecorder:
             the outcome (status, who decided, why).
         results: with them, the result's output (of tools; of the LLM with ``llm``).
         llm: record LLM requests (as sent, and as the model got them).
-        messages: record user messages (as they arrived, and as the stack left them).
+        messages: record user messages and the turn's params (provider, model,
+            temperature...), as they arrived and as the stack left them.
         redactor: the redaction applied to everything recorded; default the
             pipeline's (``pipe.redactor``).
     """
@@ -94,6 +96,7 @@ class CallRecorder:
             layers.append(_layer("llm", _llm_layer(pipe, redactor, self.results, recorded)))
         if self.messages:
             layers.append(_layer("message", _message_layer(pipe, redactor, recorded)))
+            layers.append(_layer("params", _message_layer(pipe, redactor, recorded)))
         return layers
 
     def install(self, pipe: Pipeline) -> list[Middleware]:
@@ -288,17 +291,25 @@ def _llm_layer(
 
 
 def _message_layer(pipe: Pipeline, redactor: Redactor, recorded: tuple[str, ...]) -> Layer:
-    async def record_message(ctx: MessageContext, call_next: Callable[[], Awaitable[None]]) -> None:
+    """The message stage and the params stage alike: their context's ``result`` is the
+    output the stack rewrites in place (the params stage records the turn's message
+    too, which its hooks see)."""
+
+    async def record_turn_setup(ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         if "call_recorded" not in pipe.bus.wanted:
             await call_next()
             return
+        stage = ctx.stage
         sent = redactor.redact(_plain(ctx.result))
+        if stage == "params" and ctx.turn is not None:
+            sent["message"] = redactor.redact(ctx.turn.user_message)
+            sent["metadata"] = redactor.redact(ctx.turn.metadata)
 
         async def publish(status: str, reason: str = "", source: str = "") -> None:
             await _publish(
                 pipe,
                 ctx,
-                stage="message",
+                stage=stage,
                 status=status,
                 decided_by=source,
                 reason=reason,
@@ -314,4 +325,4 @@ def _message_layer(pipe: Pipeline, redactor: Redactor, recorded: tuple[str, ...]
             raise
         await publish("ok")
 
-    return record_message
+    return record_turn_setup

@@ -254,22 +254,27 @@ filter.tool.allow = ["exec"]
     assert report.regressions == 0
 
 
-async def test_message_and_llm_stages_are_replayed(tmp_path: Path) -> None:
+async def test_message_params_and_llm_stages_are_replayed(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     recorded = Pipeline(builtins=False)
     log = AuditLog(path)
     log.attach(recorded, record_llm=True, record_messages=True, record_results=True)
-    async with recorded, recorded.turn(agent_id="coder") as turn:
+    async with recorded, recorded.turn(agent_id="coder", provider="anthropic") as turn:
         await turn.message("deploy to prod, key sk-ant-abcdefghijklmnopqrstu")
+        await turn.params()
         await turn.call_llm(
             {"system": "be helpful", "headers": {"x-api-key": "abc"}},
             call=lambda request: LLMResponse(content="sure"),
         )
     log.close()
     calls = [c.event for c in read_log(path).calls]
-    assert [c.stage for c in calls] == ["message", "llm"]
-    message, llm = calls
+    assert [c.stage for c in calls] == ["message", "params", "llm"]
+    message, params, llm = calls
     assert message.input == {"message": "deploy to prod, key [REDACTED]", "metadata": {}}
+    assert (params.input["provider"], params.input["message"]) == (
+        "anthropic",
+        "deploy to prod, key [REDACTED]",
+    )
     assert llm.input["headers"] == {"x-api-key": "[REDACTED]"}
     assert llm.output["content"] == "sure"
 
@@ -279,14 +284,20 @@ async def test_message_and_llm_stages_are_replayed(tmp_path: Path) -> None:
     def polite(inp: Any, out: Any) -> None:
         out.message = "please " + out.message
 
+    @candidate.intercept("params.before", id="cool-down")
+    def cool_down(inp: Any, out: Any) -> None:
+        if "prod" in inp.message:  # the params hooks see the turn's recorded message
+            out.temperature = 0.0
+
     @candidate.intercept("llm.before", id="no-prod")
     def no_prod(inp: Any, out: LLMRequest) -> None:
         raise AbortTurn("no prod deploys from agents")
 
     report = await replay(read_log(path), candidate)
-    assert [(d.call.event.stage, d.change, d.new.status) for d in report.diffs] == [
-        ("message", "message rewritten", "ok"),
-        ("llm", "allowed -> blocked", "aborted"),
+    assert [(d.call.event.stage, d.change, d.new.describe(), d.rules) for d in report.diffs] == [
+        ("message", "message rewritten", "ok", ["polite"]),
+        ("params", "params rewritten", "ok", ["cool-down"]),
+        ("llm", "allowed -> blocked", "aborted by no-prod", ["no-prod"]),
     ]
     assert report.regressions == 1
 
