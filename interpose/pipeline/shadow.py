@@ -294,7 +294,10 @@ class _Reporter:
         elif isinstance(exc, HardAbort):
             self.report(who, "hard_abort", exc.reason)
         elif isinstance(exc, TimeoutError):
-            self.report(who, "timeout", f"timed out after {self.timeout}s", (), "TimeoutError")
+            # its own deadline (an empty TimeoutError), or one it keeps itself (a
+            # process hook's, with a message)
+            text = str(exc) or f"timed out after {self.timeout}s"
+            self.report(who, "timeout", text, (), type(exc).__name__)
         else:
             text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             self.report(who, "error", text, (), type(exc).__name__)
@@ -319,8 +322,8 @@ def _wrap_interceptor(
         if is_async_callable(fn):
 
             async def shadow_approver(request: Any) -> None:
-                mine = _copy_input(request)
                 try:
+                    mine = _copy_input(request)
                     if bounded:
                         with anyio.fail_after(timeout):
                             answer = await fn(mine)
