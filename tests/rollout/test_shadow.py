@@ -327,8 +327,13 @@ async def test_a_shadow_after_interceptor_cannot_rewrite_the_result_or_retry() -
     def again(inp: Any, out: Any) -> None:
         out.retry = True
 
-    result, ran, seen = await call(pipe)
+    seen: list[ShadowDecision] = []
+    pipe.subscribe(seen.append, events={"shadow_decision"})
+    ran, args = Ran(), {"command": "ls"}
+    async with pipe:
+        result = await pipe.call_tool("exec", args, call=ran)
     unchanged(result, ran)  # ran once, result as the tool gave it
+    assert args == {"command": "ls"}  # the agent's own arguments, untouched
     by_id = {e.interceptor_id: e for e in seen}
     assert (by_id["scrub"].decision, by_id["scrub"].changed) == ("modify", ("result",))
     assert by_id["again"].decision == "retry"
