@@ -701,3 +701,15 @@ async def test_pipelines_sharing_a_registry_each_publish_their_own_decisions() -
         await second.call_tool("exec", {"command": "ls"}, call=Ran())
         await second.call_tool("exec", {"command": "ls"}, call=Ran())
     assert [len(seen["first"]), len(seen["second"])] == [1, 2]
+
+
+def test_an_unknown_mode_in_the_config_file_names_the_field(tmp_path: Path) -> None:
+    from interpose import ConfigError
+
+    config = tmp_path / "interpose.toml"
+    config.write_text('[hooks.builtins.tool-filter]\nmode = "dry-run"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.from_config(config)
+    assert "hooks.builtins.tool-filter.mode" in str(caught.value)
+    assert "'enforce'" in str(caught.value)
+    assert "'shadow'" in str(caught.value)
