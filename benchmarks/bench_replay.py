@@ -9,6 +9,10 @@ write, a ``web_fetch`` and a ``pytest -q``), cycled to ``n`` calls with unique c
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - live: the same calls made by an agent through ``Pipeline()`` (the default guards),
   inside one turn, with the tool a stand-in -- the reference the replay is compared to;
+- live + a rule: the same, with one more sync tool.before interceptor on ``exec`` (a
+  ``git push`` check that never fires here), registered with ``mode="enforce"``, then
+  with ``mode="shadow"``: what shadowing a rule costs per call (its copy of the
+  output, its report of "continue");
 - live, audit log: the same, with an ``AuditLog`` attached (every event a flushed JSON
   line), recording off, then on (``AuditLog.attach(pipe, record_args=True,
   record_results=True)``): the difference is what recording costs the agent per call;
@@ -55,6 +59,7 @@ from bench_tool_call import (
 from interpose import Pipeline
 from interpose.bus.events import CallRecorded, encode_event
 from interpose.observers import AuditLog
+from interpose.pipeline.shadow import Mode
 from interpose.replay import RecordedCall, RecordedLog, build_candidate, read_log, replay
 
 Args = dict[str, Any]
@@ -88,9 +93,19 @@ def floor_case() -> Any:
     return loop
 
 
-def live_case(audit: Path | None = None, *, recording: bool = False) -> Any:
+def no_push(inp: Any, out: Any) -> None:
+    """The rule a rollout would shadow: a sync tool.before check."""
+    if out.args.get("command", "").startswith("git push"):
+        out.block, out.block_reason = True, "pushes go through CI"
+
+
+def live_case(
+    audit: Path | None = None, *, recording: bool = False, rule: Mode | None = None
+) -> Any:
     async def loop(n: int) -> int:
         pipe = Pipeline(tracing="off")
+        if rule is not None:
+            pipe.intercept("tool.before", tools=["exec"], id="no-push", mode=rule)(no_push)
         log = None
         if audit is not None:
             log = AuditLog(audit, max_bytes=None)
@@ -251,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = [
             Case("floor", "floor: await tool(args)", floor_case()),
             Case("live", "live: Pipeline(), one turn", live_case()),
+            Case("enforced", "live + a sync rule, enforce", live_case(rule="enforce")),
+            Case("shadowed", "live + the same rule, shadow", live_case(rule="shadow")),
             Case("audited", "live, audit log (recording off)", live_case(scratch / "a.jsonl")),
             Case(
                 "recorded",
