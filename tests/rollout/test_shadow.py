@@ -713,3 +713,19 @@ def test_an_unknown_mode_in_the_config_file_names_the_field(tmp_path: Path) -> N
     assert "hooks.builtins.tool-filter.mode" in str(caught.value)
     assert "'enforce'" in str(caught.value)
     assert "'shadow'" in str(caught.value)
+
+
+async def test_a_shadow_llm_after_hook_cannot_touch_the_request_it_reads() -> None:
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("llm.after", id="nosy", mode="shadow")
+    def nosy(inp: Any, out: Any) -> None:
+        inp.request.system = "changed"  # a mutable struct inside the frozen input
+        out.response.content = "rewritten"
+
+    request = LLMRequest(system="be brief")
+    async with pipe, pipe.turn() as turn:
+        response = await turn.call_llm(request, call=lambda r: LLMResponse(content="hi"))
+    assert request.system == "be brief"
+    assert response.content == "hi"
+    assert pipe.registry.shadow.counts == {("nosy", "modify"): 1}
