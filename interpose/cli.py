@@ -160,6 +160,7 @@ def _stack_lines(built: Built) -> list[str]:
     """The stack of a built config, stage by stage, each list in execution order; then
     the process hooks, observers and tracing."""
     from .pipeline.hooks import STAGE_HOOKS, STAGES
+    from .pipeline.shadow import declared_policy
 
     pipe = built.pipeline
     registry = pipe.registry
@@ -173,7 +174,7 @@ def _stack_lines(built: Built) -> list[str]:
         keys = [(stage, "middleware"), *((hook, hook) for hook in STAGE_HOOKS[stage])]
         for key, label in keys:
             for entry in registry.entries(key):
-                reg = entry.reg
+                reg = entry.registration
                 rows.append(
                     (
                         stage,
@@ -181,7 +182,8 @@ def _stack_lines(built: Built) -> list[str]:
                         str(reg.priority),
                         reg.id,
                         _matcher(reg, built),
-                        entry.on_error,
+                        entry.on_error if reg.mode == "enforce" else declared_policy(reg),
+                        reg.mode,
                         reg.source,
                     )
                 )
@@ -189,7 +191,7 @@ def _stack_lines(built: Built) -> list[str]:
     if not rows:
         lines.append("stack: empty (nothing is registered)")
     else:
-        header = ("stage", "hook", "priority", "id", "tools", "on_error", "source")
+        header = ("stage", "hook", "priority", "id", "tools", "on_error", "mode", "source")
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
         lines.append("stack (execution order):")
         for row in (header, *rows):
@@ -390,6 +392,56 @@ def _describe_event(event: Any) -> str:
     return f"{kind}: {event.tool_name}"
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """``interpose replay LOG... --config NEW.toml [--json] [--all]``: run the recorded
+    calls of audit logs through the stack NEW.toml builds (never running a tool) and
+    print what it would change.
+
+    Exits 1 when the new stack would block a call the recorded run allowed, 2 when a log
+    line or the config cannot be read or the new stack raised on a call, else 0.
+    """
+    import json
+
+    import anyio
+
+    from .errors import ConfigError
+    from .replay import LogError, ReplayError, render, replay_files
+
+    try:
+        report = anyio.run(replay_files, args.logs, args.config)
+    except (LogError, ReplayError, ConfigError, OSError) as exc:
+        print(f"interpose replay: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+    else:
+        for line in render(report, every=args.all):
+            print(line)
+    return 1 if report.regressions else 0
+
+
+def _add_replay_parser(sub: Any) -> None:
+    replay = sub.add_parser(
+        "replay",
+        help="replay recorded calls of audit logs through a new config's stack, "
+        "never running a tool, and print what it would change",
+    )
+    replay.add_argument(
+        "logs",
+        nargs="+",
+        metavar="AUDIT.jsonl",
+        help="audit logs written with recording on (rotated files: oldest first)",
+    )
+    replay.add_argument(
+        "--config", required=True, metavar="NEW.toml", help="the config of the stack to try"
+    )
+    replay.add_argument("--json", action="store_true", help="print the report as JSON")
+    replay.add_argument(
+        "--all", action="store_true", help="list every replayed call, not only the changed ones"
+    )
+    replay.set_defaults(func=_replay)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="interpose", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -441,6 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hook_test.add_argument("--agent", default="main", help="the agent id (default: main)")
     hook_test.add_argument("--session", default="", help="the session key")
     hook_test.set_defaults(func=_run_hook_test)
+    _add_replay_parser(sub)
     from .adapters.mcp.cli import add_parser as add_mcp_proxy
 
     add_mcp_proxy(sub)

@@ -25,6 +25,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_openai_agents",
         "bench_process_hook",
         "bench_redis",
+        "bench_replay",
         "bench_tool_call",
         "bench_tracing",
     ]

@@ -116,6 +116,7 @@ def test_no_private_module_leaks() -> None:
         "cli",
         "config",
         "plugins",
+        "replay",
     }
     assert public - modules == set(interpose.__all__)
 

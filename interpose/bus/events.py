@@ -26,6 +26,8 @@ __all__ = [
     "TurnAborted",
     "TurnEnded",
     "TurnStarted",
+    "CallRecorded",
+    "ShadowDecision",
     "decode_event",
     "encode_event",
 ]
@@ -132,6 +134,54 @@ class InterceptorFailed(_Event, tag="interceptor_failed", frozen=True):
     tool_call_id: str = ""
 
 
+class ShadowDecision(_Event, tag="shadow_decision", frozen=True):
+    """A handler registered with ``mode="shadow"`` decided something that was not
+    enforced: ``decision`` is what it would have done (block, deny, ask, respond,
+    modify, retry, abort_turn, hard_abort, timeout, error); ``would_block`` says
+    whether that would have refused the call (a block, deny, abort, or a failure under
+    a fail-closed policy).  ``changed`` names what it would have rewritten (``args``,
+    ``result``...).  A shadow handler that lets the call continue publishes nothing.
+    """
+
+    hook: str = ""
+    interceptor_id: str = ""
+    decision: str = ""
+    reason: str = ""
+    would_block: bool = False
+    changed: tuple[str, ...] = ()
+    error_type: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    source: str = ""
+
+
+class CallRecorded(_Event, tag="call_recorded", frozen=True):
+    """One call as a replay needs it, published when recording is switched on
+    (``AuditLog.attach(pipe, record_args=True, ...)``, ``[observers.audit]
+    record_args``); every value is redacted by the pipeline's ``Redactor``.
+
+    ``stage`` is ``tool``, ``llm``, ``message`` or ``params``.  ``input`` is what the
+    agent sent (tool arguments, the LLM request, ``{"message", "metadata"}``, the
+    turn's params with its message) before any handler saw it; ``applied`` what the
+    operation got after them (None when it did not run); ``output`` what came back
+    (the tool result's output, the LLM response), present only when results are
+    recorded.  ``status``, ``decided_by`` and ``reason`` are the outcome
+    (``ToolResult.status`` for tools).
+    """
+
+    stage: str = "tool"
+    tool_name: str = ""
+    raw_name: str = ""
+    tool_call_id: str = ""
+    status: str = "ok"
+    decided_by: str = ""
+    reason: str = ""
+    input: Any = None
+    applied: Any = None
+    output: Any = None
+    recorded: tuple[str, ...] = ()
+
+
 class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
@@ -152,6 +202,8 @@ Event: TypeAlias = (
     | ToolExecEnd
     | ToolExecSkipped
     | InterceptorFailed
+    | ShadowDecision
+    | CallRecorded
     | TurnEnded
     | TurnAborted
 )
@@ -166,6 +218,8 @@ EventKind: TypeAlias = Literal[
     "tool_exec_end",
     "tool_exec_skipped",
     "interceptor_failed",
+    "shadow_decision",
+    "call_recorded",
     "turn_ended",
     "turn_aborted",
 ]

@@ -257,6 +257,16 @@ class _Builder:
                 )
             pipe.registry.register_tool_namespace(mcp_namespace(name))
 
+    @contextmanager
+    def moded(self, pipe: Pipeline, mode: str) -> Iterator[None]:
+        """Put what the block registers in ``mode`` (the policies register themselves)."""
+        before = {reg.id for reg in pipe.registry.list()}
+        yield
+        if mode == "shadow":
+            for reg in pipe.registry.list():
+                if reg.id not in before:
+                    pipe.registry.set_mode(reg.id, "shadow")
+
     # -- order --------------------------------------------------------------------------
 
     def rank(self, built: Built) -> None:
@@ -333,17 +343,19 @@ class _Builder:
                 safety.enabled,
                 self.builtin_priority("command-safety-guard", safety.priority),
                 "command-safety-guard",
+                safety.mode,
             ),
             (
                 audit.enabled,
                 self.builtin_priority("security-audit", audit.priority),
                 "security-audit",
+                audit.mode,
             ),
         )
-        for reg, (enabled, priority, key) in zip(regs, guards, strict=True):
+        for reg, (enabled, priority, key, mode) in zip(regs, guards, strict=True):
             if enabled:
                 with self.at(where + key):
-                    pipe.registry.add(dataclasses.replace(reg, priority=priority))
+                    pipe.registry.add(dataclasses.replace(reg, priority=priority, mode=mode))
 
     def policies(self, pipe: Pipeline, builtins: BuiltinsConfig) -> None:
         from ..middleware.builtins import (
@@ -367,7 +379,7 @@ class _Builder:
                 else self.rules(where + "tool-filter.allow", table.allow, pipe)
             )
             deny = self.rules(where + "tool-filter.deny", table.deny, pipe)
-            with self.at(where + "tool-filter"):
+            with self.at(where + "tool-filter"), self.moded(pipe, table.mode):
                 policy = ToolFilter(
                     allow=allow,
                     deny=deny,
@@ -377,7 +389,7 @@ class _Builder:
         if builtins.loop_guard is not None and builtins.loop_guard.enabled:
             guard = builtins.loop_guard
             tools = self.matcher(where + "loop-guard.tools", guard.tools, pipe)
-            with self.at(where + "loop-guard"):
+            with self.at(where + "loop-guard"), self.moded(pipe, guard.mode):
                 LoopGuard(
                     guard.max_repeats,
                     tools=tools,
@@ -387,7 +399,7 @@ class _Builder:
         if builtins.rate_limit is not None and builtins.rate_limit.enabled:
             rate = builtins.rate_limit
             tools = self.matcher(where + "rate-limit.tools", rate.tools, pipe)
-            with self.at(where + "rate-limit"):
+            with self.at(where + "rate-limit"), self.moded(pipe, rate.mode):
                 RateLimit(
                     rate.rate,
                     _seconds(rate.per_ms),
@@ -400,7 +412,7 @@ class _Builder:
             redact = builtins.redact_secrets
             self.regexes(where + "redact-secrets.patterns", redact.patterns)
             tools = self.matcher(where + "redact-secrets.tools", redact.tools, pipe)
-            with self.at(where + "redact-secrets"):
+            with self.at(where + "redact-secrets"), self.moded(pipe, redact.mode):
                 RedactSecrets(
                     Redactor(redact.patterns, keys=redact.keys),
                     tools=tools,
@@ -414,7 +426,7 @@ class _Builder:
                 if cache.invalidate_on
                 else None
             )
-            with self.at(where + "result-cache"):
+            with self.at(where + "result-cache"), self.moded(pipe, cache.mode):
                 ResultCache(
                     _seconds(cache.ttl_ms),
                     tools=cached if cached is not None else (),
@@ -426,7 +438,7 @@ class _Builder:
         if builtins.output_cap is not None and builtins.output_cap.enabled:
             cap = builtins.output_cap
             tools = self.matcher(where + "output-cap.tools", cap.tools, pipe)
-            with self.at(where + "output-cap"):
+            with self.at(where + "output-cap"), self.moded(pipe, cap.mode):
                 OutputCap(
                     cap.max_chars,
                     marker=cap.marker,
@@ -480,6 +492,7 @@ class _Builder:
                 cwd=str(cwd),
                 event_method=table.event_method,
                 trusted=table.trusted,
+                mode=table.mode,
             )
             hook.install(pipe)
         built.processes[name] = " ".join(table.command)
@@ -533,6 +546,7 @@ class _Builder:
                 id=table.id,
                 dialect=table.dialect,
                 tool_mapping=self.claude_tools() if table.dialect == "claude-code" else None,
+                mode=table.mode,
             )
             reg = hook.install(pipe)
         label = []
@@ -579,6 +593,16 @@ class _Builder:
             if path.is_dir():
                 self.fail("observers.audit.path", f"{path} is a directory")
             name = f"audit-log {path}"
+            if audit.record_args or audit.record_llm or audit.record_messages:
+                from ..observers.recording import CallRecorder
+
+                with self.at("observers.audit"):
+                    CallRecorder(
+                        args=audit.record_args,
+                        results=audit.record_results,
+                        llm=audit.record_llm,
+                        messages=audit.record_messages,
+                    ).install(pipe)
             if self.dry:
                 pipe.subscribe(_stand_in, events=audit.events, name=name)
             else:

@@ -27,6 +27,11 @@ CommandEvent: TypeAlias = Literal[
     "tool.before", "tool.after", "tool.approve", "PreToolUse", "PostToolUse", "PermissionRequest"
 ]
 ToolsField: TypeAlias = "str | list[str] | None"
+ModeName: TypeAlias = Literal["enforce", "shadow"]
+_MODE_DOC = (
+    "`enforce`, or `shadow`: it runs and what it decides is recorded (`shadow_decision` "
+    "events, spans, metrics) but never applied (docs/rollout.md)"
+)
 
 _TOOLS_DOC = (
     "which tools it applies to: a list of tool names and `group:*` names, or one "
@@ -60,6 +65,7 @@ class CommandSafetyGuardConfig(_Table):
     """``[hooks.builtins.command-safety-guard]``: the exec guard (on by default)."""
 
     enabled: Annotated[bool, _doc("register the guard")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     priority: Annotated[
         int | None,
         _doc("its place among the tool.before interceptors; unset: 100 (see `priority_order`)"),
@@ -78,6 +84,7 @@ class SecurityAuditConfig(_Table):
     """``[hooks.builtins.security-audit]``: the file-path guard (on by default)."""
 
     enabled: Annotated[bool, _doc("register the guard")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     priority: Annotated[
         int | None,
         _doc("its place among the tool.before interceptors; unset: 99 (see `priority_order`)"),
@@ -94,6 +101,7 @@ class ToolFilterConfig(_Table):
     """``[hooks.builtins.tool-filter]``: allow or deny tools by name, group or regex."""
 
     enabled: Annotated[bool, _doc("register the filter")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     allow: Annotated[
         list[str] | None,
         _doc(
@@ -115,6 +123,7 @@ class RateLimitConfig(_Table):
 
     rate: Annotated[float, _doc("tokens added every `per_ms` (required)", gt=0)]
     enabled: Annotated[bool, _doc("register the rate limit")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     per_ms: Annotated[int, _doc("the refill period", gt=0)] = 1000
     burst: Annotated[
         Annotated[int, msgspec.Meta(ge=1)] | None,
@@ -132,6 +141,7 @@ class RedactSecretsConfig(_Table):
     """``[hooks.builtins.redact-secrets]``: scrub secrets out of tool results."""
 
     enabled: Annotated[bool, _doc("register the redaction")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     patterns: Annotated[
         list[str],
         _doc("extra regexes to mask (a group named `secret` limits the mask to it)"),
@@ -148,6 +158,7 @@ class LoopGuardConfig(_Table):
     """``[hooks.builtins.loop-guard]``: block a call repeated with the same arguments."""
 
     enabled: Annotated[bool, _doc("register the loop guard")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     max_repeats: Annotated[
         int, _doc("the repeat (same tool, same arguments, same turn) that is blocked", ge=2)
     ] = 3
@@ -163,6 +174,7 @@ class ResultCacheConfig(_Table):
     """``[hooks.builtins.result-cache]``: answer repeated read-only calls from a cache."""
 
     enabled: Annotated[bool, _doc("register the cache")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     ttl_ms: Annotated[int, _doc("how long an entry answers", gt=0)] = 60_000
     tools: Annotated[
         str | list[str],
@@ -189,6 +201,7 @@ class OutputCapConfig(_Table):
     """``[hooks.builtins.output-cap]``: truncate long tool output."""
 
     enabled: Annotated[bool, _doc("register the cap")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     max_chars: Annotated[int, _doc("the most characters kept", ge=1)] = 20_000
     marker: Annotated[
         str, _doc("appended after a cut; `{cut}` and `{chars}` say how much was cut")
@@ -225,6 +238,7 @@ class ProcessHookConfig(_Table):
         _doc("the program and its arguments, not a shell line (required)", min_length=1),
     ]
     enabled: Annotated[bool, _doc("start and register this hook")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     intercept: Annotated[list[InterceptPoint], _doc("the hook points it answers")] = msgspec.field(
         default_factory=lambda: ["before_tool"]
     )
@@ -298,6 +312,7 @@ class CommandHookConfig(_Table):
         _doc("a command line (run with `/bin/sh -c`) or an argv list"),
     ]
     enabled: Annotated[bool, _doc("register this hook")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     event: Annotated[
         CommandEvent,
         _doc("`tool.before`, `tool.after`, `tool.approve` (or the Claude Code names)"),
@@ -375,6 +390,26 @@ class AuditConfig(_Table):
     )
     backups: Annotated[int, _doc("how many rotated files are kept", ge=1)] = 5
     events: Annotated[list[EventKind] | None, _doc("the kinds to record; unset: all")] = None
+    record_args: Annotated[
+        bool,
+        _doc(
+            "record each tool call's arguments (as sent and as the tool got them) in "
+            "`call_recorded` events, redacted: what `interpose replay` needs"
+        ),
+    ] = False
+    record_results: Annotated[
+        bool, _doc("record each tool call's result output too (redacted)")
+    ] = False
+    record_llm: Annotated[
+        bool, _doc("record each LLM request (and with `record_results` its response), redacted")
+    ] = False
+    record_messages: Annotated[
+        bool,
+        _doc(
+            "record each user message and the turn's params as they arrived and as the "
+            "stack left them, redacted"
+        ),
+    ] = False
 
 
 class LoggingConfig(_Table):

@@ -76,6 +76,7 @@ from ..pipeline.payloads import (
     refusal,
 )
 from ..pipeline.registry import Interceptor, Registry
+from ..pipeline.shadow import MODES, Mode
 from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, in_namespace, normalize_tool_name
 from ._process_group import kill_group, wait_exited
 
@@ -225,6 +226,9 @@ class CommandHook:
             ``interpose.middleware.claude_code``.
         tool_mapping: the tool table of the ``claude-code`` dialect (default
             ``default_tool_mapping()``); extend it for the application's own tools.
+        mode: ``"shadow"``: the command runs on every matching call and what it
+            answers is recorded (``shadow_decision`` events), never enforced; its exit
+            codes, timeouts and crashes never affect the call.
 
     Raises:
         ConfigError: an unknown event, an empty command, a program that does not exist
@@ -249,6 +253,7 @@ class CommandHook:
         "event",
         "id",
         "max_output_bytes",
+        "mode",
         "on_error",
         "priority",
         "shell",
@@ -273,6 +278,7 @@ class CommandHook:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         dialect: Literal["interpose", "claude-code"] = "interpose",
         tool_mapping: ToolMapping | None = None,
+        mode: Mode = "enforce",
     ) -> None:
         self.event = _check_event(event)
         self.command = command if isinstance(command, str) else tuple(command)
@@ -334,6 +340,9 @@ class CommandHook:
                 f"{where}: dialect must be 'interpose' or 'claude-code', got {dialect!r}"
             )
         self.dialect = dialect
+        if mode not in MODES:
+            raise ConfigError(f"{where}: mode must be 'enforce' or 'shadow', got {mode!r}")
+        self.mode: Mode = mode
         self._mapping: ToolMapping | None = None
         if dialect == "claude-code":
             from .claude_code import default_tool_mapping
@@ -365,6 +374,7 @@ class CommandHook:
                 on_error=self.on_error,
                 timeout=self.timeout,
                 source="command",
+                mode=self.mode,
             )
         ]
 

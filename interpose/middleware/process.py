@@ -90,6 +90,7 @@ from ..pipeline.payloads import (
     ToolResult,
 )
 from ..pipeline.registry import Interceptor
+from ..pipeline.shadow import MODES, Mode
 from ..pipeline.tools import ToolMatcher, normalize_tool_name
 from ._process_group import kill_group, terminate_group, wait_exited
 from .picoclaw import EVENT_METHODS, event_names, resolve_observe, uses_runtime_names
@@ -765,6 +766,9 @@ class ProcessHook:
             PicoClaw's runtime names (``agent.*``), else ``hook.event``.
         trusted: a ``respond`` from its before_tool skips the approvers (see
             ``Interceptor.trusted``).
+        mode: ``"shadow"``: the child is asked as usual, its answers are recorded
+            (``shadow_decision`` events) and not enforced; its failures never affect
+            the call.
 
     Raises:
         ConfigError: (a ``ValueError``) an invalid argument: unknown intercept point or
@@ -791,6 +795,7 @@ class ProcessHook:
         restart_backoff: tuple[float, float] = (0.1, 5.0),
         event_method: str | None = None,
         trusted: bool = False,
+        mode: Mode = "enforce",
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigError(
@@ -836,6 +841,9 @@ class ProcessHook:
         if not isinstance(trusted, bool):
             raise ConfigError(f"{where}: trusted must be a bool, got {trusted!r}")
         self.trusted = trusted
+        if mode not in MODES:
+            raise ConfigError(f"{where}: mode must be 'enforce' or 'shadow', got {mode!r}")
+        self.mode: Mode = mode
         if on_error not in ON_ERROR_VALUES:
             raise ConfigError(
                 f"{where}: on_error must be 'block', 'skip' or 'raise', got {on_error!r}"
@@ -869,13 +877,13 @@ class ProcessHook:
         self.restart_backoff = (float(low), float(high))
         self.stats = ProcessHookStats()
         modes = [] if not kinds else ["observe"]
-        for mode, served in (
+        for served_mode, served in (
             ("llm", ("before_llm", "after_llm")),
             ("tool", ("before_tool", "after_tool")),
             ("approve", ("approve_tool",)),
         ):
             if any(point in points for point in served):
-                modes.append(mode)
+                modes.append(served_mode)
         self._hello = _HelloParams(name=name, modes=modes)
         #: the name the child gave in its handshake reply ("" before the first one)
         self.child_name = ""
@@ -979,6 +987,7 @@ class ProcessHook:
                     timeout=self.timeout if point == "approve_tool" else math.inf,
                     trusted=self.trusted and point == "before_tool",
                     source=f"process:{self.name}",
+                    mode=self.mode,
                 )
             )
         return regs

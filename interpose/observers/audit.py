@@ -120,18 +120,43 @@ class AuditLog:
         events: Iterable[str] | None = None,
         buffer: int = 1024,
         name: str | None = None,
+        record_args: bool = False,
+        record_results: bool = False,
+        record_llm: bool = False,
+        record_messages: bool = False,
     ) -> Subscription:
         """Subscribe this log to ``pipe`` with ``overflow="block"``: no event is lost.
+
+        The ``record_*`` options add ``call_recorded`` events (see
+        ``interpose.observers.recording``), redacted by ``pipe.redactor``, so that the
+        log can be replayed through another stack (``interpose replay``).
 
         Args:
             pipe: the pipeline whose events to record.
             events: the kinds to record; None (the default) records every kind.
             buffer: how many events may wait to be written before the agent waits.
             name: the subscription's name (default ``"audit-log <path>"``).
+            record_args: record each tool call's arguments (as sent, as the tool got
+                them) and its outcome.
+            record_results: record each tool call's result output too (and, with
+                ``record_llm``, each LLM response).
+            record_llm: record each LLM request.
+            record_messages: record each user message and the turn's params (as they
+                came, as the stack left them).
 
         Raises:
             ValueError: an unknown event kind or a non-positive buffer.
+            RegistrationError: recording is on for ``pipe`` already.
         """
+        if record_args or record_llm or record_messages:
+            from .recording import CallRecorder
+
+            CallRecorder(
+                args=record_args,
+                results=record_results,
+                llm=record_llm,
+                messages=record_messages,
+            ).install(pipe)
         return pipe.subscribe(
             self,
             events=events,

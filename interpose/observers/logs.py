@@ -42,7 +42,8 @@ _LAST = ("reason", "error")
 # shown only on turn_started (the other lines carry the turn id)
 _TURN_ONLY = ("agent_id", "session_key")
 # redundant in a line: is_error follows from status, error usually starts with error_type
-_HIDDEN = frozenset({"is_error", "interceptor_ns", "error_type"})
+# (and the recorded content of call_recorded: for the audit log, not for log lines)
+_HIDDEN = frozenset({"is_error", "interceptor_ns", "error_type", "input", "applied", "output"})
 # user content: only with content=True
 _CONTENT = ("message", "metadata")
 _LABELS = {

@@ -14,6 +14,9 @@ Instruments (meter ``interpose``):
 - ``interpose.interceptor.failures`` (counter, ``{failure}``): ``interceptor_failed``
   events, by ``interpose.interceptor.id``, ``interpose.hook``, ``interpose.policy`` and
   ``error.type``.  Failing observers count here too, with ``interpose.hook="observer"``.
+- ``interpose.shadow.decisions`` (counter, ``{decision}``): ``shadow_decision`` events,
+  by ``interpose.interceptor.id``, ``interpose.hook``, ``interpose.shadow.decision`` and
+  ``interpose.shadow.would_block``: what shadow-mode registrations would have done.
 - ``interpose.bus.dropped`` (observable counter, ``{event}``): events dropped by the
   bus, by subscription (``interpose.subscription``), read from
   ``Subscription.stats.dropped`` of every bus the observer is attached to.
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 
-from ..bus.events import Event, InterceptorFailed, ToolExecEnd
+from ..bus.events import Event, InterceptorFailed, ShadowDecision, ToolExecEnd
 
 if TYPE_CHECKING:
     from ..bus.memory import InMemoryBus, Overflow, Subscription, SubscriptionStats
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["METRIC_EVENTS", "MetricsObserver"]
 
-METRIC_EVENTS = frozenset({"tool_exec_end", "interceptor_failed"})
+METRIC_EVENTS = frozenset({"tool_exec_end", "interceptor_failed", "shadow_decision"})
 """The event kinds ``MetricsObserver`` reads (what ``attach`` subscribes it to)."""
 
 # Bucket boundaries (s), offered to the SDK as advice: its default boundaries
@@ -111,6 +114,11 @@ class MetricsObserver:
             unit="{failure}",
             description="Interceptors, middleware layers and observers that raised or timed out.",
         )
+        self.shadow_decisions = meter.create_counter(
+            "interpose.shadow.decisions",
+            unit="{decision}",
+            description="What shadow-mode registrations would have done, not enforced.",
+        )
         self._buses: list[weakref.ref[InMemoryBus]] = []
         # every subscription's counters seen so far, kept after its bus is gone so that
         # the cumulative count never goes down (the stats objects hold nothing else)
@@ -142,6 +150,16 @@ class MetricsObserver:
             # interceptor_ns may be shorter: middleware layers are not timed on their own
             for interceptor, ns in zip(event.interceptors, event.interceptor_ns, strict=False):
                 record(ns / 1e9, {"interpose.interceptor.id": interceptor})
+        elif isinstance(event, ShadowDecision):
+            self.shadow_decisions.add(
+                1,
+                {
+                    "interpose.interceptor.id": event.interceptor_id,
+                    "interpose.hook": event.hook,
+                    "interpose.shadow.decision": event.decision,
+                    "interpose.shadow.would_block": event.would_block,
+                },
+            )
         elif isinstance(event, InterceptorFailed):
             self.failures.add(
                 1,

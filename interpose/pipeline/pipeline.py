@@ -36,6 +36,7 @@ from .payloads import (
 )
 from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
+from .shadow import Mode, ShadowVerdict
 from .tool_stage import ToolCallable, ToolChain, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
@@ -208,8 +209,10 @@ class Pipeline:
         on_error: OnError | None = None,
         timeout: float | None = None,
         trusted: bool = False,
+        mode: Mode = "enforce",
     ) -> Callable[[F], F]:
-        """Register the decorated ``handler(input, output)`` on ``hook``."""
+        """Register the decorated ``handler(input, output)`` on ``hook``; with
+        ``mode="shadow"`` its decisions are recorded, not enforced."""
         if hook not in HOOKS:
             raise RegistrationError(f"unknown hook {hook!r}; hooks: {', '.join(HOOKS)}")
 
@@ -225,6 +228,7 @@ class Pipeline:
                     on_error=on_error,
                     timeout=timeout,
                     trusted=trusted,
+                    mode=mode,
                 )
             )
             return fn
@@ -241,8 +245,10 @@ class Pipeline:
         id: str | None = None,
         on_error: OnError | None = None,
         timeout: float | None = None,
+        mode: Mode = "enforce",
     ) -> Callable[[F], F]:
-        """Register the decorated ``async mw(ctx, call_next)`` as a layer of ``stage``."""
+        """Register the decorated ``async mw(ctx, call_next)`` as a layer of ``stage``;
+        with ``mode="shadow"`` what it would change is recorded, not applied."""
         if stage not in STAGES:
             raise RegistrationError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
 
@@ -257,6 +263,7 @@ class Pipeline:
                     agent_matcher=agents,
                     on_error=on_error,
                     timeout=timeout,
+                    mode=mode,
                 )
             )
             return fn
@@ -276,6 +283,7 @@ class Pipeline:
         priority: int = 0,
         id: str | None = None,
         timeout: float | None = None,
+        mode: Mode = "enforce",
     ) -> Callable[[F], F]: ...
     def approver(
         self,
@@ -287,9 +295,12 @@ class Pipeline:
         priority: int = 0,
         id: str | None = None,
         timeout: float | None = None,
+        mode: Mode = "enforce",
     ) -> F | Callable[[F], F]:
         """Register the decorated ``approver(request) -> Approval | bool | None`` on
-        ``tool.approve``.  Usable bare (``@pipe.approver``) or with arguments."""
+        ``tool.approve``.  Usable bare (``@pipe.approver``) or with arguments; with
+        ``mode="shadow"`` its answers are recorded, never enforced (an ``ask`` does not
+        reach the human-approval handler)."""
 
         def decorate(handler: F) -> F:
             self.registry.add(
@@ -301,6 +312,7 @@ class Pipeline:
                     tool_matcher=tools,
                     agent_matcher=agents,
                     timeout=timeout,
+                    mode=mode,
                 )
             )
             return handler
@@ -350,6 +362,7 @@ class Pipeline:
         await tg.__aenter__()
         self._tg = tg
         self.bus.start(tg)
+        self.registry.shadow.attach(self._prefix, self._shadow_decided)
         started: list[Service] = []
         try:
             for service in self._services:
@@ -393,6 +406,7 @@ class Pipeline:
             try:
                 await _close_all(services)
             finally:
+                self.registry.shadow.detach(self._shadow_decided)
                 self._tg = None
                 self.bus.close()
                 if not self.bus.idle:
@@ -683,6 +697,30 @@ class Pipeline:
             tool_name=tool_name,
             tool_call_id=call_id,
         )
+
+    def _shadow_decided(self, verdict: ShadowVerdict) -> None:
+        """A shadow registration decided something (see ``interpose.pipeline.shadow``):
+        publish it, at once (a sync handler reports from a sync call)."""
+        if "shadow_decision" in self.bus.wanted:
+            self.bus.publish_now(
+                ev.ShadowDecision(
+                    ts=time.time_ns(),
+                    seq=next(self._seq),
+                    turn_id=verdict.turn_id,
+                    agent_id=verdict.agent_id,
+                    session_key=verdict.session_key,
+                    hook=verdict.hook,
+                    interceptor_id=verdict.registration_id,
+                    decision=verdict.decision,
+                    reason=verdict.reason,
+                    would_block=verdict.would_block,
+                    changed=verdict.changed,
+                    error_type=verdict.error_type,
+                    tool_name=verdict.tool_name,
+                    tool_call_id=verdict.tool_call_id,
+                    source=verdict.source,
+                )
+            )
 
     def _observer_failed(
         self, sub: Subscription, event: Any, exc: Exception, timed_out: bool

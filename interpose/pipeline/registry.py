@@ -8,6 +8,7 @@ compiled chains know when to rebuild.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import re
@@ -23,6 +24,7 @@ from .hooks import (
     STAGES,
     OnError,
 )
+from .shadow import MODES, Mode, ShadowRecorder, shadowed
 from .tools import (
     KNOWN_TOOL_NAMES,
     ToolMatcher,
@@ -44,6 +46,8 @@ class Interceptor:
     and ``timeout`` default to the hook's policy and the pipeline's timeouts;
     ``timeout=math.inf`` means none (for a handler that bounds its own waits).  A
     ``trusted`` interceptor that responds (sets ``output.result``) skips the approvers.
+    ``mode="shadow"`` runs the handler on copies and records what it decided (a
+    ``shadow_decision`` event) without enforcing it (see ``interpose.pipeline.shadow``).
     """
 
     id: str
@@ -56,11 +60,17 @@ class Interceptor:
     timeout: float | None = None
     trusted: bool = False
     source: str = "code"
+    mode: Mode = "enforce"
 
 
 @dataclass(frozen=True, slots=True)
 class Middleware:
-    """A middleware registration: ``async handler(ctx, call_next)`` wrapping a stage."""
+    """A middleware registration: ``async handler(ctx, call_next)`` wrapping a stage.
+
+    ``mode="shadow"``: the layer runs on a copy of the context and its ``call_next``
+    runs the real inner layers once; what it would have changed is recorded, the
+    stage's outcome is the one without it.
+    """
 
     id: str
     stage: str
@@ -71,6 +81,7 @@ class Middleware:
     on_error: OnError | None = None
     timeout: float | None = None
     source: str = "code"
+    mode: Mode = "enforce"
 
 
 Registration = Interceptor | Middleware
@@ -79,7 +90,11 @@ R = TypeVar("R", Interceptor, Middleware)
 
 @dataclass(frozen=True, slots=True)
 class Entry(Generic[R]):
-    """A registration with everything the compiler needs precomputed."""
+    """A registration with everything the compiler needs precomputed.
+
+    ``reg`` is what the chains run; ``declared`` the registration as it was added,
+    when that differs (a shadow registration runs as its recording wrapper).
+    """
 
     reg: R
     seq: int
@@ -88,6 +103,12 @@ class Entry(Generic[R]):
     is_async: bool
     matches_tool: Callable[[str], bool] | None = field(default=None)
     matches_agent: Callable[[str], bool] | None = field(default=None)
+    declared: R | None = field(default=None)
+
+    @property
+    def registration(self) -> R:
+        """The registration as it was added."""
+        return self.reg if self.declared is None else self.declared
 
     def applies(self, tool: str | None, agent: str | None) -> bool:
         if tool is not None and self.matches_tool is not None and not self.matches_tool(tool):
@@ -139,6 +160,8 @@ class Registry:
         self._extra_tools: set[str] = set()
         self._namespaces: set[str] = set()
         self.version = 0
+        #: where shadow registrations report (see ``interpose.pipeline.shadow``)
+        self.shadow = ShadowRecorder()
 
     # -- tools --------------------------------------------------------------------
 
@@ -190,6 +213,8 @@ class Registry:
                 invalid on_error or timeout, or a handler whose arity does not fit.
         """
         entry = self._validate(reg)
+        if reg.mode == "shadow":
+            entry = self._shadow_entry(entry)
         self._entries[reg.id] = entry
         bucket = self._by_key.setdefault(entry.key, [])
         bucket.append(entry)
@@ -205,7 +230,42 @@ class Registry:
             raise KeyError(f"no registration with id {id!r}") from None
         self._by_key[entry.key].remove(entry)
         self.version += 1
-        return entry.reg  # type: ignore[no-any-return]
+        return entry.registration  # type: ignore[no-any-return]
+
+    def set_mode(self, id: str, mode: Mode) -> Registration:
+        """Switch a registration between ``"enforce"`` and ``"shadow"`` in place (it keeps
+        its place in the order); returns the registration as it now is.
+
+        Raises:
+            KeyError: no registration has this id.
+            RegistrationError: ``mode`` is not "enforce" or "shadow".
+        """
+        if mode not in MODES:
+            raise RegistrationError(
+                f"registration {id!r}: mode must be 'enforce' or 'shadow', got {mode!r}",
+                registration_id=id,
+            )
+        try:
+            old = self._entries[id]
+        except KeyError:
+            raise KeyError(f"no registration with id {id!r}") from None
+        declared = dataclasses.replace(old.registration, mode=mode)
+        entry = dataclasses.replace(
+            old,
+            reg=declared,
+            declared=None,
+            on_error=old.registration.on_error
+            if old.registration.on_error is not None
+            else _default_on_error(declared),
+            is_async=is_async_callable(declared.handler),
+        )
+        if mode == "shadow":
+            entry = self._shadow_entry(entry)
+        self._entries[id] = entry
+        bucket = self._by_key[entry.key]
+        bucket[bucket.index(old)] = entry
+        self.version += 1
+        return entry.registration  # type: ignore[no-any-return]
 
     def clear(self) -> None:
         """Remove every registration (registered tool names are kept)."""
@@ -232,7 +292,7 @@ class Registry:
         apply to ``tool`` and ``agent``, in execution order."""
         if hook not in HOOKS and hook not in STAGES:
             raise RegistrationError(_unknown_hook(hook))
-        return [e.reg for e in self.entries(hook, tool=tool, agent=agent)]
+        return [e.registration for e in self.entries(hook, tool=tool, agent=agent)]
 
     def entries(
         self, key: str, *, tool: str | None = None, agent: str | None = None
@@ -243,7 +303,7 @@ class Registry:
 
     def list(self) -> list[Registration]:
         """Every registration, grouped by hook/stage, each group in execution order."""
-        return [e.reg for bucket in self._by_key.values() for e in bucket]
+        return [e.registration for bucket in self._by_key.values() for e in bucket]
 
     def __iter__(self) -> Iterator[Registration]:
         return iter(self.list())
@@ -255,9 +315,21 @@ class Registry:
         return id in self._entries
 
     def __getitem__(self, id: str) -> Registration:
-        return self._entries[id].reg  # type: ignore[no-any-return]
+        return self._entries[id].registration  # type: ignore[no-any-return]
 
     # -- validation ---------------------------------------------------------------
+
+    def _shadow_entry(self, entry: Entry[Any]) -> Entry[Any]:
+        """``entry`` (validated) as the chains run it in shadow mode."""
+        declared = entry.registration
+        runner = shadowed(declared, self.shadow)
+        return dataclasses.replace(
+            entry,
+            reg=runner,
+            declared=declared,
+            on_error=runner.on_error or entry.on_error,
+            is_async=is_async_callable(runner.handler),
+        )
 
     def _validate(self, reg: Registration) -> Entry[Any]:
         if not isinstance(reg, Interceptor | Middleware):
@@ -292,6 +364,11 @@ class Registry:
                 raise RegistrationError(
                     f"{where}: middleware must be an async callable (async def mw(ctx, call_next))"
                 )
+        if reg.mode not in MODES:
+            raise RegistrationError(
+                f"{where}: mode must be 'enforce' or 'shadow', got {reg.mode!r}",
+                registration_id=reg.id,
+            )
         if not isinstance(reg.priority, int) or isinstance(reg.priority, bool):
             raise RegistrationError(f"{where}: priority must be an int, got {reg.priority!r}")
         on_error = default if reg.on_error is None else reg.on_error
@@ -330,6 +407,12 @@ class Registry:
             matches_tool=matches_tool,
             matches_agent=matches_agent,
         )
+
+
+def _default_on_error(reg: Registration) -> OnError:
+    if isinstance(reg, Interceptor):
+        return HOOKS[reg.hook].default_on_error
+    return MIDDLEWARE_DEFAULT_ON_ERROR[reg.stage]
 
 
 def _unknown_hook(name: object) -> str:

@@ -33,7 +33,16 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
         "max_retries=0\n" in out
     )
     assert rows(out) == [
-        ["tool", "tool.before", "100", "builtin:command-safety-guard", "exec", "block", "builtin"],
+        [
+            "tool",
+            "tool.before",
+            "100",
+            "builtin:command-safety-guard",
+            "exec",
+            "block",
+            "enforce",
+            "builtin",
+        ],
         [
             "tool",
             "tool.before",
@@ -41,6 +50,7 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
             "builtin:security-audit",
             "read, write, edit, apply_patch",
             "block",
+            "enforce",
             "builtin",
         ],
         [
@@ -50,6 +60,7 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
             "process:review_gate:before_tool",
             "*",
             "block",
+            "enforce",
             "process:review_gate",
         ],
         [
@@ -59,6 +70,7 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
             "command:hooks/check.sh",
             "allow exec, group:fs; deny web_fetch",
             "block",
+            "enforce",
             "command",
         ],
         [
@@ -68,6 +80,7 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
             "process:review_gate:approve_tool",
             "*",
             "block",
+            "enforce",
             "process:review_gate",
         ],
     ]
@@ -103,8 +116,17 @@ content = true
     assert main(["check", str(config)]) == 0
     out = capsys.readouterr().out
     assert rows(out) == [
-        ["tool", "tool.before", "120", "builtin:tool-filter", "*", "block", "builtin"],
-        ["tool", "tool.after", "100", "builtin:redact-secrets", "group:web", "block", "builtin"],
+        ["tool", "tool.before", "120", "builtin:tool-filter", "*", "block", "enforce", "builtin"],
+        [
+            "tool",
+            "tool.after",
+            "100",
+            "builtin:redact-secrets",
+            "group:web",
+            "block",
+            "enforce",
+            "builtin",
+        ],
     ]
     assert f"  audit-log {tmp_path / 'audit.jsonl'}  every event (overflow=block)\n" in out
     assert not (tmp_path / "audit.jsonl").exists()  # check opens nothing

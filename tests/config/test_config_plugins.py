@@ -203,7 +203,25 @@ def test_check_lists_what_a_plugin_registered_with_its_source(
     assert main(["check", str(path)]) == 0
     table = capsys.readouterr().out.split("stack (execution order):\n")[1].split("\n\n")[0]
     assert [line.split() for line in table.splitlines()[1:]] == [
-        ["tool", "middleware", "5", "ticket-timer", "*", "block", "plugin:ticket-gate"],
-        ["tool", "tool.before", "100", "builtin:command-safety-guard", "exec", "block", "builtin"],
-        ["tool", "tool.before", "60", "ticket-gate", "exec", "block", "plugin:ticket-gate"],
+        ["tool", "middleware", "5", "ticket-timer", "*", "block", "enforce", "plugin:ticket-gate"],
+        [
+            "tool",
+            "tool.before",
+            "100",
+            "builtin:command-safety-guard",
+            "exec",
+            "block",
+            "enforce",
+            "builtin",
+        ],
+        [
+            "tool",
+            "tool.before",
+            "60",
+            "ticket-gate",
+            "exec",
+            "block",
+            "enforce",
+            "plugin:ticket-gate",
+        ],
     ]

@@ -296,10 +296,10 @@ async def test_drops_of_several_pipelines_add_up_by_name(
 async def test_attach_subscribes_only_the_kinds_it_reads(observer: MetricsObserver) -> None:
     pipe = Pipeline(builtins=False)
     sub = observer.attach(pipe)
-    assert sub.kinds == frozenset({"tool_exec_end", "interceptor_failed"})
+    assert sub.kinds == frozenset({"tool_exec_end", "interceptor_failed", "shadow_decision"})
     assert sub.overflow == "block"
     # so the pipeline builds no other event for it
-    assert pipe.bus.wanted == {"tool_exec_end", "interceptor_failed"}
+    assert pipe.bus.wanted == {"tool_exec_end", "interceptor_failed", "shadow_decision"}
 
 
 # -- without the SDK -----------------------------------------------------------------------

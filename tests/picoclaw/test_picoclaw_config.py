@@ -122,7 +122,7 @@ async def test_a_builtins_config_is_passed_to_it(tmp_path: Path) -> None:
         (
             {"enabled": True, "config": {"colour": "red"}},
             "hooks.builtins.command-safety-guard.config.colour",
-            "unknown field; expected one of: enabled, priority, deny, allow",
+            "unknown field; expected one of: enabled, mode, priority, deny, allow",
         ),
     ],
     ids=["twice", "wrong-type", "unknown-key"],
