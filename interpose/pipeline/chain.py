@@ -26,7 +26,7 @@ import sys
 import time
 import types
 from asyncio.events import _get_running_loop
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from inspect import isawaitable
 from operator import length_hint
 from time import perf_counter_ns
@@ -44,7 +44,10 @@ __all__ = [
     "Failure",
     "Step",
     "Timings",
+    "Watch",
+    "Watched",
     "build_onion",
+    "callables",
     "compile_steps",
     "describe",
     "invoke",
@@ -52,6 +55,7 @@ __all__ = [
     "run_gate",
     "run_gate_sync",
     "run_plain",
+    "watch_here",
 ]
 
 _ABORTS = (AbortTurn, HardAbort)
@@ -60,7 +64,18 @@ _ABORTS = (AbortTurn, HardAbort)
 class Step:
     """One compiled registration: what the loops need on failure, and for reports."""
 
-    __slots__ = ("call", "hook", "id", "is_async", "on_error", "priority", "timeout", "trusted")
+    __slots__ = (
+        "call",
+        "hook",
+        "id",
+        "is_async",
+        "on_error",
+        "portable",
+        "priority",
+        "timeout",
+        "trusted",
+        "watched",
+    )
 
     def __init__(self, entry: Entry[Any], timeout: float | None, *, wrap: bool = True) -> None:
         reg = entry.reg
@@ -74,9 +89,19 @@ class Step:
         self.timeout = None if timeout == math.inf else timeout
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
+        # an async handler with a timeout, run by the loops below: under asyncio the
+        # loop awaits it as it is and a Watch gives it its deadline if it suspends
+        # (see run_watched); elsewhere (trio) it runs as ``portable``
+        self.watched = (
+            wrap and entry.is_async and self.timeout is not None and entry.key != "tool.approve"
+        )
+        self.portable: Callable[..., Any] = fn
         if wrap and entry.is_async and self.timeout is not None:
             # approvers answer by returning; the other hooks' return values are unused
-            fn = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
+            wrapped = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
+            self.portable = wrapped
+            if not self.watched:
+                fn = wrapped
         self.call: Callable[..., Any] = fn
 
     def __repr__(self) -> str:
@@ -205,6 +230,141 @@ def _finish(
         timer.cancel()
 
 
+# The loops below (run_plain, run_gate, run_after) give their async handlers' timeouts
+# under asyncio without any wrapper: the loop awaits each handler's coroutine as it is,
+# which is the cheapest way to run one, and a handler that finishes without suspending
+# has cost nothing more than that.  What notices a suspension is one ``Watch`` per run
+# of a loop that holds such handlers: a generator between the loop's coroutine and the
+# task, which steps the loop itself.  When the loop's first step returns, nothing in it
+# suspended and no deadline was armed.  When something suspends, the watch looks at
+# what the loop is awaiting: the coroutine of the handler it noted last (one store per
+# async handler, ``w.r = r``) means that handler waits, and its deadline is armed then,
+# ``timeout`` seconds from that first suspension.
+#
+# One timer per run of the loop, however many handlers wait: a handler armed after
+# another finished moves the deadline; the timer is re-armed only when the new deadline
+# comes earlier than the timer.  When the timer fires it checks the handler it was armed
+# for is still the one waiting and its deadline has passed (else it re-arms, or lapses),
+# then cancels the task as ``asyncio.timeout`` does; the loop turns that cancellation,
+# coming out of the handler, into a ``TimeoutError`` for the handler's policy, unless
+# another cancellation is pending too (``Task.uncancel``), which then goes on.  Each
+# handler has its own full timeout, counted from its own first suspension.
+#
+# Other event loops (trio) have no timer to arm and cancel a task with: there the loop
+# runs the ``portable`` callables, each handler inside ``anyio.fail_after`` from its
+# start.
+
+
+class Watch:
+    """The deadlines of one run of a loop, or of a whole tool call: see above."""
+
+    __slots__ = (
+        "armed",
+        "cancelling",
+        "deadline",
+        "fired",
+        "it",
+        "r",
+        "steps",
+        "task",
+        "timer",
+        "when",
+    )
+    it: Iterator[Callable[..., Any]]  # the running loop's iterator: where it is
+    steps: tuple[Step, ...]  # the running loop's steps
+    deadline: float  # of the handler armed last
+    when: float  # when the timer fires
+    task: Any
+    cancelling: int  # the task's cancellation requests before the timer was armed
+
+    def __init__(self) -> None:
+        self.r: Any = None  # the coroutine of the async handler a loop ran last
+        self.armed: Any = None  # the one whose deadline is set
+        self.fired: Any = None  # the one the timer cancelled
+        self.timer: asyncio.TimerHandle | None = None
+
+    @types.coroutine
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        """Await ``coro`` (a loop, or a tool call's core), arming deadlines as the
+        handlers in it suspend."""
+        try:
+            yielded = coro.send(None)
+        except StopIteration as done:  # nothing suspended: the common case
+            return done.value
+        try:
+            while True:
+                if self.r is not None and self.r is not self.armed:
+                    self._arm()
+                try:
+                    sent = yield yielded
+                except GeneratorExit:
+                    coro.close()
+                    raise
+                except BaseException as exc:  # a cancellation, thrown in by the event loop
+                    try:
+                        yielded = coro.throw(exc)
+                    except StopIteration as done:
+                        return done.value
+                else:
+                    try:
+                        yielded = coro.send(sent)
+                    except StopIteration as done:
+                        return done.value
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+
+    def _arm(self) -> None:
+        r = self.r
+        # started and not finished: the loop awaits it, so it is what suspended
+        if getattr(r, "cr_frame", None) is None:
+            self.r = None  # it finished (or is not a coroutine): nothing to arm
+            return
+        self.armed = r
+        step = self.steps[len(self.steps) - length_hint(self.it) - 1]
+        if not step.watched or step.timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        self.deadline = deadline = loop.time() + step.timeout
+        timer = self.timer
+        if timer is None:
+            task: Any = asyncio.current_task()
+            self.task = task
+            self.cancelling = task.cancelling()
+        elif self.when <= deadline:
+            return  # the timer fires first, and re-arms for this deadline then
+        else:
+            timer.cancel()
+        self.when = deadline
+        self.timer = loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        self.timer = None
+        r = self.armed
+        if r.cr_frame is None:  # it finished: nobody waits under a deadline
+            return
+        if self.when < self.deadline:  # armed for an earlier handler's deadline
+            self.when = self.deadline
+            self.timer = self.task.get_loop().call_at(self.deadline, self._expire)
+            return
+        self.fired = r
+        self.task.cancel()
+
+    def timed_out(self, exc: BaseException) -> bool:
+        """Whether ``exc``, out of the handler a loop awaited, is the cancellation of
+        its deadline (and no other cancellation is pending)."""
+        if self.fired is None:
+            return False
+        self.fired = None
+        return self.task.uncancel() <= self.cancelling and isinstance(exc, asyncio.CancelledError)
+
+
+def watch_here() -> Watch | None:
+    """A watch for a whole tool call under asyncio (``await watch.run(core)``, the
+    watch passed to its loops), or None elsewhere."""
+    return Watch() if _running_asyncio_loop() is not None else None
+
+
 def compile_steps(
     entries: Sequence[Entry[Any]], default_timeout: float | None, *, wrap: bool = True
 ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]:
@@ -216,7 +376,26 @@ def compile_steps(
         Step(e, e.reg.timeout if e.reg.timeout is not None else default_timeout, wrap=wrap)
         for e in entries
     )
-    return tuple(s.call for s in steps), steps
+    return callables(steps), steps
+
+
+def callables(steps: Sequence[Step]) -> tuple[Callable[..., Any], ...]:
+    """The loops' tuple of ``steps``' callables: a ``Watched`` one when some handler's
+    deadline is given by a ``Watch``."""
+    fns = tuple(s.call for s in steps)
+    if not any(s.watched for s in steps):
+        return fns
+    watched = Watched(fns)
+    watched.portable = tuple(s.portable for s in steps)
+    return watched
+
+
+class Watched(tuple):  # type: ignore[type-arg]
+    """The callables of a chain with async handlers that have a timeout (as they are,
+    for run_watched), and ``portable``: the same with those handlers wrapped to bound
+    themselves, for event loops other than asyncio's."""
+
+    portable: tuple[Callable[..., Any], ...]
 
 
 def describe(exc: BaseException, step: Step) -> str:
@@ -242,12 +421,21 @@ async def run_plain(
     out: Any,
     failed: Failure,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> Step | None:
     """Run every handler in order; returns the step whose failure asks to block, if any.
 
     With ``times``, appends each handler's (id, duration) to it.
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_plain(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     start = 0
     while True:
         try:
@@ -256,6 +444,8 @@ async def run_plain(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     times.append(
                         (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
@@ -264,6 +454,8 @@ async def run_plain(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
             return None
         except _ABORTS as exc:
@@ -278,6 +470,14 @@ async def run_plain(
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
                 return step
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
+                return step
 
 
 async def run_after(
@@ -287,6 +487,7 @@ async def run_after(
     out: Any,
     failed: Failure,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> Step | None:
     """``run_plain`` for tool.after: a plain value a handler assigns to ``out.result``
     (not a ``ToolResult``) becomes the output of the result it replaced, which keeps its
@@ -296,7 +497,15 @@ async def run_after(
     Checking costs an identity comparison per handler (the result is normally left
     where it was).  Returns the step whose failure asks to block, if any.
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_after(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     last: ToolResult = out.result
     start = 0
     while True:
@@ -308,6 +517,8 @@ async def run_after(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     times.append(
                         (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
@@ -318,6 +529,8 @@ async def run_after(
                         last = _settle_result(out, last)
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
             if out.result is not last:
                 _settle_result(out, last)
@@ -333,6 +546,14 @@ async def run_after(
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
+                return step
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
                 return step
 
 
@@ -355,6 +576,7 @@ async def run_gate(
     failed: Failure,
     track: bool = False,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> tuple[Step | None, Step | None]:
     """Run before-handlers on an output with ``block``; stop at the first block.
 
@@ -364,7 +586,15 @@ async def run_gate(
     when the responder matters (trusted responders ahead of approvers, or listeners).
     With ``times`` (which implies ``track``), appends each handler's (id, duration).
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_gate(fns, steps, inp, out, failed, track, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     responder: Step | None = None
     seen = out.result if track or times is not None else None
     start = 0
@@ -375,6 +605,8 @@ async def run_gate(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     step = steps[len(fns) - length_hint(it) - 1]
                     times.append((step.id, perf_counter_ns() - start))
@@ -387,6 +619,8 @@ async def run_gate(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
@@ -397,6 +631,8 @@ async def run_gate(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
@@ -412,6 +648,14 @@ async def run_gate(
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
+                return step, responder
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
                 return step, responder
 
 

@@ -23,7 +23,7 @@ import anyio.abc
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
-from .chain import Step, build_onion, compile_steps, describe
+from .chain import Step, build_onion, callables, compile_steps, describe
 from .context import Context, TurnContext
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
@@ -571,7 +571,7 @@ class Pipeline:
             )
             if spans is not None:
                 steps = tuple(instrument(s, spans) for s in steps)
-                fns = tuple(s.call for s in steps)
+                fns = callables(steps)
             cached = (self.registry.version, fns, steps)
             if len(self._hook_steps) >= _CACHE_LIMIT:
                 self._hook_steps.clear()

@@ -245,6 +245,10 @@ def instrument(step: Step, tracer: Tracer, *, layer: bool = False) -> Step:
         new.call = _traced_layer(fn, step, tracer)
     elif step.is_async:
         new.call = _traced_async(fn, step, tracer)
+        # a watched handler's span encloses what bounds it elsewhere (see chain._Watch)
+        new.portable = (
+            _traced_async(step.portable, step, tracer) if step.portable is not fn else new.call
+        )
     else:
         new.call = _traced_sync(fn, step, tracer)
     return new
