@@ -124,6 +124,7 @@ class Pipeline:
         redactor: Redactor | None = None,
     ) -> None:
         self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
+        # the tracer check for the current level: swapped when the level changes
         self._tracer = self._trace.tracer
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
@@ -178,9 +179,8 @@ class Pipeline:
 
     @tracing.setter
     def tracing(self, level: TracingLevel) -> None:
-        if level not in ("off", "tool", "interceptor"):
-            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
-        self._trace.level = level
+        self._trace.level = level  # raises ValueError for an unknown level
+        self._tracer = self._trace.tracer
 
     @property
     def redactor(self) -> Redactor:
