@@ -25,6 +25,7 @@ import math
 import sys
 import time
 import types
+import weakref
 from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from inspect import isawaitable
@@ -258,30 +259,18 @@ def _finish(
 class Watch:
     """The deadlines of one run of a loop, or of a whole tool call: see above."""
 
-    __slots__ = (
-        "armed",
-        "cancelling",
-        "deadline",
-        "fired",
-        "it",
-        "r",
-        "steps",
-        "task",
-        "timer",
-        "when",
-    )
+    __slots__ = ("alarm", "armed", "cancelling", "deadline", "fired", "it", "r", "steps", "task")
     it: Iterator[Callable[..., Any]]  # the running loop's iterator: where it is
     steps: tuple[Step, ...]  # the running loop's steps
     deadline: float  # of the handler armed last
-    when: float  # when the timer fires
     task: Any
-    cancelling: int  # the task's cancellation requests before the timer was armed
+    cancelling: int  # the task's cancellation requests before its first deadline
 
     def __init__(self) -> None:
         self.r: Any = None  # the coroutine of the async handler a loop ran last
         self.armed: Any = None  # the one whose deadline is set
-        self.fired: Any = None  # the one the timer cancelled
-        self.timer: asyncio.TimerHandle | None = None
+        self.fired: Any = None  # the one the alarm cancelled
+        self.alarm: _Alarm | None = None  # set once a deadline was armed
 
     @types.coroutine
     def run(self, coro: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
@@ -311,8 +300,8 @@ class Watch:
                     except StopIteration as done:
                         return done.value
         finally:
-            if self.timer is not None:
-                self.timer.cancel()
+            if self.alarm is not None:
+                self.alarm.watches.pop(self, None)
 
     def _arm(self) -> None:
         r = self.r
@@ -324,31 +313,25 @@ class Watch:
         step = self.steps[len(self.steps) - length_hint(self.it) - 1]
         if not step.watched or step.timeout is None:
             return
-        loop = asyncio.get_running_loop()
-        self.deadline = deadline = loop.time() + step.timeout
-        timer = self.timer
-        if timer is None:
+        alarm = self.alarm
+        if alarm is None:
+            alarm = self.alarm = _alarm()
             task: Any = asyncio.current_task()
             self.task = task
             self.cancelling = task.cancelling()
-        elif self.when <= deadline:
-            return  # the timer fires first, and re-arms for this deadline then
-        else:
-            timer.cancel()
-        self.when = deadline
-        self.timer = loop.call_at(deadline, self._expire)
+        self.deadline = deadline = alarm.loop.time() + step.timeout
+        alarm.add(self, deadline)
 
-    def _expire(self) -> None:
-        self.timer = None
-        r = self.armed
-        if r.cr_frame is None:  # it finished: nobody waits under a deadline
-            return
-        if self.when < self.deadline:  # armed for an earlier handler's deadline
-            self.when = self.deadline
-            self.timer = self.task.get_loop().call_at(self.deadline, self._expire)
-            return
-        self.fired = r
+    def expire(self, now: float) -> float | None:
+        """The alarm rang at ``now``: cancel the task if the armed handler is past its
+        deadline.  Returns the deadline still to watch, or None."""
+        if self.armed.cr_frame is None:  # it finished: nobody waits under a deadline
+            return None
+        if self.deadline > now:
+            return self.deadline
+        self.fired = self.armed
         self.task.cancel()
+        return None
 
     def timed_out(self, exc: BaseException) -> bool:
         """Whether ``exc``, out of the handler a loop awaited, is the cancellation of
@@ -357,6 +340,64 @@ class Watch:
             return False
         self.fired = None
         return self.task.uncancel() <= self.cancelling and isinstance(exc, asyncio.CancelledError)
+
+
+class _Alarm:
+    """One timer per event loop for every watch with a deadline: armed for the earliest
+    deadline, and re-armed only when a new deadline comes before it.  The default
+    timeout is the same for every handler, so a new deadline almost always comes after
+    the timer: arming one is then a dict store, not a new ``TimerHandle`` (whose
+    creation, and its place in the loop's heap of timers, is most of what a timer
+    costs)."""
+
+    __slots__ = ("__weakref__", "loop", "timer", "watches", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.timer: asyncio.TimerHandle | None = None
+        self.when = math.inf
+        self.watches: dict[Watch, None] = {}  # with a deadline armed, in no order
+
+    def add(self, watch: Watch, deadline: float) -> None:
+        self.watches[watch] = None
+        if deadline < self.when:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.when = deadline
+            self.timer = self.loop.call_at(deadline, self._ring)
+
+    def _ring(self) -> None:
+        self.timer = None
+        self.when = math.inf
+        # the loop runs a timer up to one clock resolution early
+        now = self.loop.time() + self.loop._clock_resolution  # type: ignore[attr-defined]
+        nearest = math.inf
+        for watch in list(self.watches):
+            deadline = watch.expire(now)
+            if deadline is None:
+                del self.watches[watch]
+            elif deadline < nearest:
+                nearest = deadline
+        if nearest < math.inf:
+            self.when = nearest
+            self.timer = self.loop.call_at(nearest, self._ring)
+
+
+_alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Alarm] = weakref.WeakKeyDictionary()
+_last_alarm: _Alarm | None = None
+
+
+def _alarm() -> _Alarm:
+    """The running event loop's alarm."""
+    global _last_alarm
+    loop = asyncio.get_running_loop()
+    alarm = _last_alarm
+    if alarm is None or alarm.loop is not loop:
+        alarm = _alarms.get(loop)
+        if alarm is None:
+            alarm = _alarms[loop] = _Alarm(loop)
+        _last_alarm = alarm
+    return alarm
 
 
 def watch_here() -> Watch | None:
