@@ -2,11 +2,12 @@
 
 A chain is compiled once per (stage, tool, agent) and registry version.  Each hook's
 handlers become a tuple of plain callables: a sync handler is stored as itself, an async
-handler as itself when it has no timeout, or as a small wrapper that runs it up to its
-first suspension and arms its deadline only if it suspends (see
-``_deadline_on_suspend``).  Calling any of them returns None (a sync handler, or a
-wrapped one that finished without suspending) or an awaitable, so the per-call loop is
-the same for all::
+handler as itself too (its timeout, if it has one, is given by a ``Watch`` around the
+loop under asyncio, or by a wrapper elsewhere: see ``Watch``), an async approver with a
+timeout as a small wrapper that runs it up to its first suspension and arms its deadline
+only if it suspends (``_deadline_on_suspend``).  Calling any of them returns None (a
+sync handler, or a wrapped one that finished without suspending) or an awaitable, so
+the per-call loop is the same for all::
 
     for fn in fns:
         r = fn(inp, out)
@@ -111,7 +112,9 @@ class Step:
 
 # A timeout costs only the handlers that wait.  Entering a cancel scope costs several
 # microseconds, while most async handlers are checks that finish without suspending.
-# So, under asyncio, the wrapper runs the handler's coroutine up to its first
+# The loops' handlers get their deadlines from a ``Watch`` (below); approvers, and the
+# loops' handlers on other event loops than asyncio's, from this wrapper.
+# Under asyncio, the wrapper runs the handler's coroutine up to its first
 # suspension itself: a handler that finishes there has run completely, synchronously,
 # inside the call of the wrapper, and no deadline was armed (the loops then see None,
 # as from a sync handler; an approver's answer comes back as a plain value).  A handler
@@ -234,26 +237,31 @@ def _finish(
 # The loops below (run_plain, run_gate, run_after) give their async handlers' timeouts
 # under asyncio without any wrapper: the loop awaits each handler's coroutine as it is,
 # which is the cheapest way to run one, and a handler that finishes without suspending
-# has cost nothing more than that.  What notices a suspension is one ``Watch`` per run
-# of a loop that holds such handlers: a generator between the loop's coroutine and the
-# task, which steps the loop itself.  When the loop's first step returns, nothing in it
-# suspended and no deadline was armed.  When something suspends, the watch looks at
-# what the loop is awaiting: the coroutine of the handler it noted last (one store per
-# async handler, ``w.r = r``) means that handler waits, and its deadline is armed then,
-# ``timeout`` seconds from that first suspension.
+# has cost nothing more than that (one store: ``w.r = r``).  What notices a suspension
+# is one ``Watch`` per tool call (made by the tool stage for its tool.before and
+# tool.after loops) or per run of another stage's loop: a generator between the loop's
+# coroutine and the task, which steps the loop itself.  When the first step returns,
+# nothing suspended and no deadline was armed: the watch cost one generator for the
+# whole call.  When something suspends and the handler noted last has started and not
+# finished, that handler is what waits (the loop awaits it): its deadline is armed
+# then, ``timeout`` seconds from its first suspension.  Each handler has its own full
+# timeout, counted from its own first suspension; a finished handler takes its deadline
+# with it.
 #
-# One timer per run of the loop, however many handlers wait: a handler armed after
-# another finished moves the deadline; the timer is re-armed only when the new deadline
-# comes earlier than the timer.  When the timer fires it checks the handler it was armed
-# for is still the one waiting and its deadline has passed (else it re-arms, or lapses),
-# then cancels the task as ``asyncio.timeout`` does; the loop turns that cancellation,
-# coming out of the handler, into a ``TimeoutError`` for the handler's policy, unless
-# another cancellation is pending too (``Task.uncancel``), which then goes on.  Each
-# handler has its own full timeout, counted from its own first suspension.
+# The deadlines of every watch on an event loop share one timer (``_Alarm``), armed for
+# the earliest and re-armed only when a new deadline comes before it: with the same
+# default timeout everywhere, arming a deadline is a dict store.  When the timer rings,
+# each watch whose handler is past its deadline cancels its task, as ``asyncio.timeout``
+# does; the loop turns that cancellation, coming out of the handler, into a
+# ``TimeoutError`` for the handler's policy, unless another cancellation is pending too
+# (``Task.uncancel``), which then goes on as a cancellation.  Watches still waiting set
+# the next ring.
 #
-# Other event loops (trio) have no timer to arm and cancel a task with: there the loop
-# runs the ``portable`` callables, each handler inside ``anyio.fail_after`` from its
-# start.
+# Trio has no timer that can cancel a task, only cancel scopes that enclose the code,
+# and a scope entered at a handler's first suspension would nest inside whatever scopes
+# the handler opened before it (``anyio.sleep`` opens one).  So on other event loops
+# than asyncio's the loop runs the ``portable`` callables: each such handler inside
+# ``anyio.fail_after`` from its start.
 
 
 class Watch:
