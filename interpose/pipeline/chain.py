@@ -309,7 +309,7 @@ class Watch:
                         return done.value
         finally:
             if self.alarm is not None:
-                self.alarm.watches.pop(self, None)
+                self._done()
 
     def _arm(self) -> None:
         r = self.r
@@ -321,14 +321,15 @@ class Watch:
         step = self.steps[len(self.steps) - length_hint(self.it) - 1]
         if not step.watched or step.timeout is None:
             return
+        loop = asyncio.get_running_loop()
         alarm = self.alarm
         if alarm is None:
-            alarm = self.alarm = _alarm()
+            alarm = self.alarm = _alarm(loop)
             task: Any = asyncio.current_task()
             self.task = task
             self.cancelling = task.cancelling()
-        self.deadline = deadline = alarm.loop.time() + step.timeout
-        alarm.add(self, deadline)
+        self.deadline = deadline = loop.time() + step.timeout
+        alarm.add(self, deadline, loop)
 
     def expire(self, now: float) -> float | None:
         """The alarm rang at ``now``: cancel the task if the armed handler is past its
@@ -349,6 +350,16 @@ class Watch:
         self.fired = None
         return self.task.uncancel() <= self.cancelling and isinstance(exc, asyncio.CancelledError)
 
+    def _done(self) -> None:
+        alarm = self.alarm
+        if alarm is not None:
+            alarm.watches.pop(self, None)
+            if self.fired is not None:
+                # a handler swallowed its deadline's cancellation: take the request
+                # back, as asyncio.timeout does, so that it does not linger on the task
+                self.fired = None
+                self.task.uncancel()
+
 
 class _Alarm:
     """One timer per event loop for every watch with a deadline: armed for the earliest
@@ -356,29 +367,32 @@ class _Alarm:
     timeout is the same for every handler, so a new deadline almost always comes after
     the timer: arming one is then a dict store, not a new ``TimerHandle`` (whose
     creation, and its place in the loop's heap of timers, is most of what a timer
-    costs)."""
+    costs).  It holds its loop weakly: the loop's entry in ``_alarms`` goes with it."""
 
     __slots__ = ("__weakref__", "loop", "timer", "watches", "when")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        self.loop = weakref.ref(loop)
         self.timer: asyncio.TimerHandle | None = None
         self.when = math.inf
         self.watches: dict[Watch, None] = {}  # with a deadline armed, in no order
 
-    def add(self, watch: Watch, deadline: float) -> None:
+    def add(self, watch: Watch, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
         self.watches[watch] = None
         if deadline < self.when:
             if self.timer is not None:
                 self.timer.cancel()
             self.when = deadline
-            self.timer = self.loop.call_at(deadline, self._ring)
+            self.timer = loop.call_at(deadline, self._ring)
 
     def _ring(self) -> None:
         self.timer = None
         self.when = math.inf
+        loop = self.loop()
+        if loop is None:  # pragma: no cover - a timer runs on a loop that exists
+            return
         # the loop runs a timer up to one clock resolution early
-        now = self.loop.time() + self.loop._clock_resolution  # type: ignore[attr-defined]
+        now = loop.time() + loop._clock_resolution  # type: ignore[attr-defined]
         nearest = math.inf
         for watch in list(self.watches):
             deadline = watch.expire(now)
@@ -388,19 +402,18 @@ class _Alarm:
                 nearest = deadline
         if nearest < math.inf:
             self.when = nearest
-            self.timer = self.loop.call_at(nearest, self._ring)
+            self.timer = loop.call_at(nearest, self._ring)
 
 
 _alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Alarm] = weakref.WeakKeyDictionary()
-_last_alarm: _Alarm | None = None
+_last_alarm: _Alarm | None = None  # the alarm used last: most programs run one loop
 
 
-def _alarm() -> _Alarm:
-    """The running event loop's alarm."""
+def _alarm(loop: asyncio.AbstractEventLoop) -> _Alarm:
+    """The alarm of ``loop``, the running event loop."""
     global _last_alarm
-    loop = asyncio.get_running_loop()
     alarm = _last_alarm
-    if alarm is None or alarm.loop is not loop:
+    if alarm is None or alarm.loop() is not loop:
         alarm = _alarms.get(loop)
         if alarm is None:
             alarm = _alarms[loop] = _Alarm(loop)

@@ -543,6 +543,30 @@ async def _quick(inp: Any, out: Any) -> None:
     await anyio.lowlevel.checkpoint()
 
 
+def test_a_handler_that_swallows_its_deadline_leaves_the_task_uncancelled() -> None:
+    """A handler that catches the cancellation of its deadline and returns: the call
+    goes on, and the cancellation request does not stay on the task (asyncio)."""
+    import asyncio
+
+    async def stubborn(inp: Any, out: Any) -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            out.args["swallowed"] = True
+
+    async def scenario() -> tuple[ToolResult, int]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept("tool.before", id="stubborn")(stubborn)
+        result = await pipe.call_tool("exec", {}, call=lambda args: args)
+        task: Any = asyncio.current_task()
+        # Task.cancelling is 3.11's; 3.10 has no count to leave behind
+        return result, task.cancelling() if hasattr(task, "cancelling") else 0
+
+    result, cancelling = asyncio.run(scenario())
+    assert (result.status, result.output) == ("ok", {"swallowed": True})
+    assert cancelling == 0
+
+
 @backends
 def test_a_stage_loop_bounds_its_handlers_too(backend: str) -> None:
     """message.before runs its own loop (not a tool call): same deadlines."""
