@@ -2,11 +2,12 @@
 
 A chain is compiled once per (stage, tool, agent) and registry version.  Each hook's
 handlers become a tuple of plain callables: a sync handler is stored as itself, an async
-handler as itself when it has no timeout, or as a small wrapper that runs it up to its
-first suspension and arms its deadline only if it suspends (see
-``_deadline_on_suspend``).  Calling any of them returns None (a sync handler, or a
-wrapped one that finished without suspending) or an awaitable, so the per-call loop is
-the same for all::
+handler as itself too (its timeout, if it has one, is given by a ``Watch`` around the
+loop under asyncio, or by a wrapper elsewhere: see ``Watch``), an async approver with a
+timeout as a small wrapper that runs it up to its first suspension and arms its deadline
+only if it suspends (``_deadline_on_suspend``).  Calling any of them returns None (a
+sync handler, or a wrapped one that finished without suspending) or an awaitable, so
+the per-call loop is the same for all::
 
     for fn in fns:
         r = fn(inp, out)
@@ -21,13 +22,13 @@ from the next handler if the policy says so.
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import sys
 import time
 import types
+import weakref
 from asyncio.events import _get_running_loop
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
 from inspect import isawaitable
 from operator import length_hint
 from time import perf_counter_ns
@@ -45,7 +46,10 @@ __all__ = [
     "Failure",
     "Step",
     "Timings",
+    "Watch",
+    "Watched",
     "build_onion",
+    "callables",
     "compile_steps",
     "describe",
     "invoke",
@@ -53,6 +57,7 @@ __all__ = [
     "run_gate",
     "run_gate_sync",
     "run_plain",
+    "watch_here",
 ]
 
 _ABORTS = (AbortTurn, HardAbort)
@@ -61,7 +66,18 @@ _ABORTS = (AbortTurn, HardAbort)
 class Step:
     """One compiled registration: what the loops need on failure, and for reports."""
 
-    __slots__ = ("call", "hook", "id", "is_async", "on_error", "priority", "timeout", "trusted")
+    __slots__ = (
+        "call",
+        "hook",
+        "id",
+        "is_async",
+        "on_error",
+        "portable",
+        "priority",
+        "timeout",
+        "trusted",
+        "watched",
+    )
 
     def __init__(self, entry: Entry[Any], timeout: float | None, *, wrap: bool = True) -> None:
         reg = entry.reg
@@ -75,9 +91,19 @@ class Step:
         self.timeout = None if timeout == math.inf else timeout
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
+        # an async handler with a timeout, run by the loops below: under asyncio the
+        # loop awaits it as it is and a Watch gives it its deadline if it suspends
+        # (see run_watched); elsewhere (trio) it runs as ``portable``
+        self.watched = (
+            wrap and entry.is_async and self.timeout is not None and entry.key != "tool.approve"
+        )
+        self.portable: Callable[..., Any] = fn
         if wrap and entry.is_async and self.timeout is not None:
             # approvers answer by returning; the other hooks' return values are unused
-            fn = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
+            wrapped = _deadline_on_suspend(fn, self.timeout, keep=entry.key == "tool.approve")
+            self.portable = wrapped
+            if not self.watched:
+                fn = wrapped
         self.call: Callable[..., Any] = fn
 
     def __repr__(self) -> str:
@@ -86,7 +112,9 @@ class Step:
 
 # A timeout costs only the handlers that wait.  Entering a cancel scope costs several
 # microseconds, while most async handlers are checks that finish without suspending.
-# So, under asyncio, the wrapper runs the handler's coroutine up to its first
+# The loops' handlers get their deadlines from a ``Watch`` (below); approvers, and the
+# loops' handlers on other event loops than asyncio's, from this wrapper.
+# Under asyncio, the wrapper runs the handler's coroutine up to its first
 # suspension itself: a handler that finishes there has run completely, synchronously,
 # inside the call of the wrapper, and no deadline was armed (the loops then see None,
 # as from a sync handler; an approver's answer comes back as a plain value).  A handler
@@ -206,6 +234,199 @@ def _finish(
         timer.cancel()
 
 
+# The loops below (run_plain, run_gate, run_after) give their async handlers' timeouts
+# under asyncio without any wrapper: the loop awaits each handler's coroutine as it is,
+# which is the cheapest way to run one, and a handler that finishes without suspending
+# has cost nothing more than that (one store: ``w.r = r``).  What notices a suspension
+# is one ``Watch`` per tool call (made by the tool stage for its tool.before and
+# tool.after loops) or per run of another stage's loop: a generator between the loop's
+# coroutine and the task, which steps the loop itself.  When the first step returns,
+# nothing suspended and no deadline was armed: the watch cost one generator for the
+# whole call.  When something suspends and the handler noted last has started and not
+# finished, that handler is what waits (the loop awaits it): its deadline is armed
+# then, ``timeout`` seconds from its first suspension.  Each handler has its own full
+# timeout, counted from its own first suspension; a finished handler takes its deadline
+# with it.
+#
+# The deadlines of every watch on an event loop share one timer (``_Alarm``), armed for
+# the earliest and re-armed only when a new deadline comes before it: with the same
+# default timeout everywhere, arming a deadline is a dict store.  When the timer rings,
+# each watch whose handler is past its deadline cancels its task, as ``asyncio.timeout``
+# does; the loop turns that cancellation, coming out of the handler, into a
+# ``TimeoutError`` for the handler's policy, unless another cancellation is pending too
+# (``Task.uncancel``), which then goes on as a cancellation.  Watches still waiting set
+# the next ring.
+#
+# Trio has no timer that can cancel a task, only cancel scopes that enclose the code,
+# and a scope entered at a handler's first suspension would nest inside whatever scopes
+# the handler opened before it (``anyio.sleep`` opens one).  So on other event loops
+# than asyncio's the loop runs the ``portable`` callables: each such handler inside
+# ``anyio.fail_after`` from its start.
+
+
+class Watch:
+    """The deadlines of one run of a loop, or of a whole tool call: see above."""
+
+    __slots__ = ("alarm", "armed", "cancelling", "deadline", "fired", "it", "r", "steps", "task")
+    it: Iterator[Callable[..., Any]]  # the running loop's iterator: where it is
+    steps: tuple[Step, ...]  # the running loop's steps
+    deadline: float  # of the handler armed last
+    task: Any
+    cancelling: int  # the task's cancellation requests before its first deadline
+
+    def __init__(self) -> None:
+        self.r: Any = None  # the coroutine of the async handler a loop ran last
+        self.armed: Any = None  # the one whose deadline is set
+        self.fired: Any = None  # the one the alarm cancelled
+        self.alarm: _Alarm | None = None  # set once a deadline was armed
+
+    @types.coroutine
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        """Await ``coro`` (a loop, or a tool call's core), arming deadlines as the
+        handlers in it suspend."""
+        try:
+            yielded = coro.send(None)
+        except StopIteration as done:  # nothing suspended: the common case
+            return done.value
+        try:
+            while True:
+                if self.r is not None and self.r is not self.armed:
+                    self._arm()
+                try:
+                    sent = yield yielded
+                except GeneratorExit:
+                    coro.close()
+                    raise
+                except BaseException as exc:  # a cancellation, thrown in by the event loop
+                    try:
+                        yielded = coro.throw(exc)
+                    except StopIteration as done:
+                        return done.value
+                else:
+                    try:
+                        yielded = coro.send(sent)
+                    except StopIteration as done:
+                        return done.value
+        finally:
+            if self.alarm is not None:
+                self._done()
+
+    def _arm(self) -> None:
+        r = self.r
+        # started and not finished: the loop awaits it, so it is what suspended
+        if getattr(r, "cr_frame", None) is None:
+            self.r = None  # it finished (or is not a coroutine): nothing to arm
+            return
+        self.armed = r
+        step = self.steps[len(self.steps) - length_hint(self.it) - 1]
+        if not step.watched or step.timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        alarm = self.alarm
+        if alarm is None:
+            alarm = self.alarm = _alarm(loop)
+            task: Any = asyncio.current_task()
+            self.task = task
+            self.cancelling = task.cancelling()
+        self.deadline = deadline = loop.time() + step.timeout
+        alarm.add(self, deadline, loop)
+
+    def expire(self, now: float) -> float | None:
+        """The alarm rang at ``now``: cancel the task if the armed handler is past its
+        deadline.  Returns the deadline still to watch, or None."""
+        if self.armed.cr_frame is None:  # it finished: nobody waits under a deadline
+            return None
+        if self.deadline > now:
+            return self.deadline
+        self.fired = self.armed
+        self.task.cancel()
+        return None
+
+    def timed_out(self, exc: BaseException) -> bool:
+        """Whether ``exc``, out of the handler a loop awaited, is the cancellation of
+        its deadline (and no other cancellation is pending)."""
+        if self.fired is None:
+            return False
+        self.fired = None
+        return self.task.uncancel() <= self.cancelling and isinstance(exc, asyncio.CancelledError)
+
+    def _done(self) -> None:
+        alarm = self.alarm
+        if alarm is not None:
+            alarm.watches.pop(self, None)
+            if self.fired is not None:
+                # a handler swallowed its deadline's cancellation: take the request
+                # back, as asyncio.timeout does, so that it does not linger on the task
+                self.fired = None
+                self.task.uncancel()
+
+
+class _Alarm:
+    """One timer per event loop for every watch with a deadline: armed for the earliest
+    deadline, and re-armed only when a new deadline comes before it.  The default
+    timeout is the same for every handler, so a new deadline almost always comes after
+    the timer: arming one is then a dict store, not a new ``TimerHandle`` (whose
+    creation, and its place in the loop's heap of timers, is most of what a timer
+    costs).  It holds its loop weakly: the loop's entry in ``_alarms`` goes with it."""
+
+    __slots__ = ("__weakref__", "loop", "timer", "watches", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = weakref.ref(loop)
+        self.timer: asyncio.TimerHandle | None = None
+        self.when = math.inf
+        self.watches: dict[Watch, None] = {}  # with a deadline armed, in no order
+
+    def add(self, watch: Watch, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        self.watches[watch] = None
+        if deadline < self.when:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.when = deadline
+            self.timer = loop.call_at(deadline, self._ring)
+
+    def _ring(self) -> None:
+        self.timer = None
+        self.when = math.inf
+        loop = self.loop()
+        if loop is None:  # pragma: no cover - a timer runs on a loop that exists
+            return
+        # the loop runs a timer up to one clock resolution early
+        now = loop.time() + loop._clock_resolution  # type: ignore[attr-defined]
+        nearest = math.inf
+        for watch in list(self.watches):
+            deadline = watch.expire(now)
+            if deadline is None:
+                del self.watches[watch]
+            elif deadline < nearest:
+                nearest = deadline
+        if nearest < math.inf:
+            self.when = nearest
+            self.timer = loop.call_at(nearest, self._ring)
+
+
+_alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Alarm] = weakref.WeakKeyDictionary()
+_last_alarm: _Alarm | None = None  # the alarm used last: most programs run one loop
+
+
+def _alarm(loop: asyncio.AbstractEventLoop) -> _Alarm:
+    """The alarm of ``loop``, the running event loop."""
+    global _last_alarm
+    alarm = _last_alarm
+    if alarm is None or alarm.loop() is not loop:
+        alarm = _alarms.get(loop)
+        if alarm is None:
+            alarm = _alarms[loop] = _Alarm(loop)
+        _last_alarm = alarm
+    return alarm
+
+
+def watch_here() -> Watch | None:
+    """A watch for a whole tool call under asyncio (``await watch.run(core)``, the
+    watch passed to its loops), or None elsewhere."""
+    return Watch() if _running_asyncio_loop() is not None else None
+
+
 def compile_steps(
     entries: Sequence[Entry[Any]], default_timeout: float | None, *, wrap: bool = True
 ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]:
@@ -217,7 +438,26 @@ def compile_steps(
         Step(e, e.reg.timeout if e.reg.timeout is not None else default_timeout, wrap=wrap)
         for e in entries
     )
-    return tuple(s.call for s in steps), steps
+    return callables(steps), steps
+
+
+def callables(steps: Sequence[Step]) -> tuple[Callable[..., Any], ...]:
+    """The loops' tuple of ``steps``' callables: a ``Watched`` one when some handler's
+    deadline is given by a ``Watch``."""
+    fns = tuple(s.call for s in steps)
+    if not any(s.watched for s in steps):
+        return fns
+    watched = Watched(fns)
+    watched.portable = tuple(s.portable for s in steps)
+    return watched
+
+
+class Watched(tuple):  # type: ignore[type-arg]
+    """The callables of a chain with async handlers that have a timeout (as they are,
+    for run_watched), and ``portable``: the same with those handlers wrapped to bound
+    themselves, for event loops other than asyncio's."""
+
+    portable: tuple[Callable[..., Any], ...]
 
 
 def describe(exc: BaseException, step: Step) -> str:
@@ -243,12 +483,21 @@ async def run_plain(
     out: Any,
     failed: Failure,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> Step | None:
     """Run every handler in order; returns the step whose failure asks to block, if any.
 
     With ``times``, appends each handler's (id, duration) to it.
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_plain(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     start = 0
     while True:
         try:
@@ -257,6 +506,8 @@ async def run_plain(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     times.append(
                         (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
@@ -265,6 +516,8 @@ async def run_plain(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
             return None
         except _ABORTS as exc:
@@ -279,6 +532,14 @@ async def run_plain(
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
                 return step
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
+                return step
 
 
 async def run_after(
@@ -288,6 +549,7 @@ async def run_after(
     out: Any,
     failed: Failure,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> Step | None:
     """``run_plain`` for tool.after: a plain value a handler assigns to ``out.result``
     (not a ``ToolResult``) becomes the output of the result it replaced, which keeps its
@@ -297,7 +559,15 @@ async def run_after(
     Checking costs an identity comparison per handler (the result is normally left
     where it was).  Returns the step whose failure asks to block, if any.
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_after(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     last: ToolResult = out.result
     start = 0
     while True:
@@ -309,6 +579,8 @@ async def run_after(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     times.append(
                         (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
@@ -319,6 +591,8 @@ async def run_after(
                         last = _settle_result(out, last)
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
             if out.result is not last:
                 _settle_result(out, last)
@@ -334,6 +608,14 @@ async def run_after(
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
+                return step
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
                 return step
 
 
@@ -356,6 +638,7 @@ async def run_gate(
     failed: Failure,
     track: bool = False,
     times: Timings | None = None,
+    w: Watch | None = None,
 ) -> tuple[Step | None, Step | None]:
     """Run before-handlers on an output with ``block``; stop at the first block.
 
@@ -365,7 +648,15 @@ async def run_gate(
     when the responder matters (trusted responders ahead of approvers, or listeners).
     With ``times`` (which implies ``track``), appends each handler's (id, duration).
     """
+    if w is None and type(fns) is Watched:
+        if _running_asyncio_loop() is None:
+            fns = fns.portable
+        else:
+            w = Watch()
+            return await w.run(run_gate(fns, steps, inp, out, failed, track, times, w))  # type: ignore[no-any-return]
     it = iter(fns)
+    if w is not None:
+        w.it, w.steps = it, steps
     responder: Step | None = None
     seen = out.result if track or times is not None else None
     start = 0
@@ -376,6 +667,8 @@ async def run_gate(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     step = steps[len(fns) - length_hint(it) - 1]
                     times.append((step.id, perf_counter_ns() - start))
@@ -388,6 +681,8 @@ async def run_gate(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
@@ -398,6 +693,8 @@ async def run_gate(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
+                        if w is not None:
+                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
@@ -413,6 +710,14 @@ async def run_gate(
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
             if await failed(step, exc, inp, out) == "block":
+                return step, responder
+        except BaseException as exc:
+            if w is None or not w.timed_out(exc):
+                raise
+            step = steps[len(fns) - length_hint(it) - 1]
+            if times is not None:
+                times.append((step.id, perf_counter_ns() - start))
+            if await failed(step, TimeoutError(), inp, out) == "block":
                 return step, responder
 
 
@@ -450,24 +755,58 @@ def run_gate_sync(
 
 
 # -- the middleware onion -------------------------------------------------------------
-
-App = Callable[[Any], Awaitable[None]]
-LayerFailure = Callable[[Step, Exception, Any], Awaitable[OnError]]
-
-
-def _plain_layer(fn: Callable[..., Any], inner: App) -> App:
-    # on_error="raise" and no timeout: nothing to guard, so no extra coroutine frame
-    def layer(ctx: Any) -> Awaitable[None]:
-        return fn(ctx, functools.partial(inner, ctx))  # type: ignore[no-any-return]
-
-    return layer
-
-
+#
+# A hand-written onion costs, per layer, one plain call (the next layer's function) and
+# one coroutine (the layer's middleware).  The compiled onion keeps that shape while the
+# user's API stays ``await call_next()``: a *frame* holds the call's context, and each
+# layer's ``call_next`` is a plain function, built once per frame, that reads the
+# context from the frame and *returns* the next layer's coroutine, which the
+# middleware's own ``await`` then runs.  No closure, partial or wrapper coroutine is
+# made per layer per call: a call takes a frame from the chain's pool, sets its
+# context, and gives it back when it ends.
+#
+# A layer with ``on_error="raise"`` and no timeout, with no guarded layer outside it,
+# costs exactly that.  A guarded layer (``block`` or ``skip``, or any timeout) must
+# catch what its own middleware raises before the layer around it sees it, and resume
+# that layer as if ``call_next()`` had returned: that takes a frame of its own between
+# the two, so its ``call_next`` returns a small generator that runs the middleware's
+# coroutine and settles its failures (``yield from``: the coroutine's suspensions go
+# straight to the event loop).  Nothing else is done per layer: "did it call
+# ``call_next()``" is one position noted on the frame when a layer is entered.
+#
 # An exception that leaves the inner layers or the core has had its policy applied
 # already (an on_error="raise" failure, a bad argument, the LLM call's own error): an
 # outer guarded layer lets it through unchanged instead of applying its own policy to
 # it.  The one that is passing through is noted on the context (a slot set only on the
 # way out, so calls that do not fail pay nothing), and the layer compares identities.
+#
+# ``call_next`` is valid while the middleware that received it runs (as in ASGI): a
+# frame goes back to its pool when the call returns, so a ``call_next`` kept and called
+# after that would run the onion of whichever call holds the frame then.  A call that
+# ends with an exception does not give its frame back.
+
+App = Callable[[Any], Awaitable[None]]
+LayerFailure = Callable[[Step, Exception, Any], Awaitable[OnError]]
+Entry_ = Callable[[], Any]
+
+# frames kept per compiled onion for reuse: as many as calls of it ran at once, bounded
+_POOL_LIMIT = 64
+
+
+class _Frame:
+    """One call's place in an onion: its context, and the position of the innermost
+    layer entered (the core's is the number of layers), for the guarded layers."""
+
+    __slots__ = ("ctx", "reached", "start")
+
+    def __init__(self) -> None:
+        self.ctx: Any = None
+        self.reached = 0
+        self.start: Entry_ = _never
+
+
+def _never() -> Any:  # pragma: no cover - replaced when the frame is built
+    raise RuntimeError("an onion frame used before it was built")
 
 
 def _escapes(ctx: Any, exc: BaseException) -> None:
@@ -478,10 +817,35 @@ def _escaping(ctx: Any) -> BaseException | None:
     return getattr(ctx, "_escaping", None)
 
 
-def _marked_core(core: App) -> App:
-    async def marked(ctx: Any) -> None:
+def _plain_entry(f: _Frame, fn: Callable[..., Any], inner: Entry_) -> Entry_:
+    # the hand-written onion's layer: one call, and the middleware's coroutine
+    def enter() -> Any:
+        return fn(f.ctx, inner)
+
+    return enter
+
+
+def _core_entry(f: _Frame, core: App, index: int, marks: bool) -> Entry_:
+    if index < 0:  # no guarded layer: nobody reads positions or escapes
+
+        def run() -> Any:
+            return core(f.ctx)
+
+        return run
+    if marks:  # the core notes what escapes it itself
+
+        def enter() -> Any:
+            f.reached = index
+            return core(f.ctx)
+
+        return enter
+
+    @types.coroutine
+    def marked() -> Generator[Any, Any, None]:
+        f.reached = index
+        ctx = f.ctx
         try:
-            await core(ctx)
+            yield from core(ctx)  # type: ignore[misc]
         except Exception as exc:
             _escapes(ctx, exc)
             raise
@@ -489,85 +853,76 @@ def _marked_core(core: App) -> App:
     return marked
 
 
-# A guarded layer must know whether its middleware called ``call_next()``: one that
-# fails after calling it must not run the rest of the onion again under "skip", and one
-# that returns without calling it must have set the result.  Rather than a closure per
-# layer per call that flags the call, every layer notes its position on the context
-# when it is entered (``ctx._reached``, one slot store), and so does the core: after
-# ``fn`` returns or raises, a position beyond the layer's own means something inside
-# ran.  A layer entered again (an outer layer that calls ``call_next()`` twice) notes
-# its position again first.
+def _marked_entry(f: _Frame, fn: Callable[..., Any], inner: Entry_, index: int) -> Entry_:
+    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
+    # the guarded layer around it must know them from its own
+    @types.coroutine
+    def enter() -> Generator[Any, Any, None]:
+        f.reached = index
+        ctx = f.ctx
+        try:
+            yield from fn(ctx, inner)
+        except Exception as exc:
+            _escapes(ctx, exc)
+            raise
+
+    return enter
 
 
-def _guarded_layer(step: Step, inner: App, failed: LayerFailure, index: int) -> App:
+def _guarded_entry(
+    f: _Frame, step: Step, inner: Entry_, failed: LayerFailure, index: int
+) -> Entry_:
     fn, timeout = step.call, step.timeout
 
-    async def settle(ctx: Any, exc: Exception) -> None:
+    @types.coroutine
+    def settle(ctx: Any, exc: Exception) -> Generator[Any, Any, None]:
         if exc is _escaping(ctx):
             raise exc  # from inside: its policy was applied there
-        called = ctx._reached > index
+        called = f.reached > index
         try:
-            policy = await failed(step, exc, ctx)
+            policy = yield from failed(step, exc, ctx).__await__()
         except Exception as raised:  # on_error="raise": on to the caller as itself
             _escapes(ctx, raised)
             raise
         # "skip": the layer counts as absent, so the rest of the onion still runs
         if policy == "skip" and not called:
-            await inner(ctx)
+            yield from inner()
 
     if timeout is None:
 
-        async def layer(ctx: Any) -> None:
-            ctx._reached = index
+        @types.coroutine
+        def enter() -> Generator[Any, Any, None]:
+            f.reached = index
+            ctx = f.ctx
             try:
-                await fn(ctx, functools.partial(inner, ctx))
-                if ctx._reached == index and not ctx.has_result():
+                yield from fn(ctx, inner)
+                if f.reached == index and not ctx.has_result():
                     raise MiddlewareError(ctx.stage)
             except _ABORTS as exc:
                 exc.source = exc.source or step.id
                 raise
             except Exception as exc:
-                await settle(ctx, exc)
+                yield from settle(ctx, exc)
 
-        return layer
+        return enter
 
-    async def timed_layer(ctx: Any) -> None:
-        ctx._reached = index
+    @types.coroutine
+    def timed() -> Generator[Any, Any, None]:
+        f.reached = index
+        ctx = f.ctx
         try:
-            with anyio.fail_after(timeout):
-                await fn(ctx, functools.partial(inner, ctx))
-            if ctx._reached == index and not ctx.has_result():
+            # the middleware's awaits are delegated through this generator
+            with anyio.fail_after(timeout):  # noqa: ASYNC100
+                yield from fn(ctx, inner)
+            if f.reached == index and not ctx.has_result():
                 raise MiddlewareError(ctx.stage)
         except _ABORTS as exc:
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
-            await settle(ctx, exc)
+            yield from settle(ctx, exc)
 
-    return timed_layer
-
-
-def _entered(core: App, index: int) -> App:
-    # the core notes its position too, for the guarded layer just outside it
-    def enter(ctx: Any) -> Awaitable[None]:
-        ctx._reached = index
-        return core(ctx)
-
-    return enter
-
-
-def _marked_plain_layer(fn: Callable[..., Any], inner: App, index: int) -> App:
-    # a plain layer inside a guarded one: its failures reach the caller ("raise"), so
-    # the guarded layer around it must know them from its own
-    async def layer(ctx: Any) -> None:
-        ctx._reached = index
-        try:
-            await fn(ctx, functools.partial(inner, ctx))
-        except Exception as exc:
-            _escapes(ctx, exc)
-            raise
-
-    return layer
+    return timed
 
 
 def build_onion(
@@ -578,20 +933,39 @@ def build_onion(
     A layer with ``on_error="raise"`` and no timeout runs unguarded.  Guarded layers
     apply their policy only to what their own code raised: whatever comes out of
     ``call_next()`` goes on unchanged.  For that, the core notes on the context the
-    exception it lets out (``core_marks``: it does so itself; otherwise it is wrapped
+    exception it lets out (``core_marks``: it does so itself; otherwise it is marked
     when some layer is guarded), and so do plain layers inside a guarded one.
     """
+    steps = tuple(steps)
     guarded = [not (s.on_error == "raise" and s.timeout is None) for s in steps]
-    app = core if core_marks or not any(guarded) else _marked_core(core)
-    if any(guarded):
-        app = _entered(app, len(steps))
-    for i in reversed(range(len(steps))):
-        if guarded[i]:
-            app = _guarded_layer(steps[i], app, failed, i)
-        elif any(guarded[:i]):
-            app = _marked_plain_layer(steps[i].call, app, i)
-        else:
-            app = _plain_layer(steps[i].call, app)
+    # the outermost guarded layer: every layer inside it notes its position
+    first_guard = guarded.index(True) if any(guarded) else len(steps)
+
+    def frame() -> _Frame:
+        f = _Frame()
+        entry = _core_entry(f, core, len(steps) if any(guarded) else -1, core_marks)
+        for i in reversed(range(len(steps))):
+            if guarded[i]:
+                entry = _guarded_entry(f, steps[i], entry, failed, i)
+            elif i > first_guard:
+                entry = _marked_entry(f, steps[i].call, entry, i)
+            else:
+                entry = _plain_entry(f, steps[i].call, entry)
+        f.start = entry
+        return f
+
+    pool: list[_Frame] = []
+
+    async def app(ctx: Any) -> None:
+        f = pool.pop() if pool else frame()
+        f.ctx = ctx
+        await f.start()
+        # given back only after a call that ended normally: after an exception (a
+        # cancellation among them) some layer's coroutine may still hold it
+        f.ctx = None
+        if len(pool) < _POOL_LIMIT:
+            pool.append(f)
+
     return app
 
 

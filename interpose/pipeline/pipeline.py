@@ -23,7 +23,7 @@ import anyio.abc
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
-from .chain import Step, build_onion, compile_steps, describe
+from .chain import Step, build_onion, callables, compile_steps, describe
 from .context import Context, TurnContext
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
@@ -125,6 +125,7 @@ class Pipeline:
         redactor: Redactor | None = None,
     ) -> None:
         self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
+        # the tracer check for the current level: swapped when the level changes
         self._tracer = self._trace.tracer
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
@@ -179,9 +180,8 @@ class Pipeline:
 
     @tracing.setter
     def tracing(self, level: TracingLevel) -> None:
-        if level not in ("off", "tool", "interceptor"):
-            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
-        self._trace.level = level
+        self._trace.level = level  # raises ValueError for an unknown level
+        self._tracer = self._trace.tracer
 
     @property
     def redactor(self) -> Redactor:
@@ -585,7 +585,7 @@ class Pipeline:
             )
             if spans is not None:
                 steps = tuple(instrument(s, spans) for s in steps)
-                fns = tuple(s.call for s in steps)
+                fns = callables(steps)
             cached = (self.registry.version, fns, steps)
             if len(self._hook_steps) >= _CACHE_LIMIT:
                 self._hook_steps.clear()

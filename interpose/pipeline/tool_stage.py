@@ -37,13 +37,16 @@ from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .chain import (
     Step,
     Timings,
+    Watch,
     build_onion,
+    callables,
     compile_steps,
     describe,
     invoke,
     run_after,
     run_gate,
     run_gate_sync,
+    watch_here,
 )
 from .context import ToolContext
 from .payloads import (
@@ -102,6 +105,7 @@ class ToolChain:
         "track_responders",
         "variants",
         "version",
+        "watched",
     )
 
     def __init__(self, version: int, raw_name: str, tool_name: str) -> None:
@@ -124,6 +128,9 @@ class ToolChain:
         # the same chain for traced calls, by the tracer of interceptor spans (or None)
         self.variants: dict[Tracer | None, ToolChain] = {}
         self.span_base: dict[str, Any] = {}  # execute_tool attributes shared by every call
+        # some tool.before or tool.after handler is async with a timeout: under asyncio,
+        # one chain._Watch per call gives them their deadlines if they suspend
+        self.watched = False
 
 
 # -- the entry and its paths ----------------------------------------------------------
@@ -346,6 +353,7 @@ async def _core(
     call: ToolCallable,
     agent_id: str,
     session_key: str,
+    watch: Watch | None = None,
 ) -> ToolResult:
     """The full path of one call, the events included.
 
@@ -354,6 +362,10 @@ async def _core(
     its way to the caller; a retried run ends with ``retried=True`` before the next
     one starts.
     """
+    if watch is None and chain.watched and (watch := watch_here()) is not None:
+        return await watch.run(  # type: ignore[no-any-return]
+            _core(pipe, chain, turn, call_id, args, call, agent_id, session_key, watch)
+        )
     name = chain.tool_name
     bus = pipe.bus
     wanted = bus.wanted
@@ -386,6 +398,7 @@ async def _core(
                 pipe._hook_failed,
                 chain.track_responders or bool(wanted),
                 times,
+                watch,
             )
             if decider is not None:
                 reason = out.block_reason or f"blocked by {decider.id}"
@@ -445,7 +458,9 @@ async def _core(
             )
         if chain.after:
             while True:
-                result, retry = await _after(pipe, chain, inp, out.args, result, duration, times)
+                result, retry = await _after(
+                    pipe, chain, inp, out.args, result, duration, times, watch
+                )
                 if not (retry and attempt and attempt <= pipe.max_retries):
                     break
                 # a retry: this run ends here, the next one starts (rare: no hurry)
@@ -614,6 +629,7 @@ async def _after(
     result: ToolResult,
     duration: int,
     times: Timings | None,
+    watch: Watch | None = None,
 ) -> tuple[ToolResult, bool]:
     """Run the tool.after interceptors on ``result``; returns the result they left
     and whether they asked for a retry (never after a failure that blocked)."""
@@ -632,7 +648,7 @@ async def _after(
     )
     out = ToolAfterOutput(result=result)
     failer = await run_after(
-        chain.after, chain.after_steps, after_inp, out, pipe._hook_failed, times
+        chain.after, chain.after_steps, after_inp, out, pipe._hook_failed, times, watch
     )
     return out.result, out.retry and failer is None
 
@@ -755,7 +771,7 @@ def compile_tool(
         if spans is None:
             return fns, steps
         steps = tuple(instrument(s, spans) for s in steps)
-        return tuple(s.call for s in steps), steps
+        return callables(steps), steps
 
     chain.before, chain.before_steps = compiled("tool.before", pipe.interceptor_timeout)
     chain.approvers, chain.approver_steps = compiled("tool.approve", pipe.approval_timeout)
@@ -784,6 +800,7 @@ def compile_tool(
 
         chain.app = build_onion(layers, core, pipe._layer_failed, core_marks=True)
     chain.empty = not (chain.before or chain.approvers or chain.after or layers)
+    chain.watched = any(s.watched for s in chain.before_steps + chain.after_steps)
     chain.quiet = (
         bool(chain.before)
         and not (chain.approvers or chain.after or layers)

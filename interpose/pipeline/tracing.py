@@ -71,9 +71,12 @@ class Tracing:
 
     ``tracer()`` is None while tracing is off or no real provider is installed; it
     follows the global provider, so ``configure()`` may run after the pipeline is built.
+    ``tracer`` is the check for the current level and provider, chosen when the level is
+    set (swapped, not tested per call): with tracing off it returns None; with no
+    provider passed it compares the API's global provider with the one it saw last.
     """
 
-    __slots__ = ("_provider", "_tracer", "content", "explicit", "level", "redactor")
+    __slots__ = ("_level", "_provider", "_tracer", "content", "explicit", "redactor", "tracer")
 
     def __init__(
         self,
@@ -82,23 +85,49 @@ class Tracing:
         content: bool,
         redactor: Redactor,
     ) -> None:
-        if level not in ("off", "tool", "interceptor"):
-            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
-        self.level = level
         self.explicit = provider
         self.content = content
         self.redactor = redactor
         self._provider: TracerProvider | None = None
         self._tracer: Tracer | None = None
+        self.level = level
         if provider is None and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ:
             _api.get_tracer_provider()  # loads the configured provider into the global
 
-    def tracer(self) -> Tracer | None:
-        """The tracer to use for this call, or None (tracing off or nothing installed)."""
-        if self.level == "off":
-            return None
-        # every call pays this while no provider is installed: two reads and a compare
-        provider = self.explicit or _api._TRACER_PROVIDER
+    @property
+    def level(self) -> TracingLevel:
+        return self._level
+
+    @level.setter
+    def level(self, level: TracingLevel) -> None:
+        if level not in ("off", "tool", "interceptor"):
+            raise ValueError(f"tracing must be 'off', 'tool' or 'interceptor', got {level!r}")
+        self._level = level
+        self.tracer: Callable[[], Tracer | None]
+        if level == "off":
+            self.tracer = _off
+        elif self.explicit is not None:
+            self.tracer = self._explicit
+        elif _READS_GLOBAL:
+            self.tracer = self._global
+        else:  # pragma: no cover - an API version without the module global
+            self.tracer = self._public
+
+    def _global(self) -> Tracer | None:
+        # every call pays this while no provider is installed: one read and a compare
+        provider = _api._TRACER_PROVIDER
+        if provider is self._provider:
+            return self._tracer
+        return self._resolve(provider)
+
+    def _explicit(self) -> Tracer | None:
+        provider = self.explicit
+        if provider is self._provider:
+            return self._tracer
+        return self._resolve(provider)
+
+    def _public(self) -> Tracer | None:  # pragma: no cover - see _READS_GLOBAL
+        provider = _global_provider()
         if provider is self._provider:
             return self._tracer
         return self._resolve(provider)
@@ -112,20 +141,13 @@ class Tracing:
         )
         return self._tracer
 
-    if not _READS_GLOBAL:  # pragma: no cover - an API version without the module global
-
-        def tracer(self) -> Tracer | None:
-            """The tracer to use for this call, or None (tracing off or nothing installed)."""
-            if self.level == "off":
-                return None
-            provider = self.explicit or _global_provider()
-            if provider is self._provider:
-                return self._tracer
-            return self._resolve(provider)
-
     def interceptor_tracer(self) -> Tracer | None:
         """The tracer when every interceptor gets a span, else None."""
-        return self.tracer() if self.level == "interceptor" else None
+        return self.tracer() if self._level == "interceptor" else None
+
+
+def _off() -> None:
+    return None
 
 
 def _version() -> str:
@@ -245,6 +267,10 @@ def instrument(step: Step, tracer: Tracer, *, layer: bool = False) -> Step:
         new.call = _traced_layer(fn, step, tracer)
     elif step.is_async:
         new.call = _traced_async(fn, step, tracer)
+        # a watched handler's span encloses what bounds it elsewhere (see chain._Watch)
+        new.portable = (
+            _traced_async(step.portable, step, tracer) if step.portable is not fn else new.call
+        )
     else:
         new.call = _traced_sync(fn, step, tracer)
     return new

@@ -371,3 +371,249 @@ def test_a_handler_may_open_its_own_cancel_scopes_before_it_suspends(backend: st
     result, pipe = run(backend, scenario)
     assert (result.status, result.output) == ("ok", {"gave_up_by_itself": True})
     assert pipe.stats.failures == {}
+
+
+# -- one deadline per call: how the handlers of one call share it ---------------------------
+
+
+def _busy(seconds: float) -> None:
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:  # holds the event loop, never suspends
+        pass
+
+
+@backends
+def test_handlers_that_never_suspend_never_time_out(backend: str) -> None:
+    """However long they run: a deadline can only interrupt a handler that waits."""
+
+    async def slow_check(inp: Any, out: Any) -> None:
+        _busy(0.03)
+
+    async def scenario() -> tuple[ToolResult, Pipeline]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.01)
+        for k in range(3):
+            pipe.intercept("tool.before", id=f"before-{k}")(slow_check)
+            pipe.intercept("tool.after", id=f"after-{k}")(slow_check)
+        return await pipe.call_tool("exec", {}, call=Tool()), pipe
+
+    result, pipe = run(backend, scenario)
+    assert (result.status, result.output) == ("ok", "ran")
+    assert pipe.stats.failures == {}
+
+
+@backends
+@pytest.mark.parametrize("hook", ["tool.before", "tool.after"])
+def test_a_short_timeout_fires_on_time(backend: str, hook: str) -> None:
+    async def stuck(inp: Any, out: Any) -> None:
+        await anyio.Event().wait()
+
+    async def scenario() -> tuple[ToolResult, Pipeline, float]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept(hook, id="stuck", on_error="block")(stuck)
+        start = time.monotonic()
+        result = await pipe.call_tool("exec", {}, call=Tool())
+        return result, pipe, time.monotonic() - start
+
+    result, pipe, elapsed = run(backend, scenario)
+    assert result.status == "blocked"
+    assert pipe.stats.timeouts == {"stuck": 1}
+    assert 0.05 <= elapsed < 0.5
+
+
+@backends
+def test_a_later_handler_with_a_shorter_timeout_is_held_to_it(backend: str) -> None:
+    """The first handler's deadline is 5 s away when the second one, allowed 0.05 s,
+    starts waiting: the second one's deadline still fires at 0.05 s."""
+
+    async def brief(inp: Any, out: Any) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def stuck(inp: Any, out: Any) -> None:
+        await anyio.Event().wait()
+
+    async def scenario() -> tuple[ToolResult, Pipeline, float]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=5.0)
+        pipe.intercept("tool.before", id="brief", priority=10)(brief)
+        pipe.intercept("tool.before", id="stuck", timeout=0.05, on_error="skip")(stuck)
+        start = time.monotonic()
+        result = await pipe.call_tool("exec", {}, call=Tool())
+        return result, pipe, time.monotonic() - start
+
+    result, pipe, elapsed = run(backend, scenario)
+    assert result.status == "ok"  # skip: the call went on without it
+    assert pipe.stats.timeouts == {"stuck": 1}
+    assert 0.05 <= elapsed < 0.5
+
+
+@backends
+def test_each_handler_counts_its_timeout_from_its_own_first_wait(backend: str) -> None:
+    """A before-handler and an after-handler of one call each wait 0.2 s of their
+    0.3 s: together longer than one timeout, each within its own."""
+
+    async def waits(inp: Any, out: Any) -> None:
+        await anyio.sleep(0.2)
+
+    async def scenario() -> tuple[ToolResult, Pipeline]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.3)
+        pipe.intercept("tool.before", id="before")(waits)
+        pipe.intercept("tool.after", id="after")(waits)
+        return await pipe.call_tool("exec", {}, call=Tool()), pipe
+
+    result, pipe = run(backend, scenario)
+    assert (result.status, result.output) == ("ok", "ran")
+    assert pipe.stats.timeouts == {}
+
+
+@backends
+def test_the_deadline_of_a_finished_handler_does_not_reach_the_tool(backend: str) -> None:
+    """A handler waited and finished; the tool then takes longer than that handler's
+    timeout: the tool is not cancelled."""
+
+    async def brief(inp: Any, out: Any) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def slow_tool(args: dict[str, Any]) -> str:
+        await anyio.sleep(0.15)
+        return "slow"
+
+    async def scenario() -> tuple[ToolResult, Pipeline]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept("tool.before", id="brief")(brief)
+        pipe.intercept("tool.after", id="after")(brief)
+        return await pipe.call_tool("exec", {}, call=slow_tool), pipe
+
+    result, pipe = run(backend, scenario)
+    assert (result.status, result.output) == ("ok", "slow")
+    assert pipe.stats.failures == {}
+
+
+@backends
+@pytest.mark.parametrize(
+    ("policy", "status", "output"),
+    [("skip", "ok", "ran"), ("block", "blocked", None)],
+)
+def test_a_timed_out_after_handler_is_settled_by_its_policy(
+    backend: str, policy: Any, status: str, output: Any
+) -> None:
+    async def stuck(inp: Any, out: Any) -> None:
+        await anyio.Event().wait()
+
+    async def scenario() -> tuple[ToolResult, Pipeline]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept("tool.after", id="stuck", on_error=policy)(stuck)
+        return await pipe.call_tool("exec", {}, call=Tool()), pipe
+
+    result, pipe = run(backend, scenario)
+    assert result.status == status
+    if output is not None:
+        assert result.output == output
+    else:
+        assert "timed out after 0.05s" in result.output["reason"]
+    assert pipe.stats.timeouts == {"stuck": 1}
+
+
+@backends
+def test_a_cancellation_from_outside_while_a_deadline_is_armed_stays_a_cancellation(
+    backend: str,
+) -> None:
+    """The outer scope gives up at 0.1 s, while the handler's 0.3 s deadline is armed:
+    the call is cancelled, not timed out, and a later call runs normally."""
+
+    async def stuck(inp: Any, out: Any) -> None:
+        await anyio.Event().wait()
+
+    async def scenario() -> tuple[bool, Pipeline, ToolResult]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.3)
+        pipe.intercept("tool.before", id="stuck", tools="exec")(stuck)
+        pipe.intercept("tool.before", id="quick", tools="read")(_quick)
+        with anyio.move_on_after(0.1) as outer:
+            await pipe.call_tool("exec", {}, call=Tool())
+        # the task is not left cancelled: the next call, and its own wait, go through
+        later = await pipe.call_tool("read", {}, call=Tool())
+        await anyio.sleep(0.3)  # past where the cancelled call's deadline would be
+        return outer.cancelled_caught, pipe, later
+
+    caught, pipe, later = run(backend, scenario)
+    assert caught is True
+    assert pipe.stats.failures == {}
+    assert (later.status, later.output) == ("ok", "ran")
+
+
+async def _quick(inp: Any, out: Any) -> None:
+    await anyio.lowlevel.checkpoint()
+
+
+def test_a_handler_that_swallows_its_deadline_leaves_the_task_uncancelled() -> None:
+    """A handler that catches the cancellation of its deadline and returns: the call
+    goes on, and the cancellation request does not stay on the task (asyncio)."""
+    import asyncio
+
+    async def stubborn(inp: Any, out: Any) -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            out.args["swallowed"] = True
+
+    async def scenario() -> tuple[ToolResult, int]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept("tool.before", id="stubborn")(stubborn)
+        result = await pipe.call_tool("exec", {}, call=lambda args: args)
+        task: Any = asyncio.current_task()
+        # Task.cancelling is 3.11's; 3.10 has no count to leave behind
+        return result, task.cancelling() if hasattr(task, "cancelling") else 0
+
+    result, cancelling = asyncio.run(scenario())
+    assert (result.status, result.output) == ("ok", {"swallowed": True})
+    assert cancelling == 0
+
+
+@backends
+def test_a_stage_loop_bounds_its_handlers_too(backend: str) -> None:
+    """message.before runs its own loop (not a tool call): same deadlines."""
+
+    async def stuck(inp: Any, out: Any) -> None:
+        await anyio.Event().wait()
+
+    async def edit(inp: Any, out: Any) -> None:
+        await anyio.lowlevel.checkpoint()
+        out.message = out.message.upper()
+
+    async def scenario() -> tuple[str, Pipeline, float]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.05)
+        pipe.intercept("message.before", id="stuck", on_error="skip", priority=10)(stuck)
+        pipe.intercept("message.before", id="edit")(edit)
+        start = time.monotonic()
+        async with pipe, pipe.turn() as turn:
+            out = await turn.message("hello")
+        return out.message, pipe, time.monotonic() - start
+
+    message, pipe, elapsed = run(backend, scenario)
+    assert message == "HELLO"
+    assert pipe.stats.timeouts == {"stuck": 1}
+    assert 0.05 <= elapsed < 0.5
+
+
+@backends
+def test_concurrent_calls_keep_their_own_deadlines(backend: str) -> None:
+    """Calls in flight at once through the same chain: the one that waits too long
+    times out, the others finish."""
+
+    async def waits(inp: Any, out: Any) -> None:
+        await anyio.sleep(out.args["wait"])
+
+    async def scenario() -> tuple[list[ToolResult], Pipeline]:
+        pipe = Pipeline(builtins=False, interceptor_timeout=0.15)
+        pipe.intercept("tool.before", id="waits")(waits)
+        results: list[ToolResult] = [ToolResult(output=None)] * 4
+
+        async def one(i: int, wait: float) -> None:
+            results[i] = await pipe.call_tool("exec", {"wait": wait}, call=Tool())
+
+        async with anyio.create_task_group() as tg:
+            for i, wait in enumerate((0.01, 0.05, 1.0, 0.02)):
+                tg.start_soon(one, i, wait)
+        return results, pipe
+
+    results, pipe = run(backend, scenario)
+    assert [r.status for r in results] == ["ok", "ok", "blocked", "ok"]
+    assert pipe.stats.timeouts == {"waits": 1}
