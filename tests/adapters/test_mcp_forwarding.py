@@ -17,6 +17,7 @@ import anyio
 import mcp_types as mt
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from mcp_helpers import (
     CALL_TIMEOUT,
     HttpProxy,
@@ -165,7 +166,7 @@ async def test_two_http_clients_each_get_their_own_upstream_session(
     asked: dict[str, list[str]] = {"a": [], "b": []}
     a_updated = anyio.Event()
 
-    def handler(who: str) -> Callable[[Any], Any]:
+    def handler(who: str) -> MessageHandlerFnT:
         async def on_message(message: Any) -> None:
             if isinstance(message, mt.ResourceUpdatedNotification):
                 updates[who].append(str(message.params.uri))
