@@ -73,6 +73,7 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
+from .pipe import UpstreamPipe
 
 __all__ = ["Downstream", "McpProxy", "ProxySession", "Upstream", "UpstreamError", "UpstreamSpec"]
 
@@ -213,6 +214,7 @@ class Upstream:
         self.session = session
         self._proxy = proxy
         self.client: Client | None = None
+        self.pipe: UpstreamPipe | None = None  # a stdio server's transport (the raw lane)
         self.error = "not connected yet"
         self.tools: dict[str, mt.Tool] = {}  # upstream tool name -> its listing
         self.capabilities: mt.ServerCapabilities | None = None
@@ -279,7 +281,10 @@ class Upstream:
 
     def _client(self) -> Client:
         target: Any = self.target
-        if isinstance(target, str) and self._proxy.headers.get(self.name):
+        self.pipe = None
+        if isinstance(target, StdioServerParameters):
+            target = self.pipe = UpstreamPipe(target)
+        elif self._proxy.headers.get(self.name):
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
@@ -329,10 +334,14 @@ class Upstream:
                 connection closed.
         """
         client = await self.connected()
-        session: Any = client.session
         params: dict[str, Any] = {"name": tool, "arguments": args}
         if meta:
             params["_meta"] = meta
+        if self.pipe is not None:  # stdio: the pipe's raw lane
+            return await self.pipe.request(
+                "tools/call", params, read_timeout=read_timeout, progress=progress
+            )
+        session: Any = client.session
         dispatcher = getattr(session, "_dispatcher", None)
         stamp = getattr(session, "_stamp", None)
         if dispatcher is None or stamp is None:  # another SDK layout: the typed path
