@@ -338,8 +338,8 @@ class StdioFront:
         if params is not None:
             body["params"] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            await self._send(_encode(body))
-            with receive:
+            with send, receive:
+                await self._send(_encode(body))
                 answer = await receive.receive()
         except BaseException:
             if self._asked.pop(request_id, None) is not None:

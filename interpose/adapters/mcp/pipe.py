@@ -250,6 +250,7 @@ class UpstreamPipe:
             if not answered:
                 raise MCPError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
         finally:
+            send.close()
             self._progress.pop(request_id, None)
             if self._pending.pop(request_id, None) is not None and not answered:
                 # abandoned (a timeout, a cancelled caller): the server may stop working
