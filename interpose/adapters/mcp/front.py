@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
+import math
 import os
 import stat
 from types import TracebackType
@@ -30,17 +31,20 @@ import anyio.abc
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
 
-from .proxy import McpProxy, ProgressFn
+from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
 
-__all__ = ["StdioFront"]
+__all__ = ["HttpFront", "StdioFront", "answer_call"]
 
 log = logging.getLogger("interpose.mcp")
 
@@ -59,6 +63,53 @@ def _key(request_id: Any) -> _Id | None:
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         return None
     return request_id
+
+
+async def answer_call(
+    proxy: McpProxy,
+    session: ProxySession,
+    message: dict[str, Any],
+    request_id: _Id,
+    *,
+    downstream: Downstream | None,
+    session_key: str,
+    progress: ProgressFn | None,
+    related: bool = True,
+) -> bytes:
+    """The JSON-RPC response (encoded) to one ``tools/call`` request of the fast lane."""
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if not isinstance(name, str) or not isinstance(arguments, dict | None):
+        return _error(request_id, INVALID_PARAMS, "tools/call: params need a name and an object")
+    assert isinstance(params, dict)
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        meta = None
+    attached = None
+    if meta and "traceparent" in meta:  # the client's trace continues here
+        attached = otel_context.attach(propagate.extract(meta))
+    try:
+        result = await proxy.call_tool(
+            session,
+            name,
+            dict(arguments or {}),
+            meta,
+            request_id=request_id,
+            session_key=session_key,
+            progress=progress,
+            downstream=downstream,
+            related=related,
+        )
+    except MCPError as exc:
+        return _error(request_id, exc.code, exc.message, exc.data)
+    except Exception:
+        log.exception("tools/call %s failed", name)
+        return _error(request_id, INTERNAL_ERROR, "Internal error")
+    finally:
+        if attached is not None:
+            otel_context.detach(attached)
+    return _encode({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
@@ -259,40 +310,17 @@ class StdioFront:
 
     async def _answer(self, message: dict[str, Any], request_id: _Id) -> bytes:
         params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        arguments = params.get("arguments") if isinstance(params, dict) else None
-        if not isinstance(name, str) or not isinstance(arguments, dict | None):
-            return _error(
-                request_id, INVALID_PARAMS, "tools/call: params need a name and an object"
-            )
-        assert isinstance(params, dict)
-        meta = params.get("_meta")
-        if not isinstance(meta, dict):
-            meta = None
-        progress = self._progress(meta.get("progressToken")) if meta else None
-        attached = None
-        if meta and "traceparent" in meta:  # the client's trace continues here
-            attached = otel_context.attach(propagate.extract(meta))
-        try:
-            result = await self.proxy.call_tool(
-                self.session,
-                name,
-                dict(arguments or {}),
-                meta,
-                request_id=request_id,
-                session_key="stdio",
-                progress=progress,
-                downstream=self,
-            )
-        except MCPError as exc:
-            return _error(request_id, exc.code, exc.message, exc.data)
-        except Exception:
-            log.exception("tools/call %s failed", name)
-            return _error(request_id, INTERNAL_ERROR, "Internal error")
-        finally:
-            if attached is not None:
-                otel_context.detach(attached)
-        return _encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return await answer_call(
+            self.proxy,
+            self.session,
+            message,
+            request_id,
+            downstream=self,
+            session_key="stdio",
+            progress=self._progress(token),
+        )
 
     def _progress(self, token: Any) -> ProgressFn | None:
         if _key(token) is None:
@@ -370,3 +398,152 @@ class StdioFront:
         body = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
         body["jsonrpc"] = "2.0"
         await self._send(_encode(body))
+
+
+class HttpFront:
+    """The HTTP fast lane: an ASGI app in front of the SDK's streamable-HTTP app.
+
+    A POST of one ``tools/call`` request from a handshake-era session the proxy already
+    serves (a live ``mcp-session-id``, a handshake ``mcp-protocol-version``, no progress
+    token) is answered here with a plain JSON response; a ``notifications/cancelled``
+    for such a call cancels it.  Everything else (the handshake, every other message,
+    calls that want progress, the 2026-07-28 era, anything malformed) goes to the SDK's
+    app unchanged, which also answers what it must refuse.
+    """
+
+    def __init__(self, app: Any, proxy: McpProxy, manager: Any, path: str = "/mcp") -> None:
+        self.app = app
+        self.proxy = proxy
+        self.manager = manager
+        self.path = path
+        self._calls: dict[tuple[str, _Id], anyio.CancelScope] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        sid = version = accept = None
+        for key, value in scope["headers"]:
+            if key == b"mcp-session-id":
+                sid = value.decode("latin-1")
+            elif key == b"mcp-protocol-version":
+                version = value.decode("latin-1")
+            elif key == b"accept":
+                accept = value
+        instances = getattr(self.manager, "_server_instances", {})
+        transport = instances.get(sid) if sid is not None else None
+        session = self.proxy.sessions.get(sid) if transport is not None else None
+        if (
+            session is None
+            or version not in HANDSHAKE_PROTOCOL_VERSIONS
+            or accept is None
+            or b"application/json" not in accept
+        ):
+            await self.app(scope, receive, send)
+            return
+        assert sid is not None
+        body = await _body(receive)
+        replay = _replay(body)
+        try:
+            message = _decode(body)
+        except msgspec.DecodeError:
+            await self.app(scope, replay, send)
+            return
+        method = message.get("method") if isinstance(message, dict) else None
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            key = _key(params.get("requestId")) if isinstance(params, dict) else None
+            running = self._calls.get((sid, key)) if key is not None else None
+            if running is None:
+                await self.app(scope, replay, send)
+                return
+            running.cancel()
+            await _respond(send, 202, b"", sid)
+            return
+        key = _key(message.get("id")) if method == "tools/call" else None
+        params = message.get("params") if key is not None else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        wants_progress = isinstance(meta, dict) and meta.get("progressToken") is not None
+        if key is None or (sid, key) in self._calls or wants_progress:
+            await self.app(scope, replay, send)
+            return
+        security = TransportSecurityMiddleware(self.manager.security_settings)
+        if await security.validate_request(Request(scope, replay), is_post=True) is not None:
+            await self.app(scope, replay, send)  # it refuses the request itself
+            return
+        scope_ = anyio.CancelScope()
+        self._calls[(sid, key)] = scope_
+        _hold(transport)
+        try:
+            with scope_:
+                answer = await answer_call(
+                    self.proxy,
+                    session,
+                    message,
+                    key,
+                    downstream=session.downstream,
+                    session_key=sid,
+                    progress=None,
+                    related=False,  # the SDK has no stream for this request
+                )
+        finally:
+            self._calls.pop((sid, key), None)
+            _release(transport)
+        if scope_.cancelled_caught:
+            await _respond(send, 202, b"", sid)  # the client gave up on it: no result
+            return
+        await _respond(send, 200, answer, sid)
+
+
+async def _body(receive: Any) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        event = await receive()
+        if event["type"] != "http.request":
+            break
+        chunks.append(event.get("body", b""))
+        if not event.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Any:
+    """An ASGI ``receive`` that gives ``body`` again, then waits like a live one."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    return receive
+
+
+async def _respond(send: Any, status: int, body: bytes, sid: str) -> None:
+    headers = [(b"mcp-session-id", sid.encode("latin-1"))]
+    if body:
+        headers.append((b"content-type", b"application/json"))
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _hold(transport: Any) -> None:
+    """A request in flight holds the SDK session against its idle timeout (as the
+    SDK's own ``handle_request`` does)."""
+    idle = getattr(transport, "idle_scope", None)
+    if idle is not None and hasattr(transport, "_requests_in_flight"):
+        transport._requests_in_flight += 1
+        idle.deadline = math.inf
+
+
+def _release(transport: Any) -> None:
+    idle = getattr(transport, "idle_scope", None)
+    timeout = getattr(transport, "_idle_timeout", None)
+    if idle is not None and timeout is not None and hasattr(transport, "_requests_in_flight"):
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle.deadline = anyio.current_time() + timeout

@@ -763,9 +763,13 @@ class McpProxy:
         session_key: str,
         progress: ProgressFn | None,
         downstream: Downstream | None,
+        related: bool = True,
     ) -> dict[str, Any]:
         """One ``tools/call`` of a client: the tool stage around the upstream call; the
         result as JSON (the upstream's own when the call went through).
+
+        ``related``: an approval question goes out tied to the request (on its
+        stream, over HTTP); False: on the session's own channel.
 
         Raises:
             MCPError: an unknown tool, or the upstream's protocol error (its code kept).
@@ -819,7 +823,8 @@ class McpProxy:
                 failed.append(exc)
                 raise
 
-        token = _current.set((downstream, request_id) if downstream is not None else None)
+        asking = (downstream, request_id if related else None) if downstream else None
+        token = _current.set(asking)
         try:
             result = await self.pipe.call_tool(
                 name,
@@ -1069,7 +1074,9 @@ class McpProxy:
             self._per_session = True
             await self.connect(tg)
             srv = self.server()
-            app = srv.streamable_http_app(host=host)
+            from .front import HttpFront
+
+            app = HttpFront(srv.streamable_http_app(host=host), self, srv.session_manager)
             self._watch_sessions(srv)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)
