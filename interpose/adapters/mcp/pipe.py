@@ -275,3 +275,170 @@ class UpstreamPipe:
             )
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
+
+
+ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+NotificationFn = Callable[[Any], Awaitable[None]]
+
+
+class HttpLane:
+    """The raw lane of a streamable-HTTP upstream: the proxy POSTs ``tools/call`` itself.
+
+    The SDK ``Client`` keeps the session (the handshake, the GET stream, every other
+    message); this lane uses the same ``httpx2`` client, the session id the handshake
+    answered with (``saw`` is the client's response hook) and the negotiated protocol
+    version.  The answer is read as JSON, or from the POST's event stream, where the
+    server may also send progress, notifications and its own requests (sampling,
+    elicitation, roots: answered through ``on_request`` and POSTed back).
+    """
+
+    def __init__(self, url: str, http: Any = None) -> None:
+        self.url = url
+        self.http = http  # the SDK transport's httpx2 client (set before connecting)
+        self.session_id: str | None = None
+        self.version: str | None = None
+        self._count = 0
+
+    async def saw(self, response: Any) -> None:
+        """The ``httpx2`` response hook: remember the session the server assigned."""
+        session = response.headers.get("mcp-session-id")
+        if session:
+            self.session_id = session
+
+    def _headers(self, tool: str | None = None) -> dict[str, str]:
+        headers = {"accept": "application/json, text/event-stream"}
+        headers["content-type"] = "application/json"
+        if self.session_id:
+            headers["mcp-session-id"] = self.session_id
+        if self.version:
+            headers["mcp-protocol-version"] = self.version
+        if tool is not None:
+            from mcp.shared.inbound import encode_header_value
+
+            headers["mcp-method"] = "tools/call"
+            headers["mcp-name"] = str(encode_header_value(tool))
+        return headers
+
+    async def _post(self, body: dict[str, Any]) -> None:
+        """POST a notification or a response (the server answers 202)."""
+        await self.http.post(self.url, content=_encode(body), headers=self._headers())
+
+    async def request(
+        self,
+        params: dict[str, Any],
+        *,
+        read_timeout: float | None,
+        progress: ProgressFn | None,
+        on_request: ServerRequestFn,
+        on_notification: NotificationFn,
+    ) -> dict[str, Any]:
+        """``tools/call`` with ``params``; the result as JSON.
+
+        Raises:
+            MCPError: the server's error; ``REQUEST_TIMEOUT`` after ``read_timeout`` s;
+                ``CONNECTION_CLOSED`` when the server cannot be reached or forgot the
+                session.
+        """
+        import httpx2
+
+        self._count += 1
+        request_id = f"interpose-{self._count}"
+        if progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params = {**params, "_meta": meta}
+        body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        answer: dict[str, Any] | None = None
+        try:
+            with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
+                answer = await self._exchange(
+                    body, request_id, progress, on_request, on_notification
+                )
+        except httpx2.TransportError as exc:
+            raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc}") from None
+        finally:
+            if answer is None:  # a timeout, a cancelled caller: the server may stop
+                cancel = {"requestId": request_id, "reason": "the caller gave up"}
+                note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(KILL_TIMEOUT),
+                    contextlib.suppress(Exception),
+                ):
+                    await self._post(note)
+        if answer is None:
+            raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise MCPError(
+                int(error.get("code", INTERNAL_ERROR)),
+                str(error.get("message", "")),
+                error.get("data"),
+            )
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        request_id: str,
+        progress: ProgressFn | None,
+        on_request: ServerRequestFn,
+        on_notification: NotificationFn,
+    ) -> dict[str, Any]:
+        import httpx2
+
+        tool = body["params"].get("name")
+        async with self.http.stream(
+            "POST", self.url, content=_encode(body), headers=self._headers(tool)
+        ) as response:
+            kind = response.headers.get("content-type", "").lower()
+            if response.status_code == 404:
+                raise MCPError(CONNECTION_CLOSED, "the server forgot the session (HTTP 404)")
+            if response.status_code >= 400 or response.status_code == 202:
+                raw = await response.aread()
+                with contextlib.suppress(msgspec.DecodeError):
+                    message = _decode(raw)
+                    if isinstance(message, dict) and isinstance(message.get("error"), dict):
+                        return message
+                raise MCPError(INTERNAL_ERROR, f"the server answered HTTP {response.status_code}")
+            if kind.startswith("application/json"):
+                message = _decode(await response.aread())
+                if not isinstance(message, dict):
+                    raise MCPError(INTERNAL_ERROR, "the server's answer is not a JSON object")
+                return message
+            if not kind.startswith("text/event-stream"):
+                raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
+            async for event in httpx2.EventSource(response):
+                if not event.data:
+                    continue
+                message = _decode(event.data)
+                if not isinstance(message, dict):
+                    continue
+                method = message.get("method")
+                if method is None:
+                    if message.get("id") == request_id:
+                        return message
+                    continue
+                params = message.get("params")
+                params = params if isinstance(params, dict) else {}
+                if "id" in message:  # the server's own request, during the call
+                    await self._answer(message["id"], method, params, on_request)
+                elif method == "notifications/progress":
+                    if progress is not None and params.get("progressToken") == request_id:
+                        await progress(
+                            params["progress"], params.get("total"), params.get("message")
+                        )
+                else:
+                    await on_notification(message)
+        raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
+
+    async def _answer(
+        self, server_id: Any, method: str, params: dict[str, Any], on_request: ServerRequestFn
+    ) -> None:
+        try:
+            reply = {"jsonrpc": "2.0", "id": server_id, "result": await on_request(method, params)}
+        except MCPError as exc:
+            error = {"code": exc.code, "message": exc.message}
+            reply = {"jsonrpc": "2.0", "id": server_id, "error": error}
+        await self._post(reply)

@@ -25,13 +25,14 @@ with a readable error and wakes that task, which connects again.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -73,7 +74,7 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
-from .pipe import UpstreamPipe
+from .pipe import HttpLane, UpstreamPipe
 
 __all__ = ["Downstream", "McpProxy", "ProxySession", "Upstream", "UpstreamError", "UpstreamSpec"]
 
@@ -215,6 +216,7 @@ class Upstream:
         self._proxy = proxy
         self.client: Client | None = None
         self.pipe: UpstreamPipe | None = None  # a stdio server's transport (the raw lane)
+        self.lane: HttpLane | None = None  # an HTTP server's raw lane
         self.error = "not connected yet"
         self.tools: dict[str, mt.Tool] = {}  # upstream tool name -> its listing
         self.capabilities: mt.ServerCapabilities | None = None
@@ -255,6 +257,8 @@ class Upstream:
         while True:
             try:
                 async with self._client() as client:
+                    if self.lane is not None:
+                        self.lane.version = client.protocol_version
                     await self._list_all(client)
                     self.capabilities = client.server_capabilities
                     self.client = client
@@ -282,14 +286,20 @@ class Upstream:
     def _client(self) -> Client:
         target: Any = self.target
         self.pipe = None
+        self.lane = None
         if isinstance(target, StdioServerParameters):
             target = self.pipe = UpstreamPipe(target)
-        elif self._proxy.headers.get(self.name):
+        else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=self._proxy.headers[self.name], timeout=30.0)
-            target = streamable_http_client(target, http_client=http)
+            self.lane = lane = HttpLane(target)
+            http = lane.http = httpx2.AsyncClient(
+                headers=self._proxy.headers.get(self.name) or {},
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                event_hooks={"response": [lane.saw]},
+            )
+            target = _closing(streamable_http_client(target, http_client=http), http)
         return Client(
             target,
             # legacy: pushed notifications (logging, list_changed) and server-initiated
@@ -341,6 +351,14 @@ class Upstream:
             return await self.pipe.request(
                 "tools/call", params, read_timeout=read_timeout, progress=progress
             )
+        if self.lane is not None:  # HTTP: POSTed by the proxy, in the client's session
+            return await self.lane.request(
+                params,
+                read_timeout=read_timeout,
+                progress=progress,
+                on_request=self._server_request,
+                on_notification=self._server_notification,
+            )
         session: Any = client.session
         dispatcher = getattr(session, "_dispatcher", None)
         stamp = getattr(session, "_stamp", None)
@@ -367,6 +385,33 @@ class Upstream:
             "tools/call", data["params"], opts
         )
         return result
+
+    async def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request the server made on a raw-lane POST: answered like the client's.
+
+        Raises:
+            MCPError: unknown, malformed, or refused by the client.
+        """
+        model = SERVER_REQUESTS.get(method)
+        if model is None:
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            typed: Any = model.model_validate({"method": method, "params": params}, by_name=False)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, f"{method}: {exc}") from None
+        result_type = _RESULTS[method]
+        answer = await self._ask_downstream(method, typed.params, result_type)
+        if isinstance(answer, mt.ErrorData):
+            raise MCPError(answer.code, answer.message, answer.data)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _server_notification(self, message: dict[str, Any]) -> None:
+        try:
+            notification = mt.server_notification_adapter.validate_python(message, by_name=False)
+        except ValueError as exc:
+            log.warning("upstream %r: a notification the SDK does not know: %s", self.name, exc)
+            return
+        await self._on_message(notification)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -401,6 +446,24 @@ class Upstream:
 
     async def _roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
         return await self._ask_downstream("roots/list", None, mt.ListRootsResult)
+
+
+_RESULTS: dict[str, type[BaseModel]] = {
+    "sampling/createMessage": mt.CreateMessageResult,
+    "elicitation/create": mt.ElicitResult,
+    "roots/list": mt.ListRootsResult,
+}
+
+
+@contextlib.asynccontextmanager
+async def _closing(transport: Any, http: Any) -> AsyncIterator[Any]:
+    """``transport``, then close the ``httpx2`` client it was given (it does not)."""
+    try:
+        async with transport as streams:
+            yield streams
+    finally:
+        with anyio.CancelScope(shield=True):
+            await http.aclose()
 
 
 def _header_value(value: str) -> str:
