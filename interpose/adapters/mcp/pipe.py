@@ -47,6 +47,7 @@ Streams = tuple[
 STOP_TIMEOUT = 2.0  # s: after stdin closes, before the process group is terminated
 KILL_TIMEOUT = 2.0  # s: after SIGTERM, before SIGKILL
 READ_SIZE = 1 << 16
+DRAIN_TIMEOUT = 1.0  # s: an HTTP answer's stream, read to its end after the answer
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 _CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
@@ -409,8 +410,22 @@ class HttpLane:
                 return message
             if not kind.startswith("text/event-stream"):
                 raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
-            async for event in httpx2.EventSource(response):
-                if not event.data:
+            answer: dict[str, Any] | None = None
+            events = httpx2.EventSource(response).__aiter__()
+            while True:
+                if answer is None:
+                    event = await anext(events, None)
+                else:
+                    # the server ends the stream after the answer: read it to its end
+                    # (briefly) so that the connection is kept for the next call
+                    event = None
+                    with anyio.move_on_after(DRAIN_TIMEOUT):
+                        event = await anext(events, None)
+                if event is None:
+                    if answer is not None:
+                        return answer
+                    break
+                if not event.data or answer is not None:
                     continue
                 message = _decode(event.data)
                 if not isinstance(message, dict):
@@ -418,7 +433,7 @@ class HttpLane:
                 method = message.get("method")
                 if method is None:
                     if message.get("id") == request_id:
-                        return message
+                        answer = message
                     continue
                 params = message.get("params")
                 params = params if isinstance(params, dict) else {}
