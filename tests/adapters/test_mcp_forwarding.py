@@ -9,6 +9,8 @@ client's subscriptions and questions never reach another.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,37 @@ async def test_two_http_clients_each_get_their_own_upstream_session(
     # the clients ended their sessions: their upstream processes are stopped
     for pid in upstreams:
         wait_gone(pid)
+
+
+GROWING = Path(__file__).resolve().parent / "servers" / "growing.py"
+
+
+async def test_a_sampling_request_on_an_http_upstreams_call_stream_reaches_the_client(
+    http_proxy: type[HttpProxy],
+) -> None:
+    # growing.py --http asks for a completion on the tool call's own event stream: the
+    # proxy reads that stream itself (its raw HTTP lane) and must answer the request
+    upstream = http_proxy([sys.executable, str(GROWING), "--http"]).url
+    argv = [sys.executable, "-m", "interpose.cli", "mcp-proxy", "--name", "growing"]
+    target = StdioServerParameters(
+        command=argv[0],
+        args=[*argv[1:], "--upstream-url", upstream],
+        env={"PATH": os.environ.get("PATH", "")},
+    )
+    asked: list[int] = []
+
+    async def sample(context: Any, params: mt.CreateMessageRequestParams) -> mt.CreateMessageResult:
+        asked.append(params.max_tokens)
+        return mt.CreateMessageResult(
+            role="assistant",
+            content=mt.TextContent(type="text", text="hello from the client"),
+            model="client-model",
+        )
+
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(target, mode="legacy", sampling_callback=sample) as client:
+            result = await client.call_tool("sample", {})
+            again = await client.call_tool("meta", {})
+    assert asked == [5]
+    assert text(result) == "sampled: hello from the client"
+    assert not again.is_error
