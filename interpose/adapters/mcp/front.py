@@ -52,6 +52,7 @@ _M = TypeVar("_M", bound=BaseModel)
 
 MAX_LINE = 1 << 28  # bytes: one JSON-RPC message (a base64 image, a large file)
 BUFFER = 16  # messages waiting for the SDK's server, or for stdout
+MAX_BODY = 1 << 20  # bytes: larger POSTs go to the SDK's app (and its body limit)
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -423,6 +424,7 @@ class HttpFront:
             await self.app(scope, receive, send)
             return
         sid = version = accept = None
+        length = -1
         for key, value in scope["headers"]:
             if key == b"mcp-session-id":
                 sid = value.decode("latin-1")
@@ -430,6 +432,8 @@ class HttpFront:
                 version = value.decode("latin-1")
             elif key == b"accept":
                 accept = value
+            elif key == b"content-length" and value.isdigit():
+                length = int(value)
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
         session = self.proxy.sessions.get(sid) if transport is not None else None
@@ -438,6 +442,7 @@ class HttpFront:
             or version not in HANDSHAKE_PROTOCOL_VERSIONS
             or accept is None
             or b"application/json" not in accept
+            or not 0 < length <= MAX_BODY  # the SDK's app enforces its own limit
         ):
             await self.app(scope, receive, send)
             return
