@@ -359,32 +359,15 @@ class Upstream:
                 on_request=self._server_request,
                 on_notification=self._server_notification,
             )
-        session: Any = client.session
-        dispatcher = getattr(session, "_dispatcher", None)
-        stamp = getattr(session, "_stamp", None)
-        if dispatcher is None or stamp is None:  # another SDK layout: the typed path
-            typed = await client.call_tool(
-                tool,
-                args,
-                read_timeout_seconds=read_timeout,
-                progress_callback=progress,  # type: ignore[arg-type]
-                meta=meta,  # type: ignore[arg-type]
-            )
-            return typed.model_dump(by_alias=True, mode="json", exclude_none=True)
-        # what ClientSession.send_request does, minus the result's models: the session's
-        # stamp (protocol-version header), the tool name header, timeout and progress
-        data: dict[str, Any] = {"method": "tools/call", "params": params}
-        opts: dict[str, Any] = {}
-        stamp(data, opts)
-        opts.setdefault("headers", {}).setdefault("Mcp-Name", _header_value(tool))
-        if read_timeout is not None:
-            opts["timeout"] = read_timeout
-        if progress is not None:
-            opts["on_progress"] = progress
-        result: dict[str, Any] = await dispatcher.send_raw_request(
-            "tools/call", data["params"], opts
+        # (every target _client builds has a raw lane; anything else: the typed call)
+        typed = await client.call_tool(
+            tool,
+            args,
+            read_timeout_seconds=read_timeout,
+            progress_callback=progress,  # type: ignore[arg-type]
+            meta=meta,  # type: ignore[arg-type]
         )
-        return result
+        return typed.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A request the server made on a raw-lane POST: answered like the client's.
@@ -464,12 +447,6 @@ async def _closing(transport: Any, http: Any) -> AsyncIterator[Any]:
     finally:
         with anyio.CancelScope(shield=True):
             await http.aclose()
-
-
-def _header_value(value: str) -> str:
-    from mcp.shared.inbound import encode_header_value
-
-    return str(encode_header_value(value))
 
 
 class ProxySession:
