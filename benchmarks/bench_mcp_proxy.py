@@ -17,9 +17,9 @@ measured):
   ``Client(url)``.
 - HTTP, through the proxy: ``interpose mcp-proxy --listen 127.0.0.1:0 --upstream-url
   <the upstream's URL>``; ``Client(<the proxy's URL>)``.  Target: at most 1.2x.
-- 16 in flight (informational), direct and through the proxy, over stdio: 16 tasks of
-  one task group make the same calls back to back on one client: time per call
-  (elapsed over all calls) and calls per second.
+- 16 in flight (informational), direct and through the proxy, over stdio and over
+  HTTP: 16 tasks of one task group make the same calls back to back on one client:
+  time per call (elapsed over all calls) and calls per second.
 
 Methodology (as in bench_process_hook.py): every case is calibrated to a call count
 whose run lasts about ``--target-ms``, warmed up, then each round runs every case once
@@ -258,6 +258,16 @@ async def bench(rounds: int, target_ms: float) -> dict[str, Any]:
                 f"stdio, proxy, {IN_FLIGHT} in flight",
                 in_flight(clients["proxy_stdio"], IN_FLIGHT),
             ),
+            Case(
+                "http16",
+                f"HTTP, direct, {IN_FLIGHT} in flight",
+                in_flight(clients["http"], IN_FLIGHT),
+            ),
+            Case(
+                "proxy_http16",
+                f"HTTP, proxy, {IN_FLIGHT} in flight",
+                in_flight(clients["proxy_http"], IN_FLIGHT),
+            ),
         ]
         await measure(cases, rounds, target_ms)
     t = {case.key: case for case in cases}
@@ -265,6 +275,7 @@ async def bench(rounds: int, target_ms: float) -> dict[str, Any]:
         "stdio": paired_ratio(t["proxy_stdio"], t["stdio"]),
         "http": paired_ratio(t["proxy_http"], t["http"]),
         "stdio16": paired_ratio(t["proxy_stdio16"], t["stdio16"]),
+        "http16": paired_ratio(t["proxy_http16"], t["http16"]),
     }
     rows: list[dict[str, Any]] = [
         {
@@ -275,10 +286,11 @@ async def bench(rounds: int, target_ms: float) -> dict[str, Any]:
         }
         for kind in ("stdio", "http")
     ]
-    rows.append(
-        {"case": f"proxy vs direct, {IN_FLIGHT} in flight", "ratio": ratios["stdio16"]}
-        | {"target": "info", "result": ""}
-    )
+    for kind in ("stdio", "http"):
+        rows.append(
+            {"case": f"proxy vs direct, {kind}, {IN_FLIGHT} in flight"}
+            | {"ratio": ratios[f"{kind}16"], "target": "info", "result": ""}
+        )
     return {
         "cases": {c.key: {"label": c.label, "n": c.n, "ns_per_call": c.median} for c in cases},
         "ratios": ratios,
@@ -287,14 +299,14 @@ async def bench(rounds: int, target_ms: float) -> dict[str, Any]:
 
 
 def render(results: dict[str, Any]) -> str:
-    lines = [f"{'case':<36} {'us/call':>8} {'calls/s':>9}", "-" * 55]
+    lines = [f"{'case':<44} {'us/call':>8} {'calls/s':>9}", "-" * 63]
     for case in results["cases"].values():
         ns = case["ns_per_call"]
-        lines.append(f"{case['label']:<36} {ns / 1e3:8.1f} {1e9 / ns:9.0f}")
+        lines.append(f"{case['label']:<44} {ns / 1e3:8.1f} {1e9 / ns:9.0f}")
     lines.append("")
     for row in results["rows"]:
         lines.append(
-            f"{row['case']:<36} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
+            f"{row['case']:<44} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
         )
     return "\n".join(lines)
 

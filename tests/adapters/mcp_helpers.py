@@ -152,5 +152,7 @@ class HttpProxy:
                 self.process.wait(STOP_TIMEOUT)
         self._reader.join(STOP_TIMEOUT)  # it reads stderr to its end: then close it
         for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+            if stream is not None and not (
+                stream is self.process.stderr and self._reader.is_alive()
+            ):
+                stream.close()  # (never under the reader's feet: it ends at EOF)

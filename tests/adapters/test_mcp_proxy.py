@@ -453,8 +453,8 @@ async def test_a_changed_tool_list_reaches_a_handshake_era_client(proxied: Start
             after = [t.name for t in (await client.list_tools()).tools]
             # the new tool is routed at once
             called = await client.call_tool("extra_1", {})
-    assert before == ["grow", "meta", "refuse"]
-    assert after == ["grow", "meta", "refuse", "extra_1"]
+    assert before == ["grow", "meta", "refuse", "sample"]
+    assert after == ["grow", "meta", "refuse", "sample", "extra_1"]
     assert not called.is_error
 
 
@@ -470,7 +470,7 @@ async def test_a_changed_tool_list_reaches_a_2026_client_on_its_listen_stream(
                     assert type(event).__name__ == "ToolsListChanged"
                     break
             after = [t.name for t in (await client.list_tools()).tools]
-    assert after == ["grow", "meta", "refuse", "extra_1"]
+    assert after == ["grow", "meta", "refuse", "sample", "extra_1"]
 
 
 async def test_a_protocol_error_of_the_upstream_reaches_the_client_with_its_code(

@@ -4,10 +4,14 @@ config file, then serve MCP on stdio or streamable HTTP."""
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
 from pathlib import Path
 
 __all__ = ["add_parser", "run"]
+
+log = logging.getLogger("interpose.mcp")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,19 +98,34 @@ def run(args: argparse.Namespace) -> int:
     proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
     listen = args.listen
 
+    async def serve() -> None:
+        if listen is None:
+            await proxy.serve_stdio()
+            return
+        host, _, port = listen.rpartition(":")
+        await proxy.serve_http(
+            host or "127.0.0.1",
+            int(port),
+            ready=lambda url: print(
+                f"interpose mcp-proxy: serving MCP on {url}", file=sys.stderr, flush=True
+            ),
+        )
+
     async def main() -> None:
-        async with pipe:
-            if listen is None:
-                await proxy.serve_stdio()
-                return
-            host, _, port = listen.rpartition(":")
-            await proxy.serve_http(
-                host or "127.0.0.1",
-                int(port),
-                ready=lambda url: print(
-                    f"interpose mcp-proxy: serving MCP on {url}", file=sys.stderr, flush=True
-                ),
-            )
+        async with pipe, anyio.create_task_group() as tg:
+
+            async def stop_on_signal() -> None:
+                # SIGTERM/SIGINT: leave through the task groups, which stop the upstream
+                # servers (stdin closed, then their process groups terminated)
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("signal %d: stopping", signum)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            await serve()
+            tg.cancel_scope.cancel()
 
     if listen is not None and not listen.rpartition(":")[2].isdigit():
         return _usage(f"--listen: expected HOST:PORT, got {listen!r}")

@@ -2,8 +2,20 @@
 
 Every ``tools/call`` runs interpose's tool stage (tool.before → tool.approve → the
 upstream call → tool.after) under the name ``mcp__<server>__<tool>``; everything else
-(resources, prompts, completion, logging, progress, cancellation, ``list_changed``)
+(resources, prompts, completion, logging, progress, cancellation, ``list_changed``,
+resource subscriptions, and the upstream's own sampling, elicitation and roots requests)
 passes through.
+
+A tool call is relayed as JSON: the upstream's result is the raw JSON object it sent,
+handed to ``tool.after`` as a dict and back to the client unchanged (nothing is decoded
+into models and encoded again).  Over stdio, a handshake-era client's ``tools/call``
+does not even go through the SDK's server: ``StdioFront`` (front.py) reads and writes
+the JSON lines itself and sends everything else to the SDK's ``Server``.
+
+Each downstream MCP session has its own upstream connections (``ProxySession``): over
+stdio there is one session; over streamable HTTP each ``mcp-session-id`` gets its own
+upstream processes or HTTP sessions, closed when the client's session ends, so one
+client's subscriptions, log level, roots and elicitations never reach another.
 
 Each upstream ``Client`` lives in one long-lived task (``Upstream.keep``): anyio cancel
 scopes must be entered and left in the same task, so nothing but that task ever enters or
@@ -13,26 +25,29 @@ with a readable error and wakes that task, which connects again.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
+from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
@@ -40,7 +55,10 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from opentelemetry import propagate, trace
+from pydantic import BaseModel
 
 from ...bus import events as ev
 from ...errors import InterposeError
@@ -56,20 +74,63 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from .config import McpConfig, McpServerConfig, mcp_namespace, server_key
+from .pipe import HttpLane, UpstreamPipe
 
-__all__ = ["McpProxy", "Upstream", "UpstreamError", "UpstreamSpec"]
+__all__ = ["Downstream", "McpProxy", "ProxySession", "Upstream", "UpstreamError", "UpstreamSpec"]
 
 log = logging.getLogger("interpose.mcp")
 
 _R = TypeVar("_R")
+_M = TypeVar("_M", bound=BaseModel)
 
 CONNECT_TIMEOUT = 30.0  # s: until an upstream has answered its handshake and listing
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # s: between failed connection attempts
 _PAGE_LIMIT = 1000  # pages of one listing we follow before giving up (a looping cursor)
 
-# the downstream request being served: the human-approval handler asks through it
-_current: contextvars.ContextVar[ServerRequestContext[Any] | None] = contextvars.ContextVar(
-    "interpose_mcp_request", default=None
+# the server->client requests an upstream may make, forwarded to its downstream client
+SERVER_REQUESTS: dict[str, type[BaseModel]] = {
+    "sampling/createMessage": mt.CreateMessageRequest,
+    "elicitation/create": mt.ElicitRequest,
+    "roots/list": mt.ListRootsRequest,
+}
+# ... and the client capability each one needs
+_NEEDS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
+_NEEDS["roots/list"] = "roots"
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class Downstream(Protocol):
+    """The client side of one downstream session, as the proxy talks to it: the SDK's
+    ``ServerSession`` (``SdkDownstream``) or the stdio fast lane (``StdioFront``)."""
+
+    def supports(self, capability: str) -> bool:
+        """Whether the client declared ``capability`` (``sampling``, ``elicitation``,
+        ``roots``) in its handshake."""
+        ...
+
+    async def request(
+        self,
+        method: str,
+        params: BaseModel | None,
+        result_type: type[_M],
+        related: mt.RequestId | None = None,
+    ) -> _M:
+        """Send a server->client request; its result, validated.
+
+        Raises:
+            MCPError: the client answered with an error (or the connection closed).
+        """
+        ...
+
+    async def notify(self, notification: BaseModel) -> None:
+        """Send a server notification (logging, list_changed, a resource update)."""
+        ...
+
+
+# the downstream and request a tool call is served for: Approval.ask asks through it
+_current: contextvars.ContextVar[tuple[Downstream, mt.RequestId | None] | None] = (
+    contextvars.ContextVar("interpose_mcp_request", default=None)
 )
 
 
@@ -109,15 +170,53 @@ class UpstreamSpec:
         return cls(name, params)
 
 
-class Upstream:
-    """One upstream server: its connection (kept by ``keep``) and its latest tool list."""
+class SdkDownstream:
+    """A downstream session served by the SDK's ``Server`` (HTTP, 2026-07-28 clients,
+    stdio when the fast lane cannot take the pipes)."""
 
-    def __init__(self, spec: StdioServerParameters | str, name: str, proxy: McpProxy) -> None:
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+
+    def supports(self, capability: str) -> bool:
+        caps = self.session.client_capabilities
+        return caps is not None and getattr(caps, capability, None) is not None
+
+    async def request(
+        self,
+        method: str,
+        params: BaseModel | None,
+        result_type: type[_M],
+        related: mt.RequestId | None = None,
+    ) -> _M:
+        request: Any = SERVER_REQUESTS[method](params=params)
+        metadata = ServerMessageMetadata(related_request_id=related) if related else None
+        return await self.session.send_request(request, result_type, metadata=metadata)
+
+    async def notify(self, notification: BaseModel) -> None:
+        await self.session.send_notification(notification)  # type: ignore[arg-type]
+
+
+class Upstream:
+    """One upstream server: its connection (kept by ``keep``) and its latest tool list.
+
+    Sampling, elicitation and roots requests of the server go to the client of the
+    session that owns this connection (``session.downstream``)."""
+
+    def __init__(
+        self,
+        spec: StdioServerParameters | str,
+        name: str,
+        proxy: McpProxy,
+        session: ProxySession | None = None,
+    ) -> None:
         self.name = name
         self.key = server_key(name)
         self.target = spec
+        self.session = session
         self._proxy = proxy
         self.client: Client | None = None
+        self.pipe: UpstreamPipe | None = None  # a stdio server's transport (the raw lane)
+        self.lane: HttpLane | None = None  # an HTTP server's raw lane
         self.error = "not connected yet"
         self.tools: dict[str, mt.Tool] = {}  # upstream tool name -> its listing
         self.capabilities: mt.ServerCapabilities | None = None
@@ -158,6 +257,8 @@ class Upstream:
         while True:
             try:
                 async with self._client() as client:
+                    if self.lane is not None:
+                        self.lane.version = client.protocol_version
                     await self._list_all(client)
                     self.capabilities = client.server_capabilities
                     self.client = client
@@ -184,12 +285,21 @@ class Upstream:
 
     def _client(self) -> Client:
         target: Any = self.target
-        if isinstance(target, str) and self._proxy.headers.get(self.name):
+        self.pipe = None
+        self.lane = None
+        if isinstance(target, StdioServerParameters):
+            target = self.pipe = UpstreamPipe(target)
+        else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=self._proxy.headers[self.name], timeout=30.0)
-            target = streamable_http_client(target, http_client=http)
+            self.lane = lane = HttpLane(target)
+            http = lane.http = httpx2.AsyncClient(
+                headers=self._proxy.headers.get(self.name) or {},
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                event_hooks={"response": [lane.saw]},
+            )
+            target = _closing(streamable_http_client(target, http_client=http), http)
         return Client(
             target,
             # legacy: pushed notifications (logging, list_changed) and server-initiated
@@ -198,6 +308,11 @@ class Upstream:
             # the proxy must never serve a stale listing after list_changed
             cache=None,
             message_handler=self._on_message,
+            # forwarded to the downstream client (declared whatever it supports: a
+            # client without the capability answers the server with an error)
+            sampling_callback=self._sample,
+            elicitation_callback=self._elicit,
+            list_roots_callback=self._roots,
         )
 
     async def _list_all(self, client: Client) -> list[mt.Tool]:
@@ -212,11 +327,165 @@ class Upstream:
         self.tools = {tool.name: tool for tool in tools}
         return tools
 
+    async def call_raw(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        meta: dict[str, Any] | None,
+        *,
+        read_timeout: float | None,
+        progress: ProgressFn | None,
+    ) -> dict[str, Any]:
+        """``tools/call`` upstream; the raw JSON result (no model is built).
+
+        Raises:
+            UpstreamError: not connected.
+            MCPError: the server answered with an error, the call timed out or the
+                connection closed.
+        """
+        client = await self.connected()
+        params: dict[str, Any] = {"name": tool, "arguments": args}
+        if meta:
+            params["_meta"] = meta
+        if self.pipe is not None:  # stdio: the pipe's raw lane
+            return await self.pipe.request(
+                "tools/call", params, read_timeout=read_timeout, progress=progress
+            )
+        if self.lane is not None:  # HTTP: POSTed by the proxy, in the client's session
+            return await self.lane.request(
+                params,
+                read_timeout=read_timeout,
+                progress=progress,
+                on_request=self._server_request,
+                on_notification=self._server_notification,
+            )
+        # (every target _client builds has a raw lane; anything else: the typed call)
+        typed = await client.call_tool(
+            tool,
+            args,
+            read_timeout_seconds=read_timeout,
+            progress_callback=progress,  # type: ignore[arg-type]
+            meta=meta,  # type: ignore[arg-type]
+        )
+        return typed.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request the server made on a raw-lane POST: answered like the client's.
+
+        Raises:
+            MCPError: unknown, malformed, or refused by the client.
+        """
+        model = SERVER_REQUESTS.get(method)
+        if model is None:
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            typed: Any = model.model_validate({"method": method, "params": params}, by_name=False)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, f"{method}: {exc}") from None
+        result_type = _RESULTS[method]
+        answer = await self._ask_downstream(method, typed.params, result_type)
+        if isinstance(answer, mt.ErrorData):
+            raise MCPError(answer.code, answer.message, answer.data)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _server_notification(self, message: dict[str, Any]) -> None:
+        try:
+            notification = mt.server_notification_adapter.validate_python(message, by_name=False)
+        except ValueError as exc:
+            log.warning("upstream %r: a notification the SDK does not know: %s", self.name, exc)
+            return
+        await self._on_message(notification)
+
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             log.warning("upstream %r: %s: %s", self.name, type(message).__name__, message)
             return
         await self._proxy.forward(self, message)
+
+    async def _ask_downstream(
+        self, method: str, params: BaseModel | None, result_type: type[_M]
+    ) -> _M | mt.ErrorData:
+        downstream = self.session.downstream if self.session is not None else None
+        if downstream is None or not downstream.supports(_NEEDS[method]):
+            return mt.ErrorData(
+                code=METHOD_NOT_FOUND,
+                message=f"{method}: the MCP client behind interpose does not support "
+                f"{_NEEDS[method]}",
+            )
+        try:
+            return await downstream.request(method, params, result_type)
+        except MCPError as exc:
+            return mt.ErrorData(code=exc.code, message=exc.message, data=exc.data)
+
+    async def _sample(
+        self, context: ClientRequestContext, params: mt.CreateMessageRequestParams
+    ) -> mt.CreateMessageResult | mt.ErrorData:
+        return await self._ask_downstream("sampling/createMessage", params, mt.CreateMessageResult)
+
+    async def _elicit(
+        self, context: ClientRequestContext, params: mt.ElicitRequestParams
+    ) -> mt.ElicitResult | mt.ErrorData:
+        return await self._ask_downstream("elicitation/create", params, mt.ElicitResult)
+
+    async def _roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
+        return await self._ask_downstream("roots/list", None, mt.ListRootsResult)
+
+
+_RESULTS: dict[str, type[BaseModel]] = {
+    "sampling/createMessage": mt.CreateMessageResult,
+    "elicitation/create": mt.ElicitResult,
+    "roots/list": mt.ListRootsResult,
+}
+
+
+@contextlib.asynccontextmanager
+async def _closing(transport: Any, http: Any) -> AsyncIterator[Any]:
+    """``transport``, then close the ``httpx2`` client it was given (it does not)."""
+    try:
+        async with transport as streams:
+            yield streams
+    finally:
+        with anyio.CancelScope(shield=True):
+            await http.aclose()
+
+
+class ProxySession:
+    """One downstream MCP session and its own upstream connections.
+
+    Attributes:
+        key: the ``mcp-session-id`` (HTTP), or None (stdio; HTTP requests of the
+            2026-07-28 era, which carry no session).
+        upstreams: one ``Upstream`` per configured server.
+        downstream: how to reach the client (set by its first request).
+    """
+
+    def __init__(self, key: str | None, proxy: McpProxy, specs: list[UpstreamSpec]) -> None:
+        self.key = key
+        self.upstreams = [Upstream(spec.target, spec.name, proxy, self) for spec in specs]
+        self.downstream: Downstream | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the upstream connections (``run`` returns)."""
+        self._closed = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Keep every upstream connected until ``scope`` is cancelled; ``started``
+        after each first connection attempt."""
+        started = False
+        with anyio.CancelScope() as self._scope:
+            if self._closed:
+                self._scope.cancel()
+            async with anyio.create_task_group() as tg:
+                for upstream in self.upstreams:
+                    await tg.start(upstream.keep)
+                task_status.started()
+                started = True
+        if not started:  # cancelled before it started: the waiter must not hang
+            task_status.started()
 
 
 class McpProxy:
@@ -248,9 +517,16 @@ class McpProxy:
             self.config.call_timeout_ms / 1000 if self.config.call_timeout_ms else None
         )
         self.headers = {spec.name: spec.headers for spec in upstreams if spec.headers}
-        self.upstreams = [Upstream(spec.target, spec.name, self) for spec in upstreams]
-        self._prefixed = len(self.upstreams) > 1
-        self._downstream: dict[str, ServerSession] = {}
+        self.specs = list(upstreams)
+        # the first session: connected at start (its capabilities are the proxy's)
+        self.first = ProxySession(None, self, self.specs)
+        self.upstreams = self.first.upstreams
+        self._first_claimed = False
+        self._per_session = False  # HTTP: one ProxySession per mcp-session-id
+        self.sessions: dict[str | None, ProxySession] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._opening = anyio.Lock()
+        self._prefixed = len(self.specs) > 1
         self._read_only: dict[str, bool] = {}
         self._pins: dict[str, str] = {}
         self._pin_path: Path | None = None
@@ -262,8 +538,8 @@ class McpProxy:
             self._pin_path = (base_dir or Path.cwd()) / self.config.pin_file
             if self._pin_path.is_file():
                 self._pins = json.loads(self._pin_path.read_text(encoding="utf-8"))
-        for upstream in self.upstreams:
-            pipe.registry.register_tool_namespace(mcp_namespace(upstream.name))
+        for spec in self.specs:
+            pipe.registry.register_tool_namespace(mcp_namespace(spec.name))
         self._install_path_guard()
         self._ask_fallback = pipe.human_approval
         pipe.human_approval = self._ask
@@ -274,8 +550,9 @@ class McpProxy:
         """The name the client sees: ``<server>__<tool>`` behind several upstreams."""
         return f"{upstream.key}__{tool}" if self._prefixed else tool
 
-    def _route(self, exposed: str) -> tuple[Upstream, str] | None:
-        for upstream in self.upstreams:
+    def route(self, session: ProxySession, exposed: str) -> tuple[Upstream, str] | None:
+        """The upstream and its tool name behind an exposed name, in ``session``."""
+        for upstream in session.upstreams:
             prefix = f"{upstream.key}__" if self._prefixed else ""
             if exposed.startswith(prefix) and exposed[len(prefix) :] in upstream.tools:
                 return upstream, exposed[len(prefix) :]
@@ -285,6 +562,66 @@ class McpProxy:
     def interpose_name(upstream: Upstream, tool: str) -> str:
         """The name interceptors and matchers see: ``mcp__<server>__<tool>``."""
         return f"mcp__{upstream.key}__{tool}"
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def session_for(self, key: str | None) -> ProxySession:
+        """The session of ``key``: over stdio always the first; over HTTP the first
+        goes to the first session seen, each further one gets its own connections.
+
+        Raises:
+            RuntimeError: the proxy is not running (``connect`` was not called).
+        """
+        if not self._per_session:
+            return self.first
+        found = self.sessions.get(key)
+        if found is not None:
+            return found
+        async with self._opening:
+            found = self.sessions.get(key)
+            if found is not None:
+                return found
+            if not self._first_claimed:
+                self._first_claimed = True
+                found = self.first
+                found.key = key
+            else:
+                if self._tg is None:
+                    raise RuntimeError("McpProxy: connect() first")
+                found = ProxySession(key, self, self.specs)
+                await self._tg.start(found.run)
+            self.sessions[key] = found
+            log.info("downstream session %s: upstream connections opened", key)
+            return found
+
+    def end_session(self, key: str) -> None:
+        """The client's session ended: close its upstream connections."""
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            log.info("downstream session %s ended: upstream connections closed", key)
+            session.close()
+
+    async def _session(self, ctx: ServerRequestContext[Any]) -> ProxySession:
+        session = await self.session_for(self._http_session(ctx))
+        if session.downstream is None or (
+            isinstance(session.downstream, SdkDownstream)
+            and session.downstream.session is not ctx.session
+        ):
+            session.downstream = SdkDownstream(ctx.session)
+        return session
+
+    @staticmethod
+    def _http_session(ctx: ServerRequestContext[Any]) -> str | None:
+        headers = getattr(ctx.request, "headers", None)
+        if headers is not None:
+            session = headers.get("mcp-session-id")
+            if session:
+                return str(session)
+        return None
+
+    @classmethod
+    def _session_key(cls, ctx: ServerRequestContext[Any]) -> str:
+        return cls._http_session(ctx) or "stdio"
 
     # -- the server toward the client --------------------------------------------------
 
@@ -339,26 +676,12 @@ class McpProxy:
             tools_changed=any(c.tools is not None and c.tools.list_changed for c in caps),
         )
 
-    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        # the connection to push upstream notifications on (handshake-era clients)
-        self._downstream[self._session_key(ctx)] = ctx.session
-
-    @staticmethod
-    def _session_key(ctx: ServerRequestContext[Any]) -> str:
-        request = ctx.request
-        headers = getattr(request, "headers", None)
-        if headers is not None:
-            session = headers.get("mcp-session-id")
-            if session:
-                return str(session)
-        return "stdio"
-
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
-        self._remember(ctx)
+        session = await self._session(ctx)
         listed: list[mt.Tool] = []
-        for upstream in self.upstreams:
+        for upstream in session.upstreams:
             try:
                 client = await upstream.connected()
                 tools = await upstream._list_all(client)
@@ -446,30 +769,74 @@ class McpProxy:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult:
-        self._remember(ctx)
-        await self._flush_events()
-        route = self._route(params.name)
+    ) -> dict[str, Any] | mt.CallToolResult:
+        session = await self._session(ctx)
+        downstream = session.downstream
+        assert downstream is not None  # set by _session
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(value, total, message)
+
+        result = await self.call_tool(
+            session,
+            params.name,
+            dict(params.arguments or {}),
+            params.meta,
+            request_id=ctx.request_id,
+            session_key=self._session_key(ctx),
+            progress=progress,
+            downstream=downstream,
+        )
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            return result  # the upstream's JSON as it sent it
+        # a 2026-07-28 result has fields of its own (resultType): the SDK's model adds them
+        return mt.CallToolResult.model_validate(result, by_name=False)
+
+    async def call_tool(
+        self,
+        session: ProxySession,
+        exposed: str,
+        arguments: dict[str, Any],
+        client_meta: Any,
+        *,
+        request_id: mt.RequestId | None,
+        session_key: str,
+        progress: ProgressFn | None,
+        downstream: Downstream | None,
+        related: bool = True,
+    ) -> dict[str, Any]:
+        """One ``tools/call`` of a client: the tool stage around the upstream call; the
+        result as JSON (the upstream's own when the call went through).
+
+        ``related``: an approval question goes out tied to the request (on its
+        stream, over HTTP); False: on the session's own channel.
+
+        Raises:
+            MCPError: an unknown tool, or the upstream's protocol error (its code kept).
+        """
+        if self._pending_events:
+            await self._flush_events()
+        route = self.route(session, exposed)
         if route is None:
             # names that were never listed are refused, as the servers themselves do
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {exposed}")
         upstream, tool = route
         name = self.interpose_name(upstream, tool)
         failed: list[MCPError] = []
         # the client's own _meta (trace context, vendor keys) goes on; the protocol's
         # envelope keys and its progress token belong to the downstream hop only
-        meta = {
-            key: value
-            for key, value in (params.meta or {}).items()
-            if key != "progressToken" and not key.startswith("io.modelcontextprotocol/")
-        } or None
+        meta = (
+            {
+                key: value
+                for key, value in client_meta.items()
+                if key != "progressToken" and not key.startswith("io.modelcontextprotocol/")
+            }
+            if client_meta
+            else None
+        ) or None
+        timeout = self.call_timeout
 
-        async def progress(value: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(value, total, message)
-
-        async def call(args: dict[str, Any]) -> mt.CallToolResult:
-            from opentelemetry import propagate, trace
-
+        async def call(args: dict[str, Any]) -> dict[str, Any]:
             span = trace.get_current_span()
             upstream_meta = meta
             if span.is_recording():
@@ -477,14 +844,9 @@ class McpProxy:
                 carrier: dict[str, str] = {}
                 propagate.inject(carrier)
                 upstream_meta = {**(meta or {}), **carrier}
-            client = await upstream.connected()
             try:
-                return await client.call_tool(
-                    tool,
-                    args,
-                    read_timeout_seconds=self.call_timeout,
-                    progress_callback=progress,  # type: ignore[arg-type]
-                    meta=upstream_meta,  # type: ignore[arg-type]
+                return await upstream.call_raw(
+                    tool, args, upstream_meta, read_timeout=timeout, progress=progress
                 )
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
@@ -492,62 +854,68 @@ class McpProxy:
                     raise UpstreamError(
                         upstream.name, "the server exited during the call; it is being restarted"
                     ) from None
-                if exc.code == REQUEST_TIMEOUT and self.call_timeout is not None:
+                if exc.code == REQUEST_TIMEOUT and timeout is not None:
                     # our own limit ([mcp] call_timeout_ms), not the server's answer: the
                     # model reads why (the SDK has already cancelled the request upstream)
                     raise UpstreamError(
-                        upstream.name, f"no answer within {self.call_timeout:g}s (call_timeout_ms)"
+                        upstream.name, f"no answer within {timeout:g}s (call_timeout_ms)"
                     ) from None
                 failed.append(exc)
                 raise
 
-        token = _current.set(ctx)
+        asking = (downstream, request_id if related else None) if downstream else None
+        token = _current.set(asking)
         try:
             result = await self.pipe.call_tool(
                 name,
-                dict(params.arguments or {}),
+                arguments,
                 call=call,
-                call_id=str(ctx.request_id) if ctx.request_id is not None else None,
-                session_key=self._session_key(ctx),
+                call_id=str(request_id) if request_id is not None else None,
+                session_key=session_key,
             )
         finally:
             _current.reset(token)
         return self._to_mcp(result, failed)
 
     @staticmethod
-    def _to_mcp(result: ToolResult, failed: list[MCPError]) -> mt.CallToolResult:
+    def _to_mcp(result: ToolResult, failed: list[MCPError]) -> dict[str, Any]:
         output = result.output
         if result.status == "error" and failed and output == f"MCPError: {failed[-1]}":
             # a protocol error of the upstream (-32602 ...) reaches the client as itself
             raise failed[-1]
-        if isinstance(output, mt.CallToolResult):
-            if result.is_error and not output.is_error:
-                return output.model_copy(update={"is_error": True})
+        if (
+            result.status in ("ok", "responded")
+            and isinstance(output, dict)
+            and isinstance(output.get("content"), list)
+        ):
+            # a CallToolResult (the upstream's, as it sent it, or a responder's)
+            if result.is_error and not output.get("isError"):
+                return {**output, "isError": True}
             return output
         text = output if isinstance(output, str) else json.dumps(output, default=str)
-        structured = output if isinstance(output, dict) else None
-        return mt.CallToolResult(
-            content=[mt.TextContent(type="text", text=text)],
-            structured_content=structured,
-            is_error=result.is_error,
-        )
+        built: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        if isinstance(output, dict):
+            built["structuredContent"] = output
+        if result.is_error:
+            built["isError"] = True
+        return built
 
     # -- pass-through ---------------------------------------------------------------------
 
-    def _owner(self, kind: str) -> Upstream:
+    @staticmethod
+    def _owner(session: ProxySession, kind: str) -> Upstream:
         """The upstream that serves ``kind`` (resources, prompts...): the first that
         advertises it."""
-        for upstream in self.upstreams:
+        for upstream in session.upstreams:
             caps = upstream.capabilities
             if caps is not None and getattr(caps, kind, None) is not None:
                 return upstream
-        return self.upstreams[0]
+        return session.upstreams[0]
 
     async def _forward(
         self, ctx: ServerRequestContext[Any], kind: str, op: Callable[[Client], Awaitable[_R]]
     ) -> _R:
-        self._remember(ctx)
-        upstream = self._owner(kind)
+        upstream = self._owner(await self._session(ctx), kind)
         try:
             client = await upstream.connected()
         except UpstreamError as exc:
@@ -623,7 +991,8 @@ class McpProxy:
 
     async def forward(self, upstream: Upstream, message: Any) -> None:
         """Send an upstream notification (logging, list_changed, resource updates) to
-        every downstream connection that can receive it."""
+        the client of the session that owns the upstream connection (and list changes
+        to 2026-07-28 listen streams)."""
         if isinstance(message, mt.ToolListChangedNotification):
             # re-read it now: the next tools/list must not route with the old names
             client = upstream.client
@@ -631,33 +1000,40 @@ class McpProxy:
                 with anyio.move_on_after(CONNECT_TIMEOUT):
                     await upstream._list_all(client)
         event = _server_event(message)
-        if event is not None:
+        session = upstream.session
+        if event is not None and (
+            not isinstance(event, ResourceUpdated) or session is None or session.key is None
+        ):
+            # a subscription of an HTTP session is its own: its updates go to it only
             await self._changes.publish(event)
-        for key, session in list(self._downstream.items()):
-            try:
-                await session.send_notification(message)
-            except Exception as exc:  # that client went away
-                log.info("downstream %s: notification not delivered: %s", key, exc)
-                self._downstream.pop(key, None)
+        downstream = session.downstream if session is not None else None
+        if downstream is None:
+            return
+        try:
+            await downstream.notify(message)
+        except Exception as exc:  # that client went away
+            log.info("downstream %s: notification not delivered: %s", session, exc)
 
     # -- Approval.ask through elicitation ---------------------------------------------------
 
     async def _ask(self, request: ApprovalRequest, reason: str) -> bool | Approval:
         """Ask the human through the client (MCP elicitation) when it can; else the
         pipeline's own human-approval handler, else deny."""
-        ctx = _current.get()
-        caps = ctx.session.client_capabilities if ctx is not None else None
-        if ctx is not None and caps is not None and caps.elicitation is not None:
+        current = _current.get()
+        if current is not None and current[0].supports("elicitation"):
+            downstream, related = current
             args = json.dumps(request.args, default=str)
-            answer = await ctx.session.elicit_form(
-                f"interpose: {reason or 'approval required'}\n"
+            question = mt.ElicitRequestFormParams(
+                message=f"interpose: {reason or 'approval required'}\n"
                 f"tool: {request.tool_name}\narguments: {args}\nAllow this call?",
-                {
+                requested_schema={
                     "type": "object",
                     "properties": {"allow": {"type": "boolean", "title": "Allow this call"}},
                     "required": ["allow"],
                 },
-                related_request_id=ctx.request_id,
+            )
+            answer = await downstream.request(
+                "elicitation/create", question, mt.ElicitResult, related
             )
             allowed = answer.action == "accept" and bool((answer.content or {}).get("allow"))
             if allowed:
@@ -682,14 +1058,14 @@ class McpProxy:
         if audit is None or not isinstance(audit.handler, SecurityAudit):
             return  # the security audit is off: so is its MCP twin
         guard = McpPathGuard(audit.handler, self._read_only)
-        for upstream in self.upstreams:
+        for spec in self.specs:
             self.pipe.registry.add(
                 Interceptor(
-                    id=f"mcp:path-guard:{upstream.key}",
+                    id=f"mcp:path-guard:{server_key(spec.name)}",
                     hook="tool.before",
                     handler=guard,
                     priority=audit.priority,
-                    tool_matcher=f"^{mcp_namespace(upstream.name).lower()}",
+                    tool_matcher=f"^{mcp_namespace(spec.name).lower()}",
                     on_error="block",
                     source="mcp",
                 )
@@ -698,35 +1074,50 @@ class McpProxy:
     # -- running --------------------------------------------------------------------------
 
     async def connect(self, tg: anyio.abc.TaskGroup) -> None:
-        """Start every upstream's connection task; return after each first attempt."""
-        for upstream in self.upstreams:
-            await tg.start(upstream.keep)
+        """Start the first session's connections in ``tg`` (further sessions start
+        there too); return after each first attempt."""
+        self._tg = tg
+        await tg.start(self.first.run)
 
     async def serve_stdio(self) -> None:
         """Serve the client on this process's stdin/stdout until it disconnects."""
-        from mcp.server.stdio import stdio_server
+        from .front import StdioFront
 
         async with anyio.create_task_group() as tg:
-            # claim stdin/stdout before the children start: nothing else may write there
-            async with stdio_server() as (read, write):
-                await self.connect(tg)
-                srv = self.server()
-                await srv.run(
-                    read, write, srv.create_initialization_options(self.notification_options())
-                )
+            front = StdioFront.claim(self)
+            if front is not None:
+                with front:
+                    await self.connect(tg)
+                    await front.serve(self.server())
+            else:  # stdin or stdout is a regular file: the SDK's own transport
+                from mcp.server.stdio import stdio_server
+
+                # claim stdin/stdout before the children start: nothing else may write there
+                async with stdio_server() as (read, write):
+                    await self.connect(tg)
+                    srv = self.server()
+                    await srv.run(
+                        read, write, srv.create_initialization_options(self.notification_options())
+                    )
             tg.cancel_scope.cancel()
 
     async def serve_http(
         self, host: str, port: int, *, ready: Callable[[str], None] | None = None
     ) -> None:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
-        gets the URL once the socket listens (port 0: the port the system chose)."""
+        gets the URL once the socket listens (port 0: the port the system chose).
+
+        Each MCP session gets its own upstream connections, closed with the session."""
         import uvicorn
 
         async with anyio.create_task_group() as tg:
+            self._per_session = True
             await self.connect(tg)
             srv = self.server()
-            app = srv.streamable_http_app(host=host)
+            from .front import HttpFront
+
+            app = HttpFront(srv.streamable_http_app(host=host), self, srv.session_manager)
+            self._watch_sessions(srv)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
             server = uvicorn.Server(config)
 
@@ -743,6 +1134,21 @@ class McpProxy:
             tg.start_soon(announce)
             await server.serve()
             tg.cancel_scope.cancel()
+
+    def _watch_sessions(self, srv: Server[Any]) -> None:
+        """Close a session's upstream connections when the SDK's session manager
+        forgets the session (the client's DELETE, its idle timeout, a crash)."""
+        manager: Any = srv.session_manager
+        discard = getattr(manager, "_discard_session", None)
+        if discard is None:  # another SDK layout: sessions then end with the proxy
+            log.warning("mcp-proxy: cannot see HTTP sessions end; upstreams close on exit")
+            return
+
+        async def discard_and_close(session_id: str, transport: Any) -> None:
+            self.end_session(session_id)
+            await discard(session_id, transport)
+
+        manager._discard_session = discard_and_close
 
 
 class McpPathGuard:

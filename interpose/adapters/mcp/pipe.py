@@ -1,0 +1,459 @@
+"""A stdio upstream's process and pipes, with a raw lane for ``tools/call``.
+
+``UpstreamPipe`` is the transport of the SDK ``Client`` that talks to a stdio upstream
+(the handshake, listings, resources, notifications, the server's own requests: all as
+the SDK's stdio transport would carry them), and it also sends the proxy's tool calls
+itself: the request is written to the server's stdin from the caller's task, the
+response line is matched by its id as soon as it is read and handed to the waiting
+caller as the JSON object the server sent.  Neither goes through a model, a memory
+stream or the client's dispatcher.
+
+Ids of the raw lane are strings (``interpose-1``...) and the SDK's are integers: the
+two never collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import StdioServerParameters
+from mcp.client.stdio import get_default_environment
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types import jsonrpc_message_adapter
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
+from pydantic import ValidationError
+
+__all__ = ["UpstreamPipe"]
+
+log = logging.getLogger("interpose.mcp")
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
+
+STOP_TIMEOUT = 2.0  # s: after stdin closes, before the process group is terminated
+KILL_TIMEOUT = 2.0  # s: after SIGTERM, before SIGKILL
+READ_SIZE = 1 << 16
+DRAIN_TIMEOUT = 1.0  # s: an HTTP answer's stream, read to its end after the answer
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+_CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
+
+
+class UpstreamPipe:
+    """One run of a stdio upstream server (a transport: ``Client(UpstreamPipe(...))``).
+
+    Args:
+        params: the command, its arguments, environment and working directory; the
+            server inherits only the SDK's default environment plus ``params.env``.
+    """
+
+    def __init__(self, params: StdioServerParameters) -> None:
+        self.params = params
+        self._process: anyio.abc.Process | None = None
+        self._pending: dict[str, MemoryObjectSendStream[dict[str, Any]]] = {}
+        self._progress: dict[str, ProgressFn] = {}
+        self._count = 0
+        self._exit: contextlib.AbstractAsyncContextManager[Streams] | None = None
+
+    # -- the transport ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Streams:
+        self._exit = self._open()
+        return await self._exit.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._exit is not None
+        return await self._exit.__aexit__(exc_type, exc, tb)
+
+    @contextlib.asynccontextmanager
+    async def _open(self) -> AsyncIterator[Streams]:
+        params = self.params
+        process = await anyio.open_process(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # the proxy's stderr
+            env=get_default_environment() | (params.env or {}),
+            cwd=params.cwd,
+            start_new_session=True,  # its own process group: stopped as a whole
+        )
+        self._process = process
+        to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, process, to_client)
+            tg.start_soon(self._write, process, from_client)
+            try:
+                yield client_reads, client_writes
+            finally:
+                with anyio.CancelScope(shield=True):
+                    self._fail_pending()
+                    await self._stop(process)
+                tg.cancel_scope.cancel()
+                client_reads.close()
+                client_writes.close()
+
+    async def _read(
+        self,
+        process: anyio.abc.Process,
+        to_client: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        assert process.stdout is not None
+        buffer = b""
+        async with to_client:
+            try:
+                while True:
+                    chunk = await process.stdout.receive(READ_SIZE)
+                    lines = (buffer + chunk).split(b"\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        if line.strip():
+                            await self._dispatch(line, to_client)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the server exited (or we stopped it)
+            except OSError as exc:
+                log.warning("upstream %s: stdout: %s", self.params.command, exc)
+            finally:
+                self._fail_pending()
+
+    async def _dispatch(
+        self, line: bytes, to_client: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        try:
+            message = _decode(line)
+        except msgspec.DecodeError as exc:
+            log.warning("upstream %s: not JSON: %r", self.params.command, line[:200])
+            await to_client.send(exc)
+            return
+        if isinstance(message, dict):
+            if "method" not in message:  # a response: ours, or the client's
+                request_id = message.get("id")
+                waiter = (
+                    self._pending.pop(request_id, None) if isinstance(request_id, str) else None
+                )
+                if waiter is not None:
+                    waiter.send_nowait(message)
+                    return
+            elif message["method"] == "notifications/progress":
+                params = message.get("params")
+                token = params.get("progressToken") if isinstance(params, dict) else None
+                report = self._progress.get(token) if isinstance(token, str) else None
+                if report is not None:
+                    assert isinstance(params, dict)
+                    try:
+                        await report(params["progress"], params.get("total"), params.get("message"))
+                    except Exception:
+                        log.exception("progress of %s", token)
+                    return
+        try:
+            parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValidationError as exc:
+            await to_client.send(exc)
+            return
+        await to_client.send(SessionMessage(parsed))
+
+    async def _write(
+        self, process: anyio.abc.Process, from_client: MemoryObjectReceiveStream[SessionMessage]
+    ) -> None:
+        assert process.stdin is not None
+        async with from_client:
+            async for item in from_client:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await process.stdin.send(data.encode() + b"\n")
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    return
+
+    def _fail_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for waiter in pending.values():
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                waiter.send_nowait(_CLOSED)
+
+    async def _stop(self, process: anyio.abc.Process) -> None:
+        """Close stdin, give it STOP_TIMEOUT s, then terminate its process group."""
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                await process.stdin.aclose()
+        with anyio.move_on_after(STOP_TIMEOUT):
+            await process.wait()
+        for sig, wait in ((signal.SIGTERM, KILL_TIMEOUT), (signal.SIGKILL, KILL_TIMEOUT)):
+            if process.returncode is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            with anyio.move_on_after(wait):
+                await process.wait()
+        if process.stdout is not None:
+            with contextlib.suppress(Exception):
+                await process.stdout.aclose()
+
+    # -- the raw lane ----------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        read_timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result, as JSON.
+
+        A timeout or a cancellation tells the server (``notifications/cancelled``).
+
+        Raises:
+            MCPError: the server's error; ``REQUEST_TIMEOUT`` after ``read_timeout`` s;
+                ``CONNECTION_CLOSED`` when the server is gone.
+        """
+        process = self._process
+        if process is None or process.stdin is None or process.returncode is not None:
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
+        self._count += 1
+        request_id = f"interpose-{self._count}"
+        if progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params = {**params, "_meta": meta}
+            self._progress[request_id] = progress
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
+        self._pending[request_id] = send
+        body = _encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        answered = False
+        try:
+            with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
+                try:
+                    await process.stdin.send(body + b"\n")
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    raise MCPError(CONNECTION_CLOSED, "Connection closed") from None
+                with receive:
+                    answer = await receive.receive()
+                answered = True
+            if not answered:
+                raise MCPError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+        finally:
+            send.close()
+            self._progress.pop(request_id, None)
+            if self._pending.pop(request_id, None) is not None and not answered:
+                # abandoned (a timeout, a cancelled caller): the server may stop working
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    cancel = {"requestId": request_id, "reason": "the caller gave up"}
+                    await process.stdin.send(
+                        _encode(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": "notifications/cancelled",
+                                "params": cancel,
+                            }
+                        )
+                        + b"\n"
+                    )
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise MCPError(
+                int(error.get("code", INTERNAL_ERROR)),
+                str(error.get("message", "")),
+                error.get("data"),
+            )
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+
+ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+NotificationFn = Callable[[Any], Awaitable[None]]
+
+
+class HttpLane:
+    """The raw lane of a streamable-HTTP upstream: the proxy POSTs ``tools/call`` itself.
+
+    The SDK ``Client`` keeps the session (the handshake, the GET stream, every other
+    message); this lane uses the same ``httpx2`` client, the session id the handshake
+    answered with (``saw`` is the client's response hook) and the negotiated protocol
+    version.  The answer is read as JSON, or from the POST's event stream, where the
+    server may also send progress, notifications and its own requests (sampling,
+    elicitation, roots: answered through ``on_request`` and POSTed back).
+    """
+
+    def __init__(self, url: str, http: Any = None) -> None:
+        self.url = url
+        self.http = http  # the SDK transport's httpx2 client (set before connecting)
+        self.session_id: str | None = None
+        self.version: str | None = None
+        self._count = 0
+
+    async def saw(self, response: Any) -> None:
+        """The ``httpx2`` response hook: remember the session the server assigned."""
+        session = response.headers.get("mcp-session-id")
+        if session:
+            self.session_id = session
+
+    def _headers(self, tool: str | None = None) -> dict[str, str]:
+        headers = {"accept": "application/json, text/event-stream"}
+        headers["content-type"] = "application/json"
+        if self.session_id:
+            headers["mcp-session-id"] = self.session_id
+        if self.version:
+            headers["mcp-protocol-version"] = self.version
+        if tool is not None:
+            from mcp.shared.inbound import encode_header_value
+
+            headers["mcp-method"] = "tools/call"
+            headers["mcp-name"] = str(encode_header_value(tool))
+        return headers
+
+    async def _post(self, body: dict[str, Any]) -> None:
+        """POST a notification or a response (the server answers 202)."""
+        await self.http.post(self.url, content=_encode(body), headers=self._headers())
+
+    async def request(
+        self,
+        params: dict[str, Any],
+        *,
+        read_timeout: float | None,
+        progress: ProgressFn | None,
+        on_request: ServerRequestFn,
+        on_notification: NotificationFn,
+    ) -> dict[str, Any]:
+        """``tools/call`` with ``params``; the result as JSON.
+
+        Raises:
+            MCPError: the server's error; ``REQUEST_TIMEOUT`` after ``read_timeout`` s;
+                ``CONNECTION_CLOSED`` when the server cannot be reached or forgot the
+                session.
+        """
+        import httpx2
+
+        self._count += 1
+        request_id = f"interpose-{self._count}"
+        if progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params = {**params, "_meta": meta}
+        body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        answer: dict[str, Any] | None = None
+        try:
+            with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
+                answer = await self._exchange(
+                    body, request_id, progress, on_request, on_notification
+                )
+        except httpx2.TransportError as exc:
+            raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc}") from None
+        finally:
+            if answer is None:  # a timeout, a cancelled caller: the server may stop
+                cancel = {"requestId": request_id, "reason": "the caller gave up"}
+                note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(KILL_TIMEOUT),
+                    contextlib.suppress(Exception),
+                ):
+                    await self._post(note)
+        if answer is None:
+            raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise MCPError(
+                int(error.get("code", INTERNAL_ERROR)),
+                str(error.get("message", "")),
+                error.get("data"),
+            )
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
+
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        request_id: str,
+        progress: ProgressFn | None,
+        on_request: ServerRequestFn,
+        on_notification: NotificationFn,
+    ) -> dict[str, Any]:
+        import httpx2
+
+        tool = body["params"].get("name")
+        async with self.http.stream(
+            "POST", self.url, content=_encode(body), headers=self._headers(tool)
+        ) as response:
+            kind = response.headers.get("content-type", "").lower()
+            if response.status_code == 404:
+                raise MCPError(CONNECTION_CLOSED, "the server forgot the session (HTTP 404)")
+            if response.status_code >= 400 or response.status_code == 202:
+                raw = await response.aread()
+                with contextlib.suppress(msgspec.DecodeError):
+                    message = _decode(raw)
+                    if isinstance(message, dict) and isinstance(message.get("error"), dict):
+                        return message
+                raise MCPError(INTERNAL_ERROR, f"the server answered HTTP {response.status_code}")
+            if kind.startswith("application/json"):
+                message = _decode(await response.aread())
+                if not isinstance(message, dict):
+                    raise MCPError(INTERNAL_ERROR, "the server's answer is not a JSON object")
+                return message
+            if not kind.startswith("text/event-stream"):
+                raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
+            answer: dict[str, Any] | None = None
+            events = httpx2.EventSource(response).__aiter__()
+            while True:
+                if answer is None:
+                    event = await anext(events, None)
+                else:
+                    # the server ends the stream after the answer: read it to its end
+                    # (briefly) so that the connection is kept for the next call
+                    event = None
+                    with anyio.move_on_after(DRAIN_TIMEOUT):
+                        event = await anext(events, None)
+                if event is None:
+                    if answer is not None:
+                        return answer
+                    break
+                if not event.data or answer is not None:
+                    continue
+                message = _decode(event.data)
+                if not isinstance(message, dict):
+                    continue
+                method = message.get("method")
+                if method is None:
+                    if message.get("id") == request_id:
+                        answer = message
+                    continue
+                params = message.get("params")
+                params = params if isinstance(params, dict) else {}
+                if "id" in message:  # the server's own request, during the call
+                    await self._answer(message["id"], method, params, on_request)
+                elif method == "notifications/progress":
+                    if progress is not None and params.get("progressToken") == request_id:
+                        await progress(
+                            params["progress"], params.get("total"), params.get("message")
+                        )
+                else:
+                    await on_notification(message)
+        raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
+
+    async def _answer(
+        self, server_id: Any, method: str, params: dict[str, Any], on_request: ServerRequestFn
+    ) -> None:
+        try:
+            reply = {"jsonrpc": "2.0", "id": server_id, "result": await on_request(method, params)}
+        except MCPError as exc:
+            error = {"code": exc.code, "message": exc.message}
+            reply = {"jsonrpc": "2.0", "id": server_id, "error": error}
+        await self._post(reply)
