@@ -40,6 +40,29 @@ OVERFLOW_VALUES = frozenset({"block", "drop_oldest", "drop_newest"})
 _FAIR_SHARE = 64  # events a consumer delivers before it yields to other tasks
 
 
+def event_kinds(events: Iterable[str] | None) -> frozenset[str] | None:
+    """The kinds a subscriber asked for (None: every kind).
+
+    Raises:
+        ValueError: an unknown event kind.
+    """
+    kinds = None if events is None else frozenset(events)
+    if kinds is not None and not kinds <= EVENT_KINDS:
+        unknown = ", ".join(sorted(kinds - EVENT_KINDS))
+        raise ValueError(
+            f"unknown event kind(s): {unknown}; kinds: {', '.join(sorted(EVENT_KINDS))}"
+        )
+    return kinds
+
+
+def check_overflow(overflow: object) -> None:
+    """Raise ``ValueError`` unless ``overflow`` is one of the ``Overflow`` policies."""
+    if overflow not in OVERFLOW_VALUES:
+        raise ValueError(
+            f"overflow must be 'block', 'drop_oldest' or 'drop_newest', got {overflow!r}"
+        )
+
+
 @dataclass
 class SubscriptionStats:
     """Counters of one subscription.  ``delivered + dropped + len(buffer)`` equals the
@@ -242,18 +265,10 @@ class InMemoryBus:
         Raises:
             ValueError: unknown event kind, non-positive buffer, unknown overflow policy.
         """
-        kinds = None if events is None else frozenset(events)
-        if kinds is not None and not kinds <= EVENT_KINDS:
-            unknown = ", ".join(sorted(kinds - EVENT_KINDS))
-            raise ValueError(
-                f"unknown event kind(s): {unknown}; kinds: {', '.join(sorted(EVENT_KINDS))}"
-            )
+        kinds = event_kinds(events)
         if not isinstance(buffer, int) or buffer < 1:
             raise ValueError(f"buffer must be a positive int, got {buffer!r}")
-        if overflow not in OVERFLOW_VALUES:
-            raise ValueError(
-                f"overflow must be 'block', 'drop_oldest' or 'drop_newest', got {overflow!r}"
-            )
+        check_overflow(overflow)
         sub = Subscription(
             observer,
             kinds,

@@ -51,8 +51,8 @@ import anyio.abc
 import msgspec
 
 from ..pipeline.registry import is_async_callable
-from .events import EVENT_KINDS, Event, InterceptorFailed, decode_event, encode_event
-from .memory import OVERFLOW_VALUES, Overflow
+from .events import Event, InterceptorFailed, decode_event, encode_event
+from .memory import Overflow, check_overflow, event_kinds
 
 if TYPE_CHECKING:
     from opentelemetry import metrics
@@ -307,25 +307,27 @@ class _FleetMetrics:
         self.consumers: weakref.WeakSet[RedisStreamConsumer] = weakref.WeakSet()
         meter = metrics.get_meter("interpose", __version__, meter_provider=meter_provider)
         make_counter = meter.create_observable_counter
-        make_gauge = meter.create_observable_gauge
-        make_counter(
-            "interpose.fleet.published",
-            callbacks=[self._publisher_stat("published")],
-            unit="{event}",
-            description="Events written to the stream.",
-        )
-        make_counter(
-            "interpose.fleet.dropped",
-            callbacks=[self._publisher_stat("dropped")],
-            unit="{event}",
-            description="Events a publisher dropped (Redis slow or down, drop policy).",
-        )
-        make_counter(
-            "interpose.fleet.publish_errors",
-            callbacks=[self._publisher_stat("errors")],
-            unit="{error}",
-            description="Batches that failed to reach Redis (each was retried).",
-        )
+        for name, stat, unit, description in (
+            ("published", "published", "{event}", "Events written to the stream."),
+            (
+                "dropped",
+                "dropped",
+                "{event}",
+                "Events a publisher dropped (Redis slow or down, drop policy).",
+            ),
+            (
+                "publish_errors",
+                "errors",
+                "{error}",
+                "Batches that failed to reach Redis (each was retried).",
+            ),
+        ):
+            make_counter(
+                f"interpose.fleet.{name}",
+                callbacks=[self._publisher_stat(stat)],
+                unit=unit,
+                description=description,
+            )
         for stat, description in (
             ("delivered", "Events a consumer handed to its observers."),
             ("duplicates", "Events a consumer dropped as already seen in its group."),
@@ -339,18 +341,16 @@ class _FleetMetrics:
                 unit="{event}",
                 description=description,
             )
-        make_gauge(
-            "interpose.fleet.lag",
-            callbacks=[self._consumer_stat("lag")],
-            unit="{event}",
-            description="Entries in the stream not yet read by the consumer group.",
-        )
-        make_gauge(
-            "interpose.fleet.pending",
-            callbacks=[self._consumer_stat("pending")],
-            unit="{event}",
-            description="Entries read by the consumer group and not yet acked.",
-        )
+        for stat, description in (
+            ("lag", "Entries in the stream not yet read by the consumer group."),
+            ("pending", "Entries read by the consumer group and not yet acked."),
+        ):
+            meter.create_observable_gauge(
+                f"interpose.fleet.{stat}",
+                callbacks=[self._consumer_stat(stat)],
+                unit="{event}",
+                description=description,
+            )
 
     @classmethod
     def get(cls, meter_provider: metrics.MeterProvider | None) -> _FleetMetrics:
@@ -467,10 +467,7 @@ class RedisStreamPublisher:
         _check_name("stream", stream)
         if maxlen is not None and not _positive_int(maxlen):
             raise ValueError(f"maxlen must be a positive int or None, got {maxlen!r}")
-        if overflow not in OVERFLOW_VALUES:
-            raise ValueError(
-                f"overflow must be 'block', 'drop_oldest' or 'drop_newest', got {overflow!r}"
-            )
+        check_overflow(overflow)
         for name, value in (("queue", queue), ("batch", batch)):
             if not _positive_int(value):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -935,12 +932,7 @@ class RedisStreamConsumer:
         Raises:
             ValueError: an unknown event kind.
         """
-        kinds = None if events is None else frozenset(events)
-        if kinds is not None and not kinds <= EVENT_KINDS:
-            unknown = ", ".join(sorted(kinds - EVENT_KINDS))
-            raise ValueError(
-                f"unknown event kind(s): {unknown}; kinds: {', '.join(sorted(EVENT_KINDS))}"
-            )
+        kinds = event_kinds(events)
         self._targets.append(
             _Target(observer, kinds, self.observer_timeout if timeout is None else timeout)
         )
