@@ -48,6 +48,7 @@ from .pipeline.payloads import LLMRequest, LLMResponse, ToolResult
 
 if TYPE_CHECKING:
     from .pipeline.pipeline import Pipeline
+    from .pipeline.turn import Turn
 
 __all__ = [
     "CallDiff",
@@ -518,6 +519,34 @@ def _attribute(
         )
 
 
+def _turn(pipe: Pipeline, event: CallRecorded, *, provider: str = "", model: str = "") -> Turn:
+    """A turn carrying the ids of the turn ``event`` was recorded in."""
+    return pipe.turn(
+        agent_id=event.agent_id or "main",
+        session_key=event.session_key,
+        provider=provider,
+        model=model,
+        turn_id=event.turn_id or None,
+    )
+
+
+def _setup_diff(
+    call: RecordedCall,
+    recorded: Outcome,
+    new: Outcome,
+    left: Any,
+    stage: str,
+    probe: _ProbeProvider | None,
+) -> CallDiff:
+    """The diff of a ``message`` or ``params`` call: ``left`` is what the stage's hooks
+    left of its input now (None when the turn aborted)."""
+    applied = call.event.applied
+    rewritten = stage if left is not None and applied is not None and left != applied else ""
+    diff = CallDiff(call, recorded, new, _classify(recorded, new, rewritten, False, stage))
+    _attribute(diff, probe, (f"{stage}.before", stage), bool(rewritten))
+    return diff
+
+
 async def _replay_tool(
     pipe: Pipeline, call: RecordedCall, probe: _ProbeProvider | None
 ) -> CallDiff:
@@ -535,11 +564,7 @@ async def _replay_tool(
         return event.output if has_output else None
 
     args = msgspec.json.decode(msgspec.json.encode(event.input))
-    turn = pipe.turn(
-        agent_id=event.agent_id or "main",
-        session_key=event.session_key,
-        turn_id=event.turn_id or None,
-    )
+    turn = _turn(pipe, event)
     result: ToolResult | None = None
     aborted: Outcome | None = None
     async with turn:
@@ -598,11 +623,7 @@ async def _replay_llm(pipe: Pipeline, call: RecordedCall, probe: _ProbeProvider 
         return LLMResponse(content="", stop_reason="end_turn")
 
     request = msgspec.convert(event.input, LLMRequest)
-    turn = pipe.turn(
-        agent_id=event.agent_id or "main",
-        session_key=event.session_key,
-        turn_id=event.turn_id or None,
-    )
+    turn = _turn(pipe, event)
     response: LLMResponse | None = None
     status, reason, source = "ok", "", ""
     async with turn:
@@ -628,11 +649,7 @@ async def _replay_message(
     event = call.event
     recorded = _outcome(event)
     given = event.input
-    turn = pipe.turn(
-        agent_id=event.agent_id or "main",
-        session_key=event.session_key,
-        turn_id=event.turn_id or None,
-    )
+    turn = _turn(pipe, event)
     left: Any = None
     new = Outcome("ok")
     async with turn:
@@ -643,14 +660,7 @@ async def _replay_message(
             left = msgspec.to_builtins(out)
         except (AbortTurn, HardAbort) as exc:
             new = Outcome("aborted", exc.source, exc.reason)
-    rewritten = (
-        "message"
-        if left is not None and event.applied is not None and left != event.applied
-        else ""
-    )
-    diff = CallDiff(call, recorded, new, _classify(recorded, new, rewritten, False, "message"))
-    _attribute(diff, probe, ("message.before", "message"), bool(rewritten))
-    return diff
+    return _setup_diff(call, recorded, new, left, "message", probe)
 
 
 async def _replay_params(
@@ -659,12 +669,11 @@ async def _replay_params(
     event = call.event
     recorded = _outcome(event)
     given = event.input
-    turn = pipe.turn(
-        agent_id=event.agent_id or "main",
-        session_key=event.session_key,
+    turn = _turn(
+        pipe,
+        event,
         provider=str(given.get("provider") or ""),
         model=str(given.get("model") or ""),
-        turn_id=event.turn_id or None,
     )
     # what the params hooks see of the turn: its message, as recorded
     turn.user_message = str(given.get("message") or "")
@@ -676,11 +685,7 @@ async def _replay_params(
             left = msgspec.to_builtins(await turn.params())
         except (AbortTurn, HardAbort) as exc:
             new = Outcome("aborted", exc.source, exc.reason)
-    applied = event.applied
-    rewritten = "params" if left is not None and applied is not None and left != applied else ""
-    diff = CallDiff(call, recorded, new, _classify(recorded, new, rewritten, False, "params"))
-    _attribute(diff, probe, ("params.before", "params"), bool(rewritten))
-    return diff
+    return _setup_diff(call, recorded, new, left, "params", probe)
 
 
 _REPLAYERS: dict[str, Callable[[Pipeline, RecordedCall, _ProbeProvider | None], Any]] = {
