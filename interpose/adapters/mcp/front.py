@@ -34,14 +34,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 
+from .pipe import _cancelled, _forward, _raise_error
 from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
 
 __all__ = ["HttpFront", "StdioFront", "answer_call"]
@@ -240,12 +240,7 @@ class StdioFront:
                 continue
             if isinstance(message, dict) and self._take(message):
                 continue
-            try:
-                parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
-            except ValidationError as exc:
-                await to_server.send(exc)
-                continue
-            await to_server.send(SessionMessage(parsed))
+            await _forward(message, to_server)
 
     def _take(self, message: dict[str, Any]) -> bool:
         """Serve ``message`` here if it is the fast lane's; False: the SDK's."""
@@ -373,23 +368,9 @@ class StdioFront:
         except BaseException:
             if self._asked.pop(request_id, None) is not None:
                 with anyio.CancelScope(shield=True):
-                    await self._send(
-                        _encode(
-                            {
-                                "jsonrpc": "2.0",
-                                "method": "notifications/cancelled",
-                                "params": {"requestId": request_id, "reason": "not needed"},
-                            }
-                        )
-                    )
+                    await self._send(_encode(_cancelled(request_id, "not needed")))
             raise
-        error = answer.get("error")
-        if isinstance(error, dict):
-            raise MCPError(
-                int(error.get("code", INTERNAL_ERROR)),
-                str(error.get("message", "")),
-                error.get("data"),
-            )
+        _raise_error(answer)
         return result_type.model_validate(answer.get("result") or {}, by_name=False)
 
     async def notify(self, notification: BaseModel) -> None:

@@ -53,6 +53,45 @@ _decode = msgspec.json.Decoder().decode
 _CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
 
 
+def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
+    """The ``notifications/cancelled`` message that abandons ``request_id``."""
+    params = {"requestId": request_id, "reason": reason}
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+
+
+def _raise_error(answer: dict[str, Any]) -> None:
+    """Raise the ``MCPError`` a JSON-RPC answer carries, if it carries one."""
+    error = answer.get("error")
+    if isinstance(error, dict):
+        raise MCPError(
+            int(error.get("code", INTERNAL_ERROR)),
+            str(error.get("message", "")),
+            error.get("data"),
+        )
+
+
+def _result_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """The result of a JSON-RPC answer (``{}`` when it is not an object).
+
+    Raises:
+        MCPError: the answer is an error.
+    """
+    _raise_error(answer)
+    result = answer.get("result")
+    return result if isinstance(result, dict) else {}
+
+
+async def _forward(message: Any, to: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    """Pass a decoded JSON-RPC message on to an SDK session; one that is not valid
+    JSON-RPC goes as its ``ValidationError`` (as the SDK's own transports do)."""
+    try:
+        parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError as exc:
+        await to.send(exc)
+        return
+    await to.send(SessionMessage(parsed))
+
+
 class UpstreamPipe:
     """One run of a stdio upstream server (a transport: ``Client(UpstreamPipe(...))``).
 
@@ -164,12 +203,7 @@ class UpstreamPipe:
                     except Exception:
                         log.exception("progress of %s", token)
                     return
-        try:
-            parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
-        except ValidationError as exc:
-            await to_client.send(exc)
-            return
-        await to_client.send(SessionMessage(parsed))
+        await _forward(message, to_client)
 
     async def _write(
         self, process: anyio.abc.Process, from_client: MemoryObjectReceiveStream[SessionMessage]
@@ -256,26 +290,9 @@ class UpstreamPipe:
             if self._pending.pop(request_id, None) is not None and not answered:
                 # abandoned (a timeout, a cancelled caller): the server may stop working
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    cancel = {"requestId": request_id, "reason": "the caller gave up"}
-                    await process.stdin.send(
-                        _encode(
-                            {
-                                "jsonrpc": "2.0",
-                                "method": "notifications/cancelled",
-                                "params": cancel,
-                            }
-                        )
-                        + b"\n"
-                    )
-        error = answer.get("error")
-        if isinstance(error, dict):
-            raise MCPError(
-                int(error.get("code", INTERNAL_ERROR)),
-                str(error.get("message", "")),
-                error.get("data"),
-            )
-        result = answer.get("result")
-        return result if isinstance(result, dict) else {}
+                    note = _cancelled(request_id, "the caller gave up")
+                    await process.stdin.send(_encode(note) + b"\n")
+        return _result_of(answer)
 
 
 ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -359,8 +376,7 @@ class HttpLane:
             raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc}") from None
         finally:
             if answer is None:  # a timeout, a cancelled caller: the server may stop
-                cancel = {"requestId": request_id, "reason": "the caller gave up"}
-                note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                note = _cancelled(request_id, "the caller gave up")
                 with (
                     anyio.CancelScope(shield=True),
                     anyio.move_on_after(KILL_TIMEOUT),
@@ -369,15 +385,7 @@ class HttpLane:
                     await self._post(note)
         if answer is None:
             raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
-        error = answer.get("error")
-        if isinstance(error, dict):
-            raise MCPError(
-                int(error.get("code", INTERNAL_ERROR)),
-                str(error.get("message", "")),
-                error.get("data"),
-            )
-        result = answer.get("result")
-        return result if isinstance(result, dict) else {}
+        return _result_of(answer)
 
     async def _exchange(
         self,
