@@ -176,6 +176,30 @@ async def _publish(pipe: Pipeline, ctx: Any, **fields: Any) -> None:
     )
 
 
+async def _run_and_publish(
+    call_next: Callable[[], Awaitable[None]],
+    publish: Callable[..., Awaitable[None]],
+    *,
+    errors: bool,
+    restore: Callable[[], None] | None = None,
+) -> None:
+    """Run the rest of the stack, ``restore``, then publish how the call ended:
+    ``aborted``, ``error`` (only with ``errors``) or ``ok``."""
+    try:
+        await call_next()
+    except (AbortTurn, HardAbort) as exc:
+        await publish("aborted", exc.reason, exc.source)
+        raise
+    except Exception as exc:
+        if errors:
+            await publish("error", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        if restore is not None:
+            restore()
+    await publish("ok")
+
+
 def _tool_layer(
     pipe: Pipeline, redactor: Redactor, results: bool, recorded: tuple[str, ...]
 ) -> Layer:
@@ -275,17 +299,10 @@ def _llm_layer(
                 recorded=recorded,
             )
 
-        try:
-            await call_next()
-        except (AbortTurn, HardAbort) as exc:
-            await publish("aborted", exc.reason, exc.source)
-            raise
-        except Exception as exc:
-            await publish("error", f"{type(exc).__name__}: {exc}")
-            raise
-        finally:
+        def restore() -> None:
             ctx.state["call"] = real
-        await publish("ok")
+
+        await _run_and_publish(call_next, publish, errors=True, restore=restore)
 
     return record_llm
 
@@ -318,11 +335,6 @@ def _message_layer(pipe: Pipeline, redactor: Redactor, recorded: tuple[str, ...]
                 recorded=recorded,
             )
 
-        try:
-            await call_next()
-        except (AbortTurn, HardAbort) as exc:
-            await publish("aborted", exc.reason, exc.source)
-            raise
-        await publish("ok")
+        await _run_and_publish(call_next, publish, errors=False)
 
     return record_turn_setup
