@@ -62,7 +62,7 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from ..errors import AbortTurn, HardAbort
-from ..pipeline.payloads import LLMRequest, LLMResponse, ToolCall, ToolResult
+from ..pipeline.payloads import LLMRequest, LLMResponse, ToolCall, ToolResult, refusal
 from ..pipeline.pipeline import Pipeline
 from ..pipeline.tools import normalize_tool_name
 from ..pipeline.turn import Turn
@@ -250,8 +250,7 @@ def _parse_args(args_json: str) -> dict[str, Any]:
 
 
 def _aborted_result(name: str, reason: str) -> ToolResult:
-    output = {"status": "aborted", "tool": normalize_tool_name(name), "reason": reason}
-    return ToolResult(output=output, is_error=True, status="aborted")
+    return refusal("aborted", normalize_tool_name(name), reason)
 
 
 def _tool_output(result: ToolResult) -> Any:
