@@ -1,14 +1,18 @@
-"""Shared fixtures: an empty pipeline, a list that records bus events, and a check that
-processes a test started are gone."""
+"""Shared fixtures: an empty pipeline, a list that records bus events, an SDK tracer
+provider with an in-memory span exporter, and a check that processes a test started are
+gone."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import Pipeline
 
@@ -25,6 +29,23 @@ def pipe() -> Pipeline:
 def recorder() -> list[Any]:
     """A list to collect events: ``pipe.subscribe(recorder.append, ...)``."""
     return []
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    """Keeps the spans of ``provider``: ``exporter.get_finished_spans()``."""
+    exp = InMemorySpanExporter()
+    yield exp
+    exp.shutdown()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    """An SDK tracer provider exporting every span to ``exporter`` as it ends."""
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    yield tp
+    tp.shutdown()
 
 
 def _ended(pid: int) -> bool:

@@ -5,7 +5,7 @@ asking for tool calls, several in one message too) through every decision, in bo
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -17,7 +17,6 @@ from langchain_helpers import Driver, Mode, ScriptedChatModel, calls
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -60,19 +59,6 @@ def mode(request: pytest.FixtureRequest) -> Mode:
 def ran() -> Ran:
     """What the tools were called with (they only record it)."""
     return []
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield provider
-    provider.shutdown()
 
 
 def toolbox(ran: Ran) -> list[BaseTool]:

@@ -19,7 +19,6 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_helpers import CALL_TIMEOUT, python_server
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import Pipeline
@@ -51,10 +50,9 @@ async def serving(proxy: McpProxy) -> AsyncIterator[Client]:
         tg.cancel_scope.cancel()
 
 
-async def test_each_call_is_an_execute_tool_span_naming_the_upstream() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+async def test_each_call_is_an_execute_tool_span_naming_the_upstream(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
     pipe = Pipeline(tracer_provider=provider)
     proxy = McpProxy(pipe, [time_server()])
     with anyio.fail_after(CALL_TIMEOUT):
@@ -118,10 +116,9 @@ async def test_a_changed_description_is_reported_and_the_tool_hidden() -> None:
     assert isinstance(tool, mt.Tool)
 
 
-async def test_the_trace_context_goes_from_the_client_through_the_span_to_the_upstream() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+async def test_the_trace_context_goes_from_the_client_through_the_span_to_the_upstream(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
     pipe = Pipeline(tracer_provider=provider)
     upstream = UpstreamSpec("growing", StdioServerParameters(command=GROWING[0], args=GROWING[1:]))
     proxy = McpProxy(pipe, [upstream])

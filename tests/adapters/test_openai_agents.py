@@ -28,7 +28,6 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseFunctionWebSearch
 from openai.types.responses.response_function_web_search import ActionSearch
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import (
@@ -626,10 +625,9 @@ async def test_the_message_stage_may_rewrite_the_input(pipe: Pipeline) -> None:
 # -- spans -------------------------------------------------------------------------------------
 
 
-async def test_one_trace_shows_the_run_its_model_calls_and_its_tools() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+async def test_one_trace_shows_the_run_its_model_calls_and_its_tools(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
     pipe = Pipeline(tracer_provider=provider)  # with the guards
     shell = Shell()
     model = ScriptedModel([calls("ls", "rm -rf /"), [assistant_message("done")]])

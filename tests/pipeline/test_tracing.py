@@ -10,12 +10,10 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -79,21 +77,6 @@ class Spans:
             return {k.name: build(k) for k in kids}
 
         return {r.name: build(r) for r in roots}
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    yield exp
-    exp.shutdown()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tp
-    tp.shutdown()
 
 
 @pytest.fixture

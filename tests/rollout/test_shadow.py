@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import (
@@ -577,21 +576,13 @@ async def test_a_shadow_command_hook_script_runs_but_is_not_obeyed(
 # -- telemetry ----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    yield exp
-    exp.shutdown()
-
-
-async def test_a_shadow_decision_is_an_event_of_the_span(exporter: InMemorySpanExporter) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+async def test_a_shadow_decision_is_an_event_of_the_span(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
     pipe = Pipeline(builtins=False, tracing="interceptor", tracer_provider=provider)
     pipe.intercept("tool.before", id="new-rule", mode="shadow")(blocker)
     result = await pipe.call_tool("exec", {"command": "ls"}, call=Ran())
     assert result.status == "ok"
-    provider.shutdown()
     (handler_span,) = [s for s in exporter.get_finished_spans() if s.name.endswith("new-rule")]
     (event,) = handler_span.events
     assert event.name == "interpose.shadow_decision"
