@@ -38,14 +38,12 @@ the ``langchain`` extra, which the ``dev`` extra includes).
 
 from __future__ import annotations
 
-import gc
-import random
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from bench_tool_call import Case, Loop, child_bench_main
+from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -145,33 +143,19 @@ async def check(middleware: list[Any]) -> None:
         raise RuntimeError(f"unexpected run: {state['messages']!r}")
 
 
-async def run_once(loop: Loop, n: int) -> int:
-    gc.collect()
-    gc.disable()
-    try:
-        return await loop(n)
-    finally:
-        gc.enable()
-
-
 async def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
     target_ns = int(target_ms * 1e6)
     for case in cases:
-        elapsed = await run_once(case.loop, 1)
+        elapsed = await run_once_async(case.loop, 1)
         case.n = max(1, int(target_ns / max(elapsed, 1)))
-        await run_once(case.loop, case.n)  # warm-up
-    order = list(cases)
-    rng = random.Random(0)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for case in order:
-            case.samples.append(await run_once(case.loop, case.n) / case.n / CALLS)
+        await run_once_async(case.loop, case.n)  # warm-up
+    await time_rounds(cases, rounds, CALLS)
 
 
 def paired(a: Case, b: Case, floor: Case | None = None) -> float:
     """Median over rounds of a over b (minus the floor of the same round, if given)."""
     if floor is None:
-        return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+        return paired_ratio(a, b)
     return statistics.median(
         (x - f) / max(y - f, 1.0)
         for x, y, f in zip(a.samples, b.samples, floor.samples, strict=True)

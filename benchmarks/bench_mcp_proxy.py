@@ -34,9 +34,6 @@ the ``mcp`` extra, which the ``dev`` extra includes).
 from __future__ import annotations
 
 import contextlib
-import gc
-import random
-import statistics
 import subprocess
 import sys
 import time
@@ -46,7 +43,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as mt
-from bench_tool_call import Case, Loop, child_bench_main
+from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 from mcp import Client, StdioServerParameters
 
 IN_FLIGHT = 16
@@ -175,38 +172,19 @@ def in_flight(client: Client, tasks: int) -> Loop:
     return loop
 
 
-async def run_once(loop: Loop, n: int) -> int:
-    gc.collect()
-    gc.disable()
-    try:
-        return await loop(n)
-    finally:
-        gc.enable()
-
-
 async def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
     target_ns = int(target_ms * 1e6)
     for case in cases:
         loop = case.loop
         n = IN_FLIGHT
         while True:
-            elapsed = await run_once(loop, n)
+            elapsed = await run_once_async(loop, n)
             if elapsed >= target_ns / 4 or n >= 1 << 16:
                 break
             n *= 4
         case.n = max(IN_FLIGHT, int(n * target_ns / max(elapsed, 1)))
-        await run_once(loop, case.n)  # warm-up
-    order = list(cases)
-    rng = random.Random(0)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for case in order:
-            case.samples.append(await run_once(case.loop, case.n) / case.n)
-
-
-def paired_ratio(a: Case, b: Case) -> float:
-    """The median over rounds of a's time over b's in the same round."""
-    return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+        await run_once_async(loop, case.n)  # warm-up
+    await time_rounds(cases, rounds)
 
 
 async def check(client: Client) -> None:

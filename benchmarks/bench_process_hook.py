@@ -51,10 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -69,7 +67,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 # the house harness's case record and machine description (its timing loop is
 # synchronous: these cases run inside one event loop, so they are timed below)
-from bench_tool_call import Case, Loop, child_bench_main
+from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 
 import interpose.middleware.process as process_module
 from interpose import Pipeline
@@ -332,19 +330,10 @@ async def latencies(pipe: Pipeline, tasks: int, calls: int) -> list[int]:
 # -- the harness ------------------------------------------------------------------------
 
 
-async def run_once(case: Case, n: int) -> int:
-    gc.collect()
-    gc.disable()
-    try:
-        return await case.loop(n)
-    finally:
-        gc.enable()
-
-
 async def calibrate(case: Case, target_ns: int) -> int:
     n = 8
     while True:
-        elapsed = await run_once(case, n)
+        elapsed = await run_once_async(case.loop, n)
         if elapsed >= target_ns / 4 or n >= 1 << 20:
             return max(IN_FLIGHT, int(n * target_ns / max(elapsed, 1)))
         n *= 4
@@ -355,18 +344,8 @@ async def measure(cases: list[Case], rounds: int, target_ms: float) -> None:
     for case in cases:
         case.n = await calibrate(case, target_ns)
     for case in cases:
-        await run_once(case, case.n)
-    order = list(cases)
-    rng = random.Random(0)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for case in order:
-            case.samples.append(await run_once(case, case.n) / case.n)
-
-
-def paired_ratio(a: Case, b: Case) -> float:
-    """The median over rounds of a's time over b's in the same round."""
-    return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+        await run_once_async(case.loop, case.n)
+    await time_rounds(cases, rounds)
 
 
 # -- main -------------------------------------------------------------------------------

@@ -623,6 +623,35 @@ def measure(cases: Sequence[Case], rounds: int, target_ms: float) -> None:
         loop.close()
 
 
+# -- timing, for a benchmark that runs in its own event loop (anyio.run) -----------------
+
+
+async def run_once_async(loop: Loop, n: int) -> int:
+    """``await loop(n)`` with the GC off; returns what it returns (elapsed ns)."""
+    gc.collect()
+    gc.disable()
+    try:
+        return await loop(n)
+    finally:
+        gc.enable()
+
+
+async def time_rounds(cases: Sequence[Case], rounds: int, per: int = 1) -> None:
+    """Time every (calibrated, warmed-up) case ``rounds`` times, interleaved in a
+    shuffled order; a sample is the time of one of ``case.n`` iterations over ``per``."""
+    order = list(cases)
+    rng = random.Random(0)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for case in order:
+            case.samples.append(await run_once_async(case.loop, case.n) / case.n / per)
+
+
+def paired_ratio(a: Case, b: Case) -> float:
+    """The median over rounds of a's time over b's in the same round."""
+    return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+
+
 # -- reporting ----------------------------------------------------------------------------
 
 
