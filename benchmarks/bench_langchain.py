@@ -43,7 +43,15 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
+from bench_tool_call import (
+    Case,
+    Loop,
+    child_bench_main,
+    paired_ratio,
+    ratio_lines,
+    run_once_async,
+    time_rounds,
+)
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -230,10 +238,7 @@ def render(results: dict[str, Any]) -> str:
             f"{case['label']:<36} {case['us_per_tool_call']:8.1f} {case['overhead_us']:10.1f}"
         )
     lines.append("")
-    for row in results["rows"]:
-        lines.append(
-            f"{row['case']:<56} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
-        )
+    lines += ratio_lines(results["rows"], 56)
     return "\n".join(lines)
 
 

@@ -43,7 +43,15 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as mt
-from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
+from bench_tool_call import (
+    Case,
+    Loop,
+    child_bench_main,
+    paired_ratio,
+    ratio_lines,
+    run_once_async,
+    time_rounds,
+)
 from mcp import Client, StdioServerParameters
 
 IN_FLIGHT = 16
@@ -282,10 +290,7 @@ def render(results: dict[str, Any]) -> str:
         ns = case["ns_per_call"]
         lines.append(f"{case['label']:<44} {ns / 1e3:8.1f} {1e9 / ns:9.0f}")
     lines.append("")
-    for row in results["rows"]:
-        lines.append(
-            f"{row['case']:<44} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
-        )
+    lines += ratio_lines(results["rows"], 44)
     return "\n".join(lines)
 
 

@@ -60,7 +60,7 @@ from agents import (
     tool_input_guardrail,
 )
 from agents.testing import assistant_message, function_call
-from bench_tool_call import Case, Loop, child_bench_main
+from bench_tool_call import Case, Loop, child_bench_main, ratio_lines
 
 from interpose import Pipeline, ToolBeforeInput, ToolBeforeOutput
 from interpose.adapters.openai_agents import InterposeRunner, interpose_agent
@@ -252,10 +252,7 @@ def render(results: dict[str, Any]) -> str:
         shown = f"{extra / 1e3:11.1f}" if extra is not None else f"{'':>11}"
         lines.append(f"{case['label']:<36} {ns / 1e3:8.1f} {shown}")
     lines.append("")
-    for row in results["rows"]:
-        lines.append(
-            f"{row['case']:<44} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
-        )
+    lines += ratio_lines(results["rows"], 44)
     return "\n".join(lines)
 
 

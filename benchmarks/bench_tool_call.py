@@ -652,6 +652,14 @@ def paired_ratio(a: Case, b: Case) -> float:
     return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
 
 
+def ratio_lines(rows: Sequence[Mapping[str, Any]], width: int) -> list[str]:
+    """The table lines of result rows (``case``, ``ratio``, ``target``, ``result``)."""
+    return [
+        f"{row['case']:<{width}} {row['ratio']:.2f}x   target {row['target']}   {row['result']}"
+        for row in rows
+    ]
+
+
 # -- reporting ----------------------------------------------------------------------------
 
 
