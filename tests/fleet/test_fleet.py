@@ -87,6 +87,15 @@ def _fields(event: Event, producer: bytes, n: int) -> dict[Any, Any]:
     return {b"e": encode_event(event), b"p": producer, b"n": str(n).encode()}
 
 
+async def _three_calls_and_group_g(client: Redis, stream: str) -> None:
+    """Append the ends of tool calls c1, c2, c3 (producer ``p``), then create group ``g``
+    reading the stream from its start."""
+    for n in range(1, 4):
+        event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
+        await client.xadd(stream, _fields(event, b"p", n))
+    await client.xgroup_create(stream, "g", "0")
+
+
 # -- fixtures ---------------------------------------------------------------------------
 
 
@@ -459,10 +468,7 @@ async def test_a_consumer_restarted_under_its_name_delivers_its_own_pending(
     redis_server: RedisServer, stream: str
 ) -> None:
     async with Redis.from_url(redis_server.url) as client:
-        for n in range(1, 4):
-            event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
-            await client.xadd(stream, _fields(event, b"p", n))
-        await client.xgroup_create(stream, "g", "0")
+        await _three_calls_and_group_g(client, stream)
         # an earlier life of consumer "c" read two entries and died before acking them
         reply = await client.xreadgroup("g", "c", {stream: ">"}, count=2)
         assert len(read_entries(reply)) == 2
@@ -481,10 +487,7 @@ async def test_trimmed_pending_entries_are_counted_lost(
     redis_server: RedisServer, stream: str
 ) -> None:
     async with Redis.from_url(redis_server.url) as client:
-        for n in range(1, 4):
-            event = ToolExecEnd(ts=time.time_ns(), tool_call_id=f"c{n}")
-            await client.xadd(stream, _fields(event, b"p", n))
-        await client.xgroup_create(stream, "g", "0")
+        await _three_calls_and_group_g(client, stream)
         await client.xreadgroup("g", "dead", {stream: ">"}, count=3)
         await client.xtrim(stream, maxlen=0, approximate=False)  # maxlen below the backlog
     consumer = RedisStreamConsumer(redis_server.url, stream, "g", "c", claim_idle=0.05)
