@@ -525,6 +525,16 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             await run.ready.wait()
         return key, run, False
 
+    async def _in_run(self, state: Any, stage: Callable[[str, _Run], Awaitable[T]]) -> T:
+        """``stage(key, run)`` in the run of ``state`` (see ``_run_of``), ending the run
+        after it when the call must."""
+        key, run, transient = await self._run_of(state)
+        try:
+            return await stage(key, run)
+        finally:
+            if transient:
+                await self._close(key, run, run.abort)
+
     async def _close(self, key: str, run: _Run, exc: BaseException | None) -> None:
         self._runs.pop(key, None)
         await run.finish(exc)
@@ -553,12 +563,9 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        key, run, transient = await self._run_of(request.state)
-        try:
-            return await self._model_stage(key, run, request, handler)
-        finally:
-            if transient:
-                await self._close(key, run, run.abort)
+        return await self._in_run(
+            request.state, lambda key, run: self._model_stage(key, run, request, handler)
+        )
 
     async def _model_stage(
         self,
@@ -673,12 +680,9 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        key, run, transient = await self._run_of(request.state)
-        try:
-            return await self._tool_stage(key, run, request, handler)
-        finally:
-            if transient:
-                await self._close(key, run, run.abort)
+        return await self._in_run(
+            request.state, lambda key, run: self._tool_stage(key, run, request, handler)
+        )
 
     async def _tool_stage(
         self,
