@@ -1,5 +1,6 @@
 """The ``interpose`` command: ``interpose demo``, ``interpose bench``, ``interpose check``,
-``interpose run-hook-test``, ``interpose mcp-proxy``, ``interpose tail``, ``interpose audit``."""
+``interpose run-hook-test``, ``interpose replay``, ``interpose mcp-proxy``, ``interpose tail``,
+``interpose audit``."""
 
 from __future__ import annotations
 
