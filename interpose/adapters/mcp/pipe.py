@@ -315,6 +315,9 @@ class HttpLane:
         self.http = http  # the SDK transport's httpx2 client (set before connecting)
         self.session_id: str | None = None
         self.version: str | None = None
+        # where an answered call's stream is read to its end (set while connected):
+        # the answer goes back to the caller at once
+        self.drains: anyio.abc.TaskGroup | None = None
         self._count = 0
 
     async def saw(self, response: Any) -> None:
@@ -398,9 +401,12 @@ class HttpLane:
         import httpx2
 
         tool = body["params"].get("name")
-        async with self.http.stream(
+        request = self.http.build_request(
             "POST", self.url, content=_encode(body), headers=self._headers(tool)
-        ) as response:
+        )
+        response = await self.http.send(request, stream=True)
+        handed_over = False
+        try:
             kind = response.headers.get("content-type", "").lower()
             if response.status_code == 404:
                 raise MCPError(CONNECTION_CLOSED, "the server forgot the session (HTTP 404)")
@@ -418,22 +424,12 @@ class HttpLane:
                 return message
             if not kind.startswith("text/event-stream"):
                 raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
-            answer: dict[str, Any] | None = None
             events = httpx2.EventSource(response).__aiter__()
             while True:
-                if answer is None:
-                    event = await anext(events, None)
-                else:
-                    # the server ends the stream after the answer: read it to its end
-                    # (briefly) so that the connection is kept for the next call
-                    event = None
-                    with anyio.move_on_after(DRAIN_TIMEOUT):
-                        event = await anext(events, None)
+                event = await anext(events, None)
                 if event is None:
-                    if answer is not None:
-                        return answer
                     break
-                if not event.data or answer is not None:
+                if not event.data:
                     continue
                 message = _decode(event.data)
                 if not isinstance(message, dict):
@@ -441,7 +437,12 @@ class HttpLane:
                 method = message.get("method")
                 if method is None:
                     if message.get("id") == request_id:
-                        answer = message
+                        if self.drains is None:
+                            await self._drain(response, events)
+                        else:  # the caller has its answer now; the stream ends meanwhile
+                            self.drains.start_soon(self._drain, response, events)
+                            handed_over = True
+                        return message
                     continue
                 params = message.get("params")
                 params = params if isinstance(params, dict) else {}
@@ -454,7 +455,23 @@ class HttpLane:
                         )
                 else:
                     await on_notification(message)
+        finally:
+            if not handed_over:
+                await response.aclose()
         raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
+
+    @staticmethod
+    async def _drain(response: Any, events: AsyncIterator[Any]) -> None:
+        """Read an answered call's event stream to its end (the server ends it after
+        the answer; briefly: DRAIN_TIMEOUT s), so that its connection serves the next
+        call, then close it."""
+        try:
+            with anyio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(Exception):
+                while await anext(events, None) is not None:
+                    pass
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await response.aclose()
 
     async def _answer(
         self, server_id: Any, method: str, params: dict[str, Any], on_request: ServerRequestFn

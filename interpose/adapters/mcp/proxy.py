@@ -261,16 +261,26 @@ class Upstream:
                         self.lane.version = client.protocol_version
                     await self._list_all(client)
                     self.capabilities = client.server_capabilities
-                    self.client = client
-                    self.connections += 1
-                    self._lost = anyio.Event()
-                    failures = 0
-                    self._ready.set()
-                    if not started:
-                        started = True
-                        task_status.started()
-                    log.info("upstream %r connected (%s)", self.name, client.protocol_version)
-                    await self._lost.wait()
+                    lane = self.lane
+                    async with anyio.create_task_group() as drains:
+                        if lane is not None:
+                            lane.drains = drains  # answered calls' streams end here
+                        try:
+                            self.client = client
+                            self.connections += 1
+                            self._lost = anyio.Event()
+                            failures = 0
+                            self._ready.set()
+                            if not started:
+                                started = True
+                                task_status.started()
+                            log.info(
+                                "upstream %r connected (%s)", self.name, client.protocol_version
+                            )
+                            await self._lost.wait()
+                        finally:
+                            if lane is not None:
+                                lane.drains = None
             except Exception as exc:  # the server did not start, or died during the handshake
                 self.client = None
                 self.error = f"cannot connect: {type(exc).__name__}: {exc}"
