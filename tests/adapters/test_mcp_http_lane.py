@@ -1,0 +1,112 @@
+"""``HttpLane``: a ``tools/call`` answered on its event stream goes back to the caller
+as soon as the answer event arrives; the rest of the stream is read in the lane's
+``drains`` task group, and the connection then serves the next call.
+
+The upstream here is a small HTTP/1.1 server on 127.0.0.1 (a free port) that answers
+each POST with an event stream whose end it holds back until the test lets it go.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2
+import msgspec
+import pytest
+
+from interpose.adapters.mcp.pipe import HttpLane
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+TIMEOUT = 10.0  # s: the whole test
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class HeldStreamServer:
+    """Answers every POST with ``answer`` as an SSE event, then ends the body only
+    when ``release`` is set (one event per request: ``release`` is replaced)."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.release = anyio.Event()
+        self.ended = 0
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        buffer = b""
+        async with stream:
+            for _ in range(10):  # requests on this connection, at most
+                while b"\r\n\r\n" not in buffer:
+                    try:
+                        buffer += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(buffer) < length:
+                    buffer += await stream.receive()
+                body, buffer = buffer[:length], buffer[length:]
+                request = msgspec.json.decode(body)
+                answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
+                event = b"event: message\r\ndata: " + msgspec.json.encode(answer) + b"\r\n\r\n"
+                tail = b": the end\r\n\r\n"
+                await stream.send(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    + b"content-length: "
+                    + str(len(event) + len(tail)).encode()
+                    + b"\r\n\r\n"
+                    + event
+                )
+                await self.release.wait()
+                self.release = anyio.Event()
+                await stream.send(tail)
+                self.ended += 1
+
+
+async def no_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    raise AssertionError(f"unexpected request {method}")
+
+
+async def no_notification(message: Any) -> None:
+    raise AssertionError(f"unexpected notification {message}")
+
+
+async def test_the_answer_does_not_wait_for_the_end_of_its_stream() -> None:
+    server = HeldStreamServer()
+    with anyio.fail_after(TIMEOUT):
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, server.handle)
+            lane = HttpLane(f"http://127.0.0.1:{port}/mcp")
+            async with httpx2.AsyncClient() as http:
+                lane.http = http
+                for call in range(3):
+                    async with anyio.create_task_group() as drains:
+                        lane.drains = drains
+                        result = await lane.request(
+                            {"name": "echo", "arguments": {}},
+                            read_timeout=None,
+                            progress=None,
+                            on_request=no_request,
+                            on_notification=no_notification,
+                        )
+                        assert result == {"content": []}
+                        # answered while the server still holds the stream's end back
+                        assert server.ended == call
+                        server.release.set()
+                    # leaving the group waited for the drain: it read the end
+                    assert server.ended == call + 1
+            tg.cancel_scope.cancel()
+    # the stream was read to its end: every call went over the first connection
+    assert server.connections == 1
