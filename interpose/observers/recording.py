@@ -153,8 +153,9 @@ _MISSING = object()
 
 
 def _request(redactor: Redactor, request: Any) -> Any:
-    """An LLM request as recorded: redacted, and every header's value masked (headers
-    carry credentials under names no key list can know: ``x-api-key``, ``x-goog-...``)."""
+    """An LLM request as recorded: redacted, and every header's value masked (the
+    default keys know ``x-api-key`` and its kin, but a gateway's header can be named
+    anything)."""
     record = redactor.redact(_plain(request))
     headers = record.get("headers") if isinstance(record, dict) else None
     if isinstance(headers, dict):

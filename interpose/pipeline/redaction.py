@@ -78,6 +78,11 @@ SENSITIVE_KEYS: frozenset[str] = frozenset(
         "auth_token",
         "token",
         "authorization",
+        "proxy-authorization",
+        # API-key headers of model providers and gateways
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
         "cookie",
         "set-cookie",
         "private_key",

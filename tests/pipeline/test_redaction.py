@@ -83,6 +83,23 @@ def test_custom_patterns_mask_and_the_secret_group_limits_it() -> None:
     assert redactor.redact_text("ticket-123456 customer=alice") == "*** customer=***"
 
 
+def test_provider_api_key_headers_are_masked_by_default() -> None:
+    headers = {
+        "X-Api-Key": "sk-ant-short",
+        "x-goog-api-key": "g",
+        "Api-Key": "a",
+        "Proxy-Authorization": "Basic x",
+        "Content-Type": "application/json",
+    }
+    assert Redactor().redact(headers) == {
+        "X-Api-Key": "[REDACTED]",
+        "x-goog-api-key": "[REDACTED]",
+        "Api-Key": "[REDACTED]",
+        "Proxy-Authorization": "[REDACTED]",
+        "Content-Type": "application/json",
+    }
+
+
 def test_defaults_can_be_left_out() -> None:
     redactor = Redactor([r"internal"], defaults=False)
     assert redactor.redact({"password": "x", "note": "internal sk-ant-api03-" + "a" * 40}) == {
