@@ -87,7 +87,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import interpose
-from interpose import Pipeline
+from interpose import Pipeline, ToolResult
 
 # What the timed loops read: wall time by default; ``--clock cpu`` reads the process's CPU
 # time instead, for a machine shared with other work (no case blocks or sleeps, so the
@@ -372,6 +372,81 @@ def free_onion_case(depth: int) -> Loop:
     return _onion_case(_free_layer, depth)
 
 
+def _guarded_layer(inner: App) -> App:
+    # a fail-closed layer written by hand: a failure of the middleware becomes the
+    # call's result and the layer outside it goes on.  Catching it takes a frame of
+    # its own between the two middleware coroutines: this coroutine
+    async def layer(ctx: _Ctx) -> None:
+        try:
+            await free_mw(ctx, inner)
+        except Exception as exc:
+            ctx.result = exc
+
+    return layer
+
+
+def guarded_onion_case(depth: int) -> Loop:
+    """The allocation-free onion with a hand-written guard around each layer."""
+    return _onion_case(_guarded_layer, depth)
+
+
+def hand_pairs_case(handler: Callable[[object, object], Any], pairs: int) -> Loop:
+    """``pairs`` before and after handlers called by hand around the tool: a plain call
+    each if ``handler`` is sync, an ``await`` each if it is async."""
+    before = after = (handler,) * pairs
+
+    if asyncio.iscoroutinefunction(handler):
+
+        async def loop(n: int) -> int:
+            t = tool
+            args = ARGS
+            inp, out = _Payload(), _Payload()
+            start = clock()
+            for _ in range(n):
+                for fn in before:
+                    await fn(inp, out)
+                await t(args)
+                for fn in after:
+                    await fn(inp, out)
+            return clock() - start
+
+        return loop
+
+    async def sync_loop(n: int) -> int:
+        t = tool
+        args = ARGS
+        inp, out = _Payload(), _Payload()
+        start = clock()
+        for _ in range(n):
+            for fn in before:
+                fn(inp, out)
+            await t(args)
+            for fn in after:
+                fn(inp, out)
+        return clock() - start
+
+    return sync_loop
+
+
+async def wrapper(name: str, args: Args, *, call: Callable[[Args], Awaitable[Any]]) -> ToolResult:
+    """The least an API like ``call_tool`` costs: a coroutine taking the name, the args
+    and the tool by keyword, returning the tool's output in a result struct."""
+    return ToolResult(output=await call(args))
+
+
+def wrapper_case() -> Loop:
+    async def loop(n: int) -> int:
+        w = wrapper
+        t = tool
+        args = ARGS
+        start = clock()
+        for _ in range(n):
+            await w(TOOL, args, call=t)
+        return clock() - start
+
+    return loop
+
+
 def pair_pipeline(
     handler: Callable[[object, object], object], pairs: int, timeout: float | None = 5.0
 ) -> Pipeline:
@@ -482,6 +557,7 @@ def build_cases() -> list[Case]:
     empty = Pipeline(builtins=False, tracing="off")
     pipes: list[Pipeline] = [empty]
     cases.append(Case("empty", "interpose, empty pipeline", pipeline_case(empty)))
+    cases.append(Case("wrapper", "hand-written call wrapper", wrapper_case()))
     for d in DEPTHS:
         pipe = interceptor_pipeline(sync_handler, d)
         pipes.append(pipe)
@@ -505,6 +581,12 @@ def build_cases() -> list[Case]:
     cases.append(Case("free0", "allocation-free onion, 0 layers", free_onion_case(0)))
     for d in DEPTHS:
         cases.append(Case(f"free{d}", f"allocation-free onion, {d} layers", free_onion_case(d)))
+    for d in DEPTHS:
+        cases.append(Case(f"guard{d}", f"guarded onion, {d} layers", guarded_onion_case(d)))
+    for key, handler in (("hsync", sync_handler), ("hasync", async_handler)):
+        for d in PAIRS:
+            label = f"hand-written {'async' if key == 'hasync' else 'sync'} pairs, {d}"
+            cases.append(Case(f"{key}{d}", label, hand_pairs_case(handler, d)))
     for key, label, handler, timeout in (
         ("spair", "sync pairs", sync_handler, 5.0),
         ("apair", "async pairs (5s)", async_handler, 5.0),
@@ -726,6 +808,27 @@ def analyse(cases: list[Case]) -> list[Row]:
             _verdict(empty_over <= 500),
         )
     )
+    wrapped = t["wrapper"] - floor
+    rows.append(
+        Row(
+            "hand-written call wrapper",
+            t["wrapper"],
+            wrapped,
+            "above floor (what any such API costs)",
+            wrapped,
+        )
+    )
+    rows.append(
+        Row(
+            "  empty pipeline vs the wrapper",
+            None,
+            None,
+            "above floor, net of the wrapper",
+            empty_over - wrapped,
+            empty_over / wrapped,
+            "info",
+        )
+    )
     rows.append(
         Row(
             "interpose, 10 sync on another tool",
@@ -856,6 +959,31 @@ def analyse(cases: list[Case]) -> list[Row]:
             "info",
         )
     )
+    guard_slope = (t["guard10"] - t["guard1"]) / 9
+    for d in DEPTHS:
+        per = (t[f"guard{d}"] - t["free0"]) / d
+        rows.append(
+            Row(
+                f"guarded onion, {d} layers",
+                t[f"guard{d}"],
+                t[f"guard{d}"] - floor,
+                "(t_N - t_0)/N vs onion /N",
+                per,
+                per / free_per[d],
+                "info",
+            )
+        )
+    rows.append(
+        Row(
+            "  slope 1->10 per layer (a guard each)",
+            None,
+            None,
+            "vs allocation-free onion slope",
+            guard_slope,
+            guard_slope / free_slope,
+            "info",
+        )
+    )
     for key, label in (("mw", "block"), ("mwraise", "raise")):
         for d in DEPTHS:
             per = (t[f"{key}{d}"] - empty) / d
@@ -883,6 +1011,18 @@ def analyse(cases: list[Case]) -> list[Row]:
                 _verdict(slope / free_slope <= 1.0),
             )
         )
+        if key == "mw":  # a guarded layer, against the hand-written guarded layer
+            rows.append(
+                Row(
+                    "  same slope (block)",
+                    None,
+                    None,
+                    "vs guarded onion slope",
+                    slope,
+                    slope / guard_slope,
+                    "info",
+                )
+            )
         rows.append(
             Row(
                 f"  same slope ({label})",
@@ -962,6 +1102,44 @@ def analyse(cases: list[Case]) -> list[Row]:
                 _verdict(pair[key] / pair["spair"] <= 2.0) if target else "",
             )
         )
+    hand = {k: (t[f"{k}{hi}"] - t[f"{k}{lo}"]) / (hi - lo) for k in ("hsync", "hasync")}
+    for key in ("hsync", "hasync"):
+        for d in PAIRS:
+            case = next(c for c in cases if c.key == f"{key}{d}")
+            rows.append(Row(case.label, t[f"{key}{d}"], t[f"{key}{d}"] - floor))
+    rows.append(
+        Row(
+            "  per pair (hand-written sync)",
+            None,
+            None,
+            "vs interpose sync pair",
+            hand["hsync"],
+            hand["hsync"] / pair["spair"],
+            "info",
+        )
+    )
+    rows.append(
+        Row(
+            "  per pair (hand-written async)",
+            None,
+            None,
+            "vs interpose sync pair",
+            hand["hasync"],
+            hand["hasync"] / pair["spair"],
+            "info",
+        )
+    )
+    rows.append(
+        Row(
+            "  per pair (async, 5s)",
+            None,
+            None,
+            "vs hand-written async pair",
+            pair["apair"],
+            pair["apair"] / hand["hasync"],
+            "info",
+        )
+    )
     rows.append(
         Row(
             "  timeout per pair, not suspending",
@@ -1225,6 +1403,9 @@ def child_bench_main(
 SERIES: tuple[tuple[str, str, str | None, bool], ...] = (
     ("allocation-free onion (reference)", "free", "free0", True),
     ("closure onion", "onion", "onion0", True),
+    ("allocation-free onion, a guard per layer", "guard", "free0", True),
+    ("hand-written sync pairs", "hsync", "floor", True),
+    ("hand-written async pairs", "hasync", "floor", True),
     ("pluggy hookimpls", "pluggy", "floor", True),
     ("interpose sync tool.before", "sync", "empty", False),
     ("interpose middleware (block)", "mw", "empty", False),

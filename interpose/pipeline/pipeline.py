@@ -154,7 +154,8 @@ class Pipeline:
         self.stats = PipelineStats()
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
         self.bus.failure_hook = self._observer_failed
-        self._tool_chains: dict[tuple[str, str], ToolChain] = {}
+        # agent id -> tool name as called -> its compiled chain (no key tuple per call)
+        self._tool_chains: dict[str, dict[str, ToolChain]] = {}
         # keyed by (stage or hook, agent id, the tracer when interceptors get spans)
         self._stage_apps: dict[
             tuple[str, str, Tracer | None], tuple[int, Callable[[Any], Awaitable[None]]]
@@ -513,7 +514,8 @@ class Pipeline:
         """
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
-            chain = self._tool_chains.get((name, agent_id))
+            chains = self._tool_chains.get(agent_id)
+            chain = chains.get(name) if chains is not None else None
             try:
                 if (
                     chain is not None

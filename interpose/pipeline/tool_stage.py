@@ -158,7 +158,8 @@ async def run_tool(
     """
     if type(args) is not dict and not isinstance(args, dict):
         raise TypeError(f"tool arguments must be a dict, got {type(args).__name__}")
-    chain = pipe._tool_chains.get((name, agent_id))
+    chains = pipe._tool_chains.get(agent_id)
+    chain = chains.get(name) if chains is not None else None
     if chain is None or chain.version != pipe.registry.version:
         chain = compile_tool(pipe, name, agent_id)
     if not callable(call):
@@ -814,9 +815,14 @@ def compile_tool(
     if base is not None:
         base.variants[spans] = chain
         return chain
-    if len(pipe._tool_chains) >= _CACHE_LIMIT:
-        pipe._tool_chains.clear()
-    pipe._tool_chains[(raw_name, agent_id)] = chain
+    chains = pipe._tool_chains.get(agent_id)
+    if chains is None:
+        if len(pipe._tool_chains) >= _CACHE_LIMIT:
+            pipe._tool_chains.clear()
+        chains = pipe._tool_chains[agent_id] = {}
+    elif len(chains) >= _CACHE_LIMIT:
+        chains.clear()
+    chains[raw_name] = chain
     return chain
 
 

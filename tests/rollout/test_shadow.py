@@ -213,7 +213,7 @@ async def test_a_sync_only_chain_with_a_shadow_handler_keeps_the_quiet_path() ->
     ran = Ran()
     result = await pipe.call_tool("exec", {"command": "ls"}, call=ran)
     unchanged(result, ran)
-    chain = pipe._tool_chains[("exec", "main")]
+    chain = pipe._tool_chains["main"]["exec"]
     assert chain.quiet
     assert pipe.registry.shadow.counts == {("shadow-block", "block"): 1}
 
