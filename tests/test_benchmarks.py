@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,58 @@ def test_bench_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> Non
     assert run.returncode == 2
     assert "needs matplotlib: pip install 'interpose[plot]'" in run.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def _bench_tool_call() -> Any:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_tool_call
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return bench_tool_call
+
+
+def test_a_target_is_read_from_its_row() -> None:
+    bench = _bench_tool_call()
+    assert bench._meets("<= 1000 ns", 999.0, None) is True
+    assert bench._meets("<= 1000 ns", 1001.0, 0.5) is False
+    assert bench._meets("<= 1.5x", 2000.0, 1.5) is True
+    assert bench._meets("< 1.0x", 10.0, 1.0) is False
+    assert bench._meets("info", 1.0, 1.0) is None
+    assert bench._meets("<= 2.0x", 1.0, None) is None
+
+
+def test_the_cases_a_value_compares_run_in_one_group() -> None:
+    bench = _bench_tool_call()
+
+    def case(key: str) -> Any:
+        return bench.Case(key, key, bench.floor_case())
+
+    group = bench.group_of
+    assert group(case("mw10")) == group(case("free1")) == group(case("guard5"))
+    assert group(case("apair10")) == group(case("spair1")) == group(case("hasync1"))
+    assert group(case("sync10")) == group(case("fns1")) == group(case("empty"))
+    assert group(case("mw1")) != group(case("sync1"))
+
+
+def test_derived_values_are_the_median_of_each_rounds_value() -> None:
+    # a burst of load that lifts every case of one round changes that round's values,
+    # not the median over rounds; the verdict is taken on the median
+    bench = _bench_tool_call()
+    cases = bench.build_cases()
+    # distinct times, so that no reference difference is zero
+    base = {c.key: 1000.0 + 37.0 * i + 50.0 * len(c.key) for i, c in enumerate(cases)}
+    base.update(floor=100.0, empty=400.0, fns1=150.0, fns10=600.0, sync1=800.0, sync10=1200.0)
+    for r in range(5):
+        lift = 3.0 if r == 2 else 1.0
+        for c in cases:
+            c.samples.append(base[c.key] * lift)
+    rows = {row.case: row for row in bench.analyse(cases)}
+    slope = rows["  slope 1->10 per interceptor"]
+    assert slope.value == pytest.approx(400 / 9)
+    assert slope.ratio == pytest.approx((400 / 9) / (450 / 9))
+    assert slope.result == "PASS"
+    empty = rows["interpose, empty pipeline"]
+    assert empty.value == pytest.approx(300.0)
+    assert empty.result == "PASS"
+    assert rows["  same, against issue 11's bound"].result == "PASS"
