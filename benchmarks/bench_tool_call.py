@@ -219,9 +219,10 @@ def handler_loop_case(depth: int) -> Loop:
     return loop
 
 
-def pipeline_case(pipe: Pipeline) -> Loop:
+def calls_case(call_tool: Callable[..., Awaitable[Any]]) -> Loop:
+    """``await call_tool(TOOL, args, call=tool)``, ``n`` times."""
+
     async def loop(n: int) -> int:
-        call_tool = pipe.call_tool
         t = tool
         args = ARGS
         start = clock()
@@ -230,6 +231,10 @@ def pipeline_case(pipe: Pipeline) -> Loop:
         return clock() - start
 
     return loop
+
+
+def pipeline_case(pipe: Pipeline) -> Loop:
+    return calls_case(pipe.call_tool)
 
 
 def observe(event: object) -> None:
@@ -448,19 +453,6 @@ async def wrapper(name: str, args: Args, *, call: Callable[[Args], Awaitable[Any
     return ToolResult(output=await call(args))
 
 
-def wrapper_case() -> Loop:
-    async def loop(n: int) -> int:
-        w = wrapper
-        t = tool
-        args = ARGS
-        start = clock()
-        for _ in range(n):
-            await w(TOOL, args, call=t)
-        return clock() - start
-
-    return loop
-
-
 def pair_pipeline(
     handler: Callable[[object, object], object], pairs: int, timeout: float | None = 5.0
 ) -> Pipeline:
@@ -589,7 +581,7 @@ def build_cases() -> list[Case]:
     empty = Pipeline(builtins=False, tracing="off")
     pipes: list[Pipeline] = [empty]
     cases.append(Case("empty", "interpose, empty pipeline", pipeline_case(empty)))
-    cases.append(Case("wrapper", "hand-written call wrapper", wrapper_case()))
+    cases.append(Case("wrapper", "hand-written call wrapper", calls_case(wrapper)))
     for d in DEPTHS:
         pipe = interceptor_pipeline(sync_handler, d)
         pipes.append(pipe)
