@@ -107,6 +107,7 @@ async def test_the_answer_does_not_wait_for_the_end_of_its_stream() -> None:
                         server.release.set()
                     # leaving the group waited for the drain: it read the end
                     assert server.ended == call + 1
+                await lane.aclose()  # its own kept connections (the raw way's)
             tg.cancel_scope.cancel()
     # the stream was read to its end: every call went over the first connection
     assert server.connections == 1
