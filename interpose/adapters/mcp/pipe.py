@@ -365,8 +365,9 @@ class HttpLane:
         self.http = http  # the SDK transport's httpx2 client (set before connecting)
         self.session_id: str | None = None
         self.version: str | None = None
-        # where an answered call's stream is read to its end (set while connected):
-        # the answer goes back to the caller at once
+        # set while connected: an answered call's stream ends after the answer has
+        # gone back to the caller (through httpx2: read to its end in this group; on
+        # the raw way: as its bytes arrive); None: read before the call returns
         self.drains: anyio.abc.TaskGroup | None = None
         self.raw: RawHttp | None = None  # made at the first call the raw way can serve
         self._raw_ok = RawHttp.serves(url)
@@ -520,16 +521,18 @@ class HttpLane:
             while (data := await events.next()) is not None:
                 message = _decode(data)
                 if isinstance(message, dict) and await self._event(message, call):
-                    handed_over = True  # the drain releases the connection
-                    if self.drains is None:
-                        await self._drain_raw(raw, events)
-                    else:  # the caller has its answer now; the stream ends meanwhile
-                        self.drains.start_soon(self._drain_raw, raw, events)
+                    if self.drains is None:  # not connected: read the stream's end here
+                        with anyio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(Exception):
+                            while await events.next() is not None:
+                                pass
+                    else:  # the caller has its answer now; the stream ends meanwhile,
+                        # read as it arrives, then its connection serves the next call
+                        handed_over = True
+                        raw.finish(response)
                     return message
         finally:
             if not handed_over:
-                with anyio.CancelScope(shield=True):
-                    await raw.release(response)
+                raw.release(response)
         raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
 
     def _keep_cookies(self, cookies: list[str]) -> None:
@@ -572,17 +575,6 @@ class HttpLane:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await response.aclose()
-
-    @staticmethod
-    async def _drain_raw(raw: RawHttp, events: EventReader) -> None:
-        """``_drain`` on the raw way: the connection is kept if the stream ended."""
-        try:
-            with anyio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(Exception):
-                while await events.next() is not None:
-                    pass
-        finally:
-            with anyio.CancelScope(shield=True):
-                await raw.release(events.response)
 
     async def _answer(
         self, server_id: Any, method: str, params: dict[str, Any], on_request: ServerRequestFn

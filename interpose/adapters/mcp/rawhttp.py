@@ -15,13 +15,13 @@ lane uses ``httpx2`` for everything else.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import urllib.request
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import anyio
-import anyio.abc
+import anyio.lowlevel
 
 __all__ = ["BadResponse", "Connection", "EventReader", "RawHttp", "Response"]
 
@@ -30,32 +30,104 @@ READ_TIMEOUT = 300.0  # s: one read (as the lane's httpx2 client: a silent serve
 CONNECT_TIMEOUT = 30.0  # s
 MAX_HEAD = 1 << 16  # bytes: the status line and the headers of a response
 MAX_LINE = 1 << 12  # bytes: a chunk-size line
-MAX_IDLE = 8  # connections kept for the next calls
+MAX_IDLE = 8  # connections kept for the next calls (and as many being drained)
+MAX_BUFFER = 1 << 20  # bytes read ahead before the socket is left unread
+DRAIN_TIMEOUT = 1.0  # s: an answered response's end, before its connection is dropped
 
 
 class BadResponse(Exception):
     """The server's bytes are not an HTTP/1.1 response this reader understands."""
 
 
-class Connection:
-    """One kept-alive connection: a socket stream and the bytes read ahead."""
+class Connection(asyncio.Protocol):
+    """One kept-alive connection: an asyncio protocol that gathers what arrives.
 
-    def __init__(self, stream: anyio.abc.SocketStream) -> None:
-        self.stream = stream
-        self.buffer = b""
+    A plain protocol rather than an anyio socket stream: that one stops and restarts
+    reading the socket around every read, two ``epoll`` changes a time, and each read
+    here would also need its own timeout scope; here a read waits on one future with
+    one timer.  Bytes that arrive while nobody reads are kept (up to MAX_BUFFER, then
+    the socket is not read until they are), and a response being drained
+    (``drain``) is read to its end as its bytes arrive.
+    """
+
+    def __init__(self, pool: RawHttp) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
         self.received = False  # a byte of the current response arrived
+        self.closed = False  # the server closed it, or it broke
+        self.error: BaseException | None = None
+        self.draining: Response | None = None  # answered: read to its end, then kept
+        self.drain_until = 0.0  # loop time: a drain not over by then closes it
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+
+    # -- asyncio.Protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if len(self.buffer) > MAX_BUFFER and not self._paused and self.transport is not None:
+            self.transport.pause_reading()
+            self._paused = True
+        if self.draining is not None:
+            self.pool.drained(self)
+        self._wake()
+
+    def eof_received(self) -> bool | None:
+        self.closed = True
+        if self.draining is not None:
+            self.pool.drained(self)
+        self._wake()
+        return None  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- reading -------------------------------------------------------------------------
 
     async def _fill(self) -> None:
-        """Read more bytes into the buffer.
+        """Wait for more bytes (at most READ_TIMEOUT s).
 
         Raises:
             anyio.EndOfStream: the server closed the connection.
+            anyio.BrokenResourceError: it broke (a reset).
             TimeoutError: nothing arrived in READ_TIMEOUT s.
         """
-        with anyio.fail_after(READ_TIMEOUT):
-            chunk = await self.stream.receive(READ_SIZE)
-        self.buffer += chunk
+        size = len(self.buffer)
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        while len(self.buffer) == size:
+            if self.closed:
+                if self.error is not None:
+                    raise anyio.BrokenResourceError(str(self.error)) from self.error
+                raise anyio.EndOfStream
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(READ_TIMEOUT, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
         self.received = True
+
+    def take(self, size: int) -> bytes:
+        """The first ``size`` bytes of the buffer (removed from it)."""
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
 
     async def read_until(self, delimiter: bytes, limit: int) -> bytes:
         """The bytes before ``delimiter`` (which is consumed).
@@ -67,7 +139,8 @@ class Connection:
         while True:
             at = self.buffer.find(delimiter, start)
             if at >= 0:
-                data, self.buffer = self.buffer[:at], self.buffer[at + len(delimiter) :]
+                data = self.take(at)
+                del self.buffer[: len(delimiter)]
                 return data
             if len(self.buffer) > limit:
                 raise BadResponse(f"no {delimiter!r} within {limit} bytes")
@@ -77,19 +150,40 @@ class Connection:
     async def read_exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:
             await self._fill()
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
-        return data
+        return self.take(size)
 
     async def read_some(self, limit: int) -> bytes:
         """Up to ``limit`` bytes (at least one)."""
         if not self.buffer:
             await self._fill()
-        data, self.buffer = self.buffer[:limit], self.buffer[limit:]
-        return data
+        return self.take(limit)
 
-    async def aclose(self) -> None:
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-            await self.stream.aclose()
+    def send(self, data: bytes) -> None:
+        """Write ``data`` (the transport sends what the socket does not take at once).
+
+        Raises:
+            anyio.BrokenResourceError: the connection is closed.
+        """
+        if self.closed or self.transport is None or self.transport.is_closing():
+            raise anyio.BrokenResourceError("the connection is closed")
+        self.transport.write(data)
+
+    def consumed(self) -> None:
+        """Bytes were taken from the buffer outside a read: read the socket again."""
+        if self._paused and len(self.buffer) <= MAX_BUFFER and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+
+    def close(self) -> None:
+        self.closed = True
+        self.draining = None
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError(f"nothing read in {READ_TIMEOUT} s"))
 
 
 class Response:
@@ -180,6 +274,54 @@ class Response:
         if not self._left:
             self._end()
         return data
+
+    def skip_buffered(self) -> bool:
+        """Consume the part of the body that has arrived (without waiting); True: the
+        body has ended.
+
+        Raises:
+            BadResponse: a malformed chunk.
+        """
+        if self.done:
+            return True
+        connection = self.connection
+        buffer = connection.buffer
+        if self._chunked:
+            while True:
+                at = buffer.find(b"\r\n")
+                if at < 0:
+                    if len(buffer) > MAX_LINE:
+                        raise BadResponse("a chunk-size line too long")
+                    return False
+                size_text = bytes(buffer[:at]).split(b";", 1)[0].strip()
+                try:
+                    size = int(size_text, 16)
+                except ValueError:
+                    raise BadResponse(f"chunk size {size_text[:20]!r}") from None
+                if size == 0:
+                    end = buffer.find(b"\r\n\r\n", at)  # after the trailers, if any
+                    if end < 0:
+                        return False
+                    del buffer[: end + 4]
+                    self._end()
+                    return True
+                need = at + 2 + size + 2
+                if len(buffer) < need:
+                    return False
+                if buffer[need - 2 : need] != b"\r\n":
+                    raise BadResponse("a chunk does not end with CRLF")
+                del buffer[:need]
+        if self._left is None:  # up to the close
+            del buffer[:]
+            if connection.closed:
+                self._end()
+            return connection.closed
+        taken = min(self._left, len(buffer))
+        del buffer[:taken]
+        self._left -= taken
+        if not self._left:
+            self._end()
+        return self.done
 
     async def read(self, limit: int) -> bytes:
         """The whole (remaining) body.
@@ -295,6 +437,7 @@ class RawHttp:
         fixed += [f"{name}: {value}" for name, value in headers if name.lower() not in skip]
         self._head = "\r\n".join(fixed).encode("latin-1")
         self._idle: list[Connection] = []
+        self._draining: list[Connection] = []  # answered, their bodies' ends to come
         self._closed = False
         self.connects = 0
 
@@ -324,10 +467,27 @@ class RawHttp:
         )
 
     async def _connect(self) -> Connection:
+        loop = asyncio.get_running_loop()
         with anyio.fail_after(CONNECT_TIMEOUT):
-            stream = await anyio.connect_tcp(self.host, self.port)
+            _, connection = await loop.create_connection(
+                lambda: Connection(self), self.host, self.port
+            )
         self.connects += 1
-        return Connection(stream)
+        return connection
+
+    def _idle_one(self) -> Connection | None:
+        """A kept connection (those whose drain is over its time are closed first)."""
+        if self._draining:
+            now = asyncio.get_running_loop().time()
+            for connection in [c for c in self._draining if c.drain_until < now]:
+                self._draining.remove(connection)
+                connection.close()
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed:  # (the server may have closed it meanwhile)
+                return connection
+            connection.close()
+        return None
 
     async def send(self, data: bytes) -> Response:
         """Send a whole request; its response's head (read the body from it).
@@ -340,14 +500,11 @@ class RawHttp:
                 the connection failed.
             BadResponse: the response is not one this reader understands.
         """
-        connection = self._idle.pop() if self._idle else None
+        connection = self._idle_one()
         if connection is not None:
             try:
                 return await self._exchange(connection, data)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                if connection.received:
-                    raise
-            except OSError:  # a reset: the same
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                 if connection.received:
                     raise
         return await self._exchange(await self._connect(), data)
@@ -356,7 +513,7 @@ class RawHttp:
         """Send ``data`` on ``connection``; the response's head (closed on failure)."""
         connection.received = False
         try:
-            await connection.stream.send(data)
+            connection.send(data)
             head = await connection.read_until(b"\r\n\r\n", MAX_HEAD)
             status, headers, cookies = _parse_head(head)
             while status == 100:  # "continue": the real response follows
@@ -364,23 +521,63 @@ class RawHttp:
                 status, headers, cookies = _parse_head(head)
             return Response(connection, status, headers, cookies)
         except BaseException:
-            await connection.aclose()
+            connection.close()
             raise
 
-    async def release(self, response: Response) -> None:
+    def release(self, response: Response) -> None:
         """Keep the response's connection for the next request if its body was read to
         its end and the server keeps it open; else close it."""
         connection = response.connection
-        keep = response.reusable and not connection.buffer and not self._closed
-        if keep and len(self._idle) < MAX_IDLE:
-            response.reusable = False  # released once
+        keep = response.reusable and not connection.buffer and not connection.closed
+        response.reusable = False  # released once
+        if keep and not self._closed and len(self._idle) < MAX_IDLE:
+            connection.draining = None
             self._idle.append(connection)
         else:
-            await connection.aclose()
+            connection.close()
+
+    def finish(self, response: Response) -> None:
+        """The caller has its answer: keep the connection once the rest of the body has
+        arrived (read as it arrives, for at most DRAIN_TIMEOUT s)."""
+        connection = response.connection
+        try:
+            ended = response.skip_buffered()
+        except BadResponse:
+            connection.close()
+            return
+        connection.consumed()
+        if ended or connection.closed:
+            self.release(response)
+        elif self._closed or len(self._draining) >= MAX_IDLE:
+            connection.close()
+        else:
+            connection.draining = response
+            connection.drain_until = asyncio.get_running_loop().time() + DRAIN_TIMEOUT
+            self._draining.append(connection)
+
+    def drained(self, connection: Connection) -> None:
+        """More of a drained response arrived (``Connection`` calls this)."""
+        response = connection.draining
+        assert response is not None
+        try:
+            ended: bool | None = response.skip_buffered()
+        except BadResponse:
+            ended = None
+        connection.consumed()
+        if ended is False and not connection.closed:
+            return
+        connection.draining = None
+        if connection in self._draining:
+            self._draining.remove(connection)
+        if ended:
+            self.release(response)
+        else:
+            connection.close()
 
     async def aclose(self) -> None:
         """Close the kept connections (and, from now on, every released one)."""
         self._closed = True
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            await connection.aclose()
+        kept, self._idle, self._draining = [*self._idle, *self._draining], [], []
+        for connection in kept:
+            connection.close()
+        await anyio.lowlevel.checkpoint()  # their transports close on the next loop turn
