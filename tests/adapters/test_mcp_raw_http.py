@@ -435,6 +435,20 @@ async def test_a_call_given_up_drops_its_connection_and_tells_the_server() -> No
     assert all(n["method"] == "notifications/cancelled" for n in server.notes)
 
 
+def test_a_request_carries_each_header_once() -> None:
+    defaults = [("accept", "*/*"), ("user-agent", "test"), ("authorization", "Bearer x")]
+    raw = RawHttp("http://127.0.0.1:8000/mcp?x=1", defaults)
+    own = {"accept": "application/json, text/event-stream", "mcp-session-id": "s-1"}
+    head, _, body = raw.request_bytes(own, b"{}").partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "POST /mcp?x=1 HTTP/1.1"
+    names = [line.split(":", 1)[0] for line in lines[1:]]
+    assert sorted(names) == sorted(set(names))  # the client's own accept gave way
+    assert "accept: application/json, text/event-stream" in lines
+    assert {"host: 127.0.0.1:8000", "authorization: Bearer x", "content-length: 2"} <= set(lines)
+    assert body == b"{}"
+
+
 async def test_only_plain_http_without_a_proxy_is_served_raw(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -1,4 +1,4 @@
-"""Plain HTTP/1.1 for the HTTP raw lane: keep-alive connections on anyio sockets.
+"""Plain HTTP/1.1 for the HTTP raw lane: kept-alive connections, read by hand.
 
 A tool call relayed over HTTP is one small POST and one small answer (JSON, or a short
 event stream).  Through ``httpx2`` that costs the proxy more CPU than the upstream
@@ -33,6 +33,10 @@ MAX_LINE = 1 << 12  # bytes: a chunk-size line
 MAX_IDLE = 8  # connections kept for the next calls (and as many being drained)
 MAX_BUFFER = 1 << 20  # bytes read ahead before the socket is left unread
 DRAIN_TIMEOUT = 1.0  # s: an answered response's end, before its connection is dropped
+# headers a request sets itself (``request_bytes``): the client's defaults give way
+PER_CALL = frozenset(
+    ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name")
+)
 
 
 class BadResponse(Exception):
@@ -47,7 +51,7 @@ class Connection(asyncio.Protocol):
     here would also need its own timeout scope; here a read waits on one future with
     one timer.  Bytes that arrive while nobody reads are kept (up to MAX_BUFFER, then
     the socket is not read until they are), and a response being drained
-    (``drain``) is read to its end as its bytes arrive.
+    (``draining``) is read to its end as its bytes arrive.
     """
 
     def __init__(self, pool: RawHttp) -> None:
@@ -420,8 +424,10 @@ class RawHttp:
 
     Args:
         url: the server's URL.
-        headers: sent with every request (the lane's client's own), before the
-            request's; ``host``, ``content-length`` and ``accept-encoding`` are set here.
+        headers: sent with every request (the lane's client's own, those of the
+            configuration among them), but those named in PER_CALL, which each
+            request sets itself; ``host``, ``content-length`` and ``accept-encoding``
+            are set here.
     """
 
     def __init__(self, url: str, headers: Iterable[tuple[str, str]]) -> None:
@@ -432,7 +438,7 @@ class RawHttp:
         if parts.query:
             target += "?" + parts.query
         authority = parts.netloc.rsplit("@", 1)[-1]
-        skip = {"host", "content-length", "accept-encoding", "transfer-encoding"}
+        skip = {"host", "content-length", "accept-encoding", "transfer-encoding", *PER_CALL}
         fixed = [f"POST {target} HTTP/1.1", f"host: {authority}", "accept-encoding: identity"]
         fixed += [f"{name}: {value}" for name, value in headers if name.lower() not in skip]
         self._head = "\r\n".join(fixed).encode("latin-1")
