@@ -21,7 +21,7 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.abc
@@ -34,6 +34,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from pydantic import ValidationError
+
+from .rawhttp import BadResponse, EventReader, RawHttp
 
 __all__ = ["UpstreamPipe"]
 
@@ -297,17 +299,65 @@ class UpstreamPipe:
 
 ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 NotificationFn = Callable[[Any], Awaitable[None]]
+MAX_BODY = 1 << 28  # bytes: a JSON answer or an error body (a base64 image, a large file)
+_RAW_FAILURES = (
+    OSError,  # a refused or reset connection; TimeoutError: a read or connect timeout
+    anyio.EndOfStream,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    BadResponse,
+)
+
+
+class _Call(NamedTuple):
+    """What handling one call's event stream needs."""
+
+    request_id: str
+    progress: ProgressFn | None
+    on_request: ServerRequestFn
+    on_notification: NotificationFn
+
+
+def _status_answer(status: int, raw: bytes) -> dict[str, Any]:
+    """The answer to a POST the server refused (or answered 202): the JSON-RPC error
+    its body carries, if any.
+
+    Raises:
+        MCPError: ``CONNECTION_CLOSED`` for 404 (the server forgot the session), else
+            ``INTERNAL_ERROR``.
+    """
+    if status == 404:
+        raise MCPError(CONNECTION_CLOSED, "the server forgot the session (HTTP 404)")
+    with contextlib.suppress(msgspec.DecodeError):
+        message = _decode(raw)
+        if isinstance(message, dict) and isinstance(message.get("error"), dict):
+            return message
+    raise MCPError(INTERNAL_ERROR, f"the server answered HTTP {status}")
+
+
+def _json_answer(raw: bytes) -> dict[str, Any]:
+    """Raises MCPError: the body is not a JSON object."""
+    try:
+        message = _decode(raw)
+    except msgspec.DecodeError:
+        raise MCPError(INTERNAL_ERROR, "the server's answer is not JSON") from None
+    if not isinstance(message, dict):
+        raise MCPError(INTERNAL_ERROR, "the server's answer is not a JSON object")
+    return message
 
 
 class HttpLane:
     """The raw lane of a streamable-HTTP upstream: the proxy POSTs ``tools/call`` itself.
 
     The SDK ``Client`` keeps the session (the handshake, the GET stream, every other
-    message); this lane uses the same ``httpx2`` client, the session id the handshake
-    answered with (``saw`` is the client's response hook) and the negotiated protocol
-    version.  The answer is read as JSON, or from the POST's event stream, where the
-    server may also send progress, notifications and its own requests (sampling,
-    elicitation, roots: answered through ``on_request`` and POSTed back).
+    message); this lane uses the session id the handshake answered with (``saw`` is the
+    client's response hook) and the negotiated protocol version.  A plain ``http://``
+    URL without a proxy is served on the lane's own kept-alive connections
+    (``RawHttp``: the request's bytes written at once, the response read by hand); any
+    other, or while the ``httpx2`` client holds cookies, goes through that client.  The
+    answer is read as JSON, or from the POST's event stream, where the server may also
+    send progress, notifications and its own requests (sampling, elicitation, roots:
+    answered through ``on_request`` and POSTed back).
     """
 
     def __init__(self, url: str, http: Any = None) -> None:
@@ -315,9 +365,12 @@ class HttpLane:
         self.http = http  # the SDK transport's httpx2 client (set before connecting)
         self.session_id: str | None = None
         self.version: str | None = None
-        # where an answered call's stream is read to its end (set while connected):
-        # the answer goes back to the caller at once
+        # set while connected: an answered call's stream ends after the answer has
+        # gone back to the caller (through httpx2: read to its end in this group; on
+        # the raw way: as its bytes arrive); None: read before the call returns
         self.drains: anyio.abc.TaskGroup | None = None
+        self.raw: RawHttp | None = None  # made at the first call the raw way can serve
+        self._raw_ok = RawHttp.serves(url)
         self._count = 0
 
     async def saw(self, response: Any) -> None:
@@ -344,6 +397,19 @@ class HttpLane:
         """POST a notification or a response (the server answers 202)."""
         await self.http.post(self.url, content=_encode(body), headers=self._headers())
 
+    def _raw(self) -> RawHttp | None:
+        """The raw way, when it serves this call (plain HTTP, no proxy, no cookies)."""
+        if not self._raw_ok or self.http is None or self.http.cookies:
+            return None
+        if self.raw is None:
+            self.raw = RawHttp(self.url, self.http.headers.multi_items())
+        return self.raw
+
+    async def aclose(self) -> None:
+        """Close the raw way's kept connections."""
+        if self.raw is not None:
+            await self.raw.aclose()
+
     async def request(
         self,
         params: dict[str, Any],
@@ -369,14 +435,17 @@ class HttpLane:
             meta["progressToken"] = request_id
             params = {**params, "_meta": meta}
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        call = _Call(request_id, progress, on_request, on_notification)
         answer: dict[str, Any] | None = None
+        raw = self._raw()
         try:
             with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
-                answer = await self._exchange(
-                    body, request_id, progress, on_request, on_notification
-                )
-        except httpx2.TransportError as exc:
-            raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc}") from None
+                if raw is not None:
+                    answer = await self._exchange_raw(raw, body, call)
+                else:
+                    answer = await self._exchange(body, call)
+        except (httpx2.TransportError, *_RAW_FAILURES) as exc:
+            raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc!r}") from None
         finally:
             if answer is None:  # a timeout, a cancelled caller: the server may stop
                 note = _cancelled(request_id, "the caller gave up")
@@ -390,14 +459,8 @@ class HttpLane:
             raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
         return _result_of(answer)
 
-    async def _exchange(
-        self,
-        body: dict[str, Any],
-        request_id: str,
-        progress: ProgressFn | None,
-        on_request: ServerRequestFn,
-        on_notification: NotificationFn,
-    ) -> dict[str, Any]:
+    async def _exchange(self, body: dict[str, Any], call: _Call) -> dict[str, Any]:
+        """The call through the ``httpx2`` client."""
         import httpx2
 
         tool = body["params"].get("name")
@@ -408,20 +471,10 @@ class HttpLane:
         handed_over = False
         try:
             kind = response.headers.get("content-type", "").lower()
-            if response.status_code == 404:
-                raise MCPError(CONNECTION_CLOSED, "the server forgot the session (HTTP 404)")
             if response.status_code >= 400 or response.status_code == 202:
-                raw = await response.aread()
-                with contextlib.suppress(msgspec.DecodeError):
-                    message = _decode(raw)
-                    if isinstance(message, dict) and isinstance(message.get("error"), dict):
-                        return message
-                raise MCPError(INTERNAL_ERROR, f"the server answered HTTP {response.status_code}")
+                return _status_answer(response.status_code, await response.aread())
             if kind.startswith("application/json"):
-                message = _decode(await response.aread())
-                if not isinstance(message, dict):
-                    raise MCPError(INTERNAL_ERROR, "the server's answer is not a JSON object")
-                return message
+                return _json_answer(await response.aread())
             if not kind.startswith("text/event-stream"):
                 raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
             events = httpx2.EventSource(response).__aiter__()
@@ -432,33 +485,83 @@ class HttpLane:
                 if not event.data:
                     continue
                 message = _decode(event.data)
-                if not isinstance(message, dict):
-                    continue
-                method = message.get("method")
-                if method is None:
-                    if message.get("id") == request_id:
-                        if self.drains is None:
-                            await self._drain(response, events)
-                        else:  # the caller has its answer now; the stream ends meanwhile
-                            self.drains.start_soon(self._drain, response, events)
-                            handed_over = True
-                        return message
-                    continue
-                params = message.get("params")
-                params = params if isinstance(params, dict) else {}
-                if "id" in message:  # the server's own request, during the call
-                    await self._answer(message["id"], method, params, on_request)
-                elif method == "notifications/progress":
-                    if progress is not None and params.get("progressToken") == request_id:
-                        await progress(
-                            params["progress"], params.get("total"), params.get("message")
-                        )
-                else:
-                    await on_notification(message)
+                if isinstance(message, dict) and await self._event(message, call):
+                    if self.drains is None:
+                        await self._drain(response, events)
+                    else:  # the caller has its answer now; the stream ends meanwhile
+                        self.drains.start_soon(self._drain, response, events)
+                        handed_over = True
+                    return message
         finally:
             if not handed_over:
                 await response.aclose()
         raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
+
+    async def _exchange_raw(
+        self, raw: RawHttp, body: dict[str, Any], call: _Call
+    ) -> dict[str, Any]:
+        """The call on the raw way's own connection."""
+        tool = body["params"].get("name")
+        response = await raw.send(raw.request_bytes(self._headers(tool), _encode(body)))
+        handed_over = False
+        try:
+            session = response.headers.get("mcp-session-id")
+            if session:
+                self.session_id = session
+            if response.cookies:
+                self._keep_cookies(response.cookies)
+            kind = response.headers.get("content-type", "").lower()
+            if response.status >= 400 or response.status == 202:
+                return _status_answer(response.status, await response.read(MAX_BODY))
+            if kind.startswith("application/json"):
+                return _json_answer(await response.read(MAX_BODY))
+            if not kind.startswith("text/event-stream"):
+                raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
+            events = EventReader(response)
+            while (data := await events.next()) is not None:
+                message = _decode(data)
+                if isinstance(message, dict) and await self._event(message, call):
+                    if self.drains is None:  # not connected: read the stream's end here
+                        with anyio.move_on_after(DRAIN_TIMEOUT), contextlib.suppress(Exception):
+                            while await events.next() is not None:
+                                pass
+                    else:  # the caller has its answer now; the stream ends meanwhile,
+                        # read as it arrives, then its connection serves the next call
+                        handed_over = True
+                        raw.finish(response)
+                    return message
+        finally:
+            if not handed_over:
+                raw.release(response)
+        raise MCPError(CONNECTION_CLOSED, "the server closed the stream without an answer")
+
+    def _keep_cookies(self, cookies: list[str]) -> None:
+        """Give the cookies a raw response set to the ``httpx2`` client (whose requests
+        then carry them; and the lane's go through it)."""
+        import httpx2
+
+        response = httpx2.Response(
+            200,
+            headers=[("set-cookie", value) for value in cookies],
+            request=httpx2.Request("POST", self.url),
+        )
+        self.http.cookies.extract_cookies(response)
+
+    async def _event(self, message: dict[str, Any], call: _Call) -> bool:
+        """Handle one message of the call's event stream; True: it is the answer."""
+        method = message.get("method")
+        if method is None:
+            return bool(message.get("id") == call.request_id)
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if "id" in message:  # the server's own request, during the call
+            await self._answer(message["id"], method, params, call.on_request)
+        elif method == "notifications/progress":
+            if call.progress is not None and params.get("progressToken") == call.request_id:
+                await call.progress(params["progress"], params.get("total"), params.get("message"))
+        else:
+            await call.on_notification(message)
+        return False
 
     @staticmethod
     async def _drain(response: Any, events: AsyncIterator[Any]) -> None:

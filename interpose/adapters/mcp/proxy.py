@@ -309,7 +309,7 @@ class Upstream:
                 timeout=httpx2.Timeout(30.0, read=300.0),
                 event_hooks={"response": [lane.saw]},
             )
-            target = _closing(streamable_http_client(target, http_client=http), http)
+            target = _closing(streamable_http_client(target, http_client=http), http, lane)
         return Client(
             target,
             # legacy: pushed notifications (logging, list_changed) and server-initiated
@@ -449,13 +449,15 @@ _RESULTS: dict[str, type[BaseModel]] = {
 
 
 @contextlib.asynccontextmanager
-async def _closing(transport: Any, http: Any) -> AsyncIterator[Any]:
-    """``transport``, then close the ``httpx2`` client it was given (it does not)."""
+async def _closing(transport: Any, http: Any, lane: HttpLane) -> AsyncIterator[Any]:
+    """``transport``, then close the ``httpx2`` client it was given (it does not) and
+    the raw lane's connections."""
     try:
         async with transport as streams:
             yield streams
     finally:
         with anyio.CancelScope(shield=True):
+            await lane.aclose()
             await http.aclose()
 
 
