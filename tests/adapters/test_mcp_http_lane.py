@@ -85,6 +85,17 @@ async def no_notification(message: Any) -> None:
 
 
 async def test_the_answer_does_not_wait_for_the_end_of_its_stream() -> None:
+    await _three_calls(raw=True)
+
+
+def test_under_trio_the_lane_posts_through_httpx2_the_same_way() -> None:
+    # the raw way's connections are asyncio protocols: on trio the lane keeps httpx2
+    # (pytest-asyncio runs the async tests here on asyncio, hence anyio.run)
+    anyio.run(_three_calls, False, backend="trio")
+
+
+async def _three_calls(raw: bool) -> None:
+    """Three calls, each answered while the server holds its stream's end back."""
     server = HeldStreamServer()
     with anyio.fail_after(TIMEOUT):
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
@@ -105,6 +116,7 @@ async def test_the_answer_does_not_wait_for_the_end_of_its_stream() -> None:
                             on_notification=no_notification,
                         )
                         assert result == {"content": []}
+                        assert (lane.raw is not None) == raw  # which way it went
                         # answered while the server still holds the stream's end back
                         assert server.ended == call
                         server.sent_end = anyio.Event()

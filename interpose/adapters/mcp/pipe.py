@@ -37,6 +37,14 @@ from pydantic import ValidationError
 
 from .rawhttp import BadResponse, EventReader, RawHttp
 
+try:  # trio requires sniffio: without it, asyncio is the one event loop anyio runs on
+    from sniffio import current_async_library
+except ImportError:  # pragma: no cover - an install without trio
+
+    def current_async_library() -> str:
+        return "asyncio"
+
+
 __all__ = ["UpstreamPipe"]
 
 log = logging.getLogger("interpose.mcp")
@@ -398,8 +406,11 @@ class HttpLane:
         await self.http.post(self.url, content=_encode(body), headers=self._headers())
 
     def _raw(self) -> RawHttp | None:
-        """The raw way, when it serves this call (plain HTTP, no proxy, no cookies)."""
+        """The raw way, when it serves this call (plain HTTP, no proxy, no cookies, on
+        asyncio's event loop: its connections are asyncio protocols)."""
         if not self._raw_ok or self.http is None or self.http.cookies:
+            return None
+        if current_async_library() != "asyncio":  # on trio: httpx2
             return None
         if self.raw is None:
             self.raw = RawHttp(self.url, self.http.headers.multi_items())
