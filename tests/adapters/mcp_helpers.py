@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import anyio.abc
 import pytest
 from mcp import StdioServerParameters
 
@@ -156,3 +157,24 @@ class HttpProxy:
                 stream is self.process.stderr and self._reader.is_alive()
             ):
                 stream.close()  # (never under the reader's feet: it ends at EOF)
+
+
+async def read_post(stream: anyio.abc.SocketStream, buffer: bytes) -> tuple[bytes, bytes]:
+    """The body of the next request on ``stream`` (its head read up to the blank line,
+    the body by its ``Content-Length``), for the hand-written HTTP/1.1 test servers;
+    ``buffer`` holds what was read ahead, and the rest is returned with the body.
+
+    Raises:
+        anyio.EndOfStream, anyio.BrokenResourceError: the client closed the connection.
+    """
+    while b"\r\n\r\n" not in buffer:
+        buffer += await stream.receive()
+    head, buffer = buffer.split(b"\r\n\r\n", 1)
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(buffer) < length:
+        buffer += await stream.receive()
+    return buffer[:length], buffer[length:]

@@ -16,6 +16,7 @@ import anyio.abc
 import httpx2
 import msgspec
 import pytest
+from mcp_helpers import read_post
 
 from interpose.adapters.mcp.pipe import HttpLane
 
@@ -44,20 +45,10 @@ class HeldStreamServer:
         buffer = b""
         async with stream:
             for _ in range(10):  # requests on this connection, at most
-                while b"\r\n\r\n" not in buffer:
-                    try:
-                        buffer += await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        return
-                head, buffer = buffer.split(b"\r\n\r\n", 1)
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                while len(buffer) < length:
-                    buffer += await stream.receive()
-                body, buffer = buffer[:length], buffer[length:]
+                try:
+                    body, buffer = await read_post(stream, buffer)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return
                 request = msgspec.json.decode(body)
                 answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}
                 event = b"event: message\r\ndata: " + msgspec.json.encode(answer) + b"\r\n\r\n"

@@ -30,6 +30,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp_helpers import read_post
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
 from interpose.adapters.mcp.pipe import HttpLane
@@ -218,20 +219,10 @@ class Scripted:
         async with stream:
             for _ in range(MAX_REQUESTS):
                 try:
-                    while b"\r\n\r\n" not in buffer:
-                        buffer += await stream.receive()
-                    head, buffer = buffer.split(b"\r\n\r\n", 1)
-                    length = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            length = int(value)
-                    while len(buffer) < length:
-                        buffer += await stream.receive()
+                    body, buffer = await read_post(stream, buffer)
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     self.closed_by_client += 1
                     return
-                body, buffer = buffer[:length], buffer[length:]
                 message = msgspec.json.decode(body)
                 if "id" not in message or "method" not in message:
                     self.notes.append(message)
