@@ -827,7 +827,12 @@ def analyse(cases: list[Case]) -> list[Row]:
     """
     medians = rows_of({c.key: c.median for c in cases}, cases)
     rounds = min(len(c.samples) for c in cases)
-    per_round = [rows_of({c.key: c.samples[r] for c in cases}, cases) for r in range(rounds)]
+    per_round: list[list[Row]] = []
+    for r in range(rounds):
+        try:
+            per_round.append(rows_of({c.key: c.samples[r] for c in cases}, cases))
+        except ZeroDivisionError:  # a reference that measured no difference in this round
+            continue
     combined: list[Row] = []
     for i, row in enumerate(medians):
         values = [v for rows in per_round if (v := rows[i].value) is not None]

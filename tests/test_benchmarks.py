@@ -153,3 +153,17 @@ def test_derived_values_are_the_median_of_each_rounds_value() -> None:
     assert empty.value == pytest.approx(300.0)
     assert empty.result == "PASS"
     assert rows["  same, against issue 11's bound"].result == "PASS"
+
+
+def test_a_round_whose_reference_measured_no_difference_is_left_out() -> None:
+    bench = _bench_tool_call()
+    cases = bench.build_cases()
+    base = {c.key: 1000.0 + 37.0 * i + 50.0 * len(c.key) for i, c in enumerate(cases)}
+    base.update(floor=100.0, fns1=150.0, fns10=600.0, sync1=800.0, sync10=1200.0)
+    for _ in range(3):
+        for c in cases:
+            c.samples.append(base[c.key])
+    for c in cases:  # one more round in which the handler loop's slope is zero
+        c.samples.append(150.0 if c.key in ("fns1", "fns10") else base[c.key])
+    rows = {row.case: row for row in bench.analyse(cases)}
+    assert rows["  slope 1->10 per interceptor"].ratio == pytest.approx(400 / 450)
