@@ -69,6 +69,13 @@ def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
 
 
+def _asking_progress(params: dict[str, Any], token: str) -> dict[str, Any]:
+    """``params`` whose ``_meta`` asks for progress notifications under ``token``."""
+    meta = dict(params.get("_meta") or {})
+    meta["progressToken"] = token
+    return {**params, "_meta": meta}
+
+
 def _raise_error(answer: dict[str, Any]) -> None:
     """Raise the ``MCPError`` a JSON-RPC answer carries, if it carries one."""
     error = answer.get("error")
@@ -275,9 +282,7 @@ class UpstreamPipe:
         self._count += 1
         request_id = f"interpose-{self._count}"
         if progress is not None:
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params = {**params, "_meta": meta}
+            params = _asking_progress(params, request_id)
             self._progress[request_id] = progress
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
         self._pending[request_id] = send
@@ -442,9 +447,7 @@ class HttpLane:
         self._count += 1
         request_id = f"interpose-{self._count}"
         if progress is not None:
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params = {**params, "_meta": meta}
+            params = _asking_progress(params, request_id)
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
         call = _Call(request_id, progress, on_request, on_notification)
         answer: dict[str, Any] | None = None
