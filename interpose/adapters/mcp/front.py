@@ -4,9 +4,10 @@ The SDK's stdio transport reads and writes through worker threads and turns ever
 into pydantic models, and its server dispatches each request through several tasks and
 streams before a handler runs: for a tool call relayed to another process, that costs
 more than the server at the other end.  ``StdioFront`` reads the client's JSON lines on
-the event loop's own pipe (no thread), decodes them with msgspec, and serves a
-handshake-era client's ``tools/call`` itself: the tool stage around the upstream call,
-the upstream's raw result written back.  Every other message (the handshake, listings,
+the event loop's own pipe (no thread; each line decoded with msgspec as it arrives, in
+``LineProtocol``) and serves a handshake-era client's ``tools/call`` itself, in a task
+started on the spot: the tool stage around the upstream call, the upstream's raw result
+written back.  Every other message (the handshake, listings,
 resources, prompts, the 2026-07-28 era...) goes on to the SDK's ``Server`` through
 memory streams, as the SDK's own stdio transport would hand it over.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import logging
 import math
 import os
@@ -41,6 +43,7 @@ from opentelemetry import propagate
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from .lines import Inbox, LineProtocol
 from .pipe import _cancelled, _forward, _raise_error
 from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
 
@@ -64,6 +67,17 @@ def _key(request_id: Any) -> _Id | None:
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         return None
     return request_id
+
+
+async def _forward_to(
+    to_server: MemoryObjectSendStream[SessionMessage | Exception], message: Any
+) -> None:
+    """Hand a message of the client's to the SDK's server (one it cannot decode: as
+    the exception, which the SDK's session logs)."""
+    if isinstance(message, Exception):
+        await to_server.send(message)
+    else:
+        await _forward(message, to_server)
 
 
 async def answer_call(
@@ -135,11 +149,11 @@ class StdioFront:
         self._out_fd = out_fd
         self.handshake = False  # the client opened with initialize (the handshake era)
         self._capabilities: dict[str, Any] = {}
-        self._calls: dict[_Id, anyio.CancelScope] = {}  # fast-lane tools/call in flight
-        self._asked: dict[str, MemoryObjectSendStream[dict[str, Any]]] = {}
+        self._calls: dict[_Id, asyncio.Task[None]] = {}  # fast-lane tools/call in flight
+        self._asked: dict[str, asyncio.Future[dict[str, Any]]] = {}  # our requests' answers
         self._asked_count = 0
         self._writer: asyncio.StreamWriter | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._inbox: Inbox | None = None
 
     @classmethod
     def claim(cls, proxy: McpProxy) -> StdioFront | None:
@@ -184,25 +198,26 @@ class StdioFront:
     async def serve(self, srv: Server[Any]) -> None:
         """Serve the client until it closes stdin."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
-        read_pipe = os.fdopen(self._in_fd, "rb", buffering=0, closefd=False)
-        write_pipe = os.fdopen(self._out_fd, "wb", buffering=0, closefd=False)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_pipe
-        )
-        write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, write_pipe
-        )
-        self._writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](
             BUFFER
         )
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](BUFFER)
+        inbox = self._inbox = Inbox(functools.partial(_forward_to, to_server), BUFFER)
+        read_pipe = os.fdopen(self._in_fd, "rb", buffering=0, closefd=False)
+        write_pipe = os.fdopen(self._out_fd, "wb", buffering=0, closefd=False)
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: LineProtocol(self._on_line, inbox.end, max_line=MAX_LINE, name="stdin"),
+            read_pipe,
+        )
+        inbox.transport = read_transport
+        write_transport, write_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, write_pipe
+        )
+        self._writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         self.session.downstream = self
         options = srv.create_initialization_options(self.proxy.notification_options())
         try:
             async with anyio.create_task_group() as tg:
-                self._tg = tg
 
                 async def run_server() -> None:
                     async with server_writes:
@@ -211,36 +226,30 @@ class StdioFront:
                 tg.start_soon(run_server)
                 tg.start_soon(self._relay, from_server)
                 async with to_server:
-                    await self._read(reader, to_server)
+                    await inbox.pump()  # until EOF: the client closed stdin
                 tg.cancel_scope.cancel()  # the client is gone: so are its calls
         finally:
+            calls, self._calls = self._calls, {}
+            for task in calls.values():
+                task.cancel()
             self.session.downstream = None
             read_transport.close()
             write_transport.close()
+            if calls:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait(calls.values())
 
-    async def _read(
-        self,
-        reader: asyncio.StreamReader,
-        to_server: MemoryObjectSendStream[SessionMessage | Exception],
-    ) -> None:
-        while True:
-            try:
-                line = await reader.readline()
-            except (ValueError, OSError) as exc:  # a line over MAX_LINE; a broken pipe
-                log.warning("stdin: %s", exc)
-                return
-            if not line:
-                return  # EOF: the client closed stdin
-            if line.isspace():
-                continue
-            try:
-                message = _decode(line)
-            except msgspec.DecodeError as exc:
-                await to_server.send(exc)  # as the SDK's transport does: logged there
-                continue
-            if isinstance(message, dict) and self._take(message):
-                continue
-            await _forward(message, to_server)
+    def _on_line(self, line: bytes) -> None:
+        """A line of the client's: served here when it is the fast lane's (a
+        ``tools/call`` starts its task at once), else queued for the SDK's server."""
+        assert self._inbox is not None
+        try:
+            message = _decode(line)
+        except msgspec.DecodeError as exc:
+            self._inbox.put(exc)  # as the SDK's transport does: logged there
+            return
+        if not (isinstance(message, dict) and self._take(message)):
+            self._inbox.put(message)
 
     def _take(self, message: dict[str, Any]) -> bool:
         """Serve ``message`` here if it is the fast lane's; False: the SDK's."""
@@ -250,15 +259,16 @@ class StdioFront:
             waiter = self._asked.pop(key, None) if isinstance(key, str) else None
             if waiter is None:
                 return False
-            waiter.send_nowait(message)
+            if not waiter.done():
+                waiter.set_result(message)
             return True
         if method == "tools/call":
             key = _key(message.get("id"))
-            if not self.handshake or key is None or key in self._calls or self._tg is None:
+            if not self.handshake or key is None or key in self._calls:
                 return False  # the SDK answers (and refuses what it must)
-            scope = anyio.CancelScope()
-            self._calls[key] = scope
-            self._tg.start_soon(self._call, message, key, scope)
+            # a task of its own, not of a task group: started here, with no task switch
+            # (this runs inside the pipe's data_received); serve() cancels what is left
+            self._calls[key] = asyncio.get_running_loop().create_task(self._call(message, key))
             return True
         if method == "notifications/cancelled":
             params = message.get("params")
@@ -295,14 +305,14 @@ class StdioFront:
 
     # -- the fast lane: tools/call ------------------------------------------------------
 
-    async def _call(self, message: dict[str, Any], key: _Id, scope: anyio.CancelScope) -> None:
+    async def _call(self, message: dict[str, Any], key: _Id) -> None:
         try:
-            with scope:
-                answer = await self._answer(message, key)
-            if not scope.cancelled_caught:  # a cancelled request gets no answer
-                await self._send(answer)
+            answer = await self._answer(message, key)
+        except asyncio.CancelledError:
+            return  # the client cancelled the request (or left): it gets no answer
         finally:
             self._calls.pop(key, None)
+        await self._send(answer)
 
     async def _answer(self, message: dict[str, Any], request_id: _Id) -> bytes:
         params = message.get("params")
@@ -356,15 +366,13 @@ class StdioFront:
         """
         self._asked_count += 1
         request_id = f"interpose-{self._asked_count}"
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
-        self._asked[request_id] = send
+        answered = self._asked[request_id] = asyncio.get_running_loop().create_future()
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             body["params"] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            with send, receive:
-                await self._send(_encode(body))
-                answer = await receive.receive()
+            await self._send(_encode(body))
+            answer = await answered
         except BaseException:
             if self._asked.pop(request_id, None) is not None:
                 with anyio.CancelScope(shield=True):

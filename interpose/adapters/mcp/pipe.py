@@ -14,11 +14,12 @@ two never collide.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -35,6 +36,7 @@ from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
+from .lines import Inbox, LineProtocol
 from .rawhttp import BadResponse, EventReader, RawHttp
 
 try:  # trio requires sniffio: without it, asyncio is the one event loop anyio runs on
@@ -56,7 +58,8 @@ Streams = tuple[
 
 STOP_TIMEOUT = 2.0  # s: after stdin closes, before the process group is terminated
 KILL_TIMEOUT = 2.0  # s: after SIGTERM, before SIGKILL
-READ_SIZE = 1 << 16
+MAX_LINE = 1 << 28  # bytes: one JSON-RPC message (a base64 image, a large file)
+INBOX_LIMIT = 16  # the server's messages waiting for the SDK client before its stdout pauses
 DRAIN_TIMEOUT = 1.0  # s: an HTTP answer's stream, read to its end after the answer
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -112,6 +115,12 @@ async def _forward(message: Any, to: MemoryObjectSendStream[SessionMessage | Exc
 class UpstreamPipe:
     """One run of a stdio upstream server (a transport: ``Client(UpstreamPipe(...))``).
 
+    The server's stdin and stdout are pipes of the proxy's own, on asyncio's event loop:
+    a request is written from the caller's task with no await, and a response line is
+    matched by its id inside ``data_received`` and resolves the caller's future; lines
+    that need an ``await`` (the SDK client's messages, progress reports) are handled in
+    order by one task.
+
     Args:
         params: the command, its arguments, environment and working directory; the
             server inherits only the SDK's default environment plus ``params.env``.
@@ -120,7 +129,9 @@ class UpstreamPipe:
     def __init__(self, params: StdioServerParameters) -> None:
         self.params = params
         self._process: anyio.abc.Process | None = None
-        self._pending: dict[str, MemoryObjectSendStream[dict[str, Any]]] = {}
+        self._stdin: asyncio.StreamWriter | None = None
+        self._inbox: Inbox | None = None
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._progress: dict[str, ProgressFn] = {}
         self._count = 0
         self._exit: contextlib.AbstractAsyncContextManager[Streams] | None = None
@@ -143,63 +154,90 @@ class UpstreamPipe:
     @contextlib.asynccontextmanager
     async def _open(self) -> AsyncIterator[Streams]:
         params = self.params
-        process = await anyio.open_process(
-            [params.command, *params.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None,  # the proxy's stderr
-            env=get_default_environment() | (params.env or {}),
-            cwd=params.cwd,
-            start_new_session=True,  # its own process group: stopped as a whole
-        )
+        loop = asyncio.get_running_loop()
+        stdin_child, stdin_ours = os.pipe2(os.O_CLOEXEC)
+        stdout_ours, stdout_child = os.pipe2(os.O_CLOEXEC)
+        try:
+            process = await anyio.open_process(
+                [params.command, *params.args],
+                stdin=stdin_child,
+                stdout=stdout_child,
+                stderr=None,  # the proxy's stderr
+                env=get_default_environment() | (params.env or {}),
+                cwd=params.cwd,
+                start_new_session=True,  # its own process group: stopped as a whole
+            )
+        except BaseException:
+            os.close(stdin_ours)
+            os.close(stdout_ours)
+            raise
+        finally:
+            os.close(stdin_child)
+            os.close(stdout_child)
         self._process = process
         to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](0)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._read, process, to_client)
-            tg.start_soon(self._write, process, from_client)
-            try:
-                yield client_reads, client_writes
-            finally:
-                with anyio.CancelScope(shield=True):
-                    self._fail_pending()
-                    await self._stop(process)
-                tg.cancel_scope.cancel()
-                client_reads.close()
-                client_writes.close()
+        inbox = self._inbox = Inbox(functools.partial(self._dispatch, to_client), INBOX_LIMIT)
+        name = f"upstream {params.command}"
+        reading, _ = await loop.connect_read_pipe(
+            lambda: LineProtocol(self._on_line, inbox.end, max_line=MAX_LINE, name=name),
+            os.fdopen(stdout_ours, "rb", buffering=0),
+        )
+        inbox.transport = reading
+        writing, flow = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(stdin_ours, "wb", buffering=0)
+        )
+        self._stdin = asyncio.StreamWriter(writing, flow, None, loop)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump, inbox, to_client)
+                tg.start_soon(self._write, from_client)
+                try:
+                    yield client_reads, client_writes
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        self._fail_pending()
+                        await self._stop(process, writing)
+                    tg.cancel_scope.cancel()
+                    client_reads.close()
+                    client_writes.close()
+        finally:
+            writing.close()
+            reading.close()
 
-    async def _read(
-        self,
-        process: anyio.abc.Process,
-        to_client: MemoryObjectSendStream[SessionMessage | Exception],
-    ) -> None:
-        assert process.stdout is not None
-        buffer = b""
-        async with to_client:
-            try:
-                while True:
-                    chunk = await process.stdout.receive(READ_SIZE)
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            await self._dispatch(line, to_client)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # the server exited (or we stopped it)
-            except OSError as exc:
-                log.warning("upstream %s: stdout: %s", self.params.command, exc)
-            finally:
-                self._fail_pending()
-
-    async def _dispatch(
-        self, line: bytes, to_client: MemoryObjectSendStream[SessionMessage | Exception]
-    ) -> None:
+    def _on_line(self, line: bytes) -> None:
+        """A line of the server's: a response to a raw-lane call with nothing queued
+        before it is handed to its caller here; anything else goes to the inbox."""
+        inbox = self._inbox
+        assert inbox is not None
         try:
             message = _decode(line)
         except msgspec.DecodeError as exc:
             log.warning("upstream %s: not JSON: %r", self.params.command, line[:200])
-            await to_client.send(exc)
+            inbox.put(exc)
             return
+        if not inbox and isinstance(message, dict) and "method" not in message:
+            request_id = message.get("id")
+            waiter = self._pending.pop(request_id, None) if isinstance(request_id, str) else None
+            if waiter is not None:
+                if not waiter.done():
+                    waiter.set_result(message)
+                return
+        inbox.put(message)
+
+    async def _pump(
+        self, inbox: Inbox, to_client: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        async with to_client:
+            try:
+                await inbox.pump()
+            finally:
+                self._fail_pending()  # the server's stdout is closed: nothing more comes
+
+    async def _dispatch(
+        self, to_client: MemoryObjectSendStream[SessionMessage | Exception], message: Any
+    ) -> None:
+        """Handle one message of the server's, in order (a task: it may wait)."""
         if isinstance(message, dict):
             if "method" not in message:  # a response: ours, or the client's
                 request_id = message.get("id")
@@ -207,7 +245,8 @@ class UpstreamPipe:
                     self._pending.pop(request_id, None) if isinstance(request_id, str) else None
                 )
                 if waiter is not None:
-                    waiter.send_nowait(message)
+                    if not waiter.done():
+                        waiter.set_result(message)
                     return
             elif message["method"] == "notifications/progress":
                 params = message.get("params")
@@ -220,31 +259,34 @@ class UpstreamPipe:
                     except Exception:
                         log.exception("progress of %s", token)
                     return
-        await _forward(message, to_client)
+        elif isinstance(message, Exception):  # not JSON: as the SDK's transport hands it
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await to_client.send(message)
+            return
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await _forward(message, to_client)
 
-    async def _write(
-        self, process: anyio.abc.Process, from_client: MemoryObjectReceiveStream[SessionMessage]
-    ) -> None:
-        assert process.stdin is not None
+    async def _write(self, from_client: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        stdin = self._stdin
+        assert stdin is not None
         async with from_client:
             async for item in from_client:
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                 try:
-                    await process.stdin.send(data.encode() + b"\n")
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    stdin.write(data.encode() + b"\n")
+                    await stdin.drain()
+                except (ConnectionError, RuntimeError):  # the server closed its stdin
                     return
 
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                waiter.send_nowait(_CLOSED)
+            if not waiter.done():
+                waiter.set_result(_CLOSED)
 
-    async def _stop(self, process: anyio.abc.Process) -> None:
+    async def _stop(self, process: anyio.abc.Process, stdin: asyncio.WriteTransport) -> None:
         """Close stdin, give it STOP_TIMEOUT s, then terminate its process group."""
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                await process.stdin.aclose()
+        stdin.close()
         with anyio.move_on_after(STOP_TIMEOUT):
             await process.wait()
         for sig, wait in ((signal.SIGTERM, KILL_TIMEOUT), (signal.SIGKILL, KILL_TIMEOUT)):
@@ -254,9 +296,6 @@ class UpstreamPipe:
                 os.killpg(process.pid, sig)
             with anyio.move_on_after(wait):
                 await process.wait()
-        if process.stdout is not None:
-            with contextlib.suppress(Exception):
-                await process.stdout.aclose()
 
     # -- the raw lane ----------------------------------------------------------------------
 
@@ -276,37 +315,39 @@ class UpstreamPipe:
             MCPError: the server's error; ``REQUEST_TIMEOUT`` after ``read_timeout`` s;
                 ``CONNECTION_CLOSED`` when the server is gone.
         """
-        process = self._process
-        if process is None or process.stdin is None or process.returncode is not None:
+        process, stdin = self._process, self._stdin
+        if stdin is None or stdin.is_closing() or process is None or process.returncode is not None:
             raise MCPError(CONNECTION_CLOSED, "Connection closed")
         self._count += 1
         request_id = f"interpose-{self._count}"
         if progress is not None:
             params = _asking_progress(params, request_id)
             self._progress[request_id] = progress
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
-        self._pending[request_id] = send
-        body = _encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        answered = False
+        waiter = self._pending[request_id] = asyncio.get_running_loop().create_future()
+        answer: dict[str, Any] | None = None
         try:
-            with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
-                try:
-                    await process.stdin.send(body + b"\n")
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    raise MCPError(CONNECTION_CLOSED, "Connection closed") from None
-                with receive:
-                    answer = await receive.receive()
-                answered = True
-            if not answered:
-                raise MCPError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+            body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            stdin.write(_encode(body) + b"\n")
+            if read_timeout is None:
+                if stdin.transport.get_write_buffer_size():
+                    await stdin.drain()
+                answer = await waiter
+            else:
+                with anyio.move_on_after(read_timeout):
+                    await stdin.drain()
+                    answer = await waiter
+                if answer is None:
+                    raise MCPError(REQUEST_TIMEOUT, f"Request {method!r} timed out")
+        except (ConnectionError, RuntimeError):  # the server closed its stdin
+            raise MCPError(CONNECTION_CLOSED, "Connection closed") from None
         finally:
-            send.close()
             self._progress.pop(request_id, None)
-            if self._pending.pop(request_id, None) is not None and not answered:
-                # abandoned (a timeout, a cancelled caller): the server may stop working
-                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    note = _cancelled(request_id, "the caller gave up")
-                    await process.stdin.send(_encode(note) + b"\n")
+            abandoned = self._pending.pop(request_id, None) is not None and answer is None
+            if abandoned and not stdin.is_closing():
+                # a timeout, a cancelled caller: the server may stop working
+                note = _cancelled(request_id, "the caller gave up")
+                stdin.write(_encode(note) + b"\n")
+        assert answer is not None
         return _result_of(answer)
 
 
