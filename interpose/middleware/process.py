@@ -65,7 +65,7 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -529,8 +529,8 @@ class _PipeInput(asyncio.Protocol):
         self.drained: anyio.Event | None = None  # while writing is paused
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.WriteTransport)
-        self.transport = transport
+        # (uvloop's transports do not derive from asyncio's classes: no isinstance)
+        self.transport = cast(asyncio.WriteTransport, transport)
 
     def pause_writing(self) -> None:
         self.drained = anyio.Event()
@@ -585,8 +585,8 @@ class _PipeOutput(asyncio.Protocol):
         self.partial = bytearray()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self.transport = transport
+        # (uvloop's transports do not derive from asyncio's classes: no isinstance)
+        self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         partial = self.partial  # the start of a line that has not ended yet

@@ -114,6 +114,24 @@ async def test_time_tools_are_listed_and_allowed_calls_return_what_the_server_re
     assert unknown.value.code == mt.INVALID_PARAMS
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_the_proxy_serves_alike_on_either_event_loop(loop: str, tmp_path: Path) -> None:
+    server = python_server("mcp_server_time")
+    args = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+    log = tmp_path / "proxy.log"
+    argv = proxy_argv(server, name="time")
+    argv[argv.index("--") : argv.index("--")] = ["--loop", loop, "--log-level", "INFO"]
+    argv[argv.index("--") : argv.index("--")] = ["--log-file", str(log)]
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(direct(server), mode="legacy") as client:
+            expected = await client.call_tool("convert_time", args)
+        async with Client(direct(argv), mode="legacy") as client:
+            got = await client.call_tool("convert_time", args)
+    same(got, expected)
+    module = "uvloop" if loop == "uvloop" else "asyncio"
+    assert f"event loop: {module}." in log.read_text()
+
+
 async def test_interceptors_see_mcp_names_and_the_audit_log_records_each_call(
     proxied: Start, tmp_path: Path
 ) -> None:
@@ -305,6 +323,35 @@ async def test_a_cancelled_call_stops_early_and_the_proxy_keeps_serving(proxied:
     assert took < 10
     assert isinstance(echo.content[0], mt.TextContent)
     assert "still here" in echo.content[0].text
+
+
+async def test_a_large_message_and_calls_in_flight_each_get_their_own_answer(
+    proxied: Start,
+) -> None:
+    # a 512 KiB argument crosses each pipe in many pieces (a pipe holds 64 KiB; the SDK
+    # client takes server-sent events up to 1 MiB), and 16 calls in flight are answered
+    # by id, in any order: each caller gets its own result
+    server = npm_server("everything")
+    big = "".join(chr(ord("a") + i % 26) for i in range(1 << 19))
+    messages = [f"call {i}" for i in range(16)]
+    answers: dict[str, mt.CallToolResult] = {}
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(direct(server), mode="legacy") as client:
+            expected = await client.call_tool("echo", {"message": big})
+        async with Client(proxied(server, name="everything"), mode="legacy") as client:
+            large = await client.call_tool("echo", {"message": big})
+
+            async def call(message: str) -> None:
+                answers[message] = await client.call_tool("echo", {"message": message})
+
+            async with anyio.create_task_group() as tg:
+                for message in messages:
+                    tg.start_soon(call, message)
+    same(large, expected)
+    for message in messages:
+        block = answers[message].content[0]
+        assert isinstance(block, mt.TextContent)
+        assert block.text == f"Echo: {message}"
 
 
 # -- a crashed upstream --------------------------------------------------------------------

@@ -18,7 +18,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["Inbox", "LineProtocol"]
 
@@ -50,8 +50,8 @@ class LineProtocol(asyncio.Protocol):
         self.transport: asyncio.ReadTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self.transport = transport
+        # (uvloop's transports do not derive from asyncio's classes: no isinstance)
+        self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self._partial:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 from collections.abc import Iterable
+from typing import cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -69,8 +70,8 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # (uvloop's transports do not derive from asyncio's classes: no isinstance)
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data

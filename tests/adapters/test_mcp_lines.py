@@ -1,0 +1,102 @@
+"""The stdio lanes' reading side: ``LineProtocol`` on a real pipe, and ``Inbox``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+from interpose.adapters.mcp.lines import Inbox, LineProtocol
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _read(chunks: list[bytes], *, max_line: int = 1 << 16) -> tuple[list[bytes], bool]:
+    """Write ``chunks`` to a pipe one by one (each read on its own); the lines seen and
+    whether the pipe was reported closed."""
+    loop = asyncio.get_running_loop()
+    lines: list[bytes] = []
+    closed = loop.create_future()
+    ours, theirs = os.pipe()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: LineProtocol(
+            lines.append, lambda: closed.set_result(True), max_line=max_line, name="test"
+        ),
+        os.fdopen(ours, "rb", buffering=0),
+    )
+    try:
+        for chunk in chunks:
+            try:
+                os.write(theirs, chunk)
+            except BrokenPipeError:  # the reader closed the pipe
+                break
+            for _ in range(5):  # let the loop read it
+                await asyncio.sleep(0)
+    finally:
+        os.close(theirs)
+    async with asyncio.timeout(5):
+        await closed
+    transport.close()
+    return lines, closed.result()
+
+
+async def test_lines_are_split_across_pieces_and_blank_ones_skipped() -> None:
+    lines, closed = await _read([b'{"a":', b' 1}\n\n  \n{"b": 2}\n{"c"', b": 3}\nrest"])
+    assert lines == [b'{"a": 1}', b'{"b": 2}', b'{"c": 3}']
+    assert closed  # EOF: the unfinished "rest" is not a message
+
+
+async def test_a_line_over_the_limit_closes_the_pipe() -> None:
+    lines, closed = await _read([b"ok\n", b"x" * 100, b"more\n"], max_line=64)
+    assert lines == [b"ok"]
+    assert closed
+
+
+async def test_the_inbox_keeps_order_pauses_the_pipe_and_ends_after_what_came_before() -> None:
+    handled: list[Any] = []
+    gate = asyncio.Event()
+
+    async def handle(item: Any) -> None:
+        await gate.wait()
+        if item == "bad":
+            raise ValueError("a message it cannot handle")
+        handled.append(item)
+
+    class Transport:
+        paused = False
+        pauses = 0
+
+        def pause_reading(self) -> None:
+            self.paused = True
+            self.pauses += 1
+
+        def resume_reading(self) -> None:
+            self.paused = False
+
+        def is_closing(self) -> bool:
+            return False
+
+    inbox = Inbox(handle, limit=4)
+    transport = Transport()
+    inbox.transport = transport  # type: ignore[assignment]
+    assert not inbox
+    pump = asyncio.get_running_loop().create_task(inbox.pump())
+    for item in [1, 2, "bad", 3, 4, 5]:
+        inbox.put(item)
+    inbox.end()
+    assert inbox
+    assert transport.paused  # more than 4 wait: the pipe stops being read
+    gate.set()
+    async with asyncio.timeout(5):
+        await pump
+    assert handled == [1, 2, 3, 4, 5]  # in order; the bad one logged and skipped
+    assert not transport.paused
+    assert transport.pauses == 1
+    assert not inbox
