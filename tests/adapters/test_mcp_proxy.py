@@ -602,3 +602,50 @@ async def test_an_http_upstream_behind_a_stdio_proxy(http_proxy: type[HttpProxy]
             got = await client.call_tool("convert_time", args)
     assert names == ["get_current_time", "convert_time"]
     same(got, expected)
+
+
+async def test_the_http_fast_lane_keeps_the_sdks_dns_rebinding_protection(
+    http_proxy: type[HttpProxy],
+) -> None:
+    # the fast lane remembers which header values the SDK's transport security admits:
+    # a foreign Host or Origin, or a wrong content type, is still refused each time
+    import httpx2
+
+    url = http_proxy(proxy_argv(python_server("mcp_server_time"), name="time")).url
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    args = {"timezone": "UTC"}
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with httpx2.AsyncClient(timeout=CALL_TIMEOUT) as http:
+            opened = await http.post(url, json=init, headers=accept)
+            session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+            session["mcp-protocol-version"] = "2025-06-18"
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(url, json=initialized, headers=accept | session)
+
+            async def call(number: int, **headers: str) -> httpx2.Response:
+                body = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
+                body["params"] = {"name": "get_current_time", "arguments": args}
+                sent = accept | session | {k.replace("_", "-"): v for k, v in headers.items()}
+                return await http.post(url, content=json.dumps(body), headers=sent)
+
+            statuses = []
+            for number in range(2):  # asked, then remembered: the same answers
+                statuses += [
+                    (await call(10 + number)).status_code,
+                    (await call(20 + number, host="evil.example")).status_code,
+                    (await call(30 + number, origin="http://evil.example")).status_code,
+                    (await call(40 + number, content_type="text/plain")).status_code,
+                ]
+            allowed = await call(50)
+    assert statuses == [200, 421, 403, 400] * 2
+    assert allowed.json()["result"]["structuredContent"]["timezone"] == "UTC"

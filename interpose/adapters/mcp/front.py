@@ -56,6 +56,8 @@ _M = TypeVar("_M", bound=BaseModel)
 MAX_LINE = 1 << 28  # bytes: one JSON-RPC message (a base64 image, a large file)
 BUFFER = 16  # messages waiting for the SDK's server, or for stdout
 MAX_BODY = 1 << 20  # bytes: larger POSTs go to the SDK's app (and its body limit)
+MAX_SEEN = 256  # sets of security-relevant header values remembered by HttpFront
+_CHECKED = frozenset((b"content-type", b"host", b"origin"))
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -407,6 +409,7 @@ class HttpFront:
         self.manager = manager
         self.path = path
         self._calls: dict[tuple[str, _Id], anyio.CancelScope] = {}
+        self._security: dict[tuple[bytes | None, ...], bool] = {}  # header values -> admitted
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
@@ -414,6 +417,7 @@ class HttpFront:
             return
         sid = version = accept = None
         length = -1
+        checked: dict[bytes, bytes] = {}  # what the SDK's transport security reads
         for key, value in scope["headers"]:
             if key == b"mcp-session-id":
                 sid = value.decode("latin-1")
@@ -423,6 +427,8 @@ class HttpFront:
                 accept = value
             elif key == b"content-length" and value.isdigit():
                 length = int(value)
+            elif key in _CHECKED:
+                checked.setdefault(key, value)
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
         session = self.proxy.sessions.get(sid) if transport is not None else None
@@ -461,8 +467,7 @@ class HttpFront:
         if key is None or (sid, key) in self._calls or wants_progress:
             await self.app(scope, replay, send)
             return
-        security = TransportSecurityMiddleware(self.manager.security_settings)
-        if await security.validate_request(Request(scope, replay), is_post=True) is not None:
+        if not await self._admitted(scope, replay, checked):
             await self.app(scope, replay, send)  # it refuses the request itself
             return
         scope_ = anyio.CancelScope()
@@ -487,6 +492,20 @@ class HttpFront:
             await _respond(send, 202, b"", sid)  # the client gave up on it: no result
             return
         await _respond(send, 200, answer, sid)
+
+    async def _admitted(self, scope: Any, receive: Any, checked: dict[bytes, bytes]) -> bool:
+        """Whether the SDK's transport security (content type; host and origin, against
+        DNS rebinding) admits a request with these headers: asked once per set of
+        their values."""
+        key = (checked.get(b"content-type"), checked.get(b"host"), checked.get(b"origin"))
+        admitted = self._security.get(key)
+        if admitted is None:
+            security = TransportSecurityMiddleware(self.manager.security_settings)
+            refused = await security.validate_request(Request(scope, receive), is_post=True)
+            if len(self._security) >= MAX_SEEN:
+                self._security.clear()
+            admitted = self._security[key] = refused is None
+        return admitted
 
 
 async def _body(receive: Any) -> bytes:

@@ -354,6 +354,7 @@ class UpstreamPipe:
 ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 NotificationFn = Callable[[Any], Awaitable[None]]
 MAX_BODY = 1 << 28  # bytes: a JSON answer or an error body (a base64 image, a large file)
+MAX_HEADS = 256  # request heads kept by the HTTP lane (one per session and tool)
 _RAW_FAILURES = (
     OSError,  # a refused or reset connection; TimeoutError: a read or connect timeout
     anyio.EndOfStream,
@@ -425,6 +426,7 @@ class HttpLane:
         self.drains: anyio.abc.TaskGroup | None = None
         self.raw: RawHttp | None = None  # made at the first call the raw way can serve
         self._raw_ok = RawHttp.serves(url)
+        self._heads: dict[tuple[str | None, str | None, Any], bytes] = {}  # raw.head()s
         self._count = 0
 
     async def saw(self, response: Any) -> None:
@@ -557,7 +559,13 @@ class HttpLane:
     ) -> dict[str, Any]:
         """The call on the raw way's own connection."""
         tool = body["params"].get("name")
-        response = await raw.send(raw.request_bytes(self._headers(tool), _encode(body)))
+        key = (self.session_id, self.version, tool)
+        head = self._heads.get(key)
+        if head is None:  # once per session and tool
+            if len(self._heads) >= MAX_HEADS:
+                self._heads.clear()
+            head = self._heads[key] = raw.head(self._headers(tool))
+        response = await raw.send(raw.request(head, _encode(body)))
         handed_over = False
         try:
             session = response.headers.get("mcp-session-id")

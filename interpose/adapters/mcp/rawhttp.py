@@ -34,7 +34,7 @@ MAX_LINE = 1 << 12  # bytes: a chunk-size line
 MAX_IDLE = 8  # connections kept for the next calls (and as many being drained)
 MAX_BUFFER = 1 << 20  # bytes read ahead before the socket is left unread
 DRAIN_TIMEOUT = 1.0  # s: an answered response's end, before its connection is dropped
-# headers a request sets itself (``request_bytes``): the client's defaults give way
+# headers a request sets itself (``head``): the client's defaults give way
 PER_CALL = frozenset(
     ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name")
 )
@@ -459,19 +459,19 @@ class RawHttp:
             return True
         return bool(urllib.request.proxy_bypass(parts.hostname))
 
+    def head(self, headers: dict[str, str]) -> bytes:
+        """A request's bytes up to its length: the fixed head, then ``headers``."""
+        extra = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
+        return b"".join((self._head, extra.encode("latin-1"), b"\r\ncontent-length: "))
+
+    @staticmethod
+    def request(head: bytes, body: bytes) -> bytes:
+        """The whole request: ``head`` (from ``head()``), the length, ``body``."""
+        return b"".join((head, str(len(body)).encode(), b"\r\n\r\n", body))
+
     def request_bytes(self, headers: dict[str, str], body: bytes) -> bytes:
         """The whole request: the fixed head, ``headers``, the length, ``body``."""
-        extra = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
-        return b"".join(
-            (
-                self._head,
-                extra.encode("latin-1"),
-                b"\r\ncontent-length: ",
-                str(len(body)).encode(),
-                b"\r\n\r\n",
-                body,
-            )
-        )
+        return self.request(self.head(headers), body)
 
     async def _connect(self) -> Connection:
         loop = asyncio.get_running_loop()
