@@ -6,6 +6,7 @@ import asyncio
 import os
 from typing import Any
 
+import anyio
 import pytest
 
 from interpose.adapters.mcp.lines import Inbox, LineProtocol
@@ -41,7 +42,7 @@ async def _read(chunks: list[bytes], *, max_line: int = 1 << 16) -> tuple[list[b
                 await asyncio.sleep(0)
     finally:
         os.close(theirs)
-    async with asyncio.timeout(5):
+    with anyio.fail_after(5):
         await closed
     transport.close()
     return lines, closed.result()
@@ -94,7 +95,7 @@ async def test_the_inbox_keeps_order_pauses_the_pipe_and_ends_after_what_came_be
     assert inbox
     assert transport.paused  # more than 4 wait: the pipe stops being read
     gate.set()
-    async with asyncio.timeout(5):
+    with anyio.fail_after(5):
         await pump
     assert handled == [1, 2, 3, 4, 5]  # in order; the bad one logged and skipped
     assert not transport.paused

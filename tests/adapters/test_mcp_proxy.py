@@ -636,7 +636,10 @@ async def test_the_http_fast_lane_keeps_the_sdks_dns_rebinding_protection(
                 body = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
                 body["params"] = {"name": "get_current_time", "arguments": args}
                 sent = accept | session | {k.replace("_", "-"): v for k, v in headers.items()}
-                return await http.post(url, content=json.dumps(body), headers=sent)
+                response: httpx2.Response = await http.post(
+                    url, content=json.dumps(body), headers=sent
+                )
+                return response
 
             statuses = []
             for number in range(2):  # asked, then remembered: the same answers
