@@ -456,12 +456,13 @@ class HttpLane:
     def _raw(self) -> RawHttp | None:
         """The raw way, when it serves this call (plain HTTP, no proxy, no cookies, on
         asyncio's event loop: its connections are asyncio protocols)."""
+        if self.raw is not None:  # (made on asyncio; a lane lives in one event loop)
+            return None if self.http.cookies else self.raw
         if not self._raw_ok or self.http is None or self.http.cookies:
             return None
         if current_async_library() != "asyncio":  # on trio: httpx2
             return None
-        if self.raw is None:
-            self.raw = RawHttp(self.url, self.http.headers.multi_items())
+        self.raw = RawHttp(self.url, self.http.headers.multi_items())
         return self.raw
 
     async def aclose(self) -> None:
@@ -496,11 +497,11 @@ class HttpLane:
         answer: dict[str, Any] | None = None
         raw = self._raw()
         try:
-            with anyio.move_on_after(read_timeout if read_timeout is not None else float("inf")):
-                if raw is not None:
-                    answer = await self._exchange_raw(raw, body, call)
-                else:
-                    answer = await self._exchange(body, call)
+            if read_timeout is None:
+                answer = await self._exchange_on(raw, body, call)
+            else:
+                with anyio.move_on_after(read_timeout):
+                    answer = await self._exchange_on(raw, body, call)
         except (httpx2.TransportError, *_RAW_FAILURES) as exc:
             raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc!r}") from None
         finally:
@@ -515,6 +516,12 @@ class HttpLane:
         if answer is None:
             raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
         return _result_of(answer)
+
+    def _exchange_on(
+        self, raw: RawHttp | None, body: dict[str, Any], call: _Call
+    ) -> Awaitable[dict[str, Any]]:
+        """The call on the raw way when it serves, else through ``httpx2``."""
+        return self._exchange(body, call) if raw is None else self._exchange_raw(raw, body, call)
 
     async def _exchange(self, body: dict[str, Any], call: _Call) -> dict[str, Any]:
         """The call through the ``httpx2`` client."""
