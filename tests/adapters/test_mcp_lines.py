@@ -101,3 +101,11 @@ async def test_the_inbox_keeps_order_pauses_the_pipe_and_ends_after_what_came_be
     assert not transport.paused
     assert transport.pauses == 1
     assert not inbox
+
+
+async def test_a_long_line_in_many_pieces_arrives_whole() -> None:
+    long = b"x" * (1 << 20)
+    pieces = [long[i : i + 4096] for i in range(0, len(long), 4096)]
+    pieces[-1] += b"\n{}"  # the line ends inside a piece that starts the next one
+    lines, _ = await _read([*pieces, b"\n", b"tail", b"\nlast\n"], max_line=2 << 20)
+    assert lines == [long, b"{}", b"tail", b"last"]

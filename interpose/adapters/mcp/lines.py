@@ -46,7 +46,7 @@ class LineProtocol(asyncio.Protocol):
         self._on_close: Callable[[], None] | None = on_close
         self._max_line = max_line
         self._name = name
-        self._partial = b""
+        self._partial = bytearray()  # the start of a line whose end has not come yet
         self.transport: asyncio.ReadTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -54,8 +54,17 @@ class LineProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._partial:
-            data = self._partial + data
+        if self._partial:  # a line began in an earlier piece: only this one is searched
+            end = data.find(b"\n")
+            if end < 0:
+                self._partial += data
+                self._check_length()
+                return
+            self._partial += data[:end]
+            line, self._partial = bytes(self._partial), bytearray()
+            if not line.isspace():
+                self._on_line(line)
+            data = data[end + 1 :]
         start = 0
         on_line = self._on_line
         while (end := data.find(b"\n", start)) >= 0:
@@ -63,10 +72,14 @@ class LineProtocol(asyncio.Protocol):
             start = end + 1
             if line and not line.isspace():
                 on_line(line)
-        self._partial = data[start:]
+        if start < len(data):
+            self._partial += data[start:]
+            self._check_length()
+
+    def _check_length(self) -> None:
         if len(self._partial) > self._max_line and self.transport is not None:
             log.warning("%s: a line over %d bytes; closing the pipe", self._name, self._max_line)
-            self._partial = b""
+            self._partial = bytearray()
             self.transport.close()
 
     def eof_received(self) -> bool:
