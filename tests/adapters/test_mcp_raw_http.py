@@ -261,6 +261,15 @@ def chunk(data: bytes, extension: bytes = b"") -> bytes:
     return f"{len(data):x}".encode() + extension + b"\r\n" + data + b"\r\n"
 
 
+# the head of an event-stream response, before its framing (length or chunks)
+EVENTS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+
+
+def sized(head: bytes, body: bytes) -> bytes:
+    """A response: ``head``, then ``body`` framed by its Content-Length."""
+    return head + f"content-length: {len(body)}\r\n\r\n".encode() + body
+
+
 async def test_a_chunked_event_stream_split_anywhere() -> None:
     async def reply(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
         params = {"level": "info", "data": "line one\nline two"}
@@ -276,10 +285,7 @@ async def test_a_chunked_event_stream_split_anywhere() -> None:
             + b"\r\n\r\n"
             + answer_event(message)
         )
-        await stream.send(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            + b"mcp-session-id: s-1\r\ntransfer-encoding: chunked\r\n\r\n"
-        )
+        await stream.send(EVENTS + b"mcp-session-id: s-1\r\ntransfer-encoding: chunked\r\n\r\n")
         # chunk borders inside "\r\n" pairs, inside field names, one byte long
         borders = [1, 15, 16, 17, 40, 41, len(body) - 2, len(body) - 1]
         start = 0
@@ -308,8 +314,7 @@ async def test_a_chunked_event_stream_split_anywhere() -> None:
 async def test_an_event_stream_with_a_content_length(split: bool) -> None:
     async def reply(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
         event = answer_event(message)
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        await stream.send(head + f"content-length: {len(event)}\r\n\r\n".encode())
+        await stream.send(EVENTS + f"content-length: {len(event)}\r\n\r\n".encode())
         if split:  # the answer's last "\r" and "\n" come apart
             await stream.send(event[:-3])
             await anyio.sleep(0.01)
@@ -343,7 +348,7 @@ async def test_an_error_status_with_a_json_rpc_error() -> None:
         error = {"code": INVALID_PARAMS, "message": "no such argument"}
         body = msgspec.json.encode({"jsonrpc": "2.0", "id": message["id"], "error": error})
         head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
-        await stream.send(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        await stream.send(sized(head, body))
         return True
 
     with anyio.fail_after(TIMEOUT):
@@ -360,8 +365,7 @@ async def test_an_error_status_with_a_json_rpc_error() -> None:
 async def test_a_connection_closed_between_calls_is_made_again_once() -> None:
     async def reply(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
         event = answer_event(message)
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        await stream.send(head + f"content-length: {len(event)}\r\n\r\n".encode() + event)
+        await stream.send(sized(EVENTS, event))
         return False  # closed after the answer, without "connection: close"
 
     with anyio.fail_after(TIMEOUT):
@@ -377,8 +381,7 @@ async def test_a_connection_closed_between_calls_is_made_again_once() -> None:
 
 async def test_a_connection_closed_during_the_response_is_not_tried_again() -> None:
     async def reply(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        await stream.send(head + b"transfer-encoding: chunked\r\n\r\n" + chunk(b": working\n\n"))
+        await stream.send(EVENTS + b"transfer-encoding: chunked\r\n\r\n" + chunk(b": working\n\n"))
         return False
 
     with anyio.fail_after(TIMEOUT):
@@ -395,8 +398,7 @@ async def test_a_call_given_up_drops_its_connection_and_tells_the_server() -> No
 
     async def reply(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
         if message["params"]["arguments"]["text"] == "never":
-            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            await stream.send(head + b"transfer-encoding: chunked\r\n\r\n")
+            await stream.send(EVENTS + b"transfer-encoding: chunked\r\n\r\n")
             with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
                 await stream.receive()  # until the client gives up, and closes
                 raise AssertionError("the client sent more on a call it gave up")
@@ -405,8 +407,7 @@ async def test_a_call_given_up_drops_its_connection_and_tells_the_server() -> No
                 both_dropped.set()
             return False
         event = answer_event(message)
-        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        await stream.send(head + f"content-length: {len(event)}\r\n\r\n".encode() + event)
+        await stream.send(sized(EVENTS, event))
         return True
 
     with anyio.fail_after(TIMEOUT):
