@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
@@ -69,17 +69,6 @@ def _key(request_id: Any) -> _Id | None:
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         return None
     return request_id
-
-
-async def _forward_to(
-    to_server: MemoryObjectSendStream[SessionMessage | Exception], message: Any
-) -> None:
-    """Hand a message of the client's to the SDK's server (one it cannot decode: as
-    the exception, which the SDK's session logs)."""
-    if isinstance(message, Exception):
-        await to_server.send(message)
-    else:
-        await _forward(message, to_server)
 
 
 async def answer_call(
@@ -204,7 +193,7 @@ class StdioFront:
             BUFFER
         )
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](BUFFER)
-        inbox = self._inbox = Inbox(functools.partial(_forward_to, to_server), BUFFER)
+        inbox = self._inbox = Inbox(functools.partial(_forward, to=to_server), BUFFER)
         read_pipe = os.fdopen(self._in_fd, "rb", buffering=0, closefd=False)
         write_pipe = os.fdopen(self._out_fd, "wb", buffering=0, closefd=False)
         read_transport, _ = await loop.connect_read_pipe(

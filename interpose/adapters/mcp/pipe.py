@@ -103,7 +103,11 @@ def _result_of(answer: dict[str, Any]) -> dict[str, Any]:
 
 async def _forward(message: Any, to: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
     """Pass a decoded JSON-RPC message on to an SDK session; one that is not valid
-    JSON-RPC goes as its ``ValidationError`` (as the SDK's own transports do)."""
+    JSON-RPC goes as its ``ValidationError``, and a line that was not JSON as its
+    decoding error (as the SDK's own transports hand them over: its session logs them)."""
+    if isinstance(message, Exception):
+        await to.send(message)
+        return
     try:
         parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
     except ValidationError as exc:
@@ -216,14 +220,20 @@ class UpstreamPipe:
             log.warning("upstream %s: not JSON: %r", self.params.command, line[:200])
             inbox.put(exc)
             return
-        if not inbox and isinstance(message, dict) and "method" not in message:
-            request_id = message.get("id")
-            waiter = self._pending.pop(request_id, None) if isinstance(request_id, str) else None
-            if waiter is not None:
-                if not waiter.done():
-                    waiter.set_result(message)
-                return
-        inbox.put(message)
+        if inbox or not self._answered(message):  # (a busy inbox keeps the order)
+            inbox.put(message)
+
+    def _answered(self, message: Any) -> bool:
+        """Hand ``message`` to its raw-lane caller if it is the answer one waits for."""
+        if not isinstance(message, dict) or "method" in message:
+            return False
+        request_id = message.get("id")
+        waiter = self._pending.pop(request_id, None) if isinstance(request_id, str) else None
+        if waiter is None:
+            return False
+        if not waiter.done():
+            waiter.set_result(message)
+        return True
 
     async def _pump(
         self, inbox: Inbox, to_client: MemoryObjectSendStream[SessionMessage | Exception]
@@ -238,33 +248,21 @@ class UpstreamPipe:
         self, to_client: MemoryObjectSendStream[SessionMessage | Exception], message: Any
     ) -> None:
         """Handle one message of the server's, in order (a task: it may wait)."""
-        if isinstance(message, dict):
-            if "method" not in message:  # a response: ours, or the client's
-                request_id = message.get("id")
-                waiter = (
-                    self._pending.pop(request_id, None) if isinstance(request_id, str) else None
-                )
-                if waiter is not None:
-                    if not waiter.done():
-                        waiter.set_result(message)
-                    return
-            elif message["method"] == "notifications/progress":
-                params = message.get("params")
-                token = params.get("progressToken") if isinstance(params, dict) else None
-                report = self._progress.get(token) if isinstance(token, str) else None
-                if report is not None:
-                    assert isinstance(params, dict)
-                    try:
-                        await report(params["progress"], params.get("total"), params.get("message"))
-                    except Exception:
-                        log.exception("progress of %s", token)
-                    return
-        elif isinstance(message, Exception):  # not JSON: as the SDK's transport hands it
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await to_client.send(message)
+        if self._answered(message):
             return
+        if isinstance(message, dict) and message.get("method") == "notifications/progress":
+            params = message.get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            report = self._progress.get(token) if isinstance(token, str) else None
+            if report is not None:
+                assert isinstance(params, dict)
+                try:
+                    await report(params["progress"], params.get("total"), params.get("message"))
+                except Exception:
+                    log.exception("progress of %s", token)
+                return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await _forward(message, to_client)
+            await _forward(message, to_client)  # (a line that was not JSON: as its error)
 
     async def _write(self, from_client: MemoryObjectReceiveStream[SessionMessage]) -> None:
         stdin = self._stdin
