@@ -44,7 +44,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from .lines import Inbox, LineProtocol
-from .pipe import _cancelled, _forward, _raise_error
+from .pipe import _cancelled, _forward, _hand_over, _raise_error
 from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
 
 __all__ = ["HttpFront", "StdioFront", "answer_call"]
@@ -246,13 +246,7 @@ class StdioFront:
         """Serve ``message`` here if it is the fast lane's; False: the SDK's."""
         method = message.get("method")
         if method is None:  # a response: to one of our requests, or to the SDK's
-            key = _key(message.get("id"))
-            waiter = self._asked.pop(key, None) if isinstance(key, str) else None
-            if waiter is None:
-                return False
-            if not waiter.done():
-                waiter.set_result(message)
-            return True
+            return _hand_over(self._asked, message)
         if method == "tools/call":
             key = _key(message.get("id"))
             if not self.handshake or key is None or key in self._calls:

@@ -79,6 +79,18 @@ def _asking_progress(params: dict[str, Any], token: str) -> dict[str, Any]:
     return {**params, "_meta": meta}
 
 
+def _hand_over(waiters: dict[str, asyncio.Future[dict[str, Any]]], answer: dict[str, Any]) -> bool:
+    """Give a JSON-RPC response to the future that waits for its (string) id; False:
+    none does (the response is somebody else's)."""
+    request_id = answer.get("id")
+    waiter = waiters.pop(request_id, None) if isinstance(request_id, str) else None
+    if waiter is None:
+        return False
+    if not waiter.done():
+        waiter.set_result(answer)
+    return True
+
+
 def _raise_error(answer: dict[str, Any]) -> None:
     """Raise the ``MCPError`` a JSON-RPC answer carries, if it carries one."""
     error = answer.get("error")
@@ -225,15 +237,11 @@ class UpstreamPipe:
 
     def _answered(self, message: Any) -> bool:
         """Hand ``message`` to its raw-lane caller if it is the answer one waits for."""
-        if not isinstance(message, dict) or "method" in message:
-            return False
-        request_id = message.get("id")
-        waiter = self._pending.pop(request_id, None) if isinstance(request_id, str) else None
-        if waiter is None:
-            return False
-        if not waiter.done():
-            waiter.set_result(message)
-        return True
+        return (
+            isinstance(message, dict)
+            and "method" not in message
+            and _hand_over(self._pending, message)
+        )
 
     async def _pump(
         self, inbox: Inbox, to_client: MemoryObjectSendStream[SessionMessage | Exception]
