@@ -502,8 +502,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     add_fleet(sub)
     args = parser.parse_args(argv)
+    from .errors import UsageError
+
     try:
         result: int = args.func(args)
+    except UsageError as exc:
+        # the one rule for bad input: one line naming what is wrong, no traceback
+        print(f"interpose {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except BrokenPipeError:
         # the reader went away (`interpose demo | head`): stop quietly
         import os

@@ -5,6 +5,7 @@ The tree, drawn once::
     InterposeError                      base of everything interpose raises
     ├── RegistrationError (ValueError)  a registration was rejected; the registry is unchanged
     ├── ConfigError (ValueError)        a config value is invalid
+    ├── UsageError (ValueError)         bad command-line input: `interpose` prints one line, exits 2
     ├── MiddlewareError (RuntimeError)  a middleware broke the onion's contract
     ├── AbortTurn                       raised by a handler: end the current turn cleanly
     └── HardAbort                       raised by a handler: stop the whole agent loop
@@ -24,6 +25,7 @@ __all__ = [
     "InterposeError",
     "MiddlewareError",
     "RegistrationError",
+    "UsageError",
 ]
 
 
@@ -45,6 +47,17 @@ class RegistrationError(InterposeError, ValueError):
 
 class ConfigError(InterposeError, ValueError):
     """A configuration value is invalid; the message names the value and the expectation."""
+
+
+class UsageError(InterposeError, ValueError):
+    """Bad input to an ``interpose`` subcommand (a path that does not exist, a value out of
+    range, a server that cannot be reached).  The command prints ``interpose <command>:
+    <message>`` on one line, no traceback, and exits with ``exit_code`` (2 unless said).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class MiddlewareError(InterposeError, RuntimeError):
