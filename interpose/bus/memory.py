@@ -66,11 +66,13 @@ def check_overflow(overflow: object) -> None:
 @dataclass
 class SubscriptionStats:
     """Counters of one subscription.  ``delivered + dropped + len(buffer)`` equals the
-    number of events published to it."""
+    number of events published to it; ``aborted`` is the part of ``dropped`` given up
+    at exit (still queued when the drain stopped)."""
 
     published: int = 0
     delivered: int = 0
     dropped: int = 0
+    aborted: int = 0
     failed: int = 0
     timed_out: int = 0
     high_water: int = 0
@@ -102,6 +104,10 @@ class Subscription:
         self._scope: anyio.CancelScope | None = None
         self._closed = False
         self.busy = False
+        # called when the bus starts draining for its exit (see InMemoryBus.drain): an
+        # observer that waits on something outside (a RedisStreamPublisher) starts its
+        # own close deadline there
+        self.on_drain: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"<Subscription {self.name!r} kinds={self.kinds} stats={self.stats}>"
@@ -226,6 +232,7 @@ class Subscription:
         left = len(self._queue)
         self._queue.clear()
         self.stats.dropped += left
+        self.stats.aborted += left
         return left
 
 
@@ -364,8 +371,12 @@ class InMemoryBus:
 
         Observers may publish while they run (a failing observer is reported as an
         ``interceptor_failed`` event), so draining waits for the whole bus to go quiet,
-        not for each buffer in turn.
+        not for each buffer in turn.  It first calls each subscription's ``on_drain``
+        hook: an observer bounded by a close deadline of its own starts it there.
         """
+        for sub in self.subscriptions:
+            if sub.on_drain is not None:
+                sub.on_drain()
         while not all(sub.idle for sub in self.subscriptions):
             self._idle = anyio.Event()
             await self._idle.wait()

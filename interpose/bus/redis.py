@@ -32,6 +32,7 @@ reply shapes of ``XREADGROUP``).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -403,8 +404,15 @@ class _FleetMetrics:
 
 @dataclass
 class PublisherStats:
-    """Counters of one publisher.  Every event it was given is, in the end, published,
-    dropped (overflow policy), lost (still queued when it closed) or still queued."""
+    """Counters of one publisher: the one place where every event that did not reach
+    Redis is counted, whichever layer gave it up.  Every event published to it (to the
+    subscription ``attach`` made, or to the publisher itself) is, in the end,
+    ``published`` (written to the stream), ``dropped`` (an overflow policy: in the
+    publisher's queue, or in that subscription's buffer when the agent ran ahead of
+    it), ``lost`` (given up at exit: still queued, or waiting for room in the queue,
+    when ``close_timeout`` ran out; or left in that subscription's buffer when the
+    pipeline's drain gave up) or still ``queued``.  ``publisher.stats`` is a snapshot.
+    """
 
     published: int = 0
     dropped: int = 0
@@ -489,7 +497,7 @@ class RedisStreamPublisher:
         self.producer = producer or default_producer_id()
         self.backoff = backoff
         self.close_timeout = close_timeout
-        self.stats = PublisherStats()
+        self._counts = PublisherStats()  # the publisher's own; ``stats`` adds its subscriptions'
         _check_url(url)
         self._protocol: Protocol = protocol
         self._socket_timeout = socket_timeout
@@ -506,6 +514,13 @@ class RedisStreamPublisher:
         self._closing = False
         self._stopped: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
+        # the close deadline (anyio clock), set when the exit begins, and the scope of
+        # the writer's current attempt (a send, or the backoff after a failure)
+        self._deadline: float | None = None
+        self._attempt: anyio.CancelScope | None = None
+        self._lost_before = 0
+        self._close_report: Event | None = None
+        self._subs: list[Subscription] = []
         self._down_since: float | None = None
         self._report: Callable[[Event], None] | None = None
         self._own_tg: anyio.abc.TaskGroup | None = None
@@ -513,6 +528,17 @@ class RedisStreamPublisher:
 
     def __repr__(self) -> str:
         return f"<RedisStreamPublisher {self.stream!r} producer={self.producer!r} {self.stats}>"
+
+    @property
+    def stats(self) -> PublisherStats:
+        """The counters now, with the drops and losses of the subscriptions ``attach``
+        made (see ``PublisherStats``)."""
+        own = self._counts
+        dropped, lost = own.dropped, own.lost
+        for sub in self._subs:
+            dropped += sub.stats.dropped - sub.stats.aborted
+            lost += sub.stats.aborted
+        return dataclasses.replace(own, dropped=dropped, lost=lost, queued=len(self._pending))
 
     @property
     def connected(self) -> bool:
@@ -524,7 +550,8 @@ class RedisStreamPublisher:
 
     async def __call__(self, event: Event, /) -> None:
         """Queue ``event`` for the writer; waits only when the queue is full and the
-        policy is ``block``.  Without a running writer, sends it before returning.
+        policy is ``block`` (until the close deadline at most).  Without a running
+        writer, sends it before returning.
 
         Raises:
             redis.exceptions.ConnectionError: (only without a running writer) Redis is
@@ -532,27 +559,43 @@ class RedisStreamPublisher:
         """
         item = (str(next(self._seq)).encode(), encode_event(event))
         pending = self._pending
-        if len(pending) >= self.queue:
-            if self.overflow == "drop_newest":
-                self.stats.dropped += 1
-                return
-            if self.overflow == "drop_oldest":
-                pending.popleft()
-                self.stats.dropped += 1
-            else:
-                while len(pending) >= self.queue and self._running:
-                    if self._space is None:
-                        self._space = anyio.Event()
-                    await self._space.wait()
-        pending.append(item)
-        self.stats.queued = len(pending)
+        if len(pending) >= self.queue and not await self._make_room():
+            return
         if self._running:
+            pending.append(item)
             if self._wakeup is not None:
                 self._wakeup.set()
-        else:
+        elif self._deadline is None:
+            pending.append(item)
             await self._send(list(pending))
             pending.clear()
-            self.stats.queued = 0
+        elif event is not self._close_report:
+            # reached a publisher that the pipeline's exit closed: a report delivered
+            # after it (its own report of what it lost is not counted again)
+            self._counts.lost += 1
+
+    async def _make_room(self) -> bool:
+        """The queue is full: apply the overflow policy.  False: the new event is not
+        queued (dropped by ``drop_newest``, or lost: the writer gave up at the close
+        deadline and will not make room)."""
+        if self.overflow == "drop_newest":
+            self._counts.dropped += 1
+            return False
+        if self.overflow == "drop_oldest":
+            self._pending.popleft()
+            self._counts.dropped += 1
+            return True
+        # block: backpressure until the writer makes room, or stops (at the latest at
+        # the close deadline: it wakes us then)
+        stopped = self._stopped
+        while len(self._pending) >= self.queue and self._running:
+            if stopped is not None and stopped.is_set():
+                self._counts.lost += 1
+                return False
+            if self._space is None:
+                self._space = anyio.Event()
+            await self._space.wait()
+        return True
 
     def attach(
         self,
@@ -583,6 +626,10 @@ class RedisStreamPublisher:
         pipe.add_service(self)
         bus = pipe.bus
         self._report = bus.publish_now
+        # the close_timeout clock starts when the pipeline's exit starts draining the
+        # bus, so that a drain waiting on this publisher ends within it
+        sub.on_drain = self._begin_closing
+        self._subs.append(sub)
         return sub
 
     # -- the writer ---------------------------------------------------------------------
@@ -593,14 +640,17 @@ class RedisStreamPublisher:
             raise RuntimeError("this publisher is already running")
         self._running = True
         self._closing = False
+        self._deadline = None
+        self._close_report = None
         self._wakeup = anyio.Event()
         self._stopped = anyio.Event()
         tg.start_soon(self._writer, name=f"redis publisher {self.stream}")
 
     async def aclose(self) -> None:
-        """Send what is queued (for at most ``close_timeout`` s, then count the rest as
-        lost) and stop the writer; close the connection (also of a publisher that ran
-        without its writer)."""
+        """Send what is queued (until the close deadline: ``close_timeout`` s after the
+        exit began, then count the rest as lost, log it and report it on the bus) and
+        stop the writer; close the connection (also of a publisher that ran without its
+        writer)."""
         if self._running and self._stopped is not None:
             await self._stop_writer(self._stopped)
         client, self._client = self._client, None
@@ -609,30 +659,58 @@ class RedisStreamPublisher:
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
+    def _begin_closing(self) -> None:
+        """Start the ``close_timeout`` clock, once per run: the pipeline's drain calls
+        this when its exit begins (``Subscription.on_drain``), ``aclose`` otherwise.
+        From the deadline on, the writer stops at its first batch that does not go
+        through, and a caller waiting for room in the queue gives up (counted lost)."""
+        if self._deadline is not None or not self._running:
+            return
+        self._deadline = anyio.current_time() + self.close_timeout
+        self._lost_before = self._counts.lost
+        if self._attempt is not None:
+            self._attempt.deadline = self._deadline
+
     async def _stop_writer(self, stopped: anyio.Event) -> None:
+        self._begin_closing()
         self._closing = True
         if self._wakeup is not None:
             self._wakeup.set()
-        with anyio.move_on_after(self.close_timeout, shield=True):
+        # the writer bounds itself by the deadline (plus one last round trip, bounded
+        # by socket_timeout, if Redis still answered then); this is a safety net
+        assert self._deadline is not None
+        grace = self._deadline - anyio.current_time() + self._socket_timeout + 1.0
+        with anyio.move_on_after(grace, shield=True):
             await stopped.wait()
         if not stopped.is_set() and self._scope is not None:
             self._scope.cancel()
             with anyio.CancelScope(shield=True):
                 await stopped.wait()
         self._running = False
-        if self._pending:
-            lost = len(self._pending)
-            self.stats.lost += lost
-            self._pending.clear()
-            self.stats.queued = 0
-            log.error(
-                "redis publisher %s: %d event(s) not sent within %gs of closing, lost",
-                self.stream,
-                lost,
-                self.close_timeout,
+        self._counts.lost += len(self._pending)
+        self._pending.clear()
+        lost = self._counts.lost - self._lost_before
+        if lost:
+            self._report_lost(lost)
+
+    def _report_lost(self, lost: int) -> None:
+        """Log and publish (an ``interceptor_failed`` event, error type ``EventsLost``,
+        policy ``drop``) the events given up at exit."""
+        message = (
+            f"{lost} event(s) not sent to Redis within close_timeout={self.close_timeout:g}s "
+            f"of the exit, lost"
+        )
+        log.error("redis publisher %s: %s", self.stream, message)
+        if self._report is not None:
+            self._close_report = InterceptorFailed(
+                ts=time.time_ns(),
+                hook="observer",
+                interceptor_id=f"redis {self.stream}",
+                error_type="EventsLost",
+                error=message,
+                policy="drop",
             )
-        if self._space is not None:
-            self._space.set()
+            self._report(self._close_report)
 
     async def __aenter__(self) -> RedisStreamPublisher:
         tg = anyio.create_task_group()
@@ -657,10 +735,10 @@ class RedisStreamPublisher:
         finally:
             self._scope = None
             self._stopped.set()
+            if self._space is not None:  # callers waiting for room: it will not come
+                self._space.set()
 
     async def _write_loop(self) -> None:
-        from redis.exceptions import RedisError
-
         pending = self._pending
         attempt = 0
         while True:
@@ -671,23 +749,41 @@ class RedisStreamPublisher:
                 await self._wakeup.wait()
                 continue
             batch = [pending[i] for i in range(min(self.batch, len(pending)))]
-            try:
-                await self._send(batch)
-            except (RedisError, OSError) as exc:
-                # a lost connection, or an error reply (out of memory, a key of the wrong
-                # type...): retried with backoff either way, never raised into the agent
+            if not await self._attempt_send(batch, attempt):
                 attempt += 1
-                self._failed(exc)
-                # also while closing: aclose() gives up after close_timeout
-                await anyio.sleep(_backoff(attempt, *self.backoff))
+                if self._deadline is not None and anyio.current_time() >= self._deadline:
+                    return  # closing, and Redis does not take it: aclose counts the rest
                 continue
             attempt = 0
             for _ in batch:
                 pending.popleft()
-            self.stats.queued = len(pending)
             if self._space is not None:
                 self._space.set()
                 self._space = None
+
+    async def _attempt_send(self, batch: Sequence[tuple[bytes, bytes]], attempt: int) -> bool:
+        """Send ``batch``; after a failure, wait the backoff and return False.  The
+        close deadline cuts both short (an attempt begun after it is bounded by
+        ``socket_timeout`` alone)."""
+        from redis.exceptions import RedisError
+
+        deadline = self._deadline
+        now = anyio.current_time()
+        with anyio.CancelScope() as self._attempt:
+            if deadline is not None and deadline > now:
+                self._attempt.deadline = deadline
+            try:
+                await self._send(batch)
+                return True
+            except (RedisError, OSError) as exc:
+                # a lost connection, or an error reply (out of memory, a key of the wrong
+                # type...): retried with backoff either way, never raised into the agent
+                self._failed(exc)
+                if deadline is None or deadline > now:
+                    await anyio.sleep(_backoff(attempt + 1, *self.backoff))
+            finally:
+                self._attempt = None
+        return False
 
     async def _send(self, batch: Sequence[tuple[bytes, bytes]]) -> None:
         """Append ``batch`` in one round trip: one script call that runs the XADDs.
@@ -704,8 +800,8 @@ class RedisStreamPublisher:
         for n, data in batch:
             args += (data, n)
         await self._script(client, (self._stream,), args)
-        self.stats.published += len(batch)
-        self.stats.batches += 1
+        self._counts.published += len(batch)
+        self._counts.batches += 1
         if self._down_since is not None:
             log.warning(
                 "redis publisher %s: Redis is back after %.1fs",
@@ -715,7 +811,7 @@ class RedisStreamPublisher:
             self._down_since = None
 
     def _failed(self, exc: Exception) -> None:
-        self.stats.errors += 1
+        self._counts.errors += 1
         if self._down_since is not None:
             return
         self._down_since = time.monotonic()

@@ -409,6 +409,11 @@ class Pipeline:
             finally:
                 self.registry.shadow.detach(self._shadow_decided)
                 self._tg = None
+                if drain and not self.bus.idle:
+                    # what a service reported while closing (a Redis publisher's lost
+                    # events) still reaches the other observers, within the grace
+                    with anyio.move_on_after(self.drain_grace, shield=True):
+                        await self.bus.drain()
                 self.bus.close()
                 if not self.bus.idle:
                     # the grace ran out, or the drain was skipped: stop the observers
