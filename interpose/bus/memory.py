@@ -150,6 +150,11 @@ class Subscription:
     # -- consumer side ------------------------------------------------------------
 
     @property
+    def backlog(self) -> int:
+        """Events queued, not yet handed to the observer."""
+        return len(self._queue)
+
+    @property
     def idle(self) -> bool:
         """Nothing queued and nothing being delivered."""
         return not self._queue and not self.busy

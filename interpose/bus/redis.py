@@ -314,7 +314,14 @@ class _FleetMetrics:
                 "dropped",
                 "dropped",
                 "{event}",
-                "Events a publisher dropped (Redis slow or down, drop policy).",
+                "Events a publisher dropped (Redis slow or down, drop policy), in its "
+                "queue or in its bus subscription's buffer.",
+            ),
+            (
+                "publish_lost",
+                "lost",
+                "{event}",
+                "Events a publisher gave up at exit (not sent within close_timeout).",
             ),
             (
                 "publish_errors",
@@ -345,6 +352,7 @@ class _FleetMetrics:
         for stat, description in (
             ("lag", "Entries in the stream not yet read by the consumer group."),
             ("pending", "Entries read by the consumer group and not yet acked."),
+            ("trimmed", "Entries trimmed from the stream before the consumer group read them."),
         ):
             meter.create_observable_gauge(
                 f"interpose.fleet.{stat}",
@@ -384,7 +392,7 @@ class _FleetMetrics:
             for consumer in list(self.consumers):
                 key = (consumer.stream, consumer.group)
                 value = getattr(consumer.stats, stat)
-                if stat in ("lag", "pending"):  # a property of the group: the same for all
+                if stat in ("lag", "pending", "trimmed"):  # the group's: the same for all
                     values[key] = value
                 else:
                     values[key] = values.get(key, 0) + value
@@ -519,6 +527,7 @@ class RedisStreamPublisher:
         self._deadline: float | None = None
         self._attempt: anyio.CancelScope | None = None
         self._lost_before = 0
+        self._waiting = 0  # callers waiting for room in the queue
         self._close_report: Event | None = None
         self._subs: list[Subscription] = []
         self._down_since: float | None = None
@@ -588,13 +597,17 @@ class RedisStreamPublisher:
         # block: backpressure until the writer makes room, or stops (at the latest at
         # the close deadline: it wakes us then)
         stopped = self._stopped
-        while len(self._pending) >= self.queue and self._running:
-            if stopped is not None and stopped.is_set():
-                self._counts.lost += 1
-                return False
-            if self._space is None:
-                self._space = anyio.Event()
-            await self._space.wait()
+        self._waiting += 1
+        try:
+            while len(self._pending) >= self.queue and self._running:
+                if stopped is not None and stopped.is_set():
+                    self._counts.lost += 1
+                    return False
+                if self._space is None:
+                    self._space = anyio.Event()
+                await self._space.wait()
+        finally:
+            self._waiting -= 1
         return True
 
     def attach(
@@ -689,7 +702,11 @@ class RedisStreamPublisher:
         self._running = False
         self._counts.lost += len(self._pending)
         self._pending.clear()
+        # and what will be lost as it comes: the callers still waiting for room (they
+        # give up now), the events still in the subscription's buffer (a drain that
+        # ran out of grace left them)
         lost = self._counts.lost - self._lost_before
+        lost += self._waiting + sum(sub.backlog for sub in self._subs)
         if lost:
             self._report_lost(lost)
 
@@ -730,7 +747,9 @@ class RedisStreamPublisher:
     async def _writer(self) -> None:
         assert self._stopped is not None
         try:
-            with anyio.CancelScope() as self._scope:
+            # shielded, like the bus's consumers: a cancellation around the pipeline
+            # must not stop it before the exit; aclose() stops it, by the close deadline
+            with anyio.CancelScope(shield=True) as self._scope:
                 await self._write_loop()
         finally:
             self._scope = None
@@ -840,8 +859,10 @@ class RedisStreamPublisher:
 
 @dataclass
 class ConsumerStats:
-    """Counters of one consumer; ``lag`` and ``pending`` are its group's, as last read
-    (``XINFO GROUPS``)."""
+    """Counters of one consumer; ``lag``, ``pending`` and ``trimmed`` are its group's,
+    as last read (``XINFO GROUPS`` and ``XINFO STREAM``).  ``lost``: pending entries
+    trimmed before their ack; ``trimmed`` (Redis >= 7): entries trimmed before the
+    group read them at all, since the group was created."""
 
     delivered: int = 0
     acked: int = 0
@@ -851,6 +872,7 @@ class ConsumerStats:
     claimed: int = 0
     recovered: int = 0
     lost: int = 0
+    trimmed: int = 0
     lag: int = 0
     pending: int = 0
 
@@ -1237,14 +1259,28 @@ class RedisStreamConsumer:
 
         try:
             groups = await client.xinfo_groups(self.stream)
+            stream = await client.xinfo_stream(self.stream)
         except (RedisError, OSError):  # counters only: the next refresh tries again
             return
         for row in groups:
             info: dict[Any, Any] = dict(row)
-            name = info.get("name", info.get(b"name"))
-            if _bytes(name) == self.group.encode():
-                self.stats.lag = int(info.get("lag") or 0)
-                self.stats.pending = int(info.get("pending") or 0)
+            if _bytes(_info(info, "name")) == self._group:
+                trimmed = _trimmed_unread(info, dict(stream))
+                if trimmed is not None and trimmed > self.stats.trimmed:
+                    log.error(
+                        "redis consumer %s/%s: %d entr(y/ies) of %s were trimmed before the "
+                        "group read them (maxlen below the group's lag?): lost, %d in all",
+                        self.group,
+                        self.consumer,
+                        trimmed - self.stats.trimmed,
+                        self.stream,
+                        trimmed,
+                    )
+                    self.stats.trimmed = trimmed
+                # Redis's lag still counts what was trimmed unread (its count of the
+                # entries the group read does not move when MAXLEN skips it ahead)
+                self.stats.lag = max(int(_info(info, "lag") or 0) - self.stats.trimmed, 0)
+                self.stats.pending = int(_info(info, "pending") or 0)
                 return
 
     # -- delivering ---------------------------------------------------------------------
@@ -1389,6 +1425,35 @@ class RedisStreamConsumer:
                 )
                 return f"observer {name}: {type(exc).__name__}: {exc}"
         return None
+
+
+def _info(row: Mapping[Any, Any], field: str) -> Any:
+    """A field of an ``XINFO`` reply, keyed by str or by bytes (RESP2 or RESP3)."""
+    return row.get(field, row.get(field.encode()))
+
+
+def _trimmed_unread(group: Mapping[Any, Any], stream: Mapping[Any, Any]) -> int | None:
+    """How many entries MAXLEN trimmed before ``group`` read them (the ``XINFO GROUPS``
+    row and ``XINFO STREAM`` of Redis >= 7), or None when it cannot be told now.
+
+    Redis counts the entries ever added to the stream (``entries-added``) and, per
+    group, those it read (``entries-read``); trimming changes neither.  When nothing
+    unread is left between the two ends (the group's last-delivered id is the last id
+    added, or is older than the stream's first entry: every entry left is unread), the
+    difference, less the entries still unread, is exactly what was trimmed unread.
+    Entries removed with ``XDEL`` before the group read them count too.
+    """
+    read, added = _info(group, "entries-read"), _info(stream, "entries-added")
+    if read is None or added is None:  # Redis < 7, or a group that has not read yet
+        return None
+    last = _id_key(_bytes(_info(group, "last-delivered-id")))
+    length = int(_info(stream, "length") or 0)
+    if last == _id_key(_bytes(_info(stream, "last-generated-id"))):
+        return int(added) - int(read)
+    first = _id_key(_bytes(_info(stream, "recorded-first-entry-id") or b"0-0"))
+    if length == 0 or last < first:
+        return int(added) - int(read) - length
+    return None
 
 
 def _id_key(entry_id: bytes) -> tuple[int, int]:

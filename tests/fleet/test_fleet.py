@@ -33,6 +33,7 @@ from redis_helpers import RedisServer, find_redis_server, free_port
 
 from interpose import Pipeline
 from interpose.bus.events import Event, InterceptorFailed, ToolExecEnd, encode_event
+from interpose.bus.memory import Overflow
 from interpose.bus.redis import (
     RedisStreamConsumer,
     RedisStreamPublisher,
@@ -712,3 +713,120 @@ async def test_a_consumer_creates_its_group_again_when_it_is_gone(
                 await client.xadd(stream, _fields(second, b"p", 2))
                 await second_in.wait()
     assert got == ["before", "after"]
+
+
+# -- exit bounds and drop accounting ----------------------------------------------------
+
+CLOSE = 1.0  # s: the close_timeout of the exit tests
+MARGIN = 1.5  # s: what the exit may take beyond it (a loaded 2-core machine)
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["normal exit", "exit by exception"])
+@pytest.mark.parametrize("down", ["killed", "frozen", "never listened"])
+async def test_exit_with_redis_down_and_the_queue_full_ends_within_close_timeout(
+    make_redis: Callable[..., RedisServer],
+    stream: str,
+    caplog: pytest.LogCaptureFixture,
+    down: str,
+    raises: bool,
+) -> None:
+    server = make_redis() if down != "never listened" else None
+    url = server.url if server is not None else f"redis://127.0.0.1:{free_port()}/0"
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(
+        url, stream=stream, queue=100, backoff=(0.01, 0.05), close_timeout=CLOSE
+    )
+    sub = publisher.attach(pipe, events={"tool_exec_end"})
+    reports: list[Event] = []
+    pipe.subscribe(reports.append, events={"interceptor_failed"})
+    calls = 150  # more than the queue holds: one put waits for room, the rest in the bus
+
+    async def agent() -> None:
+        async with pipe:
+            if server is not None:
+                await pipe.call_tool("read", {}, call=_echo, call_id="c-first")
+                while publisher.stats.published < 1:  # noqa: ASYNC110 - bounded below
+                    await anyio.sleep(0.01)
+                assert server.process is not None
+                if down == "killed":
+                    server.kill()
+                else:
+                    server.process.send_signal(signal.SIGSTOP)
+            for i in range(calls):
+                await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+            while publisher.stats.queued < 100:  # noqa: ASYNC110 - bounded below
+                await anyio.sleep(0.01)
+            # the exit: bounded by close_timeout, whatever Redis does
+            scope.deadline = anyio.current_time() + CLOSE + MARGIN
+            if raises:
+                raise RuntimeError("the agent failed")
+
+    with anyio.fail_after(30) as scope:
+        if raises:
+            with pytest.raises(RuntimeError, match="the agent failed"):
+                await agent()
+        else:
+            await agent()
+    stats = publisher.stats
+    sent = 1 if server is not None else 0
+    assert (stats.published, stats.dropped, stats.queued) == (sent, 0, 0)
+    assert stats.lost == calls  # the queue, the put that waited, the bus buffer's rest
+    assert sub.stats.aborted == 0  # the drain ended on its own, nothing cut off
+    assert sub.stats.published == calls + sent
+    lost = [r for r in reports if isinstance(r, InterceptorFailed) and r.policy == "drop"]
+    assert [(r.error_type, r.error.split(" event(s)")[0]) for r in lost] == [
+        ("EventsLost", str(calls))
+    ]
+    assert f"{calls} event(s) not sent to Redis within close_timeout=1s" in caplog.text
+
+
+async def test_a_cancelled_exit_with_redis_down_ends_within_its_bounds_and_counts_all(
+    stream: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    pipe = Pipeline(builtins=False, drain_grace=0.2)
+    publisher = RedisStreamPublisher(
+        url, stream=stream, queue=10, backoff=(0.01, 0.05), close_timeout=CLOSE
+    )
+    publisher.attach(pipe, events={"tool_exec_end"}, buffer=100)
+    calls = 50
+    with anyio.fail_after(20):
+        with anyio.CancelScope() as cancel:
+            async with pipe:
+                for i in range(calls):
+                    await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+                while publisher.stats.queued < 10:  # noqa: ASYNC110 - bounded above
+                    await anyio.sleep(0.01)
+                cancel.cancel()  # a deadline around the pipeline: the exit is cancelled
+                started = anyio.current_time()
+                await anyio.sleep(30)
+        # the drain gives up after drain_grace, the publisher at its close deadline
+        assert anyio.current_time() - started < CLOSE + MARGIN
+    stats = publisher.stats
+    assert (stats.published, stats.dropped, stats.queued) == (0, 0, 0)
+    assert stats.lost == calls
+    assert f"{calls} event(s) not sent to Redis within close_timeout=1s" in caplog.text
+
+
+@pytest.mark.parametrize("overflow", ["drop_newest", "drop_oldest"])
+async def test_every_drop_of_a_sync_burst_is_counted_in_the_publisher_stats(
+    redis_server: RedisServer, stream: str, overflow: Overflow
+) -> None:
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(redis_server.url, stream=stream, overflow=overflow)
+    sub = publisher.attach(pipe, events={"tool_exec_end"})
+    calls = 20_000
+    with anyio.fail_after(60):
+        async with pipe:
+            # the agent never waits for the bus: the subscription's buffer (1024)
+            # overflows, and its policy drops the rest
+            for i in range(calls):
+                await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+    stats = publisher.stats
+    async with Redis.from_url(redis_server.url) as client:
+        in_stream = await client.xlen(stream)
+    assert in_stream == stats.published
+    assert sub.stats.dropped > 0
+    assert stats.dropped == sub.stats.dropped  # the bus's drops are the publisher's
+    assert (stats.lost, stats.queued) == (0, 0)
+    assert stats.published + stats.dropped == calls
