@@ -1174,10 +1174,34 @@ class RedisStreamConsumer:
         from redis.exceptions import ResponseError
 
         try:
-            await client.xgroup_create(self.stream, self.group, self.start_id, mkstream=True)
+            await client.xgroup_create(
+                self.stream,
+                self.group,
+                self.start_id,
+                mkstream=True,
+                entries_read=await self._entries_before_start(client),
+            )
         except ResponseError as exc:
             if not str(exc).startswith("BUSYGROUP"):
                 raise
+
+    async def _entries_before_start(self, client: Redis) -> int | None:
+        """The ``ENTRIESREAD`` of a new group at ``start_id`` "0" or "$" (Redis >= 7):
+        what it will never read on purpose.  Without it, Redis leaves the group's
+        counter unset until its first read and then takes every entry trimmed before
+        it as read, so ``stats.trimmed`` could not count them."""
+        from redis.exceptions import ResponseError
+
+        if self.start_id not in ("0", "0-0", "$"):
+            return None  # Redis estimates it
+        try:
+            info: dict[Any, Any] = dict(await client.xinfo_stream(self.stream))
+        except ResponseError:  # no such key: MKSTREAM makes an empty one
+            return 0
+        added = _info(info, "entries-added")
+        if added is None:  # Redis < 7
+            return None
+        return int(added) if self.start_id == "$" else int(added) - int(_info(info, "length"))
 
     async def _recover_own(self, client: Redis) -> None:
         """Deliver the entries this consumer read and did not ack in an earlier life."""

@@ -830,3 +830,60 @@ async def test_every_drop_of_a_sync_burst_is_counted_in_the_publisher_stats(
     assert stats.dropped == sub.stats.dropped  # the bus's drops are the publisher's
     assert (stats.lost, stats.queued) == (0, 0)
     assert stats.published + stats.dropped == calls
+
+
+async def _publish_calls(url: str, stream: str, calls: int, maxlen: int) -> None:
+    pipe = Pipeline(builtins=False)
+    publisher = RedisStreamPublisher(url, stream=stream, maxlen=maxlen, batch=50)
+    publisher.attach(pipe, events={"tool_exec_end"})
+    async with pipe:
+        for i in range(calls):
+            await pipe.call_tool("read", {}, call=_echo, call_id=f"c{i}")
+            if i % 50 == 49:  # let the writer send batch by batch, each one trimming
+                await anyio.sleep(0)
+    assert publisher.stats.published == calls
+
+
+async def test_entries_trimmed_before_a_slow_group_read_them_are_counted(
+    redis_server: RedisServer, stream: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from interpose.bus.redis import _trimmed_unread
+
+    got: list[Event] = []
+    consumer = RedisStreamConsumer(redis_server.url, stream, "slow", "s1")
+    consumer.subscribe(got.append)
+    # a group that reads nothing before the trimming (made on the empty stream)
+    late = RedisStreamConsumer(redis_server.url, stream, "late", "l1")
+    with anyio.fail_after(60):
+        await late.run(until_caught_up=True)
+        await _publish_calls(redis_server.url, stream, 10, maxlen=100)
+        await consumer.run(until_caught_up=True)
+        assert (len(got), consumer.stats.trimmed) == (10, 0)
+        # the group stops reading; the fleet publishes ten times MAXLEN meanwhile
+        await _publish_calls(redis_server.url, stream, 1000, maxlen=100)
+        async with Redis.from_url(redis_server.url) as client:
+            left = await client.xlen(stream)
+            [group] = [g for g in await client.xinfo_groups(stream) if g["name"] == b"slow"]
+            info = await client.xinfo_stream(stream)
+        assert left < 1000
+        # its last-delivered id is older than the first entry: every entry left is
+        # unread, and all the others it did not read were trimmed
+        assert _trimmed_unread(dict(group), dict(info)) == 1000 - left
+        assert group["lag"] == 1000  # what Redis says: the trimmed ones included
+        await consumer.run(until_caught_up=True)
+    assert len(got) == 10 + left
+    assert consumer.stats.delivered + consumer.stats.trimmed == 1010
+    assert consumer.stats.trimmed == 1000 - left
+    assert (consumer.lag, consumer.stats.lost) == (0, 0)
+    assert f"were trimmed before the group read them (maxlen below" in caplog.text
+    assert f"lost, {1000 - left} in all" in caplog.text
+    # the late group is read to the end by someone else before its consumer looks:
+    # its last-delivered id is the last one, all it did not read was trimmed
+    async with Redis.from_url(redis_server.url) as client:
+        read = read_entries(await client.xreadgroup("late", "other", {stream: ">"}, count=5000))
+        await client.xack(stream, "late", *(entry_id for entry_id, _ in read))
+    assert len(read) == left
+    with anyio.fail_after(60):
+        await late.run(until_caught_up=True)
+    assert late.stats.trimmed == 1010 - left
+    assert late.lag == 0
