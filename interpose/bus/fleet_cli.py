@@ -9,6 +9,10 @@ acks what it printed).  Without ``--follow`` it exits once caught up.
 ``interpose audit --redis URL --out audit.jsonl [--follow]`` is a durable consumer (group
 ``interpose-audit`` by default) that appends every event to a JSON Lines audit log, the
 format of ``interpose.observers.AuditLog``.  Run again, it goes on where it stopped.
+
+Both check their arguments, then PING Redis, before they print or create anything: a
+bad argument is one line and exit 2, a Redis that does not answer one line naming its
+URL and exit 1 (``EXIT_CODES``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import socket
 import sys
 import time
 import uuid
-from typing import TYPE_CHECKING, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from .events import Event
@@ -28,13 +35,25 @@ if TYPE_CHECKING:
 __all__ = ["add_parsers", "format_row", "run_audit", "run_tail"]
 
 TAIL_EVENTS = ("tool_exec_end", "interceptor_failed", "turn_aborted")
+EXIT_CODES = """exit codes:
+  0  caught up (or --follow stopped with Ctrl-C)
+  1  Redis cannot be reached (checked with PING before anything is printed or written),
+     or the connection failed while reading
+  2  a bad argument (an unknown event kind, a URL that is not redis://, rediss:// or
+     unix://, a missing directory for the output file)"""
 _COLUMNS = (("time", 12), ("agent", 14), ("tool", 16), ("decision", 10), ("duration", 10))
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``tail`` and ``audit`` subcommands."""
     tail = sub.add_parser(
-        "tail", help="print what a fleet's agents do, from a Redis Stream, as a live table"
+        "tail",
+        help="print what a fleet's agents do, from a Redis Stream, as a live table",
+        description="Print what a fleet's agents do, read from the Redis Stream their "
+        "RedisStreamPublishers write to, one table row per event (time, agent, tool, "
+        "decision, duration, reason). Without --follow it exits once caught up.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(tail)
     tail.add_argument(
@@ -50,7 +69,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     tail.set_defaults(func=run_tail)
     audit = sub.add_parser(
-        "audit", help="append a fleet's events from a Redis Stream to a JSONL audit log"
+        "audit",
+        help="append a fleet's events from a Redis Stream to a JSONL audit log",
+        description="Append every event of a fleet's Redis Stream to a JSON Lines audit "
+        "log (the format of the AuditLog observer), as a durable consumer: each line is "
+        "acked once written, and a second run goes on where the first stopped. The file "
+        "is created only once Redis answers.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(audit)
     audit.add_argument("--out", required=True, help="the JSON Lines file to append to")
@@ -115,35 +141,30 @@ def _line(cells: tuple[str, ...]) -> str:
     return " ".join([*fixed, cells[-1]]).rstrip()
 
 
-def _kinds(value: str, out: TextIO) -> frozenset[str] | None:
+def _kinds(value: str) -> frozenset[str]:
     from .events import EVENT_KINDS
 
     kinds = frozenset(k.strip() for k in value.split(",") if k.strip())
     unknown = sorted(kinds - EVENT_KINDS)
     if unknown or not kinds:
-        print(
-            f"interpose tail: --events: unknown event kind(s) {', '.join(unknown) or '(none)'}; "
-            f"kinds: {', '.join(sorted(EVENT_KINDS))}",
-            file=out,
+        raise UsageError(
+            f"--events: unknown event kind(s) {', '.join(unknown) or '(none)'}; "
+            f"kinds: {', '.join(sorted(EVENT_KINDS))}"
         )
-        return None
     return kinds
 
 
 def run_tail(args: argparse.Namespace) -> int:
     """Exits 0 when caught up (or stopped with Ctrl-C), 1 when Redis cannot be reached,
-    2 on a bad argument."""
-    kinds = _kinds(args.events, sys.stderr)
-    if kinds is None:
-        return 2
+    2 on a bad argument (``EXIT_CODES``)."""
+    kinds = _kinds(args.events)
     group = (
         args.group or f"interpose-tail:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
     consumer = _consumer(
-        "tail", args, group, f"tail:{socket.gethostname()}:{os.getpid()}", dedup=bool(args.group)
+        args, group, f"tail:{socket.gethostname()}:{os.getpid()}", dedup=bool(args.group)
     )
-    if consumer is None:
-        return 2
+    _ping(consumer.url)
     print(_line((*(name.upper() for name, _ in _COLUMNS), "REASON")), flush=True)
 
     def show(event: Event) -> None:
@@ -154,35 +175,50 @@ def run_tail(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    """Exits 0 when caught up (or stopped with Ctrl-C), 1 when Redis cannot be reached
-    or the file cannot be opened, 2 on a bad argument."""
+    """Exits 0 when caught up (or stopped with Ctrl-C), 1 when Redis cannot be reached,
+    2 on a bad argument or an output file that cannot be opened (``EXIT_CODES``).  The
+    file is opened (created) only once Redis answered; a run that failed before it
+    appended anything removes the file it created."""
     from ..observers.audit import AuditLog
 
+    out = _out_path(args.out)
     consumer = _consumer(
-        "audit", args, args.group, args.consumer or f"audit:{socket.gethostname()}", dedup=True
+        args, args.group, args.consumer or f"audit:{socket.gethostname()}", dedup=True
     )
-    if consumer is None:
-        return 2
+    _ping(consumer.url)
+    created = not out.exists()
     try:
-        log = AuditLog(args.out, max_bytes=None)
+        log = AuditLog(out, max_bytes=None)
     except OSError as exc:
-        print(f"interpose audit: --out: {exc}", file=sys.stderr)
-        return 1
+        raise UsageError(f"--out: {exc}") from None
     with log:
         consumer.subscribe(log)
         code = _run("audit", consumer, args.follow, temporary=None)
     stats = consumer.stats
-    print(
-        f"interpose audit: {stats.delivered} event(s) appended to {args.out} "
-        f"({stats.duplicates} duplicate(s) dropped, {stats.dead_lettered} dead-lettered)",
-        file=sys.stderr,
-    )
+    if code and created and not stats.delivered:
+        out.unlink(missing_ok=True)
+    if not code:
+        print(
+            f"interpose audit: {stats.delivered} event(s) appended to {args.out} "
+            f"({stats.duplicates} duplicate(s) dropped, {stats.dead_lettered} dead-lettered)",
+            file=sys.stderr,
+        )
     return code
 
 
+def _out_path(value: str) -> Path:
+    """``--out``, checked before anything connects: its directory exists, it is not one."""
+    out = Path(value)
+    if out.is_dir():
+        raise UsageError(f"--out: {value} is a directory")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out: the directory {out.parent} does not exist")
+    return out
+
+
 def _consumer(
-    command: str, args: argparse.Namespace, group: str, name: str, *, dedup: bool
-) -> RedisStreamConsumer | None:
+    args: argparse.Namespace, group: str, name: str, *, dedup: bool
+) -> RedisStreamConsumer:
     from .redis import RedisStreamConsumer
 
     try:
@@ -195,8 +231,45 @@ def _consumer(
             observer_timeout=None,
         )
     except (ValueError, ImportError) as exc:
-        print(f"interpose {command}: {exc}", file=sys.stderr)
-        return None
+        raise UsageError(str(exc)) from None
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _ping(url: str) -> None:
+    """PING Redis once (5 s at most).
+
+    Raises:
+        UsageError: (exit 1) it did not answer, naming the URL and why.
+    """
+    import anyio
+    from redis.exceptions import RedisError
+
+    from .redis import _connect
+
+    async def ping() -> None:
+        client = _connect(url, 2, 5.0)
+        try:
+            with anyio.fail_after(5.0):
+                await client.ping()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    try:
+        anyio.run(ping)
+    except (RedisError, OSError) as exc:  # TimeoutError is an OSError
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise UsageError(f"cannot reach Redis at {_shown(url)}: {why}", exit_code=1) from None
 
 
 def _run(command: str, consumer: RedisStreamConsumer, follow: bool, temporary: str | None) -> int:
@@ -216,7 +289,10 @@ def _run(command: str, consumer: RedisStreamConsumer, follow: bool, temporary: s
     except KeyboardInterrupt:
         return 0
     except (RedisError, OSError) as exc:
-        print(f"interpose {command}: {consumer.url}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"interpose {command}: {_shown(consumer.url)}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -599,11 +599,74 @@ async def test_tail_prints_a_table_and_exits_when_caught_up(
     )
     assert bad.returncode == 2
     assert "unknown event kind(s) tool_end" in bad.stderr
-    down = await anyio.to_thread.run_sync(
-        _cli, "tail", "--redis", f"redis://127.0.0.1:{free_port()}/0"
-    )
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    down = await anyio.to_thread.run_sync(_cli, "tail", "--redis", closed)
     assert down.returncode == 1
-    assert "ConnectionError" in down.stderr
+    # one line naming the URL, and no table header before it
+    [line] = down.stderr.splitlines()
+    assert line.startswith(f"interpose tail: cannot reach Redis at {closed}: ConnectionError: ")
+    assert down.stdout == ""
+
+
+def test_audit_against_an_unreachable_redis_fails_and_writes_nothing(
+    make_redis: Callable[..., RedisServer], tmp_path: Path
+) -> None:
+    server = make_redis()
+    server.kill()  # it answered once; now nothing listens on its port
+    out = tmp_path / "audit.jsonl"
+    for url, shown in (
+        (server.url, server.url),
+        (
+            f"redis://auditor:s3cret@127.0.0.1:{server.port}/0",
+            f"redis://auditor:***@127.0.0.1:{server.port}/0",
+        ),
+    ):
+        run = _cli("audit", "--redis", url, "--out", str(out))
+        assert run.returncode == 1
+        [line] = run.stderr.splitlines()
+        assert line.startswith(f"interpose audit: cannot reach Redis at {shown}: ")
+        assert "s3cret" not in line
+        assert "appended" not in run.stderr
+        assert not out.exists()  # no empty, partial file
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("tail", "--redis", "http://127.0.0.1:6379"), "not a Redis URL"),
+        (("tail", "--redis", "redis://127.0.0.1:port/0"), "not a valid Redis URL"),
+        (("tail", "--redis", "redis://127.0.0.1:1/0", "--events", "nope"), "--events: unknown"),
+        (("tail", "--redis", "redis://127.0.0.1:1/0", "--stream", ""), "stream must be"),
+        (
+            ("audit", "--redis", "redis://127.0.0.1:1/0", "--out", "{tmp}/no/such/dir/a.jsonl"),
+            "--out: the directory",
+        ),
+        (("audit", "--redis", "redis://127.0.0.1:1/0", "--out", "{tmp}"), "is a directory"),
+        (("audit", "--redis", "ftp://x", "--out", "{tmp}/a.jsonl"), "not a Redis URL"),
+    ],
+)
+def test_bad_arguments_of_tail_and_audit_are_one_line_and_exit_2(
+    tmp_path: Path, argv: tuple[str, ...], message: str
+) -> None:
+    run = _cli(*(arg.replace("{tmp}", str(tmp_path)) for arg in argv))
+    assert run.returncode == 2
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"interpose {argv[0]}: ")
+    assert message in line
+    assert "Traceback" not in run.stdout + run.stderr
+    assert run.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["tail", "audit"])
+def test_tail_and_audit_help_describe_them_and_their_exit_codes(command: str) -> None:
+    run = _cli(command, "--help")
+    assert run.returncode == 0
+    _usage, description = run.stdout.split("\n\n")[:2]
+    assert description.startswith(("Print what a fleet", "Append every event"))
+    assert "exit codes:\n  0  caught up" in run.stdout
+    assert "\n  1  Redis cannot be reached" in run.stdout
+    assert "\n  2  a bad argument" in run.stdout
 
 
 async def test_audit_writes_the_audit_log_format_and_resumes(
