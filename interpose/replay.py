@@ -248,6 +248,8 @@ class LogReader:
         if calls is not None and call_id in calls:
             calls.discard(call_id)
             self._waiting -= 1
+            if not calls:
+                del self._pending[turn_id]
 
     def _close_turn(self, turn_id: str) -> None:
         left = self._pending.pop(turn_id, None)
@@ -645,9 +647,7 @@ async def _replay(
         key = (event.turn_id, event.tool_call_id)
         shadows.setdefault(key, []).append(f"{event.interceptor_id}: {event.decision}")
 
-    watch = pipe.subscribe(
-        on_shadow, events={"shadow_decision"}, name="replay: shadow decisions"
-    )
+    watch = pipe.subscribe(on_shadow, events={"shadow_decision"}, name="replay: shadow decisions")
     async with pipe:
         for call in log:
             stage = call.event.stage
