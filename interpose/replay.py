@@ -154,6 +154,11 @@ class RecordedLog:
     def __iter__(self) -> Iterator[RecordedCall]:
         return iter(self.calls)
 
+    @property
+    def recorded(self) -> int:
+        """How many ``call_recorded`` events were read."""
+        return len(self.calls)
+
 
 #: how many ended tool calls may wait for their recorded arguments; past it the
 #: oldest turn's are counted as not recorded (a log filtered without turn events)
@@ -628,9 +633,10 @@ async def replay(
         await _replay(log, pipe, probe, report, on_call)
     finally:
         trace.explicit, trace.level = saved
+    # the reader's counts are final now that it has been read to its end
     report.skipped += log.unrecorded
     report.unknown, report.lines, report.paths = log.unknown, log.lines, list(log.paths)
-    report.recorded = log.recorded if isinstance(log, LogReader) else len(log.calls)
+    report.recorded = log.recorded
     return report
 
 
