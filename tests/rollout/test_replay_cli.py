@@ -378,3 +378,27 @@ def test_without_turn_events_what_waits_is_bounded(
     assert list(reader) == []
     assert reader.unrecorded == 300 * len(SESSION)  # every call counted, once
     assert reader.peak <= 20
+
+
+def test_recorded_calls_none_of_which_replay_say_so(recorded: Path, tmp_path: Path) -> None:
+    # calls recorded by a newer version, of a stage this one does not replay
+    newer = tmp_path / "newer.jsonl"
+    lines = [
+        line.replace(b'"stage":"tool"', b'"stage":"embedding"')
+        for line in recorded.read_bytes().splitlines(keepends=True)
+        if b'"call_recorded"' in line
+    ]
+    newer.write_bytes(b"".join(lines))
+    report = anyio.run(replay, LogReader([newer, newer]), Pipeline(builtins=False))
+    assert (report.replayed, report.skipped) == (0, 2 * len(SESSION))
+    assert report.nothing_replayed() == (
+        f"no call in {newer}, {newer} could be replayed: {2 * len(SESSION)} recorded calls, "
+        "none of a stage or shape this version replays (tool, llm, message, params with "
+        "their input recorded)"
+    )
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    report = anyio.run(replay, LogReader([empty, empty]), Pipeline(builtins=False))
+    assert report.nothing_replayed().endswith("could be replayed: the logs are empty")
+    report = anyio.run(replay, LogReader(recorded), Pipeline(builtins=False))
+    assert report.nothing_replayed() == ""
