@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -393,13 +394,25 @@ def _describe_event(event: Any) -> str:
     return f"{kind}: {event.tool_name}"
 
 
+REPLAY_EXIT_CODES = """\
+exit status:
+  0  calls were replayed and the new stack blocks nothing the recorded run allowed
+  1  the new stack would block a call the recorded run allowed (a regression)
+  2  bad input: a log or the config cannot be read, a log line is not an event, or
+     the new stack raised on a call instead of deciding (the message names the line)
+  3  no call could be replayed: the logs are empty, hold no call, or were recorded
+     without record_args=True (the message says which); a gate never passes on nothing
+"""
+
+
 def _replay(args: argparse.Namespace) -> int:
     """``interpose replay LOG... --config NEW.toml [--json] [--all]``: run the recorded
     calls of audit logs through the stack NEW.toml builds (never running a tool) and
     print what it would change.
 
-    Exits 1 when the new stack would block a call the recorded run allowed, 2 when a log
-    line or the config cannot be read or the new stack raised on a call, else 0.
+    The logs are streamed; the report holds the changed calls (``--all``: every call).
+    ``--json`` prints the same rows as the text.  Exit status: ``REPLAY_EXIT_CODES``
+    (1 on a regression, 2 on bad input, 3 when no call could be replayed, else 0).
     """
     import json
 
@@ -409,15 +422,19 @@ def _replay(args: argparse.Namespace) -> int:
     from .replay import LogError, ReplayError, render, replay_files
 
     try:
-        report = anyio.run(replay_files, args.logs, args.config)
+        report = anyio.run(partial(replay_files, args.logs, args.config, every=args.all))
     except (LogError, ReplayError, ConfigError, OSError) as exc:
         print(f"interpose replay: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.as_json(), indent=2, default=str))
     else:
-        for line in render(report, every=args.all):
+        for line in render(report):
             print(line)
+    nothing = report.nothing_replayed()
+    if nothing:
+        print(f"interpose replay: {nothing}", file=sys.stderr)
+        return 3
     return 1 if report.regressions else 0
 
 
@@ -426,6 +443,12 @@ def _add_replay_parser(sub: Any) -> None:
         "replay",
         help="replay recorded calls of audit logs through a new config's stack, "
         "never running a tool, and print what it would change",
+        description="Replay the calls recorded in audit logs (written with record_args=True)\n"
+        "through the stack NEW.toml builds, never running a tool or a model, and print\n"
+        "the calls whose outcome would change, the rules that change them and a summary.\n"
+        "The logs are read as a stream: memory holds the report, not the logs.",
+        epilog=REPLAY_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument(
         "logs",
@@ -436,7 +459,11 @@ def _add_replay_parser(sub: Any) -> None:
     replay.add_argument(
         "--config", required=True, metavar="NEW.toml", help="the config of the stack to try"
     )
-    replay.add_argument("--json", action="store_true", help="print the report as JSON")
+    replay.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as one JSON object: the same rows as the text",
+    )
     replay.add_argument(
         "--all", action="store_true", help="list every replayed call, not only the changed ones"
     )

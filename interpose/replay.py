@@ -27,23 +27,40 @@ skipped; a line that is not a JSON object, or an event whose fields have the wro
 types, is an error naming the file and line (a log cut short by a crash ends in such a
 line).  A log from the Redis consumer (``interpose audit --redis``) has the same
 format.
+
+Logs are streamed: ``LogReader`` reads one line at a time and the replay runs each call
+as it is read, so memory holds the report (the changed calls, or every call when asked
+for), never the log.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio.lowlevel
 import msgspec
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 
-from .bus.events import EVENT_KINDS, CallRecorded, ShadowDecision, ToolExecEnd, decode_event
+from .bus.events import (
+    EVENT_KINDS,
+    CallRecorded,
+    ShadowDecision,
+    ToolExecEnd,
+    TurnAborted,
+    TurnEnded,
+    decode_event,
+)
 from .errors import AbortTurn, HardAbort, InterposeError
+from .middleware.builtins.security_audit import SecurityAudit
 from .pipeline.payloads import LLMRequest, LLMResponse, ToolResult
 
 if TYPE_CHECKING:
@@ -53,11 +70,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CallDiff",
     "LogError",
+    "LogReader",
     "RecordedCall",
     "RecordedLog",
     "ReplayError",
     "ReplayReport",
     "build_candidate",
+    "describe_call",
     "read_log",
     "replay",
     "replay_files",
@@ -123,45 +142,139 @@ class RecordedLog:
         unknown: how many events of kinds this version does not know were skipped.
         unrecorded: tool calls the log has a ``tool_exec_end`` for but no recorded
             arguments (recording was off): they cannot be replayed.
+        paths: the files read, in order.
     """
 
     calls: list[RecordedCall] = field(default_factory=list)
     lines: int = 0
     unknown: int = 0
     unrecorded: int = 0
+    paths: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[RecordedCall]:
+        return iter(self.calls)
+
+    @property
+    def recorded(self) -> int:
+        """How many ``call_recorded`` events were read."""
+        return len(self.calls)
+
+
+#: how many ended tool calls may wait for their recorded arguments; past it the
+#: oldest turn's are counted as not recorded (a log filtered without turn events)
+PENDING_LIMIT = 10_000
+
+
+class LogReader:
+    """The recorded calls of audit logs, read one line at a time as they are iterated.
+
+    Iterate it once: it yields each ``call_recorded`` event (a ``RecordedCall``) as it
+    reads it and counts the rest, so memory does not grow with the log.  The counts are
+    final when the iteration ends.
+
+    A tool call without recorded arguments shows as a ``tool_exec_end`` that no
+    ``call_recorded`` follows (the recording layer publishes after the call ends, inside
+    the turn): it is counted in ``unrecorded`` when its turn ends, or at the end of the
+    logs.  Ended calls wait at most ``PENDING_LIMIT`` at a time (a log written without
+    turn events); past it the oldest turn's are counted then.
+
+    Args:
+        paths: one log, or several in the order given (rotated files: oldest first).
+
+    Attributes:
+        paths: the files, in order.
+        lines: non-blank lines read.
+        unknown: events of kinds this version does not know, skipped.
+        recorded: ``call_recorded`` events read.
+        unrecorded: tool calls ended without recorded arguments: not replayable.
+    """
+
+    def __init__(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> None:
+        files = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+        self.paths = [os.fspath(file) for file in files]
+        self.lines = 0
+        self.unknown = 0
+        self.recorded = 0
+        self.unrecorded = 0
+        # turn id -> call ids ended there and not recorded (yet), oldest turn first
+        self._pending: OrderedDict[str, set[str]] = OrderedDict()
+        self._waiting = 0
+
+    def check(self) -> None:
+        """Open and close every file: a missing or unreadable one fails before a replay
+        starts rather than after the files before it.
+
+        Raises:
+            OSError: a file cannot be opened.
+        """
+        for path in self.paths:
+            with open(path, "rb"):
+                pass
+
+    def __iter__(self) -> Iterator[RecordedCall]:
+        """Raises:
+        LogError: a line is not a JSON object, or is an event with fields of the
+            wrong types; the message names the file and the line.
+        OSError: a file cannot be read.
+        """
+        for name in self.paths:
+            with open(name, "rb") as handle:
+                for number, raw in enumerate(handle, start=1):
+                    line = raw.strip()
+                    if not line:
+                        continue
+                    self.lines += 1
+                    event = _decode(line, name, number, complete=raw.endswith(b"\n"))
+                    if isinstance(event, CallRecorded):
+                        self.recorded += 1
+                        if event.stage == "tool":
+                            self._settle(event.turn_id, event.tool_call_id)
+                        yield RecordedCall(event, name, number)
+                    elif isinstance(event, ToolExecEnd):
+                        if not event.retried:
+                            self._ended(event.turn_id, event.tool_call_id)
+                    elif isinstance(event, TurnEnded | TurnAborted):
+                        self._close_turn(event.turn_id)
+                    elif event is None:
+                        self.unknown += 1
+        while self._pending:
+            self._close_turn(next(iter(self._pending)))
+
+    def _ended(self, turn_id: str, call_id: str) -> None:
+        calls = self._pending.setdefault(turn_id, set())
+        if call_id not in calls:
+            calls.add(call_id)
+            self._waiting += 1
+        while self._waiting > PENDING_LIMIT:
+            self._close_turn(next(iter(self._pending)))
+
+    def _settle(self, turn_id: str, call_id: str) -> None:
+        calls = self._pending.get(turn_id)
+        if calls is not None and call_id in calls:
+            calls.discard(call_id)
+            self._waiting -= 1
+            if not calls:
+                del self._pending[turn_id]
+
+    def _close_turn(self, turn_id: str) -> None:
+        left = self._pending.pop(turn_id, None)
+        if left:
+            self.unrecorded += len(left)
+            self._waiting -= len(left)
 
 
 def read_log(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> RecordedLog:
-    """Read one audit log, or several in the order given (rotated files: oldest first).
+    """Read one audit log, or several in the order given (rotated files: oldest first),
+    into memory.  ``LogReader`` streams them instead (what ``interpose replay`` does).
 
     Raises:
         LogError: a line is not a JSON object, or is an event with fields of the wrong
             types; the message names the file and the line.
         OSError: a file cannot be read.
     """
-    files = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    log = RecordedLog()
-    ended: dict[tuple[str, str], int] = {}
-    recorded: set[tuple[str, str]] = set()
-    for file in files:
-        name = os.fspath(file)
-        with open(file, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                line = raw.strip()
-                if not line:
-                    continue
-                log.lines += 1
-                event = _decode(line, name, number, complete=raw.endswith(b"\n"))
-                if event is None:
-                    log.unknown += 1
-                elif isinstance(event, CallRecorded):
-                    log.calls.append(RecordedCall(event, name, number))
-                    if event.stage == "tool":
-                        recorded.add((event.turn_id, event.tool_call_id))
-                elif isinstance(event, ToolExecEnd) and not event.retried:
-                    ended[(event.turn_id, event.tool_call_id)] = number
-    log.unrecorded = sum(1 for key in ended if key not in recorded)
-    return log
+    reader = LogReader(paths)
+    calls = list(reader)
+    return RecordedLog(calls, reader.lines, reader.unknown, reader.unrecorded, reader.paths)
 
 
 def _decode(line: bytes, path: str, number: int, *, complete: bool) -> Any:
@@ -297,6 +410,11 @@ class CallDiff:
         """The candidate refuses what the recorded run allowed."""
         return self.change == "allowed -> blocked"
 
+    @property
+    def called(self) -> str:
+        """What was called, short (``describe_call``)."""
+        return describe_call(self.call.event)
+
     def as_json(self) -> dict[str, Any]:
         event = self.call.event
         return {
@@ -308,6 +426,7 @@ class CallDiff:
             "session_key": event.session_key,
             "tool_name": event.tool_name,
             "tool_call_id": event.tool_call_id,
+            "called": self.called,
             "recorded": {
                 "status": self.recorded.status,
                 "decided_by": self.recorded.decided_by,
@@ -326,12 +445,42 @@ class CallDiff:
 
 @dataclass(slots=True)
 class ReplayReport:
-    """Every replayed call, and counts per change and per rule."""
+    """The rows of a replay (``diffs``) and counts over every replayed call.
+
+    ``diffs`` holds the changed calls, or every replayed call when the replay was asked
+    for ``every`` call: what the report shows, in log order.  The counts cover every
+    call, kept or not.
+
+    Attributes:
+        diffs: the rows.
+        every: whether ``diffs`` holds every replayed call (else the changed ones).
+        replayed: how many calls were replayed.
+        stages: stage -> how many calls of it were replayed.
+        recorded: how many ``call_recorded`` events the logs hold.
+        skipped: calls that could not be replayed: tool calls whose arguments were not
+            recorded, recorded calls of a stage or shape this version does not replay.
+        unknown: events of kinds this version does not know, skipped.
+        lines: non-blank lines read.
+        paths: the logs read.
+    """
 
     diffs: list[CallDiff] = field(default_factory=list)
     skipped: int = 0
     unknown: int = 0
     lines: int = 0
+    every: bool = False
+    replayed: int = 0
+    stages: dict[str, int] = field(default_factory=dict)
+    recorded: int = 0
+    paths: list[str] = field(default_factory=list)
+
+    def add(self, diff: CallDiff) -> None:
+        """Count a replayed call; keep it when it changed, or when keeping ``every``."""
+        self.replayed += 1
+        stage = diff.call.event.stage
+        self.stages[stage] = self.stages.get(stage, 0) + 1
+        if self.every or diff.change:
+            self.diffs.append(diff)
 
     @property
     def changed(self) -> list[CallDiff]:
@@ -360,14 +509,10 @@ class ReplayReport:
         return dict(sorted(table.items(), key=lambda item: (-item[1]["changed"], item[0])))
 
     def summary(self) -> str:
-        by_stage: dict[str, int] = {}
-        for diff in self.diffs:
-            stage = diff.call.event.stage
-            by_stage[stage] = by_stage.get(stage, 0) + 1
-        stages = ", ".join(f"{n} {stage}" for stage, n in by_stage.items())
+        stages = ", ".join(f"{n} {stage}" for stage, n in self.stages.items())
         counts = self.counts()
         parts = [
-            f"{len(self.diffs)} recorded calls replayed" + (f" ({stages})" if stages else ""),
+            f"{self.replayed} recorded calls replayed" + (f" ({stages})" if stages else ""),
             f"{len(self.changed)} would change"
             + (": " + ", ".join(f"{n} {change}" for change, n in counts.items()) if counts else ""),
         ]
@@ -375,12 +520,34 @@ class ReplayReport:
             parts.append(f"{self.skipped} tool calls not replayable (arguments not recorded)")
         return "; ".join(parts)
 
+    def nothing_replayed(self) -> str:
+        """Why no call was replayed ("" when some were): a gate must not pass on nothing."""
+        if self.replayed:
+            return ""
+        logs = ", ".join(self.paths) or "the log"
+        if not self.lines:
+            why = "the log is empty" if len(self.paths) < 2 else "the logs are empty"
+        elif self.recorded:
+            why = (
+                f"{self.recorded} recorded calls, none of a stage or shape this version "
+                "replays (tool, llm, message, params with their input recorded)"
+            )
+        elif self.skipped:
+            why = (
+                "the log was recorded without record_args=True; "
+                f"{self.skipped} calls seen, 0 with arguments"
+            )
+        else:
+            why = f"{self.lines} events, none of them a call"
+        return f"no call in {logs} could be replayed: {why}"
+
     def as_json(self) -> dict[str, Any]:
+        """What ``render`` prints, as one object: ``calls`` are the same rows."""
         return {
             "calls": [d.as_json() for d in self.diffs],
             "rules": self.rules(),
             "summary": {
-                "replayed": len(self.diffs),
+                "replayed": self.replayed,
                 "changed": len(self.changed),
                 "regressions": self.regressions,
                 "changes": self.counts(),
@@ -432,14 +599,19 @@ def _stand_in_error(output: Any) -> Exception:
 
 
 async def replay(
-    log: RecordedLog,
+    log: RecordedLog | LogReader,
     pipe: Pipeline,
     probe: _ProbeProvider | None = None,
     *,
+    every: bool = False,
     on_call: Callable[[CallDiff], None] | None = None,
 ) -> ReplayReport:
     """Run every recorded call of ``log`` through ``pipe``, in order, never running a
     tool or a model, and compare each outcome with the recorded one.
+
+    A ``LogReader`` is read as the replay goes: the report keeps the changed calls (with
+    ``every``, every replayed call) and counts the rest, so memory holds the report, not
+    the log.  ``on_call`` sees every replayed call, kept or not, as it is replayed.
 
     ``pipe`` must not be entered (the replay enters it: its process hooks start).
     While it runs, its tracing goes to the decision probe (``probe``, from
@@ -449,6 +621,7 @@ async def replay(
     Raises:
         ReplayError: the pipeline raised on a call (not a refusal, not an abort: a
             handler whose policy is ``raise``, say); the replay stops there.
+        LogError: a line of a ``LogReader``'s logs cannot be read; the replay stops there.
     """
     if probe is None:
         probe = _ProbeProvider()
@@ -456,27 +629,33 @@ async def replay(
     saved = (trace.explicit, trace.level)
     trace.explicit, trace.level = probe, "interceptor"
     try:
-        return await _replay(log, pipe, probe, on_call)
+        report = ReplayReport(every=every)
+        await _replay(log, pipe, probe, report, on_call)
     finally:
         trace.explicit, trace.level = saved
+    # the reader's counts are final now that it has been read to its end
+    report.skipped += log.unrecorded
+    report.unknown, report.lines, report.paths = log.unknown, log.lines, list(log.paths)
+    report.recorded = log.recorded
+    return report
 
 
 async def _replay(
-    log: RecordedLog,
+    log: Iterable[RecordedCall],
     pipe: Pipeline,
     probe: _ProbeProvider,
+    report: ReplayReport,
     on_call: Callable[[CallDiff], None] | None,
-) -> ReplayReport:
-    report = ReplayReport(skipped=log.unrecorded, unknown=log.unknown, lines=log.lines)
+) -> None:
     shadows: dict[tuple[str, str], list[str]] = {}
 
     def on_shadow(event: ShadowDecision) -> None:
         key = (event.turn_id, event.tool_call_id)
         shadows.setdefault(key, []).append(f"{event.interceptor_id}: {event.decision}")
 
-    pipe.subscribe(on_shadow, events={"shadow_decision"}, name="replay: shadow decisions")
+    watch = pipe.subscribe(on_shadow, events={"shadow_decision"}, name="replay: shadow decisions")
     async with pipe:
-        for call in log.calls:
+        for call in log:
             stage = call.event.stage
             probe.decisions.clear()
             if not isinstance(call.event.input, dict) or stage not in _REPLAYERS:
@@ -486,14 +665,17 @@ async def _replay(
                 diff = await _REPLAYERS[stage](pipe, call, probe)
             except Exception as exc:
                 raise ReplayError(call, exc) from exc
-            report.diffs.append(diff)
-    for diff in report.diffs:
-        event = diff.call.event
-        if event.stage == "tool":
-            diff.shadow = shadows.get((event.turn_id, event.tool_call_id), [])
-        if on_call is not None:
-            on_call(diff)
-    return report
+            # the call's shadow decisions are on their way to on_shadow: let them
+            # arrive, so that they are this call's and none are kept for later
+            while not watch.idle:
+                await anyio.lowlevel.checkpoint()
+            if shadows:
+                if stage == "tool":
+                    diff.shadow = shadows.get((call.event.turn_id, call.event.tool_call_id), [])
+                shadows.clear()
+            report.add(diff)
+            if on_call is not None:
+                on_call(diff)
 
 
 def _attribute(
@@ -697,32 +879,101 @@ _REPLAYERS: dict[str, Callable[[Pipeline, RecordedCall, _ProbeProvider | None], 
 
 
 async def replay_files(
-    logs: Sequence[str | os.PathLike[str]], config_path: str | os.PathLike[str]
+    logs: Sequence[str | os.PathLike[str]],
+    config_path: str | os.PathLike[str],
+    *,
+    every: bool = False,
 ) -> ReplayReport:
-    """``read_log(logs)`` replayed through the stack ``config_path`` builds.
+    """The logs, streamed (``LogReader``), replayed through the stack ``config_path``
+    builds; the report keeps the changed calls, or ``every`` call.
 
     Raises:
         LogError: a line of a log cannot be read.
         ConfigError: the config is invalid.
+        OSError: a log cannot be opened (checked before the replay starts).
     """
-    log = read_log(logs)
+    reader = LogReader(logs)
+    reader.check()
     pipe, probe = build_candidate(config_path)
-    return await replay(log, pipe, probe)
+    return await replay(reader, pipe, probe, every=every)
 
 
 # -- the report as text -----------------------------------------------------------------
 
+#: the longest ``describe_call`` answer, in characters
+CALLED_WIDTH = 60
+# the keys a file tool names its files by: those the security audit reads
+_PATH_KEYS = SecurityAudit.PATH_KEYS
+_PATH_LIST_KEYS = SecurityAudit.PATH_LIST_KEYS
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_QUOTE = re.compile(r"[\s\"'=]")
 
-def render(report: ReplayReport, *, every: bool = False) -> list[str]:
-    """The diff table (changed calls, or ``every`` call), the rules table, the summary."""
+
+def describe_call(event: CallRecorded, width: int = CALLED_WIDTH) -> str:
+    """What a recorded call called, on one line of at most ``width`` characters (cut
+    with ``…``): a tool's command (``command``, with ``args`` / ``argv``), else its file
+    (``path``, ``file_path``..., ``paths``), else its arguments as ``key=value`` pairs
+    (a value in JSON unless it is a string without spaces, quotes or ``=``); an LLM
+    call's model and message count; a user message; the params' provider and model.
+    Control characters are escaped (``\\n``, ``\\x1b``): a logged command cannot
+    break the table or drive the terminal.
+    """
+    given = event.input if isinstance(event.input, dict) else {}
+    if event.stage == "tool":
+        text = _tool_call(given)
+    elif event.stage == "llm":
+        model = given.get("model") or "?"
+        messages = given.get("messages")
+        text = f"{model}, {len(messages) if isinstance(messages, list) else 0} messages"
+    elif event.stage == "message":
+        text = str(given.get("message", ""))
+    else:
+        text = "/".join(str(given.get(key) or "?") for key in ("provider", "model"))
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tool_call(args: dict[str, Any]) -> str:
+    command = args.get("command")
+    extra = args.get("args", args.get("argv"))
+    if isinstance(extra, list) and all(isinstance(a, str) for a in extra):
+        if isinstance(command, str):
+            return shlex.join([command, *extra])
+        if command is None and extra:
+            return shlex.join(extra)
+    if isinstance(command, str):
+        return command
+    if isinstance(command, list) and all(isinstance(a, str) for a in command):
+        return shlex.join(command)
+    for key in _PATH_KEYS:
+        if isinstance(args.get(key), str):
+            return str(args[key])
+    for key in _PATH_LIST_KEYS:
+        paths = args.get(key)
+        if isinstance(paths, list) and paths and all(isinstance(p, str) for p in paths):
+            return ", ".join(paths)
+    return " ".join(f"{key}={_value(value)}" for key, value in args.items())
+
+
+def _value(value: Any) -> str:
+    """A string as it is when it reads unambiguously (no space, no quote), else JSON."""
+    if isinstance(value, str) and value and not _QUOTE.search(value):
+        return value
+    return msgspec.json.encode(value).decode()
+
+
+def render(report: ReplayReport) -> list[str]:
+    """The diff table (the report's rows: changed calls, or every call), the shadow
+    decisions of those rows, the rules table, the summary."""
     lines: list[str] = []
-    shown = report.diffs if every else report.changed
+    shown = report.diffs
     if shown:
         header: tuple[str, ...] = (
             "line",
             "turn",
             "call",
             "tool",
+            "called",
             "recorded",
             "new",
             "change",
@@ -734,6 +985,7 @@ def render(report: ReplayReport, *, every: bool = False) -> list[str]:
                 d.call.event.turn_id or "-",
                 d.call.event.tool_call_id or "-",
                 d.call.event.tool_name or d.call.event.stage,
+                d.called or "-",
                 d.recorded.describe(),
                 d.new.describe(),
                 d.change or "unchanged",
@@ -741,7 +993,7 @@ def render(report: ReplayReport, *, every: bool = False) -> list[str]:
             )
             for d in shown
         ]
-        lines.append("calls:" if every else "changed calls:")
+        lines.append("calls:" if report.every else "changed calls:")
         lines += _table(header, rows)
         shadowed = [d for d in shown if d.shadow]
         if shadowed:
@@ -750,7 +1002,7 @@ def render(report: ReplayReport, *, every: bool = False) -> list[str]:
             for d in shadowed:
                 lines.append(f"  {Path(d.call.path).name}:{d.call.line}  {'; '.join(d.shadow)}")
     else:
-        lines.append("changed calls: none")
+        lines.append("calls: none" if report.every else "changed calls: none")
     lines.append("")
     rules = report.rules()
     if rules:

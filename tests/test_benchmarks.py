@@ -15,6 +15,8 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("bench_*.py"))
+# the smallest run of each script (default: one tiny round)
+TINY: dict[str, list[str]] = {"bench_replay_log": ["--rounds", "1", "--size", "2MiB"]}
 
 
 def test_every_benchmark_is_listed_here() -> None:
@@ -27,6 +29,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_process_hook",
         "bench_redis",
         "bench_replay",
+        "bench_replay_log",
         "bench_tool_call",
         "bench_tracing",
     ]
@@ -45,7 +48,7 @@ def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) 
             pytest.fail(message)
         pytest.skip(message)
     out = tmp_path / "results.json"
-    tiny = ["--rounds", "1", "--target-ms", "1", "--json", str(out)]
+    tiny = [*TINY.get(script, ["--rounds", "1", "--target-ms", "1"]), "--json", str(out)]
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"{script}.py"), *tiny],
         capture_output=True,
@@ -59,6 +62,9 @@ def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) 
     assert results["rounds"] == 1
     assert results["machine"]["python"]
     assert results["cases"]
+    if script == "bench_replay_log":
+        # every recorded call of the log was replayed (the script checks the report)
+        assert results["calls"] == results["cases"]["replay"]["calls"] > 0
     if script == "bench_process_hook":
         # the target's verdict is printed, whatever it is on a one-round run
         assert "process hook vs the floor (paired)" in run.stdout

@@ -207,7 +207,11 @@ async def test_a_looser_config_reports_exactly_the_calls_it_would_let_through(
 async def test_the_same_stack_changes_nothing(session: Path, tmp_path: Path) -> None:
     report = await replay_files([session], write(tmp_path, "same.toml", ""))
     assert report.changed == []
-    assert len(report.diffs) == len(SESSION)
+    assert report.diffs == []  # the report keeps the changed calls: none
+    assert report.replayed == len(SESSION)
+    every = await replay_files([session], write(tmp_path, "same.toml", ""), every=True)
+    assert [d.call.event.tool_call_id for d in every.diffs] == [c for c, _, _ in SESSION]
+    assert every.changed == []
 
 
 async def test_results_come_from_the_record_and_tools_never_run(session: Path) -> None:
@@ -317,6 +321,7 @@ def test_the_cli_prints_the_diff_table_and_exits_1_on_new_blocks(
         "turn",
         "call",
         "tool",
+        "called",
         "recorded",
         "new",
         "change",
