@@ -636,7 +636,8 @@ def _command(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The ``interpose`` command's parser, every subcommand in it."""
     parser = argparse.ArgumentParser(
         prog="interpose",
         description="interpose: policy, telemetry and control between an AI agent and "
@@ -784,7 +785,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .bus.fleet_cli import add_parsers as add_fleet
 
     add_fleet(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     from .errors import UsageError
 
     try:
