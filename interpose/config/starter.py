@@ -16,6 +16,7 @@ STARTER = """\
 # Every table and key: docs/config.md. Relative paths resolve against this file's
 # directory; durations are milliseconds (keys ending in _ms).
 
+# Timeouts of the whole stack.
 [hooks.defaults]
 # how long an interceptor may take before its on_error policy applies
 interceptor_timeout_ms = 5000
