@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -278,3 +280,32 @@ def _build_wheel(dist: Path) -> str:
         check=True,
     )
     return proc.stdout.strip().splitlines()[-1]
+
+
+def docs_blocks(lang: str) -> list[str]:
+    """The code blocks of docs/cli.md in ``lang``."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+
+
+def test_the_first_block_of_the_cli_page_runs_as_pasted(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "cli.md").read_text()
+    first = re.search(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)
+    assert first is not None
+    assert first[1] == "sh"
+    for line in first[2].splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "interpose", line  # interpose commands only
+        proc = run(*argv[1:], cwd=tmp_path)
+        assert proc.returncode == 0, f"{line}: {proc.stderr}"
+    assert (tmp_path / "interpose.toml").is_file()
+
+
+def test_the_cli_pages_examples_of_bad_input_print_what_it_shows(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# a file\n")
+    (session,) = (block for block in docs_blocks("console") if "$ interpose demo" in block)
+    shown = session.splitlines()
+    for command, said in zip(shown[::2], shown[1::2], strict=True):
+        assert command.startswith("$ interpose ")
+        proc = run(*shlex.split(command[2:])[1:], cwd=tmp_path)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", said + "\n")

@@ -163,8 +163,9 @@ def config_examples() -> list[tuple[str, Any]]:
     for page in sorted(DOCS.glob("*.md")):
         blocks = re.findall(r"```(toml|json)\n(.*?)```", page.read_text(), re.S)
         for i, (lang, text) in enumerate(blocks):
-            if "pyproject.toml" in text.splitlines()[0]:
-                continue
+            first = text.strip().splitlines()[0]
+            if first.startswith("#") and first.endswith(("pyproject.toml", ".taplo.toml")):
+                continue  # another tool's file
             if lang == "toml":
                 found.append((f"{page.name}[{i}]", tomllib.loads(text)))
             elif text.lstrip().startswith('{\n  "hooks"'):  # a config file, not a payload
