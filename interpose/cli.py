@@ -53,15 +53,16 @@ def _find_benchmarks() -> Path | None:
 
 
 def _usage(message: str) -> UsageError:
+    """The error a subcommand raises for bad input (``main`` prints it, exits 2)."""
     from .errors import UsageError
 
     return UsageError(message)
 
 
-def _workdir(value: str | None) -> str | None:
+def _workdir(value: str | None) -> None:
     """``demo --workdir``: a directory, created if missing."""
     if value is None:
-        return None
+        return
     root = Path(value).expanduser()
     if root.exists() and not root.is_dir():
         raise _usage(f"--workdir {value}: not a directory")
@@ -69,7 +70,6 @@ def _workdir(value: str | None) -> str | None:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _usage(f"--workdir {value}: cannot create it: {exc.strerror}") from None
-    return value
 
 
 def _demo(args: argparse.Namespace) -> int:
