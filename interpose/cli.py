@@ -369,7 +369,7 @@ def _run_hook_test(args: argparse.Namespace) -> int:
     if not isinstance(call_args, dict):
         raise _usage("--args must be a JSON object")
     if not args.tool.strip():
-        raise _usage("--tool: a tool name, e.g. exec")
+        raise _usage("--tool is empty: give a tool name, e.g. exec")
     _existing(args.file)
     from .config import load_config
     from .errors import ConfigError
@@ -679,7 +679,7 @@ def _parser() -> argparse.ArgumentParser:
         "measure per-tool-call overhead against its floor",
         "Measure what interpose adds to one tool call (an empty pipeline, interceptors, "
         "middleware, tracing) against the floor and hand-written references, and print "
-        "each target's verdict. A full run takes a few minutes, --quick a few seconds. "
+        "each target's verdict. A full run takes a few minutes, --quick under a minute. "
         "Needs the bench extra (pluggy, the OpenTelemetry SDK).",
         "  0  measured (whatever the verdicts)\n"
         "  2  bad input: --plot into a directory that does not exist, a format matplotlib "
