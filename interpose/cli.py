@@ -1,11 +1,17 @@
 """The ``interpose`` command: ``interpose demo``, ``interpose bench``, ``interpose check``,
-``interpose run-hook-test``, ``interpose replay``, ``interpose mcp-proxy``, ``interpose tail``,
-``interpose audit``."""
+``interpose run-hook-test``, ``interpose init``, ``interpose schema``, ``interpose replay``,
+``interpose mcp-proxy``, ``interpose tail``, ``interpose audit``.
+
+Bad input to any of them is one line on stderr naming what is wrong, and exit code 2: a
+subcommand raises ``UsageError`` (or argparse rejects the arguments), never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -14,23 +20,63 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Built, Config
+    from .errors import UsageError
     from .pipeline.registry import Registration
 
 __all__ = ["main"]
 
 
+def _version() -> str:
+    """The installed package's version (``interpose.__version__`` when run from a source
+    tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("interpose")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
 def _find_benchmarks() -> Path | None:
-    """benchmarks/ of the source checkout (editable install) or of the current directory."""
-    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        candidate = root / "benchmarks" / "bench_tool_call.py"
+    """bench_tool_call.py: in the installed package (the wheel ships it as
+    ``interpose/_bench/``), else in the source checkout's benchmarks/ (an editable
+    install); wherever the command is run from."""
+    here = Path(__file__).resolve().parent
+    for candidate in (
+        here / "_bench" / "bench_tool_call.py",
+        here.parent / "benchmarks" / "bench_tool_call.py",
+    ):
         if candidate.is_file():
             return candidate
     return None
 
 
+def _usage(message: str) -> UsageError:
+    """The error a subcommand raises for bad input (``main`` prints it, exits 2)."""
+    from .errors import UsageError
+
+    return UsageError(message)
+
+
+def _workdir(value: str | None) -> None:
+    """``demo --workdir``: a directory, created if missing."""
+    if value is None:
+        return
+    root = Path(value).expanduser()
+    if root.exists() and not root.is_dir():
+        raise _usage(f"--workdir {value}: not a directory")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _usage(f"--workdir {value}: cannot create it: {exc.strerror}") from None
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .agent.demo import run_demo
 
+    _workdir(args.workdir)
     if args.otlp is None:
         code: int = run_demo(workdir=args.workdir)
         return code
@@ -79,20 +125,60 @@ def _demo_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> in
     return code
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse ``type=``: a number above 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+        return value
+
+    return parse
+
+
+def _plot_target(path: str) -> None:
+    """``bench --plot PATH``, checked before the benchmark runs: matplotlib is installed,
+    PATH's directory exists and is writable, and matplotlib can write PATH's format."""
+    target = Path(path).expanduser()
+    parent = target.parent
+    if not parent.is_dir():
+        raise _usage(f"--plot {path}: the directory {parent} does not exist")
+    if target.is_dir():
+        raise _usage(f"--plot {path}: a directory, not a file")
+    if not os.access(parent, os.W_OK):
+        raise _usage(f"--plot {path}: cannot write to {parent}")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise _usage(
+            "--plot needs matplotlib: pip install 'interpose[plot]' (or pip install matplotlib)"
+        ) from None
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = target.suffix[1:].lower()
+    if suffix and suffix not in formats:
+        raise _usage(
+            f"--plot {path}: matplotlib cannot write .{suffix} files; "
+            f"use one of: {', '.join(sorted(formats))}"
+        )
+
+
 def _bench(args: argparse.Namespace) -> int:
     import runpy
 
+    if args.plot:
+        _plot_target(args.plot)
     script = _find_benchmarks()
     if script is None:
-        print(
-            "interpose bench: benchmarks/bench_tool_call.py not found; run it from a source "
-            "checkout of interpose",
-            file=sys.stderr,
-        )
-        return 2
+        raise _usage("bench_tool_call.py is not installed with this copy of interpose")
     sys.argv = [
         str(script),
         *(["--quick"] if args.quick else []),
+        *(["--rounds", str(args.rounds)] if args.rounds else []),
+        *(["--target-ms", str(args.target_ms)] if args.target_ms else []),
         *(["--plot", args.plot] if args.plot else []),
         *(["--clock", args.clock] if args.clock != "wall" else []),
     ]
@@ -100,35 +186,71 @@ def _bench(args: argparse.Namespace) -> int:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:  # the script's own exit status (2: --plot without matplotlib)
         return exc.code if isinstance(exc.code, int) else 1
+    except ModuleNotFoundError as exc:  # pluggy, the OpenTelemetry SDK: the bench extra
+        raise _usage(f"the benchmark needs {exc.name}: pip install 'interpose[bench]'") from None
     return 0
 
 
-def _load(path: str) -> Built | None:
-    """Load and describe a config for ``check`` / ``run-hook-test``; None (after printing
-    the error on stderr) when it is invalid."""
+def _existing(file: str) -> None:
+    """A config file given on the command line exists (else exit 2, not 1: there is
+    nothing to validate)."""
+    if not Path(file).is_file():
+        what = "a directory, not a file" if Path(file).is_dir() else "no such file"
+        raise _usage(f"{file}: {what}")
+
+
+def _load(path: str) -> tuple[Config, Built] | None:
+    """Load and describe a config for ``check``; None (after printing the error on
+    stderr) when it is invalid."""
     from .config import describe, load_config
     from .errors import ConfigError
 
     try:
         config = load_config(path)
-        return describe(config, base_dir=Path(path).resolve().parent, source=path)
+        return config, describe(config, base_dir=Path(path).resolve().parent, source=path)
     except ConfigError as exc:
         print(f"interpose: {exc}", file=sys.stderr)
         return None
 
 
 def _check(args: argparse.Namespace) -> int:
-    """``interpose check FILE``: validate a config and print its stack in execution order.
+    """``interpose check FILE [--name NAME]``: validate a config, check that its MCP
+    servers' commands resolve, and print its stack in execution order and its servers.
 
-    Exits 0 when the file is valid, 1 (the error on stderr) when it is not.
+    Exits 0 when the file is valid, 1 (each problem on a line of stderr) when it is not,
+    2 when there is no such file.
     """
-    built = _load(args.file)
-    if built is None:
+    from .adapters.mcp.config import check_servers
+
+    _existing(args.file)
+    loaded = _load(args.file)
+    if loaded is None:
         return 1
-    print(f"{args.file}: OK")
-    for line in _stack_lines(built):
+    config, built = loaded
+    base_dir = Path(args.file).resolve().parent
+    problems = check_servers(config.mcp.servers, base_dir, name=args.name)
+    if problems:
+        for problem in problems:
+            print(f"interpose: {args.file}: {problem}", file=sys.stderr)
+    else:
+        print(f"{args.file}: OK")
+    for line in [*_stack_lines(built), *_server_lines(config, base_dir)]:
         print(line)
-    return 0
+    return 1 if problems else 0
+
+
+def _server_lines(config: Config, base_dir: Path) -> list[str]:
+    """The MCP servers of ``interpose mcp-proxy``, each with how it is reached."""
+    from .adapters.mcp.config import describe_server
+
+    servers = config.mcp.servers
+    if not servers:
+        return []
+    width = max(len(name) for name in servers)
+    return ["mcp servers:"] + [
+        f"  {name.ljust(width)}  {describe_server(table, base_dir)}"
+        for name, table in servers.items()
+    ]
 
 
 def _seconds(value: float | None) -> str:
@@ -239,16 +361,17 @@ def _run_hook_test(args: argparse.Namespace) -> int:
     through the configured stack, with a stub tool that only echoes its arguments.
 
     Exits 0 when the call went through the stack (whatever it decided), 1 when the
-    config is invalid, 2 when ``--args`` is not a JSON object.
+    config is invalid, 2 when there is no such file or ``--args`` is not a JSON object.
     """
     try:
         call_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        print(f"interpose run-hook-test: --args is not JSON: {exc}", file=sys.stderr)
-        return 2
+        raise _usage(f"--args is not JSON: {exc}") from None
     if not isinstance(call_args, dict):
-        print("interpose run-hook-test: --args must be a JSON object", file=sys.stderr)
-        return 2
+        raise _usage("--args must be a JSON object")
+    if not args.tool.strip():
+        raise _usage("--tool is empty: give a tool name, e.g. exec")
+    _existing(args.file)
     from .config import load_config
     from .errors import ConfigError
 
@@ -395,7 +518,7 @@ def _describe_event(event: Any) -> str:
 
 
 REPLAY_EXIT_CODES = """\
-exit status:
+exit codes:
   0  calls were replayed and the new stack blocks nothing the recorded run allowed
   1  the new stack would block a call the recorded run allowed (a regression)
   2  bad input: a log or the config cannot be read, a log line is not an event, or
@@ -403,6 +526,40 @@ exit status:
   3  no call could be replayed: the logs are empty, hold no call, or were recorded
      without record_args=True (the message says which); a gate never passes on nothing
 """
+
+
+def _init(args: argparse.Namespace) -> int:
+    """``interpose init [PATH] [--force]``: write the commented starter config.
+
+    Exits 0 when it is written, 2 when PATH exists (without ``--force``), its directory
+    does not, or it is not a ``.toml`` file.
+    """
+    from .config.starter import STARTER
+
+    path = Path(args.path).expanduser()
+    if path.is_dir():
+        path /= "interpose.toml"
+    if path.suffix.lower() != ".toml":
+        raise _usage(f"{args.path}: the starter file is TOML: give a path ending in .toml")
+    if not path.parent.is_dir():
+        raise _usage(f"{path}: the directory {path.parent} does not exist")
+    try:
+        with path.open("w" if args.force else "x", encoding="utf-8") as file:
+            file.write(STARTER)
+    except FileExistsError:
+        raise _usage(f"{path} exists; --force overwrites it") from None
+    except OSError as exc:
+        raise _usage(f"cannot write {path}: {exc.strerror}") from None
+    print(f"wrote {path}; see what it builds: interpose check {path}")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    """``interpose schema``: print the JSON Schema of the config file. Exits 0."""
+    from .config.schema import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return 0
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -470,10 +627,64 @@ def _add_replay_parser(sub: Any) -> None:
     replay.set_defaults(func=_replay)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="interpose", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a scripted agent session through a pipeline")
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Each line of a description or epilog wrapped on its own, so the exit codes keep
+    one line per code (an indented line's continuation under its meaning)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n".join(
+            textwrap.fill(
+                line,
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent + (" " * 5 if line.startswith("  ") else ""),
+            )
+            for line in text.splitlines()
+        )
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+    exits: str,
+) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` says what it does and how it exits (``exits``: one
+    ``  N  meaning`` line per code)."""
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="exit codes:\n" + exits,
+        formatter_class=_Help,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``interpose`` command's parser, every subcommand in it."""
+    parser = argparse.ArgumentParser(
+        prog="interpose",
+        description="interpose: policy, telemetry and control between an AI agent and "
+        "everything it touches. Bad input to any command: one line on stderr, exit code 2.",
+        epilog="`interpose COMMAND --help` describes a command and its exit codes; "
+        "docs/cli.md lists them all.",
+    )
+    parser.add_argument("--version", action="version", version=f"interpose {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = _command(
+        sub,
+        "demo",
+        "run a scripted agent session through a pipeline",
+        "Run a scripted agent session (no network, no LLM) through a pipeline with the "
+        "default guards and print what each tool call became: allowed, blocked, rewritten.",
+        "  0  the session ran\n"
+        "  1  --otlp: the collector did not accept every span\n"
+        "  2  bad input: --workdir is a file or holds files the demo did not write; --otlp "
+        "is not a URL or the otlp extra is missing\n",
+    )
     demo.add_argument("--workdir", default=None, help="scratch directory for the demo's tools")
     demo.add_argument(
         "--otlp",
@@ -489,8 +700,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="OTLP over HTTP (port 4318 by convention, the default) or gRPC (4317)",
     )
     demo.set_defaults(func=_demo)
-    bench = sub.add_parser("bench", help="measure per-tool-call overhead against its floor")
+    bench = _command(
+        sub,
+        "bench",
+        "measure per-tool-call overhead against its floor",
+        "Measure what interpose adds to one tool call (an empty pipeline, interceptors, "
+        "middleware, tracing) against the floor and hand-written references, and print "
+        "each target's verdict. A full run takes a few minutes, --quick under a minute. "
+        "Needs the bench extra (pluggy, the OpenTelemetry SDK).",
+        "  0  measured (whatever the verdicts)\n"
+        "  2  bad input: --plot into a directory that does not exist, a format matplotlib "
+        "cannot write, matplotlib or the bench extra missing\n",
+    )
     bench.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    bench.add_argument("--rounds", type=_positive(int), default=None, help="timed rounds per case")
+    bench.add_argument(
+        "--target-ms",
+        type=_positive(float),
+        default=None,
+        metavar="MS",
+        help="how long one timed run of a case lasts",
+    )
     bench.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -504,14 +734,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also draw ns per call against the number of layers into PATH (needs matplotlib)",
     )
     bench.set_defaults(func=_bench)
-    check = sub.add_parser(
-        "check", help="validate a config file and print the stack it builds, in order"
+    check = _command(
+        sub,
+        "check",
+        "validate a config file and print the stack it builds, in order",
+        "Validate a config file without starting anything: the schema, every command "
+        "and script it names, regexes, tool matchers, plugins, and the commands of its "
+        "MCP servers (looked up on PATH or as files). Print the stack it builds, stage by "
+        "stage in execution order, the observers, tracing, and each MCP server with its "
+        "transport.",
+        "  0  the file is valid\n"
+        "  1  it is not (each problem on a line of stderr, naming the field)\n"
+        "  2  bad input: no such file\n",
     )
     check.add_argument("file", help="interpose.toml or a .json file of the same shape")
+    check.add_argument(
+        "--name",
+        default=None,
+        help="the server `interpose mcp-proxy --name NAME -- COMMAND` adds to the file's "
+        "servers: an error when the file has a server of that name",
+    )
     check.set_defaults(func=_check)
-    hook_test = sub.add_parser(
+    init = _command(
+        sub,
+        "init",
+        "write a commented starter interpose.toml",
+        "Write a commented starter config: the two guards on, an example rule of your "
+        "own, the tool filter and loop guard, an audit log that records calls for "
+        "`interpose replay`, tracing. `interpose check` accepts it as written.",
+        "  0  written\n"
+        "  2  bad input: the file exists (give --force), its directory does not, or the "
+        "name does not end in .toml\n",
+    )
+    init.add_argument(
+        "path",
+        nargs="?",
+        default="interpose.toml",
+        help="the file to write, or a directory to write interpose.toml in "
+        "(default: ./interpose.toml)",
+    )
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.set_defaults(func=_init)
+    schema = _command(
+        sub,
+        "schema",
+        "print the JSON Schema of the config file, for editors",
+        "Print a JSON Schema (draft 2020-12) of interpose.toml and its .json form, for "
+        "editors' completion and checks: `interpose schema > interpose.schema.json`, then "
+        "point the editor at it (docs/config.md says how).",
+        "  0  printed\n",
+    )
+    schema.set_defaults(func=_schema)
+    hook_test = _command(
+        sub,
         "run-hook-test",
-        help="send one synthetic tool call through a config's stack (the tool is a stub)",
+        "send one synthetic tool call through a config's stack (the tool is a stub)",
+        "Build the pipeline a config file describes, enter it (process hooks start) and "
+        "send one tool call through it; the tool is a stub that echoes its arguments. "
+        "Print each interceptor's decision in the order they ran, the events, and the "
+        "result.",
+        "  0  the call went through the stack, whatever it decided\n"
+        "  1  the config is invalid\n"
+        "  2  bad input: no such file, --args not a JSON object, an empty --tool\n",
     )
     hook_test.add_argument("file", help="interpose.toml or a .json file of the same shape")
     hook_test.add_argument("--tool", required=True, help="the tool name, e.g. exec")
@@ -528,7 +812,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .bus.fleet_cli import add_parsers as add_fleet
 
     add_fleet(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     from .errors import UsageError
 
     try:

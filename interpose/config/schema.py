@@ -7,6 +7,7 @@ and a field of ``Config``.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import msgspec
@@ -512,3 +513,22 @@ def _fields_of(cls: type[msgspec.Struct]) -> list[msgspec.inspect.Field]:
     info = msgspec.inspect.type_info(cls)
     assert isinstance(info, msgspec.inspect.StructType)
     return list(info.fields)
+
+
+def json_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the config file, for editors and validators
+    (``interpose schema`` prints it): msgspec's schema of ``Config``, each table's
+    description in Markdown."""
+    schema = msgspec.json.schema(Config)
+    for table in schema["$defs"].values():
+        if "description" in table:
+            table["description"] = inspect.cleandoc(table["description"]).replace("``", "`")
+    schema["$defs"]["Config"].pop("description", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "interpose config file",
+        "description": "interpose.toml (or a .json file of the same shape): the guards, "
+        "policies, hooks, observers, tracing, plugins and MCP servers of a pipeline. "
+        "Reference: docs/config.md.",
+        **schema,
+    }
