@@ -33,7 +33,7 @@ from typing import IO, Any
 import anyio
 import pytest
 
-from interpose import LLMResponse, Pipeline, ToolCall
+from interpose import LLMRequest, LLMResponse, Pipeline, ToolCall
 from interpose.observers.otel import configure
 
 STARTUP_TIMEOUT = 120.0  # s: database migrations on a fresh directory, on a shared machine
@@ -45,6 +45,7 @@ KEY = "sk-ant-api03-" + "K" * 40  # a secret the redactor masks wherever it appe
 USER = f"list the files; my key is {KEY}"
 ARGS = {"command": "ls -la", "api_key": KEY}
 OUTPUT = {"stdout": "a.txt\nb.txt", "exit_code": 0}
+ANSWER = "There are two files: a.txt and b.txt."
 
 Span = dict[str, Any]
 
@@ -162,8 +163,8 @@ class Phoenix:
         spans: list[Span] = json.loads(body)["data"]
         return spans
 
-    def wait_for_spans(self, project: str, count: int) -> dict[str, Span]:
-        """Wait until ``project`` holds ``count`` spans; return them by name.
+    def wait_for_spans(self, project: str, count: int) -> list[Span]:
+        """Wait until ``project`` holds ``count`` spans; return them, oldest first.
 
         Phoenix stores what it receives from a queue, in batches: it is asked again, at
         most every 0.2 s, until the spans are there.
@@ -182,7 +183,7 @@ class Phoenix:
                 )
             with self._changed:  # woken early if Phoenix prints (or exits)
                 self._changed.wait(0.2)
-        return {span["name"]: span for span in spans}
+        return sorted(spans, key=lambda span: str(span["start_time"]))
 
     def stop(self) -> None:
         """Stop Phoenix by its PID: SIGTERM, then SIGKILL after STOP_TIMEOUT s."""
@@ -219,8 +220,9 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
 
 
 def export_turn(phoenix: Phoenix, project: str, *, trace_content: bool) -> None:
-    """One turn to ``project``: the user's message, an LLM call that asks for a tool, and
-    the tool call; sent over OTLP/HTTP, every span accepted."""
+    """One turn to ``project``, as an agent loop runs it: the user's message, an LLM call
+    that asks for a tool, the tool call, and an LLM call that gets the tool's result and
+    answers; sent over OTLP/HTTP, every span accepted."""
     batches: list[bool] = []
     provider = configure(
         phoenix.url,
@@ -231,7 +233,9 @@ def export_turn(phoenix: Phoenix, project: str, *, trace_content: bool) -> None:
         on_export=lambda count, accepted: batches.append(accepted),
     )
 
-    def model(request: object) -> LLMResponse:
+    def model(request: LLMRequest) -> LLMResponse:
+        if request.messages[-1]["role"] == "tool":
+            return LLMResponse(content=ANSWER, usage={"input_tokens": 52, "output_tokens": 6})
         return LLMResponse(
             content="I will list them.",
             tool_calls=[ToolCall(id="call-1", name="exec", args=dict(ARGS))],
@@ -248,10 +252,21 @@ def export_turn(phoenix: Phoenix, project: str, *, trace_content: bool) -> None:
             ) as turn,
         ):
             await turn.message(USER)
-            await turn.call_llm(
-                {"system": SYSTEM, "messages": [{"role": "user", "content": USER}]}, call=model
+            history: list[dict[str, Any]] = [{"role": "user", "content": USER}]
+            asked = await turn.call_llm({"system": SYSTEM, "messages": history}, call=model)
+            [call] = asked.tool_calls
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": asked.content,
+                    "tool_calls": [{"id": call.id, "name": call.name, "args": call.args}],
+                }
             )
-            await turn.call_tool("exec", dict(ARGS), call=lambda args: OUTPUT, call_id="call-1")
+            result = await turn.call_tool(
+                call.name, call.args, call=lambda a: OUTPUT, call_id=call.id
+            )
+            history.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
+            await turn.call_llm({"system": SYSTEM, "messages": history}, call=model)
 
     try:
         anyio.run(run)
@@ -284,18 +299,19 @@ def test_phoenix_shows_the_messages_and_the_tool_input_with_trace_content(
 ) -> None:
     project = f"interpose-{uuid.uuid4().hex[:12]}"
     export_turn(phoenix, project, trace_content=True)
-    spans = phoenix.wait_for_spans(project, count=3)
+    spans = phoenix.wait_for_spans(project, count=4)
 
-    assert {name: span["span_kind"] for name, span in spans.items()} == {
-        "invoke_agent coder": "AGENT",
-        "chat claude-x": "LLM",
-        "execute_tool exec": "TOOL",
-    }
+    assert [(span["name"], span["span_kind"]) for span in spans] == [
+        ("invoke_agent coder", "AGENT"),
+        ("chat claude-x", "LLM"),
+        ("execute_tool exec", "TOOL"),
+        ("chat claude-x", "LLM"),
+    ]
+    turn, chat, tool, last_chat = spans
     redacted_user = USER.replace(KEY, "[REDACTED]")
     redacted_args = {**ARGS, "api_key": "[REDACTED]"}
 
     # the model call: its messages in Phoenix's LLM view, its input and output columns
-    chat = spans["chat claude-x"]
     assert messages(chat, "input") == [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": redacted_user},
@@ -312,17 +328,26 @@ def test_phoenix_shows_the_messages_and_the_tool_input_with_trace_content(
     assert json.loads(attrs(chat)["output.value"])[0]["finish_reason"] == "tool_call"
     assert attrs(chat)["llm.token_count.prompt"] == 31
 
+    # the model call after the tool: the call it asked for and the tool's result
+    asked, answered = messages(last_chat, "input")[2:]
+    assert asked["role"] == "assistant"
+    assert asked["tool_calls.0.tool_call.id"] == "call-1"
+    assert json.loads(asked["tool_calls.0.tool_call.function.arguments"]) == redacted_args
+    assert answered == {"role": "tool", "tool_call_id": "call-1", "content": json.dumps(OUTPUT)}
+    assert messages(last_chat, "output") == [
+        {"role": "assistant", "content": ANSWER, "finish_reason": "stop"}
+    ]
+
     # the tool call: its arguments in the input column, its result in the output column
-    tool = spans["execute_tool exec"]
     assert json.loads(attrs(tool)["input.value"]) == redacted_args
     assert attrs(tool)["input.mime_type"] == "application/json"
     assert json.loads(attrs(tool)["output.value"]) == OUTPUT
     assert attrs(tool)["tool.name"] == "exec"
 
     # the turn: the user's message in the trace's root row
-    assert attrs(spans["invoke_agent coder"])["input.value"] == redacted_user
+    assert attrs(turn)["input.value"] == redacted_user
 
-    assert KEY not in json.dumps(list(spans.values())), "a secret reached Phoenix"
+    assert KEY not in json.dumps(spans), "a secret reached Phoenix"
 
 
 def is_content(key: str) -> bool:
@@ -343,9 +368,9 @@ CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.
 def test_phoenix_gets_no_content_without_trace_content(phoenix: Phoenix) -> None:
     project = f"interpose-{uuid.uuid4().hex[:12]}"
     export_turn(phoenix, project, trace_content=False)
-    spans = phoenix.wait_for_spans(project, count=3)
+    spans = phoenix.wait_for_spans(project, count=4)
 
-    assert sorted(span["span_kind"] for span in spans.values()) == ["AGENT", "LLM", "TOOL"]
-    for span in spans.values():
+    assert [span["span_kind"] for span in spans] == ["AGENT", "LLM", "TOOL", "LLM"]
+    for span in spans:
         assert [key for key in attrs(span) if is_content(key)] == [], span["name"]
-    assert "list the files" not in json.dumps(list(spans.values()))
+    assert "list the files" not in json.dumps(spans)
