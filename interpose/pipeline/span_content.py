@@ -50,6 +50,20 @@ _FINISH = {
     "max_tokens": "length",
 }
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+# the part types the schema defines, each with fields it requires
+_SCHEMA_PARTS = frozenset(
+    {
+        "text",
+        "reasoning",
+        "tool_call",
+        "tool_call_response",
+        "server_tool_call",
+        "server_tool_call_response",
+        "blob",
+        "file",
+        "uri",
+    }
+)
 _ENCODER = msgspec.json.Encoder()
 
 Part = dict[str, Any]
@@ -115,7 +129,7 @@ def _message(message: object, redactor: Redactor) -> Message:
         return {"role": "tool", "parts": [_response(message.get("call_id"), message.get("output"))]}
     if not isinstance(role, str):
         if isinstance(kind, str) and kind != "message":  # another item of the model's
-            return {"role": "assistant", "parts": [{**message, "type": kind}]}
+            return {"role": "assistant", "parts": [_generic(message, redactor)]}
         role = "user"
     role = _ROLES.get(role, role)
     out: Message = {"role": role}
@@ -124,9 +138,9 @@ def _message(message: object, redactor: Redactor) -> Message:
         out["parts"] = [_response(call_id, message.get("content"))]
     else:
         parts = _parts(message.get("content"), redactor)
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, Mapping):
-                parts.append(_requested(call))
+        calls = message.get("tool_calls")
+        if isinstance(calls, list | tuple):
+            parts += [_requested(call) for call in calls if isinstance(call, Mapping)]
         out["parts"] = parts
     name = message.get("name")
     if isinstance(name, str) and name:
@@ -153,7 +167,7 @@ def _block(block: object, redactor: Redactor) -> Part:
         return _text(redactor.to_json(block))
     kind = block.get("type")
     text = block.get("text")
-    if kind in _TEXT_BLOCKS and isinstance(text, str):
+    if isinstance(kind, str) and kind in _TEXT_BLOCKS and isinstance(text, str):
         return _text(text)
     if kind == "tool_use":  # Anthropic: the model asked for a tool
         return _tool_call(block.get("id"), block.get("name"), block.get("input"))
@@ -161,9 +175,17 @@ def _block(block: object, redactor: Redactor) -> Part:
         return _response(block.get("tool_use_id"), block.get("content"))
     if kind == "thinking" and isinstance(block.get("thinking"), str):
         return {"type": "reasoning", "content": block["thinking"]}
-    # another kind of block (an image, a document...): kept as it is, the schema's
-    # generic part
-    return {**block, "type": kind if isinstance(kind, str) else "unknown"}
+    return _generic(block, redactor)
+
+
+def _generic(block: Mapping[str, Any], redactor: Redactor) -> Part:
+    """Another kind of block (an image, a document...) kept as it is, as the schema's
+    generic part; one that claims a part type of the schema without its fields (which
+    would not validate) as its JSON text."""
+    kind = block.get("type")
+    if not isinstance(kind, str) or kind in _SCHEMA_PARTS:
+        return _text(redactor.to_json(block))
+    return {**block, "type": kind}
 
 
 def _requested(call: Mapping[str, Any]) -> Part:

@@ -8,12 +8,15 @@ import json
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from interpose import LLMRequest, LLMResponse, Pipeline, Redactor, ToolCall
+from interpose.pipeline.span_content import chat_content
 
 KEY = "sk-ant-api03-" + "Q" * 40
 
@@ -292,3 +295,52 @@ async def test_nothing_is_computed_for_a_span_that_does_not_record() -> None:
     await run_turn(pipe)
     assert redactor.calls > 0
     recording.shutdown()
+
+
+# -- whatever the messages, valid GenAI messages (Phoenix drops a list with one bad item) --
+
+_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+_keys = st.sampled_from(
+    [
+        *("role", "content", "tool_calls", "type", "name", "tool_call_id", "id", "call_id"),
+        *("arguments", "args", "output", "function", "text", "input", "thinking", "tool_use_id"),
+    ]
+)
+_kinds = st.sampled_from(
+    [
+        *("text", "tool_use", "tool_result", "thinking", "function_call", "function_call_output"),
+        *("tool_call", "reasoning", "uri", "image"),
+    ]
+)
+_values = st.recursive(
+    _scalars | _kinds,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=12,
+)
+_messages = st.lists(st.dictionaries(_keys, _values, max_size=5) | _values, max_size=4)
+
+
+def _valid_part(part: Any) -> bool:
+    if not (isinstance(part, dict) and isinstance(part.get("type"), str)):
+        return False
+    kind = part["type"]
+    if kind in ("text", "reasoning"):
+        return isinstance(part.get("content"), str)
+    if kind == "tool_call":
+        return isinstance(part.get("name"), str) and isinstance(part.get("id", ""), str)
+    if kind == "tool_call_response":
+        return "response" in part and isinstance(part.get("id", ""), str)
+    # a generic part: any other type of the caller's (the schema's others need fields)
+    return kind not in ("server_tool_call", "server_tool_call_response", "blob", "file", "uri")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_messages)
+def test_any_messages_become_valid_genai_messages(messages: list[Any]) -> None:
+    attrs = chat_content(LLMRequest(messages=messages), LLMResponse(), Redactor())
+    converted = json.loads(attrs["gen_ai.input.messages"])
+    assert len(converted) == len(messages)
+    for message in converted:
+        assert isinstance(message["role"], str)
+        assert isinstance(message.get("name", ""), str)
+        assert all(_valid_part(part) for part in message["parts"]), message
