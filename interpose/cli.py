@@ -99,13 +99,18 @@ def _demo_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> in
 
 def _unreachable(url: str, timeout: float = 2.0) -> str | None:
     """Why nothing accepts a TCP connection at ``url``'s host and port (one attempt,
-    within ``timeout`` s), or None when something does."""
+    within ``timeout`` s), or None when something does, or when the exporter would go
+    through a proxy (``http_proxy``, ``https_proxy``, ``grpc_proxy``, not ``no_proxy``)."""
     import socket
     from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
 
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    proxies = getproxies()
+    if (proxies.get(parts.scheme) or proxies.get("grpc")) and not proxy_bypass(host):
+        return None  # only the proxy knows whether the collector is there
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from interpose.cli import _unreachable
+
 ROOT = Path(__file__).resolve().parents[2]
 SUBPROCESS_TIMEOUT = 60  # s
 
@@ -29,7 +31,12 @@ def run_demo(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     proc = subprocess.run(
         [sys.executable, "-m", "interpose.cli", "demo", *args],
         cwd=ROOT,
-        env={key: value for key, value in os.environ.items() if not key.startswith("OTEL_")},
+        # straight to the port: no OTel settings, no proxy of the machine's
+        env={
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("OTEL_") and not key.lower().endswith("_proxy")
+        },
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT,
@@ -105,3 +112,17 @@ def test_demo_to_a_collector_that_hangs_up_reports_the_refused_spans_once(
     )
     assert line.endswith(" spans; is it running?")
     assert "Traceback" not in proc.stderr
+
+
+def test_the_reachability_check_leaves_a_proxied_collector_to_the_proxy(
+    closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("http_proxy", "https_proxy", "grpc_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    url = f"http://127.0.0.1:{closed_port}/v1/traces"
+    assert _unreachable(url) == "connection refused"
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    assert _unreachable(url) is None  # the exporter would connect to the proxy instead
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    assert _unreachable(url) == "connection refused"
