@@ -86,10 +86,16 @@ def _demo(args: argparse.Namespace) -> int:
 def _demo_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> int:
     """``interpose demo --otlp URL``: the demo, its spans sent to a collector.
 
-    Exits with the demo's own code when it fails, 2 when the export cannot be set up, 1
-    when the collector did not accept every span (the SDK logs why on stderr), else 0.
+    Exits with the demo's own code when it fails, 2 when the export cannot be set up or
+    nothing accepts a connection at the collector's address, 1 when the collector did not
+    accept every span, else 0.
+
+    Raises:
+        UsageError: the collector cannot be reached (checked once, before the demo runs).
     """
-    from .errors import ConfigError
+    import logging
+
+    from .errors import ConfigError, UsageError
     from .observers.otel import configure, resolve_endpoint
 
     protocol = args.otlp_protocol
@@ -100,17 +106,30 @@ def _demo_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> in
 
     try:
         target = resolve_endpoint(args.otlp, protocol)
+    except ConfigError as exc:
+        print(f"interpose demo: --otlp: {exc}", file=sys.stderr)
+        return 2
+    why = _unreachable(target)
+    if why is not None:
+        raise UsageError(f"cannot reach the collector at {target}: {why}")
+    try:
         provider = configure(
             args.otlp, protocol=protocol, service_name="interpose-demo", on_export=count
         )
     except (ConfigError, ImportError) as exc:
         print(f"interpose demo: --otlp: {exc}", file=sys.stderr)
         return 2
+    # a collector that goes away during the demo: the exporter's retry warnings would
+    # repeat, raw, what the one line below says about the spans it refused
+    exporters = logging.getLogger("opentelemetry.exporter.otlp")
+    level = exporters.level
+    exporters.setLevel(logging.CRITICAL)
     try:
         code: int = run_demo(workdir=args.workdir)
     finally:
         # sends what is still queued (bounded by the exporter's timeout)
         provider.shutdown()
+        exporters.setLevel(level)
     if code != 0:  # the demo did not run (it said why)
         return code
     wire = "OTLP/HTTP" if protocol == "http" else "OTLP/gRPC"
@@ -164,6 +183,33 @@ def _plot_target(path: str) -> None:
             f"--plot {path}: matplotlib cannot write .{suffix} files; "
             f"use one of: {', '.join(sorted(formats))}"
         )
+
+
+def _unreachable(url: str, timeout: float = 2.0) -> str | None:
+    """Why nothing accepts a TCP connection at ``url``'s host and port (one attempt,
+    within ``timeout`` s), or None when something does, or when the exporter would go
+    through a proxy (``http_proxy``, ``https_proxy``, ``grpc_proxy``, not ``no_proxy``)."""
+    import socket
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    proxies = getproxies()
+    if (proxies.get(parts.scheme) or proxies.get("grpc")) and not proxy_bypass(host):
+        return None  # only the proxy knows whether the collector is there
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except ConnectionRefusedError:
+        return "connection refused"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except socket.gaierror as exc:
+        return f"unknown host {host!r} ({exc.strerror})"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -585,10 +585,11 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         before, after = self._llm_hooked()
         wanted = self.pipe.bus.wanted
         # the full view (messages and tools converted, a copy to see what changed) only
-        # when a handler will read it: converting tools is the costly part of a call
-        sent = _llm_request(
-            request, run.params, before or after or "llm_request" in wanted, before or after
-        )
+        # when a handler will read it: converting tools is the costly part of a call; the
+        # messages also when the chat span records them
+        read = before or after
+        messages = read or "llm_request" in wanted or self.pipe.trace_content
+        sent = _llm_request(request, run.params, messages, read)
         original = _copy(sent) if before else sent
         last: list[tuple[LLMResponse, ModelResponse[Any]]] = []
 

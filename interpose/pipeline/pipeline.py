@@ -189,6 +189,13 @@ class Pipeline:
         """The redaction rules applied to content recorded in spans."""
         return self._trace.redactor
 
+    @property
+    def trace_content(self) -> bool:
+        """Whether spans record messages, tool arguments and results
+        (``Pipeline(trace_content=True)``); an adapter then hands the llm stage the
+        whole conversation even when no handler reads it."""
+        return self._trace.content
+
     # -- registration -------------------------------------------------------------
 
     def register_tool(self, name: str) -> str:

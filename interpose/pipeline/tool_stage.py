@@ -61,6 +61,7 @@ from .payloads import (
     error_result,
     refusal,
 )
+from .span_content import tool_input
 from .tools import normalize_tool_name
 from .tracing import (
     INTERNAL,
@@ -262,8 +263,8 @@ async def _traced(
         ),
         set_status_on_exception=False,
     ) as span:
-        if trace.content:
-            span.set_attribute("gen_ai.tool.call.arguments", trace.redactor.to_json(args))
+        if trace.content and span.is_recording():
+            span.set_attributes(tool_input(args, trace.redactor))
         try:
             if chain.quiet and not pipe.bus.wanted:
                 # sync tool.before handlers only, nobody listening: the quiet path

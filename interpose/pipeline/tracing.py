@@ -193,7 +193,7 @@ def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
     if status == "ok":
         # the common case costs nothing here: an SDK set_attribute is ~1.3 us, and an
         # unset status with no interpose.tool.status already says "it ran, it worked"
-        if tracing.content:
+        if tracing.content and span.is_recording():
             span.set_attribute("gen_ai.tool.call.result", tracing.redactor.to_json(result.output))
         return
     span.set_attribute("interpose.tool.status", status)
@@ -208,7 +208,7 @@ def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
     elif status == "error":
         span.set_attribute("error.type", str(result.details.get("error_type", "tool_error")))
         span.set_status(Status(StatusCode.ERROR, str(result.output)))
-    if tracing.content:
+    if tracing.content and span.is_recording():
         span.set_attribute("gen_ai.tool.call.result", tracing.redactor.to_json(result.output))
 
 

@@ -40,6 +40,7 @@ from .payloads import (
     ToolResult,
     refusal,
 )
+from .span_content import chat_content, turn_input
 from .tool_stage import run_tool
 from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
 
@@ -132,6 +133,9 @@ class Turn:
         otel_context.detach(self._context_token)  # type: ignore[arg-type]
         if self.model:
             span.set_attribute("gen_ai.request.model", self.model)
+        trace = self.pipeline._trace
+        if self.user_message and trace.content and span.is_recording():
+            span.set_attributes(turn_input(self.user_message, trace.redactor))
         if isinstance(exc, AbortTurn | HardAbort):
             span.set_attribute("error.type", "turn_aborted")
             span.set_attribute("interpose.abort.hard", isinstance(exc, HardAbort))
@@ -219,8 +223,13 @@ class Turn:
                 except BaseException as exc:
                     fail_span(span, exc, "turn_aborted")
                     raise
-                if ctx.response is not None:
-                    _end_chat_span(span, ctx.response, ctx.attempt)
+                else:
+                    if ctx.response is not None:
+                        _end_chat_span(span, ctx.response, ctx.attempt)
+                finally:
+                    trace = self.pipeline._trace
+                    if trace.content and span.is_recording():
+                        span.set_attributes(chat_content(ctx.request, ctx.response, trace.redactor))
         if ctx.response is None:
             raise MiddlewareError("llm")
         return ctx.response

@@ -616,6 +616,38 @@ async def test_hard_abort_marks_the_invoke_agent_span(
     assert root.attributes["interpose.abort.hard"] is True
 
 
+async def test_with_trace_content_the_chat_spans_carry_the_conversation(
+    mode: Mode, ran: Ran, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # no llm handler reads the messages: they are converted for the spans alone
+    pipe = new_pipe(tracer_provider=provider, trace_content=True)
+    agent, _, mw = agent_for(pipe, [calls(("ls", {"path": "."})), AIMessage("all tidy")], ran)
+    async with Driver(mode, pipe, mw) as d:
+        await d.invoke(agent, HI)
+    first, second = sorted(
+        _by_name(exporter.get_finished_spans(), "chat"), key=lambda s: s.start_time or 0
+    )
+    assert json.loads(str((first.attributes or {})["gen_ai.input.messages"])) == [
+        {"role": "user", "parts": [{"type": "text", "content": "tidy up the project"}]}
+    ]
+    user, asked, answered = json.loads(str((second.attributes or {})["gen_ai.input.messages"]))
+    assert user["role"] == "user"
+    assert asked["role"] == "assistant"
+    assert [(p["type"], p["name"], p["arguments"], p["id"]) for p in asked["parts"]] == [
+        ("tool_call", "ls", {"path": "."}, "c1")
+    ]
+    assert answered["role"] == "tool"
+    [response] = answered["parts"]
+    assert (response["type"], response["id"]) == ("tool_call_response", "c1")
+    assert json.loads(str((second.attributes or {})["gen_ai.output.messages"])) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "all tidy"}],
+            "finish_reason": "stop",
+        }
+    ]
+
+
 # -- sync specifics -------------------------------------------------------------------------
 
 
