@@ -72,6 +72,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 def _environment(page: Path, request: pytest.FixtureRequest) -> dict[str, str]:
     """The environment of a page's program: ours, this checkout first on the path."""
     env = dict(os.environ)
+    env.pop("INTERPOSE_DEBUG", None)  # a failing handler's warning, not its traceback
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     if page.name in NEEDS_REDIS:
         env["INTERPOSE_REDIS_URL"] = request.getfixturevalue("redis_url")
