@@ -5,9 +5,10 @@ covered as soon as it exists.  The first fenced ```` ```python ```` block of eac
 written to a file in a fresh temporary directory and run there as a real subprocess
 (``sys.executable page.py``): it must exit 0, print something, and show no traceback.
 A page without a Python block must be listed in ``NO_PYTHON`` with the reason, so that
-a new page cannot slip through unnoticed.  Later blocks of a page may build on the first
-one (they say so); ``tests/test_examples.py`` checks the blocks quoted from
-``examples/``.
+a new page cannot slip through unnoticed.  A section that says it stands alone (listed in
+``STANDALONE_SECTIONS``) has its first block run the same way.  Later blocks of a page may
+build on the first one (they say so); ``tests/test_examples.py`` checks the blocks quoted
+from ``examples/``.
 
 The page about the fleet needs a Redis server: the test starts a real ``redis-server``
 on a loopback port and hands its URL to the program in ``$INTERPOSE_REDIS_URL`` (under
@@ -36,19 +37,39 @@ NO_PYTHON: dict[str, str] = {
 # pages whose program needs a Redis server ($INTERPOSE_REDIS_URL)
 NEEDS_REDIS = {"fleet.md"}
 
+# sections that say they stand alone: their first Python block is a whole program too
+STANDALONE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "adapters.md": ("## OpenAI Agents SDK",),
+}
+
 TIMEOUT = 90.0  # s for one page's program (the LangChain and MCP pages import a lot)
 
 _FIRST_PYTHON = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-def first_python_block(page: Path) -> str | None:
-    """The body of the first ```python block of ``page``, or None if it has none."""
-    match = _FIRST_PYTHON.search(page.read_text(encoding="utf-8"))
+def first_python_block(page: Path, section: str = "") -> str | None:
+    """The body of the first ```python block of ``page`` (after the heading ``section``,
+    if given), or None if it has none."""
+    text = page.read_text(encoding="utf-8")
+    if section:
+        start = text.find(f"\n{section}\n")
+        assert start >= 0, f"{page.name} has no heading {section!r}"
+        text = text[start:]
+    match = _FIRST_PYTHON.search(text)
     return None if match is None else match.group(1)
 
 
-def _page_id(page: Path) -> str:
-    return page.name
+def _pastes() -> list[tuple[Path, str]]:
+    """(page, section) for every block that must run as pasted; "" is the whole page."""
+    pastes = [(page, "") for page in PAGES if page.name not in NO_PYTHON]
+    for page in PAGES:
+        pastes += [(page, section) for section in STANDALONE_SECTIONS.get(page.name, ())]
+    return pastes
+
+
+def _paste_id(paste: tuple[Path, str]) -> str:
+    page, section = paste
+    return f"{page.name}{section.replace('#', '').replace(' ', '-').lower()}"
 
 
 @pytest.fixture
@@ -79,14 +100,15 @@ def _environment(page: Path, request: pytest.FixtureRequest) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in NO_PYTHON], ids=_page_id)
+@pytest.mark.parametrize("paste", _pastes(), ids=_paste_id)
 def test_first_python_block_runs_as_pasted(
-    page: Path, tmp_path: Path, request: pytest.FixtureRequest
+    paste: tuple[Path, str], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    code = first_python_block(page)
+    page, section = paste
+    code = first_python_block(page, section)
     assert code is not None, (
-        f"{page.name} has no ```python block: give it a runnable first block, or list it "
-        "in NO_PYTHON with the reason"
+        f"{page.name} {section} has no ```python block: give it a runnable first block, or "
+        "list the page in NO_PYTHON with the reason"
     )
     workdir = tmp_path / "paste"
     workdir.mkdir()
@@ -113,6 +135,7 @@ def test_pages_without_python_are_listed_and_have_none() -> None:
     assert set(NO_PYTHON) <= names, f"NO_PYTHON names no page: {set(NO_PYTHON) - names}"
     stale = [name for name in NO_PYTHON if first_python_block(ROOT / "docs" / name) is not None]
     assert not stale, f"these pages have a ```python block now: remove them from NO_PYTHON {stale}"
+    assert names >= set(STANDALONE_SECTIONS), f"no such page: {set(STANDALONE_SECTIONS) - names}"
     assert names >= NEEDS_REDIS, f"NEEDS_REDIS names no page: {NEEDS_REDIS - names}"
 
 
