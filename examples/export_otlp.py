@@ -37,7 +37,7 @@ provider.add_span_processor(SimpleSpanProcessor(kept))
 pipe = Pipeline(tracing="interceptor")
 
 
-@pipe.intercept("tool.before", tools="exec", priority=10, id="no-color")
+@pipe.intercept("tool.before", tools=["exec"], priority=10, id="no-color")
 def no_color(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     out.args["command"] += " --color=never"
 

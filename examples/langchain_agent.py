@@ -62,7 +62,7 @@ def ask(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
 pipe = Pipeline()  # the built-in guards: command safety, security audit
 
 
-@pipe.intercept("tool.before", tools="exec", priority=10, id="long-listing")
+@pipe.intercept("tool.before", tools=["exec"], priority=10, id="long-listing")
 def long_listing(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if out.args["command"] == "ls":
         out.args["command"] = "ls -la"
@@ -99,7 +99,7 @@ async def paused_run() -> None:
     print('-- agent.ainvoke, hitl="interrupt":')
     gated = Pipeline(builtins=False)
 
-    @gated.approver(tools="exec", id="deploy-gate")
+    @gated.approver(tools=["exec"], id="deploy-gate")
     def deploy_gate(req: ApprovalRequest) -> Approval:
         if req.args["command"].startswith("deploy"):
             return Approval.ask("deployments need a human")

@@ -39,12 +39,12 @@ async def bash(command: str) -> str:
 pipe = Pipeline()  # the built-in guards: `rm -rf ~` never reaches the tool
 
 
-@pipe.intercept("tool.before", tools="exec", id="no-color")
+@pipe.intercept("tool.before", tools=["exec"], id="no-color")
 def no_color(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     out.args["command"] += " --color=never"
 
 
-@pipe.intercept("tool.before", tools="exec", id="no-deploys", priority=50)
+@pipe.intercept("tool.before", tools=["exec"], id="no-deploys", priority=50)
 def no_deploys(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     if out.args["command"].startswith("deploy"):
         raise AbortTurn("deploys are for humans")

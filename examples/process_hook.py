@@ -65,7 +65,7 @@ async def main() -> None:
     legacy = ProcessHook(
         "legacy",
         [sys.executable, "-c", LEGACY],
-        tools="read",
+        tools=["read"],
         on_error="skip",  # fail open: an unreviewed read goes ahead
         restart_backoff=(60.0, 60.0),
     )

@@ -31,7 +31,7 @@ provider.add_span_processor(SimpleSpanProcessor(exporter))
 pipe = Pipeline(tracing="interceptor", tracer_provider=provider, trace_content=True)
 
 
-@pipe.intercept("tool.before", tools="exec", id="default-timeout")
+@pipe.intercept("tool.before", tools=["exec"], id="default-timeout")
 def default_timeout(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
     out.args.setdefault("timeout", 30)
 
