@@ -32,6 +32,7 @@ PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 # pages with no Python block, and why they have none
 NO_PYTHON: dict[str, str] = {
     "performance.md": "measured numbers and the `interpose bench` commands (minutes long)",
+    "cli.md": "the command line: its first block is shell, run by tests/test_cli.py",
 }
 
 # pages whose program needs a Redis server ($INTERPOSE_REDIS_URL)
