@@ -37,8 +37,9 @@ DEFAULT_LOGGER = "interpose.events"
 _COMMON = ("ts", "seq", "turn_id", "agent_id", "session_key")
 # fields named positionally, right after the kind: the first of these sets a class has
 _SUBJECTS = (("hook", "interceptor_id"), ("tool_name",))
-# free text goes last, so that the short fields line up at the start
-_LAST = ("reason", "error")
+# free text goes last, so that the short fields line up at the start (then where a
+# failed handler is: its name and file:line, interceptor_failed's last fields)
+_LAST = ("reason", "error", "handler", "defined_at", "raised_at")
 # shown only on turn_started (the other lines carry the turn id)
 _TURN_ONLY = ("agent_id", "session_key")
 # redundant in a line: is_error follows from status, error usually starts with error_type

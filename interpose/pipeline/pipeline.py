@@ -25,6 +25,7 @@ from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
 from .chain import Step, build_onion, callables, compile_steps, describe
 from .context import Context, TurnContext
+from .failures import FailureReason, Fault
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
     Approval,
@@ -106,6 +107,9 @@ class Pipeline:
         tracer_provider: trace to this provider instead of the global one.
         trace_content: record tool arguments and results in spans, redacted.
         redactor: the redaction rules for recorded content (default ``Redactor()``).
+        debug: log the full traceback of every handler failure (as does the
+            environment variable ``INTERPOSE_DEBUG=1``); the one warning line of a
+            failure names the handler, its ``file:line`` and where it raised either way.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class Pipeline:
         tracer_provider: TracerProvider | None = None,
         trace_content: bool = False,
         redactor: Redactor | None = None,
+        debug: bool = False,
     ) -> None:
         self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
         # the tracer check for the current level: swapped when the level changes
@@ -151,6 +156,8 @@ class Pipeline:
         self.drain_grace = drain_grace
         self.max_retries = max_retries
         self.human_approval = human_approval
+        self.debug = debug
+        self._hinted = False  # a failure's log line said how to get tracebacks
         self.stats = PipelineStats()
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
         self.bus.failure_hook = self._observer_failed
@@ -598,37 +605,46 @@ class Pipeline:
 
     async def _hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
         """A handler raised: publish it, then settle it (see ``_settle``)."""
+        fault = self._fault(step, exc)
         if "interceptor_failed" in self.bus.wanted:
             await self._emit_failure(
                 step,
                 exc,
+                fault,
                 inp.turn_id,
                 inp.agent_id,
                 inp.session_key,
                 _subject(inp),
                 getattr(inp, "tool_call_id", ""),
             )
-        return self._settle(step, exc, inp, out)
+        return self._settle(step, exc, inp, out, fault)
 
-    def _settle(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
+    def _settle(
+        self, step: Step, exc: Exception, inp: Any, out: Any, fault: Fault | None = None
+    ) -> OnError:
         """Count and log a handler failure, apply its policy to ``out``, return the
         policy; re-raises for "raise".  Synchronous, for the quiet path."""
+        if fault is None:
+            fault = self._fault(step, exc)
         tool = _subject(inp)
-        self._count_failure(step, exc, tool)
+        self._count_failure(step, exc, tool, fault)
         if step.on_error == "raise":
             raise exc
         if step.on_error == "block":
-            reason = f"interceptor '{step.id}' failed: {describe(exc, step)}"
+            reason = f"interceptor '{step.id}' failed: {fault.error}"
             if isinstance(out, ToolAfterOutput):
-                out.result = refusal("blocked", tool, reason, decided_by=step.id)
+                out.result = refusal(
+                    "blocked", tool, reason, decided_by=step.id, failure=fault.details()
+                )
             else:
-                out.block, out.block_reason = True, reason
+                # the stage builds the refusal from the reason (failures.blocked)
+                out.block, out.block_reason = True, FailureReason(reason, fault)
         return step.on_error
 
     async def _layer_failed(self, step: Step, exc: Exception, ctx: Context) -> OnError:
         name = getattr(ctx, "tool_name", getattr(ctx, "command", ""))
         turn = ctx.turn
-        await self._record_failure(
+        fault = await self._record_failure(
             step,
             exc,
             turn.turn_id if turn is not None else "",
@@ -643,8 +659,9 @@ class Pipeline:
             ctx.result = refusal(  # type: ignore[attr-defined]
                 "blocked",
                 name,
-                f"middleware '{step.id}' failed: {describe(exc, step)}",
+                f"middleware '{step.id}' failed: {fault.error}",
                 decided_by=step.id,
+                failure=fault.details(),
             )
         return step.on_error
 
@@ -657,28 +674,45 @@ class Pipeline:
         session_key: str,
         tool_name: str,
         call_id: str,
-    ) -> None:
-        self._count_failure(step, exc, tool_name)
+    ) -> Fault:
+        """Count, log and publish a handler failure; returns where it happened."""
+        fault = self._fault(step, exc)
+        self._count_failure(step, exc, tool_name, fault)
         if "interceptor_failed" in self.bus.wanted:
-            await self._emit_failure(step, exc, turn_id, agent_id, session_key, tool_name, call_id)
+            await self._emit_failure(
+                step, exc, fault, turn_id, agent_id, session_key, tool_name, call_id
+            )
+        return fault
 
-    def _count_failure(self, step: Step, exc: Exception, tool_name: str) -> None:
+    @staticmethod
+    def _fault(step: Step, exc: Exception) -> Fault:
+        return Fault.of(step.handler, exc, describe(exc, step))
+
+    def _count_failure(self, step: Step, exc: Exception, tool_name: str, fault: Fault) -> None:
         self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
         if isinstance(exc, TimeoutError):
             self.stats.timeouts[step.id] = self.stats.timeouts.get(step.id, 0) + 1
+        debug = self.debug or _debug_env()
+        # the first failure's line says how to see tracebacks; the next ones need not
+        hint = not (debug or self._hinted)
+        self._hinted = True
         log.warning(
-            "%s '%s' failed (%s, policy %s): %s",
+            "%s '%s' failed (%s, policy %s): %s [%s]%s",
             step.hook,
             step.id,
             tool_name or "-",
             step.on_error,
-            describe(exc, step),
+            fault.error,
+            fault.where(),
+            " (INTERPOSE_DEBUG=1 logs the traceback)" if hint else "",
+            exc_info=exc if debug else None,
         )
 
     async def _emit_failure(
         self,
         step: Step,
         exc: Exception,
+        fault: Fault,
         turn_id: str,
         agent_id: str,
         session_key: str,
@@ -692,12 +726,15 @@ class Pipeline:
             session_key,
             hook=step.hook,
             interceptor_id=step.id,
-            error_type=type(exc).__name__,
-            error=describe(exc, step),
+            error_type=fault.error_type,
+            error=fault.error,
             policy=step.on_error,
             timed_out=isinstance(exc, TimeoutError),
             tool_name=tool_name,
             tool_call_id=call_id,
+            handler=fault.handler,
+            defined_at=fault.defined_at,
+            raised_at=fault.raised_at,
         )
 
     def _shadow_decided(self, verdict: ShadowVerdict) -> None:
@@ -822,6 +859,11 @@ async def _close_all(services: list[Service]) -> None:
                 log.warning("closing %r failed too: %s: %s", service, type(exc).__name__, exc)
     if first is not None:
         raise first
+
+
+def _debug_env() -> bool:
+    """Whether ``INTERPOSE_DEBUG`` asks for tracebacks (1, true, yes, on)."""
+    return os.environ.get("INTERPOSE_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _qualname(fn: object) -> str:

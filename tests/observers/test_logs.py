@@ -109,10 +109,17 @@ async def test_each_event_is_one_line_at_its_level(caplog: pytest.LogCaptureFixt
         "INFO",
         "tool_exec_end read call=c3 status=responded decided_by=cache interceptors=cache turn=t1",
     ) in lines
+    # where the failed handler is: its definition starts at its decorator's line, and
+    # it raises two lines below
+    buggy = next(reg.handler for reg in pipe.registry.list() if reg.id == "buggy")
+    code = buggy.__code__
     assert (
         "WARNING",
         "interceptor_failed tool.before buggy policy=skip tool=write call=c4 "
-        "error=\"KeyError: 'path'\" turn=t1",
+        "error=\"KeyError: 'path'\" "
+        f"handler={buggy.__module__}.{buggy.__qualname__} "
+        f"defined_at={code.co_filename}:{code.co_firstlineno} "
+        f"raised_at={code.co_filename}:{code.co_firstlineno + 2} turn=t1",
     ) in lines
     assert (
         "WARNING",
@@ -166,11 +173,15 @@ async def test_a_failure_that_reaches_the_caller_is_an_error(
             async with pipe.turn(turn_id="t1") as turn:
                 await turn.message("hi")
 
+    code = profile.__code__
     assert [(r.levelname, r.getMessage()) for r in ours(caplog)] == [
         (
             "ERROR",
             "interceptor_failed message.before profile policy=raise "
-            "error='LookupError: no profile' turn=t1",
+            "error='LookupError: no profile' "
+            f"handler={profile.__module__}.{profile.__qualname__} "
+            f"defined_at={code.co_filename}:{code.co_firstlineno} "
+            f"raised_at={code.co_filename}:{code.co_firstlineno + 2} turn=t1",
         )
     ]
 
