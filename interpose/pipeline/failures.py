@@ -23,7 +23,7 @@ from typing import Any
 
 from .payloads import ToolResult, refusal
 
-__all__ = ["FailureReason", "Fault", "blocked"]
+__all__ = ["FailureReason", "Fault", "blocked", "debug_env", "relative_location"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class Fault:
         defined_at: ``file:line`` where the handler is defined ("" when it has no
             Python code, a builtin say).
         raised_at: ``file:line`` of the frame that raised, the innermost of the
-            traceback ("" when nothing raised: a deadline that passed).
+            traceback ("" for a deadline that passed: the handler raised nothing).
         error_type: the exception's class name.
         error: ``<ExcType>: <message>`` (a deadline: ``TimeoutError: timed out after
             <t>s``).
@@ -50,14 +50,16 @@ class Fault:
     error: str
 
     @classmethod
-    def of(cls, handler: object, exc: BaseException, error: str) -> Fault:
-        """Locate the failure ``exc`` of ``handler``; ``error`` describes it."""
+    def of(cls, handler: object, exc: BaseException, error: str, *, deadline: bool) -> Fault:
+        """Locate the failure ``exc`` of ``handler``; ``error`` describes it,
+        ``deadline`` says that ``exc`` is the handler's deadline passing (raised by
+        the pipeline, not by the handler)."""
         target = _unwrapped(handler)
         code = _code(target)
         return cls(
             handler=_name(target),
             defined_at=f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "",
-            raised_at=_raised_at(exc),
+            raised_at="" if deadline else _raised_at(exc),
             error_type=type(exc).__name__,
             error=error,
         )
@@ -77,9 +79,9 @@ class Fault:
         the files under the working directory named relative to it."""
         text = f"handler {self.handler}"
         if self.defined_at:
-            text += f" ({_relative(self.defined_at)})"
+            text += f" ({relative_location(self.defined_at)})"
         if self.raised_at:
-            text += f", raised at {_relative(self.raised_at)}"
+            text += f", raised at {relative_location(self.raised_at)}"
         return text
 
 
@@ -104,8 +106,14 @@ def blocked(tool: str, reason: str, decided_by: str) -> ToolResult:
     return refusal("blocked", tool, reason, decided_by=decided_by)
 
 
-def _relative(location: str) -> str:
-    """``file:line`` with the file relative to the working directory when under it."""
+def debug_env() -> bool:
+    """Whether ``INTERPOSE_DEBUG`` asks for tracebacks (1, true, yes, on)."""
+    return os.environ.get("INTERPOSE_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def relative_location(location: str) -> str:
+    """``file:line`` with the file relative to the working directory when it is under
+    it, for lines people read (events keep the path as the code object has it)."""
     try:
         here = os.getcwd()
     except OSError:  # the working directory was removed

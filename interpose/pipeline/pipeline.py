@@ -6,12 +6,15 @@ A tool call goes from ``Pipeline.call_tool`` / ``Turn.call_tool`` to
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
 import re
 import secrets
+import sys
 import time
+from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
@@ -25,7 +28,7 @@ from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
 from .chain import Step, build_onion, callables, compile_steps, describe
 from .context import Context, TurnContext
-from .failures import FailureReason, Fault
+from .failures import FailureReason, Fault, debug_env
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
     Approval,
@@ -560,6 +563,60 @@ class Pipeline:
             return refusal("aborted", normalize_tool_name(name), turn.abort_reason)
         return result
 
+    def call_tool_sync(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call: ToolCallable,
+        call_id: str | None = None,
+        agent_id: str = "main",
+        session_key: str = "",
+    ) -> ToolResult:
+        """``call_tool`` for sync code: runs the call in a new event loop
+        (``anyio.run``, asyncio) and returns its result.  The parameters and the result
+        are ``call_tool``'s; ``call`` may be sync or async.
+
+        A pipeline that must be entered (it has subscribers or services) is entered for
+        this one call and left after it, as ``async with pipe:`` would: its observers
+        get the call's events and are drained before this returns, its services
+        (process hooks...) are started and closed around the call.
+
+        Raises:
+            RuntimeError: an event loop runs in this thread (``await
+                pipe.call_tool(...)`` there), or the pipeline, with subscribers or
+                services, is entered in another thread's event loop.
+            TypeError: as ``call_tool``.
+        """
+        if _event_loop_running():
+            raise RuntimeError(
+                "call_tool_sync() cannot run inside a running event loop: use "
+                "`await pipe.call_tool(...)` there"
+            )
+        one_call = functools.partial(
+            self.call_tool,
+            name,
+            args,
+            call=call,
+            call_id=call_id,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        if not (self.bus.subscriptions or self._services):
+            return anyio.run(one_call)
+        if self._tg is not None:
+            raise RuntimeError(
+                "this pipeline is entered in an event loop of another thread: call it "
+                "there (`await pipe.call_tool(...)`), or from that loop's worker threads "
+                "with `anyio.from_thread.run(pipe.call_tool, ...)`"
+            )
+
+        async def entered() -> ToolResult:
+            async with self:
+                return await one_call()
+
+        return anyio.run(entered)
+
     def stage_app(
         self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
     ) -> Callable[[Any], Awaitable[None]]:
@@ -684,15 +741,22 @@ class Pipeline:
             )
         return fault
 
+    def _debugging(self) -> bool:
+        """Whether failures are logged with their traceback: ``debug=True``, or
+        ``INTERPOSE_DEBUG=1`` (also true, yes, on) in the environment now."""
+        return self.debug or debug_env()
+
     @staticmethod
     def _fault(step: Step, exc: Exception) -> Fault:
-        return Fault.of(step.handler, exc, describe(exc, step))
+        # an empty TimeoutError under a timeout: the deadline's (as ``describe`` reads it)
+        deadline = isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc)
+        return Fault.of(step.handler, exc, describe(exc, step), deadline=deadline)
 
     def _count_failure(self, step: Step, exc: Exception, tool_name: str, fault: Fault) -> None:
         self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
         if isinstance(exc, TimeoutError):
             self.stats.timeouts[step.id] = self.stats.timeouts.get(step.id, 0) + 1
-        debug = self.debug or _debug_env()
+        debug = self._debugging()
         # the first failure's line says how to see tracebacks; the next ones need not
         hint = not (debug or self._hinted)
         self._hinted = True
@@ -861,9 +925,18 @@ async def _close_all(services: list[Service]) -> None:
         raise first
 
 
-def _debug_env() -> bool:
-    """Whether ``INTERPOSE_DEBUG`` asks for tracebacks (1, true, yes, on)."""
-    return os.environ.get("INTERPOSE_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+def _event_loop_running() -> bool:
+    """Whether an event loop (asyncio's, or trio's) runs in this thread."""
+    if _get_running_loop() is not None:
+        return True
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _qualname(fn: object) -> str:

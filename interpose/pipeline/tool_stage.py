@@ -48,7 +48,7 @@ from .chain import (
     watch_here,
 )
 from .context import ToolContext
-from .failures import blocked
+from .failures import Fault, blocked
 from .payloads import (
     Approval,
     ApprovalRequest,
@@ -618,7 +618,13 @@ async def _ask_human(pipe: Pipeline, request: ApprovalRequest, reason: str) -> t
             f"approval required ({reason}): no answer within {pipe.approval_timeout}s",
         )
     except Exception as exc:
-        log.warning("human-approval handler failed: %s: %s", type(exc).__name__, exc)
+        fault = Fault.of(pipe.human_approval, exc, f"{type(exc).__name__}: {exc}", deadline=False)
+        log.warning(
+            "human-approval handler failed: %s [%s]",
+            fault.error,
+            fault.where(),
+            exc_info=exc if pipe._debugging() else None,
+        )
         return "deny", f"approval required ({reason}): the handler failed: {exc!r}"
     if decision == "ask":
         return "deny", f"approval required ({reason}): the handler answered 'ask' again"

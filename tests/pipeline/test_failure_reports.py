@@ -17,6 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from interpose import (
+    Approval,
     ApprovalRequest,
     CommandBeforeInput,
     CommandBeforeOutput,
@@ -199,6 +200,23 @@ async def test_a_timeout_names_the_handler_and_no_raising_frame(pipe: Pipeline) 
     assert failure["raised_at"] == ""  # a deadline passed: nothing of the handler raised
 
 
+async def test_a_late_approver_names_no_raising_frame(pipe: Pipeline) -> None:
+    @pipe.approver(id="slow", timeout=0.05)
+    async def slow(request: ApprovalRequest) -> None:
+        await anyio.sleep(10)
+
+    failures: list[InterceptorFailed] = []
+    pipe.subscribe(failures.append, events={"interceptor_failed"})
+    with anyio.fail_after(5):
+        async with pipe:
+            result = await pipe.call_tool("exec", {"command": "ls"}, call=tool)
+
+    assert result.status == "denied"
+    (event,) = failures
+    assert (event.handler, event.defined_at) == (_name(slow), _defined(slow))
+    assert (event.timed_out, event.raised_at) == (True, "")
+
+
 # -- what is named: the user's own code behind wrappers ------------------------------------
 
 
@@ -341,7 +359,8 @@ async def test_debug_logs_the_whole_traceback(
 
     (record,) = _failures(caplog)
     assert "INTERPOSE_DEBUG" not in record.getMessage()
-    assert record.exc_info is not None and record.exc_info[0] is LookupError
+    assert record.exc_info is not None
+    assert record.exc_info[0] is LookupError
     text = caplog.text
     assert "Traceback (most recent call last)" in text
     # the handler's frame and the raising one, with their lines
@@ -386,3 +405,27 @@ async def test_nothing_is_located_when_nothing_fails(
     async with pipe:
         assert (await pipe.call_tool("exec", {"command": "ls"}, call=tool)).status == "ok"
     assert not any(isinstance(e, InterceptorFailed) for e in recorder)
+
+
+async def test_a_failed_human_approval_handler_is_located_too(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("INTERPOSE_DEBUG", raising=False)
+
+    def ask(request: ApprovalRequest, reason: str) -> bool:
+        _explode("terminal")
+        return True
+
+    pipe = Pipeline(builtins=False, human_approval=ask)
+    pipe.approver(id="asker")(lambda request: Approval.ask("a human decides"))
+    monkeypatch.chdir(os.path.dirname(HERE))  # the line names files relative to it
+
+    with caplog.at_level(logging.WARNING, logger="interpose"):
+        result = await pipe.call_tool("exec", {"command": "ls"}, call=tool)
+
+    assert result.status == "denied"  # a failed human-approval handler denies
+    (record,) = [r for r in caplog.records if "human-approval" in r.getMessage()]
+    assert record.getMessage() == (
+        f"human-approval handler failed: LookupError: no terminal [handler {_name(ask)} "
+        f"({os.path.basename(_defined(ask))}), raised at {os.path.basename(RAISED_AT)}]"
+    )
