@@ -26,6 +26,7 @@ from agents import (
 from agents.exceptions import UserError
 from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
 from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.tool import ToolErrorFunction
 from openai.types.responses import ResponseFunctionWebSearch
 from openai.types.responses.response_function_web_search import ActionSearch
 from opentelemetry.sdk.trace import TracerProvider
@@ -260,15 +261,21 @@ async def test_invalid_json_arguments_never_reach_the_tool(
 # -- a tool that raises ------------------------------------------------------------------------
 
 
-def failing_tool(**kw: Any) -> FunctionTool:
-    """A ``bash`` function tool whose body raises (``kw``: ``function_tool`` options)."""
+_SDK_DEFAULT: Any = object()
 
-    @function_tool(name_override="bash", **kw)
+
+def failing_tool(failure_error_function: Any = _SDK_DEFAULT) -> FunctionTool:
+    """A ``bash`` function tool whose body raises; ``failure_error_function`` as
+    ``function_tool`` takes it (default: the SDK's)."""
+
     async def run_command(command: str) -> str:
         """Run a shell command."""
         raise OSError(f"disk full while running {command}")
 
-    return run_command
+    if failure_error_function is _SDK_DEFAULT:
+        return function_tool(run_command, name_override="bash")
+    formatter = cast("ToolErrorFunction | None", failure_error_function)
+    return function_tool(run_command, name_override="bash", failure_error_function=formatter)
 
 
 async def plain_sdk_output(tool: FunctionTool) -> str:
