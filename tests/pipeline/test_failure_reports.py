@@ -114,6 +114,7 @@ async def test_a_failed_gate_blocks_and_its_details_say_where(
     # the reason the model reads is the fixed one: no paths in it
     assert result.output["reason"] == "interceptor 'gate' failed: LookupError: no profile"
     assert type(result.output["reason"]) is str
+    assert msgspec.json.decode(msgspec.json.encode(result), type=ToolResult) == result
     assert result.details == {"decided_by": "gate", "failure": expected_failure(bad_gate)}
 
 
