@@ -197,6 +197,8 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
     # raises and return the tool's failure message instead: the tool stage would see a
     # tool that answered.  Run the body itself, so that a raise is an error result
     # (status "error", events, spans), then give the model the SDK's message for it.
+    # (The body is an attribute of the SDK's invoker in 0.24, the version the extra
+    # pins; a tool without one is run as it is, and what it raises is an error too.)
     body: Callable[[ToolContext[Any], str], Awaitable[Any]] | None = getattr(
         invoke, "_invoke_tool_impl", None
     )
