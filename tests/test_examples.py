@@ -123,7 +123,9 @@ EXPECTED: dict[str, list[str]] = {
         "interpose.events WARNING tool_exec_end exec call=call-1 status=blocked "
         "decided_by=no-rm interceptors=no-rm reason='rm is not allowed' turn=t1",
         "interpose.events WARNING interceptor_failed tool.before ticket-check policy=skip "
-        "tool=exec call=call-2 error=\"KeyError: 'env'\" turn=t1",
+        "tool=exec call=call-2 error=\"KeyError: 'env'\" handler=__main__.ticket_check "
+        "defined_at=examples/logging_observer.py:34 raised_at=examples/logging_observer.py:36 "
+        "turn=t1",
         "interpose.events INFO tool_exec_end exec call=call-2 status=ok duration=",
         "interpose.events INFO turn_ended duration=",
     ],

@@ -51,6 +51,7 @@ from agents.agent_output import AgentOutputSchemaBase
 from agents.items import TResponseInputItem, TResponseOutputItem, TResponseStreamEvent
 from agents.models.interface import ModelTracing
 from agents.models.multi_provider import MultiProvider
+from agents.tool import maybe_invoke_function_tool_failure_error_function
 from agents.tool_context import ToolContext
 from openai.types.responses import (
     Response,
@@ -62,7 +63,14 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from ..errors import AbortTurn, HardAbort
-from ..pipeline.payloads import LLMRequest, LLMResponse, ToolCall, ToolResult, refusal
+from ..pipeline.payloads import (
+    LLMRequest,
+    LLMResponse,
+    ToolCall,
+    ToolResult,
+    error_result,
+    refusal,
+)
 from ..pipeline.pipeline import Pipeline
 from ..pipeline.tools import normalize_tool_name
 from ..pipeline.turn import Turn
@@ -185,6 +193,15 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
     if not isinstance(tool, FunctionTool) or getattr(tool.on_invoke_tool, "_interpose", False):
         return tool  # hosted tools run at the provider: see InterposeModel for those
     invoke = tool.on_invoke_tool
+    # The SDK's function tools (``@function_tool``, ``as_tool``) catch what their body
+    # raises and return the tool's failure message instead: the tool stage would see a
+    # tool that answered.  Run the body itself, so that a raise is an error result
+    # (status "error", events, spans), then give the model the SDK's message for it.
+    # (The body is an attribute of the SDK's invoker in 0.24, the version the extra
+    # pins; a tool without one is run as it is, and what it raises is an error too.)
+    body: Callable[[ToolContext[Any], str], Awaitable[Any]] | None = getattr(
+        invoke, "_invoke_tool_impl", None
+    )
     name = names.get(tool.name, tool.name)
 
     async def on_invoke_tool(ctx: ToolContext[Any], args_json: str) -> Any:
@@ -193,6 +210,7 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
             # the turn is ending: a call that starts now does not run
             return _tool_output(_aborted_result(name, run.abort.reason))
         call: Callable[[dict[str, Any]], Any]
+        raised: Exception | None = None  # what the tool's body raised, when it did
         try:
             args = _parse_args(args_json)
         except ValueError as exc:
@@ -205,7 +223,15 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
         else:
 
             async def run_tool(final: dict[str, Any]) -> Any:
-                return await invoke(ctx, json.dumps(final))
+                nonlocal raised
+                raised = None  # of this run (tool.after may retry)
+                if body is None:
+                    return await invoke(ctx, json.dumps(final))
+                try:
+                    return await body(ctx, json.dumps(final))
+                except Exception as exc:
+                    raised = exc
+                    raise
 
             call = run_tool
 
@@ -226,10 +252,40 @@ def _wrap_tool(tool: Tool, pipe: Pipeline, names: dict[str, str]) -> Tool:
             if run is not None:
                 run.hard = exc
             raise _ToolHardAbort(exc) from exc
+        if raised is not None and result.status == "error" and _unchanged(result, raised):
+            return await _failure_output(tool, invoke, ctx, args_json, raised)
         return _tool_output(result)
 
     on_invoke_tool._interpose = True  # type: ignore[attr-defined]
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+
+def _unchanged(result: ToolResult, exc: Exception) -> bool:
+    """Whether ``result`` is still the error result of ``exc`` (no tool.after
+    handler rewrote what the model reads)."""
+    return bool(result.output == error_result(exc).output)
+
+
+async def _failure_output(
+    tool: FunctionTool, invoke: object, ctx: ToolContext[Any], args_json: str, exc: Exception
+) -> Any:
+    """What the SDK gives the model for a function tool that raised ``exc``: its
+    failure message (``failure_error_function``, by default a fixed text that does not
+    show the exception), reported as the SDK reports a handled error.
+
+    Raises:
+        Exception: ``exc``, when the tool has no failure message (``failure_error_function
+            =None``): the SDK then fails the run with it.
+    """
+    message = await maybe_invoke_function_tool_failure_error_function(
+        function_tool=tool, context=ctx, error=exc
+    )
+    if message is None:
+        raise exc
+    report = getattr(invoke, "_on_handled_error", None)
+    if report is not None:
+        report(tool, exc, args_json, ctx)
+    return message
 
 
 def _parse_args(args_json: str) -> dict[str, Any]:

@@ -124,6 +124,13 @@ class ToolExecSkipped(_Event, tag="tool_exec_skipped", frozen=True):
 
 
 class InterceptorFailed(_Event, tag="interceptor_failed", frozen=True):
+    """A handler failed (raised, or ran past its timeout); ``policy`` is what was done.
+
+    ``handler`` is its qualified name (module included), ``defined_at`` the
+    ``file:line`` of its definition, ``raised_at`` the ``file:line`` of the frame that
+    raised ("" for a deadline that passed, and in events of older versions).
+    """
+
     hook: str = ""
     interceptor_id: str = ""
     error_type: str = ""
@@ -132,6 +139,9 @@ class InterceptorFailed(_Event, tag="interceptor_failed", frozen=True):
     timed_out: bool = False
     tool_name: str = ""
     tool_call_id: str = ""
+    handler: str = ""
+    defined_at: str = ""
+    raised_at: str = ""
 
 
 class ShadowDecision(_Event, tag="shadow_decision", frozen=True):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..bus.events import Event, InterceptorFailed, ToolExecEnd, ToolExecSkipped, TurnAborted
+from ..pipeline.failures import relative_location
 
 if TYPE_CHECKING:
     from ..bus.memory import Overflow, Subscription
@@ -37,8 +38,11 @@ DEFAULT_LOGGER = "interpose.events"
 _COMMON = ("ts", "seq", "turn_id", "agent_id", "session_key")
 # fields named positionally, right after the kind: the first of these sets a class has
 _SUBJECTS = (("hook", "interceptor_id"), ("tool_name",))
-# free text goes last, so that the short fields line up at the start
-_LAST = ("reason", "error")
+# free text goes last, so that the short fields line up at the start (then where a
+# failed handler is: its name and file:line, interceptor_failed's last fields)
+_LAST = ("reason", "error", "handler", "defined_at", "raised_at")
+# file:line fields, shown relative to the working directory when under it
+_LOCATIONS = frozenset({"defined_at", "raised_at"})
 # shown only on turn_started (the other lines carry the turn id)
 _TURN_ONLY = ("agent_id", "session_key")
 # redundant in a line: is_error follows from status, error usually starts with error_type
@@ -153,6 +157,8 @@ class LoggingObserver:
             ):
                 # a handler's error reads "KeyError: 'x'", an observer's only "'x'"
                 value = f"{event.error_type}: {value}"
+            if name in _LOCATIONS:
+                value = relative_location(value)
             if label == "chars":
                 parts.append(f"chars={len(value)}")
             elif name.endswith("_ns"):

@@ -68,6 +68,7 @@ class Step:
 
     __slots__ = (
         "call",
+        "handler",
         "hook",
         "id",
         "is_async",
@@ -91,6 +92,7 @@ class Step:
         self.timeout = None if timeout == math.inf else timeout
         self.trusted: bool = getattr(reg, "trusted", False)
         fn = reg.handler
+        self.handler: Callable[..., Any] = fn  # as registered: what a failure report names
         # an async handler with a timeout, run by the loops below: under asyncio the
         # loop awaits it as it is and a Watch gives it its deadline if it suspends
         # (see run_watched); elsewhere (trio) it runs as ``portable``

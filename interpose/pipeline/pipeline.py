@@ -6,12 +6,15 @@ A tool call goes from ``Pipeline.call_tool`` / ``Turn.call_tool`` to
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
 import re
 import secrets
+import sys
 import time
+from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
@@ -25,6 +28,7 @@ from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, RegistrationError
 from .chain import Step, build_onion, callables, compile_steps, describe
 from .context import Context, TurnContext
+from .failures import FailureReason, Fault, debug_env
 from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
     Approval,
@@ -106,6 +110,9 @@ class Pipeline:
         tracer_provider: trace to this provider instead of the global one.
         trace_content: record tool arguments and results in spans, redacted.
         redactor: the redaction rules for recorded content (default ``Redactor()``).
+        debug: log the full traceback of every handler failure (as does the
+            environment variable ``INTERPOSE_DEBUG=1``); the one warning line of a
+            failure names the handler, its ``file:line`` and where it raised either way.
     """
 
     def __init__(
@@ -123,6 +130,7 @@ class Pipeline:
         tracer_provider: TracerProvider | None = None,
         trace_content: bool = False,
         redactor: Redactor | None = None,
+        debug: bool = False,
     ) -> None:
         self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
         # the tracer check for the current level: swapped when the level changes
@@ -151,6 +159,8 @@ class Pipeline:
         self.drain_grace = drain_grace
         self.max_retries = max_retries
         self.human_approval = human_approval
+        self.debug = debug
+        self._hinted = False  # a failure's log line said how to get tracebacks
         self.stats = PipelineStats()
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
         self.bus.failure_hook = self._observer_failed
@@ -565,6 +575,60 @@ class Pipeline:
             return refusal("aborted", normalize_tool_name(name), turn.abort_reason)
         return result
 
+    def call_tool_sync(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call: ToolCallable,
+        call_id: str | None = None,
+        agent_id: str = "main",
+        session_key: str = "",
+    ) -> ToolResult:
+        """``call_tool`` for sync code: runs the call in a new event loop
+        (``anyio.run``, asyncio) and returns its result.  The parameters and the result
+        are ``call_tool``'s; ``call`` may be sync or async.
+
+        A pipeline that must be entered (it has subscribers or services) is entered for
+        this one call and left after it, as ``async with pipe:`` would: its observers
+        get the call's events and are drained before this returns, its services
+        (process hooks...) are started and closed around the call.
+
+        Raises:
+            RuntimeError: an event loop runs in this thread (``await
+                pipe.call_tool(...)`` there), or the pipeline, with subscribers or
+                services, is entered in another thread's event loop.
+            TypeError: as ``call_tool``.
+        """
+        if _event_loop_running():
+            raise RuntimeError(
+                "call_tool_sync() cannot run inside a running event loop: use "
+                "`await pipe.call_tool(...)` there"
+            )
+        one_call = functools.partial(
+            self.call_tool,
+            name,
+            args,
+            call=call,
+            call_id=call_id,
+            agent_id=agent_id,
+            session_key=session_key,
+        )
+        if not (self.bus.subscriptions or self._services):
+            return anyio.run(one_call)
+        if self._tg is not None:
+            raise RuntimeError(
+                "this pipeline is entered in an event loop of another thread: call it "
+                "there (`await pipe.call_tool(...)`), or from that loop's worker threads "
+                "with `anyio.from_thread.run(pipe.call_tool, ...)`"
+            )
+
+        async def entered() -> ToolResult:
+            async with self:
+                return await one_call()
+
+        return anyio.run(entered)
+
     def stage_app(
         self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
     ) -> Callable[[Any], Awaitable[None]]:
@@ -610,37 +674,46 @@ class Pipeline:
 
     async def _hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
         """A handler raised: publish it, then settle it (see ``_settle``)."""
+        fault = self._fault(step, exc)
         if "interceptor_failed" in self.bus.wanted:
             await self._emit_failure(
                 step,
                 exc,
+                fault,
                 inp.turn_id,
                 inp.agent_id,
                 inp.session_key,
                 _subject(inp),
                 getattr(inp, "tool_call_id", ""),
             )
-        return self._settle(step, exc, inp, out)
+        return self._settle(step, exc, inp, out, fault)
 
-    def _settle(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
+    def _settle(
+        self, step: Step, exc: Exception, inp: Any, out: Any, fault: Fault | None = None
+    ) -> OnError:
         """Count and log a handler failure, apply its policy to ``out``, return the
         policy; re-raises for "raise".  Synchronous, for the quiet path."""
+        if fault is None:
+            fault = self._fault(step, exc)
         tool = _subject(inp)
-        self._count_failure(step, exc, tool)
+        self._count_failure(step, exc, tool, fault)
         if step.on_error == "raise":
             raise exc
         if step.on_error == "block":
-            reason = f"interceptor '{step.id}' failed: {describe(exc, step)}"
+            reason = f"interceptor '{step.id}' failed: {fault.error}"
             if isinstance(out, ToolAfterOutput):
-                out.result = refusal("blocked", tool, reason, decided_by=step.id)
+                out.result = refusal(
+                    "blocked", tool, reason, decided_by=step.id, failure=fault.details()
+                )
             else:
-                out.block, out.block_reason = True, reason
+                # the stage builds the refusal from the reason (failures.blocked)
+                out.block, out.block_reason = True, FailureReason(reason, fault)
         return step.on_error
 
     async def _layer_failed(self, step: Step, exc: Exception, ctx: Context) -> OnError:
         name = getattr(ctx, "tool_name", getattr(ctx, "command", ""))
         turn = ctx.turn
-        await self._record_failure(
+        fault = await self._record_failure(
             step,
             exc,
             turn.turn_id if turn is not None else "",
@@ -655,8 +728,9 @@ class Pipeline:
             ctx.result = refusal(  # type: ignore[attr-defined]
                 "blocked",
                 name,
-                f"middleware '{step.id}' failed: {describe(exc, step)}",
+                f"middleware '{step.id}' failed: {fault.error}",
                 decided_by=step.id,
+                failure=fault.details(),
             )
         return step.on_error
 
@@ -669,28 +743,52 @@ class Pipeline:
         session_key: str,
         tool_name: str,
         call_id: str,
-    ) -> None:
-        self._count_failure(step, exc, tool_name)
+    ) -> Fault:
+        """Count, log and publish a handler failure; returns where it happened."""
+        fault = self._fault(step, exc)
+        self._count_failure(step, exc, tool_name, fault)
         if "interceptor_failed" in self.bus.wanted:
-            await self._emit_failure(step, exc, turn_id, agent_id, session_key, tool_name, call_id)
+            await self._emit_failure(
+                step, exc, fault, turn_id, agent_id, session_key, tool_name, call_id
+            )
+        return fault
 
-    def _count_failure(self, step: Step, exc: Exception, tool_name: str) -> None:
+    def _debugging(self) -> bool:
+        """Whether failures are logged with their traceback: ``debug=True``, or
+        ``INTERPOSE_DEBUG=1`` (also true, yes, on) in the environment now."""
+        return self.debug or debug_env()
+
+    @staticmethod
+    def _fault(step: Step, exc: Exception) -> Fault:
+        # an empty TimeoutError under a timeout: the deadline's (as ``describe`` reads it)
+        deadline = isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc)
+        return Fault.of(step.handler, exc, describe(exc, step), deadline=deadline)
+
+    def _count_failure(self, step: Step, exc: Exception, tool_name: str, fault: Fault) -> None:
         self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
         if isinstance(exc, TimeoutError):
             self.stats.timeouts[step.id] = self.stats.timeouts.get(step.id, 0) + 1
+        debug = self._debugging()
+        # the first failure's line says how to see tracebacks; the next ones need not
+        hint = not (debug or self._hinted)
+        self._hinted = True
         log.warning(
-            "%s '%s' failed (%s, policy %s): %s",
+            "%s '%s' failed (%s, policy %s): %s [%s]%s",
             step.hook,
             step.id,
             tool_name or "-",
             step.on_error,
-            describe(exc, step),
+            fault.error,
+            fault.where(),
+            " (INTERPOSE_DEBUG=1 logs the traceback)" if hint else "",
+            exc_info=exc if debug else None,
         )
 
     async def _emit_failure(
         self,
         step: Step,
         exc: Exception,
+        fault: Fault,
         turn_id: str,
         agent_id: str,
         session_key: str,
@@ -704,12 +802,15 @@ class Pipeline:
             session_key,
             hook=step.hook,
             interceptor_id=step.id,
-            error_type=type(exc).__name__,
-            error=describe(exc, step),
+            error_type=fault.error_type,
+            error=fault.error,
             policy=step.on_error,
             timed_out=isinstance(exc, TimeoutError),
             tool_name=tool_name,
             tool_call_id=call_id,
+            handler=fault.handler,
+            defined_at=fault.defined_at,
+            raised_at=fault.raised_at,
         )
 
     def _shadow_decided(self, verdict: ShadowVerdict) -> None:
@@ -834,6 +935,20 @@ async def _close_all(services: list[Service]) -> None:
                 log.warning("closing %r failed too: %s: %s", service, type(exc).__name__, exc)
     if first is not None:
         raise first
+
+
+def _event_loop_running() -> bool:
+    """Whether an event loop (asyncio's, or trio's) runs in this thread."""
+    if _get_running_loop() is not None:
+        return True
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _qualname(fn: object) -> str:

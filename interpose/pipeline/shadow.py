@@ -17,13 +17,19 @@ several entered pipelines gives each decision to the pipeline whose turn it came
 
 The shadow handler's own time is bounded: its ``timeout``, else
 ``DEFAULT_SHADOW_TIMEOUT`` seconds; a shadow approver's ``ask`` never reaches the
-human-approval handler.
+human-approval handler.  An async handler is cancelled at its deadline.  A sync one
+cannot be interrupted, so it runs in a thread of its own (``worker.Worker``) that the
+call waits for at most the timeout: past it, the call goes on with a ``timeout``
+decision recorded, and the handler finishes in its thread, unwaited for (while it does,
+its next calls are recorded as timeouts without running it).  With ``timeout=math.inf``
+a sync shadow handler runs inline, unbounded, as an enforcing one does.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
@@ -37,6 +43,7 @@ from opentelemetry import trace as otel_trace
 from ..errors import AbortTurn, HardAbort
 from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, OnError
 from .payloads import Approval, ToolResult
+from .worker import Worker
 
 if TYPE_CHECKING:
     from .registry import Interceptor, Middleware
@@ -334,6 +341,12 @@ def _wrap_interceptor(
     reporter = _Reporter(reg, recorder, timeout)
     hook = reg.hook
     bounded = timeout != math.inf
+    # how a sync handler is called: in its own thread, waited for within the timeout
+    run_sync: Callable[..., Any] = (
+        functools.partial(Worker(f"interpose-shadow {reg.id}").call, timeout, fn)
+        if bounded and not is_async_callable(fn)
+        else fn
+    )
 
     if hook == "tool.approve":
 
@@ -361,7 +374,7 @@ def _wrap_interceptor(
 
         def shadow_approver_sync(request: Any) -> None:
             try:
-                answer = fn(_copy_input(request))
+                answer = run_sync(_copy_input(request))
                 if isawaitable(answer):  # a sync callable handing back an awaitable
                     _close(answer)
                     raise TypeError("a sync approver returned an awaitable")
@@ -400,7 +413,7 @@ def _wrap_interceptor(
     def shadow_interceptor_sync(inp: Any, out: Any) -> None:
         try:
             theirs = _copy(out)
-            answer = fn(_copy_input(inp), theirs)
+            answer = run_sync(_copy_input(inp), theirs)
             if answer is not None:
                 if isawaitable(answer):
                     _close(answer)

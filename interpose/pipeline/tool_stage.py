@@ -41,7 +41,6 @@ from .chain import (
     build_onion,
     callables,
     compile_steps,
-    describe,
     invoke,
     run_after,
     run_gate,
@@ -49,6 +48,7 @@ from .chain import (
     watch_here,
 )
 from .context import ToolContext
+from .failures import Fault, blocked
 from .payloads import (
     Approval,
     ApprovalRequest,
@@ -220,8 +220,7 @@ async def quiet_path(
     )
     blocker = run_gate_sync(chain.before, chain.before_steps, inp, out, pipe._settle)
     if blocker is not None:
-        reason = out.block_reason or f"blocked by {blocker.id}"
-        return refusal("blocked", name, reason, decided_by=blocker.id)
+        return blocked(name, out.block_reason or f"blocked by {blocker.id}", blocker.id)
     if out.result is not None:
         return _as_responded(out.result)
     if type(out.args) is not dict:
@@ -331,8 +330,7 @@ def _traced_gate(
         chain.before, chain.before_steps, inp, out, pipe._settle
     )
     if blocker is not None:
-        reason = out.block_reason or f"blocked by {blocker.id}"
-        return out, refusal("blocked", name, reason, decided_by=blocker.id)
+        return out, blocked(name, out.block_reason or f"blocked by {blocker.id}", blocker.id)
     if out.result is not None:
         result = _as_responded(out.result)
         if responder is not None:
@@ -403,8 +401,8 @@ async def _core(
                 watch,
             )
             if decider is not None:
-                reason = out.block_reason or f"blocked by {decider.id}"
-                result = refusal("blocked", name, reason, decided_by=decider.id)
+                result = blocked(name, out.block_reason or f"blocked by {decider.id}", decider.id)
+                reason = result.output["reason"]
             elif out.result is not None:
                 decider = responder
                 result = _as_responded(out.result)
@@ -419,8 +417,8 @@ async def _core(
         if approved:
             denial = await _approve(pipe, chain, inp, out.args, times)
             if denial is not None:
-                decider, reason, status = denial
-                result = refusal(status, name, reason, decided_by=decider.id)
+                decider, result = denial
+                reason = result.output["reason"]
         duration = 0
         if result is None:
             attempt = 1
@@ -539,9 +537,10 @@ async def _approve(
     inp: ToolBeforeInput,
     args: dict[str, Any],
     times: Timings | None,
-) -> tuple[Step, str, ToolStatus] | None:
-    """Run the approvers; None if all allow, else (step, reason, status): "denied"
-    for a deny or a late answer, "blocked" for an approver that failed closed.
+) -> tuple[Step, ToolResult] | None:
+    """Run the approvers; None if all allow, else (step, refusal): "denied" for a
+    deny or a late answer, "blocked" for an approver that failed closed (its details
+    hold the failure).
 
     Raises:
         AbortTurn, HardAbort: from an approver.
@@ -570,7 +569,7 @@ async def _approve(
             exc.source = exc.source or step.id
             raise
         except Exception as exc:
-            await pipe._record_failure(
+            fault = await pipe._record_failure(
                 step,
                 exc,
                 request.turn_id,
@@ -580,22 +579,26 @@ async def _approve(
                 inp.tool_call_id,
             )
             if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
-                return (
-                    step,
+                late = (
                     f"approver '{step.id}' did not answer within {step.timeout}s"
                     if step.timeout is not None
-                    else f"approver '{step.id}' timed out: {describe(exc, step)}",
-                    "denied",
+                    else f"approver '{step.id}' timed out: {fault.error}"
                 )
+                return step, refusal("denied", chain.tool_name, late, decided_by=step.id)
             if step.on_error == "raise":
                 raise
             if step.on_error == "skip":
                 continue
-            return step, f"interceptor '{step.id}' failed: {describe(exc, step)}", "blocked"
+            reason = f"interceptor '{step.id}' failed: {fault.error}"
+            return step, refusal(
+                "blocked", chain.tool_name, reason, decided_by=step.id, failure=fault.details()
+            )
         if decision == "ask":
             decision, reason = await _ask_human(pipe, request, reason)
         if decision == "deny":
-            return step, reason or f"denied by {step.id}", "denied"
+            return step, refusal(
+                "denied", chain.tool_name, reason or f"denied by {step.id}", decided_by=step.id
+            )
     return None
 
 
@@ -616,7 +619,13 @@ async def _ask_human(pipe: Pipeline, request: ApprovalRequest, reason: str) -> t
             f"approval required ({reason}): no answer within {pipe.approval_timeout}s",
         )
     except Exception as exc:
-        log.warning("human-approval handler failed: %s: %s", type(exc).__name__, exc)
+        fault = Fault.of(pipe.human_approval, exc, f"{type(exc).__name__}: {exc}", deadline=False)
+        log.warning(
+            "human-approval handler failed: %s [%s]",
+            fault.error,
+            fault.where(),
+            exc_info=exc if pipe._debugging() else None,
+        )
         return "deny", f"approval required ({reason}): the handler failed: {exc!r}"
     if decision == "ask":
         return "deny", f"approval required ({reason}): the handler answered 'ask' again"

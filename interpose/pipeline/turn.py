@@ -23,6 +23,7 @@ from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .chain import invoke, run_gate, run_plain
 from .context import CommandContext, CompactContext, LLMContext, MessageContext, ParamsContext
+from .failures import blocked
 from .payloads import (
     CommandBeforeInput,
     CommandBeforeOutput,
@@ -38,7 +39,6 @@ from .payloads import (
     ParamsBeforeInput,
     ParamsBeforeOutput,
     ToolResult,
-    refusal,
 )
 from .span_content import chat_content, turn_input
 from .tool_stage import run_tool
@@ -378,7 +378,7 @@ async def _command_core(ctx: CommandContext) -> None:
         blocker, _ = await run_gate(fns, steps, inp, out, pipe._hook_failed)
         if blocker is not None:
             reason = out.block_reason or f"blocked by {blocker.id}"
-            ctx.result = refusal("blocked", ctx.command, reason, decided_by=blocker.id)
+            ctx.result = blocked(ctx.command, reason, blocker.id)
             return
     if not isinstance(out.args, dict):
         who = (

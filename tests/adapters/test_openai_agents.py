@@ -23,8 +23,10 @@ from agents import (
     handoff,
     set_tracing_disabled,
 )
+from agents.exceptions import UserError
 from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
 from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.tool import ToolErrorFunction
 from openai.types.responses import ResponseFunctionWebSearch
 from openai.types.responses.response_function_web_search import ActionSearch
 from opentelemetry.sdk.trace import TracerProvider
@@ -254,6 +256,125 @@ async def test_invalid_json_arguments_never_reach_the_tool(
     assert shell.commands == []
     assert "not valid JSON" in seen_outputs(model)["c1"]
     assert [(e.status, e.is_error) for e in recorder] == [("error", True)]
+
+
+# -- a tool that raises ------------------------------------------------------------------------
+
+
+_SDK_DEFAULT: Any = object()
+
+
+def failing_tool(failure_error_function: Any = _SDK_DEFAULT) -> FunctionTool:
+    """A ``bash`` function tool whose body raises; ``failure_error_function`` as
+    ``function_tool`` takes it (default: the SDK's)."""
+
+    async def run_command(command: str) -> str:
+        """Run a shell command."""
+        raise OSError(f"disk full while running {command}")
+
+    if failure_error_function is _SDK_DEFAULT:
+        return function_tool(run_command, name_override="bash")
+    formatter = cast("ToolErrorFunction | None", failure_error_function)
+    return function_tool(run_command, name_override="bash", failure_error_function=formatter)
+
+
+async def plain_sdk_output(tool: FunctionTool) -> str:
+    """What the model reads for the raising tool in a plain SDK run (no interpose)."""
+    model = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    await Runner.run(make_agent(model, tool), "tidy up", run_config=NO_SDK_TRACING)
+    return seen_outputs(model)["c1"]
+
+
+async def test_a_tool_that_raises_is_an_error_and_the_model_reads_what_the_sdk_gives(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
+    pipe = Pipeline(builtins=False, tracer_provider=provider)
+    ends: list[Any] = []
+    after: list[tuple[str, bool, Any]] = []
+    pipe.subscribe(ends.append, events={"tool_exec_end"})
+
+    @pipe.intercept("tool.after", tools="exec")
+    def watch(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        after.append((inp.status, inp.is_error, out.result.output))
+
+    model = ScriptedModel([calls("ls"), [assistant_message("sorry")]])
+    result = await run(pipe, make_agent(model, failing_tool()))
+
+    assert result.final_output == "sorry"
+    # the model reads the SDK's own failure message, as without interpose
+    assert seen_outputs(model)["c1"] == await plain_sdk_output(failing_tool())
+    assert "disk full" not in seen_outputs(model)["c1"]  # the SDK's default hides it
+    # interpose records the failure as one: events, tool.after, span
+    [end] = ends
+    assert (end.tool_call_id, end.status, end.is_error) == ("c1", "error", True)
+    assert after == [("error", True, "OSError: disk full while running ls")]
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "execute_tool exec"]
+    assert span.attributes is not None
+    assert span.attributes["interpose.tool.status"] == "error"
+    assert span.attributes["error.type"] == "OSError"
+
+
+async def test_a_raising_tool_with_its_own_failure_message(
+    pipe: Pipeline, recorder: list[Any]
+) -> None:
+    def explain(ctx: Any, error: Exception) -> str:
+        return f"the tool failed: {error}"
+
+    pipe.subscribe(recorder.append, events={"tool_exec_end"})
+    model = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    await run(pipe, make_agent(model, failing_tool(failure_error_function=explain)))
+
+    assert seen_outputs(model)["c1"] == "the tool failed: disk full while running ls"
+    assert [(e.status, e.is_error) for e in recorder] == [("error", True)]
+
+
+async def test_a_raising_tool_without_a_failure_message_fails_the_run_as_in_the_sdk(
+    pipe: Pipeline, recorder: list[Any]
+) -> None:
+    plain = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    with pytest.raises(UserError, match="Error running tool bash") as without:
+        await Runner.run(
+            make_agent(plain, failing_tool(failure_error_function=None)),
+            "tidy up",
+            run_config=NO_SDK_TRACING,
+        )
+
+    pipe.subscribe(recorder.append, events={"tool_exec_end"})
+    model = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    with pytest.raises(UserError) as caught:
+        await run(pipe, make_agent(model, failing_tool(failure_error_function=None)))
+
+    assert str(caught.value) == str(without.value)
+    assert isinstance(caught.value.__cause__, OSError)
+    assert [(e.status, e.is_error) for e in recorder] == [("error", True)]
+
+
+async def test_a_tool_after_handler_may_rewrite_the_error_the_model_reads(pipe: Pipeline) -> None:
+    @pipe.intercept("tool.after", tools="exec")
+    def explain(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        if inp.is_error:
+            out.result.output = "the disk is full: free some space first"
+
+    model = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    await run(pipe, make_agent(model, failing_tool()))
+
+    assert seen_outputs(model)["c1"] == "the disk is full: free some space first"
+
+
+async def test_without_the_runner_a_raising_tool_is_an_error_too(
+    pipe: Pipeline, recorder: list[Any]
+) -> None:
+    pipe.subscribe(recorder.append, events={"tool_exec_end"})
+    model = ScriptedModel([calls("ls"), [assistant_message("ok")]])
+    async with pipe:
+        await Runner.run(
+            interpose_agent(make_agent(model, failing_tool()), pipe),
+            "go",
+            run_config=NO_SDK_TRACING,
+        )
+
+    assert [(e.status, e.is_error) for e in recorder] == [("error", True)]
+    assert seen_outputs(model)["c1"] == await plain_sdk_output(failing_tool())
 
 
 # -- the guards --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ handlers, user content kept out unless asked for, and no work for disabled level
 from __future__ import annotations
 
 import logging
+import os
 import re
 from typing import Any
 
@@ -69,6 +70,11 @@ async def one_turn(pipe: Pipeline) -> None:
         await turn.call_tool("write", {"path": "/tmp/x"}, call=fail, call_id="c5")
 
 
+def _relative(path: str) -> str:
+    """``path`` as the lines show it: relative to the working directory."""
+    return os.path.relpath(path)
+
+
 def ours(caplog: pytest.LogCaptureFixture, name: str = NAME) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == name]
 
@@ -109,10 +115,17 @@ async def test_each_event_is_one_line_at_its_level(caplog: pytest.LogCaptureFixt
         "INFO",
         "tool_exec_end read call=c3 status=responded decided_by=cache interceptors=cache turn=t1",
     ) in lines
+    # where the failed handler is (under the working directory: relative to it): its
+    # definition starts at its decorator's line, and it raises two lines below
+    buggy = next(reg.handler for reg in pipe.registry.list() if reg.id == "buggy")
+    code = buggy.__code__
     assert (
         "WARNING",
         "interceptor_failed tool.before buggy policy=skip tool=write call=c4 "
-        "error=\"KeyError: 'path'\" turn=t1",
+        "error=\"KeyError: 'path'\" "
+        f"handler={buggy.__module__}.{buggy.__qualname__} "
+        f"defined_at={_relative(code.co_filename)}:{code.co_firstlineno} "
+        f"raised_at={_relative(code.co_filename)}:{code.co_firstlineno + 2} turn=t1",
     ) in lines
     assert (
         "WARNING",
@@ -166,11 +179,15 @@ async def test_a_failure_that_reaches_the_caller_is_an_error(
             async with pipe.turn(turn_id="t1") as turn:
                 await turn.message("hi")
 
+    code = profile.__code__
     assert [(r.levelname, r.getMessage()) for r in ours(caplog)] == [
         (
             "ERROR",
             "interceptor_failed message.before profile policy=raise "
-            "error='LookupError: no profile' turn=t1",
+            "error='LookupError: no profile' "
+            f"handler={profile.__module__}.{profile.__qualname__} "
+            f"defined_at={_relative(code.co_filename)}:{code.co_firstlineno} "
+            f"raised_at={_relative(code.co_filename)}:{code.co_firstlineno + 2} turn=t1",
         )
     ]
 

@@ -4,8 +4,12 @@ ends exactly as it would without it."""
 
 from __future__ import annotations
 
+import contextvars
 import json
+import math
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -186,6 +190,109 @@ async def test_a_shadow_interceptor_that_hangs_times_out_without_holding_the_cal
         "TimeoutError",
         True,  # tool.before fails closed: this timeout would have blocked
     )
+
+
+async def test_a_sync_shadow_interceptor_past_its_timeout_does_not_hold_the_call() -> None:
+    pipe = Pipeline(builtins=False)
+    runs: list[int] = []
+    finished = threading.Event()
+
+    @pipe.intercept("tool.before", id="slow-sync", mode="shadow", timeout=0.05)
+    def slow_sync(inp: Any, out: Any) -> None:
+        runs.append(threading.get_ident())
+        if len(runs) == 1:
+            time.sleep(1.0)  # Python cannot interrupt this
+            out.block = True  # decided too late: never recorded
+            finished.set()
+
+    seen: list[ShadowDecision] = []
+    pipe.subscribe(seen.append, events={"shadow_decision"})
+    ran = Ran()
+    async with pipe:
+        start = time.perf_counter()
+        first = await pipe.call_tool("exec", {"command": "ls"}, call=ran)
+        took = time.perf_counter() - start
+        # while that run goes on in its thread, the next call does not run it again
+        second = await pipe.call_tool("exec", {"command": "ls"}, call=ran)
+        assert len(runs) == 1
+        threads = [t for t in threading.enumerate() if t.name == "interpose-shadow slow-sync"]
+        # the thread finishes the run (its decision dropped); then the handler runs again
+        assert finished.wait(5)
+        with anyio.fail_after(5):
+            while pipe.registry.shadow.counts.get(("slow-sync", "continue"), 0) == 0:
+                await pipe.call_tool("exec", {"command": "ls"}, call=ran)
+                await anyio.sleep(0.01)
+
+    assert took < 0.5  # the call waited the timeout, not the handler's second
+    assert first == second == ToolResult(output="ran ls")  # neither changed
+    assert runs[0] != threading.get_ident()  # it ran in a thread
+    assert len(threads) == 1  # one thread per handler, however many calls time out
+    not_run = "not run: its run for an earlier call has not returned (timeout 0.05s)"
+    assert [(e.decision, e.error_type, e.reason, e.would_block) for e in seen[:2]] == [
+        # recorded as an enforced handler's timeout is: tool.before fails closed, so
+        # enforced, it would have blocked
+        ("timeout", "TimeoutError", "timed out after 0.05s", True),
+        ("timeout", "TimeoutError", not_run, True),
+    ]
+    # (a call in the instant between the run's end and its thread's freeing is one more)
+    assert all(e.reason == not_run for e in seen[2:])
+    assert pipe.registry.shadow.counts[("slow-sync", "timeout")] == len(seen)
+    assert "block" not in {decision for _, decision in pipe.registry.shadow.counts}
+
+
+async def test_a_sync_shadow_approver_past_its_timeout_does_not_hold_the_call() -> None:
+    pipe = Pipeline(builtins=False)
+    release = threading.Event()
+
+    @pipe.approver(id="slow-approver", mode="shadow", timeout=0.05)
+    def slow_approver(request: ApprovalRequest) -> Approval:
+        release.wait(1.0)
+        return Approval.deny("too late")
+
+    try:
+        with anyio.fail_after(0.5):
+            result, ran, seen = await call(pipe)
+    finally:
+        release.set()
+    unchanged(result, ran)
+    event = only(seen)
+    assert (event.hook, event.decision, event.error_type) == (
+        "tool.approve",
+        "timeout",
+        "TimeoutError",
+    )
+
+
+async def test_a_sync_shadow_handler_runs_in_the_callers_context() -> None:
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="unset")
+    seen_there: list[str] = []
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("tool.before", id="reads-context", mode="shadow")
+    def reads(inp: Any, out: Any) -> None:
+        seen_there.append(where.get())
+
+    where.set("the caller's")
+    result, ran, seen = await call(pipe)
+
+    unchanged(result, ran)
+    assert seen_there == ["the caller's"]
+    assert seen == []  # it continued
+
+
+async def test_a_sync_shadow_handler_without_a_timeout_runs_inline() -> None:
+    threads: list[int] = []
+    pipe = Pipeline(builtins=False)
+
+    @pipe.intercept("tool.before", id="inline", mode="shadow", timeout=math.inf)
+    def inline(inp: Any, out: Any) -> None:
+        threads.append(threading.get_ident())
+
+    result, ran, seen = await call(pipe)
+
+    unchanged(result, ran)
+    assert threads == [threading.get_ident()]
+    assert seen == []
 
 
 async def test_shadow_runs_alongside_enforcing_handlers_which_still_decide() -> None:
