@@ -88,3 +88,12 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         int,
         msgspec.Meta(description="how long one upstream tool call may take; 0: no limit", ge=0),
     ] = 0
+    max_message_bytes: Annotated[
+        int,
+        msgspec.Meta(
+            description="the largest JSON-RPC message (one line on stdio) the proxy reads "
+            "from the client or a stdio upstream, in bytes; a larger one is answered with "
+            "an error that says the limit (`--max-message-bytes` overrides it)",
+            ge=1024,
+        ),
+    ] = 16 << 20

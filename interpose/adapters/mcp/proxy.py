@@ -39,6 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
@@ -47,7 +48,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
@@ -55,7 +56,13 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types.jsonrpc import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import propagate, trace
 from pydantic import BaseModel
@@ -228,10 +235,30 @@ class Upstream:
         """The connection broke: fail fast until ``keep`` has connected again."""
         if self.client is not None:
             log.warning("upstream %r: %s; connecting again", self.name, why)
-            self.error = f"the connection was lost ({why}); it is being restarted"
+            self.error = f"{why}; it is being restarted"
             self.client = None
             self._ready = anyio.Event()
             self._lost.set()
+
+    async def broke(self, message: str, when: str) -> UpstreamError:
+        """The connection broke (``message``: the transport's word) ``when`` ("during
+        the call"...): restart it; the error that says why (how the server's process
+        ended and the end of its stderr, for a stdio server)."""
+        pipe = self.pipe
+        if pipe is not None and pipe.ended:
+            why = await pipe.why_closed(when)
+        else:
+            why = f"the connection was lost {when} ({message})"
+        self.lost(why)
+        return UpstreamError(self.name, f"{why}; it is being restarted")
+
+    async def _why_not(self, exc: Exception) -> str:
+        """Why a connection attempt failed, in a sentence."""
+        pipe = self.pipe
+        if pipe is not None and (pipe.start_error is not None or pipe.ended):
+            return await pipe.why_closed("before answering initialize")
+        target = f"`{pipe.command}`" if pipe is not None else self.target
+        return f"no MCP handshake with {target}: {_leaf(exc)}"
 
     async def connected(self) -> Client:
         """The live client, waiting (at most CONNECT_TIMEOUT s) while it (re)connects.
@@ -283,8 +310,12 @@ class Upstream:
                                 lane.drains = None
             except Exception as exc:  # the server did not start, or died during the handshake
                 self.client = None
-                self.error = f"cannot connect: {type(exc).__name__}: {exc}"
-                log.warning("upstream %r: %s", self.name, self.error)
+                why = await self._why_not(exc)
+                self.error = f"restarting it failed: {why}" if self.connections else why
+                # (a first attempt's failure is reported by whoever waits for it: the
+                # command line's exit, the client's error)
+                level = logging.WARNING if started else logging.INFO
+                log.log(level, "upstream %r: %s", self.name, self.error)
                 ready, self._ready = self._ready, anyio.Event()
                 ready.set()  # wake the waiters: they report the error
             if not started:
@@ -298,7 +329,7 @@ class Upstream:
         self.pipe = None
         self.lane = None
         if isinstance(target, StdioServerParameters):
-            target = self.pipe = UpstreamPipe(target)
+            target = self.pipe = UpstreamPipe(target, self.name, self._proxy.max_message)
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -410,6 +441,11 @@ class Upstream:
         if isinstance(message, Exception):
             log.warning("upstream %r: %s: %s", self.name, type(message).__name__, message)
             return
+        if isinstance(message, mt.ProgressNotification):
+            # progress the proxy asked for goes to its call's callback, never here:
+            # this one is for no call in flight (a stray or stale token): dropped
+            log.debug("upstream %r: progress for no call in flight: dropped", self.name)
+            return
         await self._proxy.forward(self, message)
 
     async def _ask_downstream(
@@ -439,6 +475,13 @@ class Upstream:
 
     async def _roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
         return await self._ask_downstream("roots/list", None, mt.ListRootsResult)
+
+
+def _leaf(exc: BaseException) -> str:
+    """The first exception inside ``exc``'s groups, as ``Type: message``."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 _RESULTS: dict[str, type[BaseModel]] = {
@@ -525,6 +568,7 @@ class McpProxy:
         self.pipe = pipe
         self.config = config or McpConfig()
         self.name = name
+        self.max_message = self.config.max_message_bytes
         self.call_timeout = (
             self.config.call_timeout_ms / 1000 if self.config.call_timeout_ms else None
         )
@@ -694,17 +738,17 @@ class McpProxy:
         session = await self._session(ctx)
         listed: list[mt.Tool] = []
         for upstream in session.upstreams:
+            # a server that is down is an error, never a list without its tools
             try:
                 client = await upstream.connected()
                 tools = await upstream._list_all(client)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
-                    upstream.lost(exc.message)
-                    continue
+                    broke = await upstream.broke(exc.message, "during tools/list")
+                    raise MCPError(CONNECTION_CLOSED, str(broke)) from None
                 raise
             except UpstreamError as exc:
-                log.warning("tools/list: %s", exc)
-                continue
+                raise MCPError(CONNECTION_CLOSED, str(exc)) from None
             for tool in tools:
                 shown = self._admit(upstream, tool)
                 if shown is not None:
@@ -862,10 +906,7 @@ class McpProxy:
                 )
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
-                    upstream.lost(exc.message)
-                    raise UpstreamError(
-                        upstream.name, "the server exited during the call; it is being restarted"
-                    ) from None
+                    raise await upstream.broke(exc.message, "during the call") from None
                 if exc.code == REQUEST_TIMEOUT and timeout is not None:
                     # our own limit ([mcp] call_timeout_ms), not the server's answer: the
                     # model reads why (the SDK has already cancelled the request upstream)
@@ -936,10 +977,8 @@ class McpProxy:
             return await op(client)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                upstream.lost(exc.message)
-                raise MCPError(
-                    CONNECTION_CLOSED, str(UpstreamError(upstream.name, exc.message))
-                ) from None
+                broke = await upstream.broke(exc.message, f"during {kind}")
+                raise MCPError(CONNECTION_CLOSED, str(broke)) from None
             raise
 
     async def _list_resources(
@@ -1091,8 +1130,21 @@ class McpProxy:
         self._tg = tg
         await tg.start(self.first.run)
 
+    def start_failure(self) -> UpstreamError | None:
+        """The error of an upstream whose first connection attempt failed (after
+        ``connect``): the command that cannot start or died during the handshake."""
+        for upstream in self.first.upstreams:
+            if not upstream.connections:
+                return UpstreamError(upstream.name, upstream.error)
+        return None
+
     async def serve_stdio(self) -> None:
-        """Serve the client on this process's stdin/stdout until it disconnects."""
+        """Serve the client on this process's stdin/stdout until it disconnects.
+
+        Raises:
+            UpstreamError: an upstream did not start (or died during its handshake):
+                the client's first request (its ``initialize``) got this error.
+        """
         from .front import StdioFront
 
         async with anyio.create_task_group() as tg:
@@ -1100,6 +1152,9 @@ class McpProxy:
             if front is not None:
                 with front:
                     await self.connect(tg)
+                    if (failed := self.start_failure()) is not None:
+                        await front.refuse(str(failed))
+                        raise failed
                     await front.serve(self.server())
             else:  # stdin or stdout is a regular file: the SDK's own transport
                 from mcp.server.stdio import stdio_server
@@ -1107,6 +1162,9 @@ class McpProxy:
                 # claim stdin/stdout before the children start: nothing else may write there
                 async with stdio_server() as (read, write):
                     await self.connect(tg)
+                    if (failed := self.start_failure()) is not None:
+                        await _refuse(read, write, str(failed))
+                        raise failed
                     srv = self.server()
                     await srv.run(
                         read, write, srv.create_initialization_options(self.notification_options())
@@ -1119,12 +1177,19 @@ class McpProxy:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
         gets the URL once the socket listens (port 0: the port the system chose).
 
-        Each MCP session gets its own upstream connections, closed with the session."""
+        Each MCP session gets its own upstream connections, closed with the session.
+
+        Raises:
+            UpstreamError: an upstream did not start (or died during its handshake):
+                nothing listens.
+        """
         import uvicorn
 
         async with anyio.create_task_group() as tg:
             self._per_session = True
             await self.connect(tg)
+            if (failed := self.start_failure()) is not None:
+                raise failed
             srv = self.server()
             from .front import HttpFront
 
@@ -1194,6 +1259,27 @@ class McpPathGuard:
                 out.block = True
                 out.block_reason = reason
                 return
+
+
+async def _refuse(
+    read: MemoryObjectReceiveStream[SessionMessage | Exception],
+    write: MemoryObjectSendStream[SessionMessage],
+    reason: str,
+) -> None:
+    """Answer the first request read with the error ``reason`` (the SDK's transport)."""
+    async for item in read:
+        if isinstance(item, SessionMessage) and isinstance(item.message, mt.JSONRPCRequest):
+            error = mt.ErrorData(code=INTERNAL_ERROR, message=reason)
+            answer = mt.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error)
+            await write.send(SessionMessage(answer))
+            # the transport's writer takes the next message once the answer is
+            # written: then the answer is out (this log message may not be)
+            params = {"level": "error", "logger": "interpose", "data": reason}
+            said = mt.JSONRPCNotification(
+                jsonrpc="2.0", method="notifications/message", params=params
+            )
+            await write.send(SessionMessage(said))
+            return
 
 
 def _server_event(message: Any) -> ServerEvent | None:
