@@ -226,28 +226,31 @@ def run(args: argparse.Namespace) -> int:
     uvloop = _uvloop(args.loop)
     if uvloop is None:
         return _usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
-    failed: list[BaseException] = []
     try:
-        try:
-            # uvloop: the loop's own work per relayed call (select, callbacks, pipe and
-            # socket transports) in C; a third less CPU per stdio call than asyncio's loop
-            anyio.run(main, backend_options={"use_uvloop": uvloop})
-        except* UpstreamError as group:
-            failed.append(_first(group))
+        # uvloop: the loop's own work per relayed call (select, callbacks, pipe and
+        # socket transports) in C; a third less CPU per stdio call than asyncio's loop
+        anyio.run(main, backend_options={"use_uvloop": uvloop})
     except KeyboardInterrupt:
         pass
-    if failed:  # an upstream did not start: the client's initialize got this error
-        print(f"interpose mcp-proxy: {failed[0]}", file=sys.stderr)
+    except Exception as exc:
+        failed = _upstream_error(exc, UpstreamError)
+        if failed is None:
+            raise
+        # an upstream did not start: the client's initialize got this error
+        print(f"interpose mcp-proxy: {failed}", file=sys.stderr)
         return EXIT_UPSTREAM
     return 0
 
 
-def _first(group: BaseExceptionGroup[Exception]) -> BaseException:
-    """The first exception in ``group`` (and the groups inside it)."""
-    found: BaseException = group
-    while isinstance(found, BaseExceptionGroup) and found.exceptions:
-        found = found.exceptions[0]
-    return found
+def _upstream_error(exc: BaseException, kind: type[Exception]) -> BaseException | None:
+    """``exc`` if it is a ``kind``, or the first ``kind`` in its exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _upstream_error(inner, kind)
+        if found is not None:
+            return found
+    return None
 
 
 def _usage(message: str) -> int:

@@ -479,8 +479,8 @@ class Upstream:
 
 def _leaf(exc: BaseException) -> str:
     """The first exception inside ``exc``'s groups, as ``Type: message``."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    while inner := getattr(exc, "exceptions", None):  # an exception group
+        exc = inner[0]
     return f"{type(exc).__name__}: {exc}"
 
 
