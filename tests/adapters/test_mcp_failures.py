@@ -13,6 +13,7 @@ misbehave exactly as asked).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -22,12 +23,13 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as mt
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import CALL_TIMEOUT, proxy_argv, stdio_proxy
+from mcp_helpers import CALL_TIMEOUT, HttpProxy, proxy_argv, stdio_proxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -415,6 +417,47 @@ async def test_an_upstream_answer_over_the_limit_fails_that_call_with_a_clear_er
     assert len(text_of(fits)) == LIMIT // 2
     assert text_of(echo) == "echo: same server"
     assert b"restart" not in client.stderr  # the server was not taken for dead
+
+
+async def test_an_http_upstream_answer_over_the_limit_fails_that_call(
+    tmp_path: Path, http_proxy: type[HttpProxy]
+) -> None:
+    # the upstream speaks streamable HTTP: an interpose proxy serving the scripted server
+    url = http_proxy(proxy_argv(scripted(tmp_path, "ok"), name="scripted")).url
+    argv = [sys.executable, "-m", "interpose.cli", "mcp-proxy", "--name", "remote"]
+    argv += ["--max-message-bytes", "1M", "--upstream-url", url]
+    target = StdioServerParameters(
+        command=argv[0], args=argv[1:], env={"PATH": os.environ.get("PATH", "")}
+    )
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with Client(target, mode="legacy") as client:
+            with pytest.raises(MCPError) as too_big:
+                await client.call_tool("big", {"size": 2 * LIMIT})
+            echo = await client.call_tool("echo", {"message": "same session"})
+    said = too_big.value.message
+    assert "upstream MCP server 'remote' sent a message of at least" in said
+    assert f"over the limit of {LIMIT} bytes" in said and "--max-message-bytes" in said
+    assert isinstance(echo.content[0], mt.TextContent)
+    assert echo.content[0].text == "echo: same session"
+
+
+async def test_an_http_request_over_the_limit_gets_413_with_the_limit(
+    tmp_path: Path, http_proxy: type[HttpProxy]
+) -> None:
+    argv = proxy_argv(scripted(tmp_path, "ok"), name="scripted")
+    argv[4:4] = ["--max-message-bytes", "1M"]
+    url = http_proxy(argv).url
+    params = {"name": "echo", "arguments": {"message": "y" * (2 * LIMIT)}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {"accept": "application/json, text/event-stream"}
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(url, json=body, headers=headers)
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == mt.INVALID_REQUEST
+    assert f"over the limit of {LIMIT} bytes" in error["message"]
+    assert "--max-message-bytes" in error["message"]
 
 
 # -- JSON that is not a request ----------------------------------------------------------

@@ -478,6 +478,10 @@ class HttpFront:
                 length = int(value)
             elif key in _CHECKED:
                 checked.setdefault(key, value)
+        if length > self.proxy.max_message:  # (the SDK's app also stops longer bodies)
+            reason = too_long("the client sent", length, self.proxy.max_message)
+            await _respond(send, 413, _error(None, INVALID_REQUEST, reason), sid)
+            return
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
         session = self.proxy.sessions.get(sid) if transport is not None else None
@@ -584,8 +588,8 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
-async def _respond(send: Any, status: int, body: bytes, sid: str) -> None:
-    headers = [(b"mcp-session-id", sid.encode("latin-1"))]
+async def _respond(send: Any, status: int, body: bytes, sid: str | None) -> None:
+    headers = [(b"mcp-session-id", sid.encode("latin-1"))] if sid is not None else []
     if body:
         headers.append((b"content-type", b"application/json"))
     headers.append((b"content-length", str(len(body)).encode()))

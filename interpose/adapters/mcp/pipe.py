@@ -38,7 +38,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 from pydantic import ValidationError
 
 from .lines import Inbox, LineProtocol, Oversized
-from .rawhttp import BadResponse, EventReader, RawHttp
+from .rawhttp import BadResponse, EventReader, RawHttp, TooLarge
 
 try:  # trio requires sniffio: without it, asyncio is the one event loop anyio runs on
     from sniffio import current_async_library
@@ -69,10 +69,11 @@ _decode = msgspec.json.Decoder().decode
 _CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
 
 
-def too_long(who: str, size: int, limit: int) -> str:
+def too_long(who: str, size: int, limit: int, *, at_least: bool = False) -> str:
     """What an error says of a message over the size limit."""
     return (
-        f"{who} a message of {size} bytes, over the limit of {limit} bytes (raise it with "
+        f"{who} a message of {'at least ' if at_least else ''}{size} bytes, over the limit "
+        f"of {limit} bytes (raise it with "
         "`interpose mcp-proxy --max-message-bytes` or `[mcp] max_message_bytes`)"
     )
 
@@ -513,7 +514,6 @@ def _signal_name(number: int) -> str:
 
 ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 NotificationFn = Callable[[Any], Awaitable[None]]
-MAX_BODY = 1 << 28  # bytes: a JSON answer or an error body (a base64 image, a large file)
 MAX_HEADS = 256  # request heads kept by the HTTP lane (one per session and tool)
 _RAW_FAILURES = (
     OSError,  # a refused or reset connection; TimeoutError: a read or connect timeout
@@ -575,8 +575,12 @@ class HttpLane:
     answered through ``on_request`` and POSTed back).
     """
 
-    def __init__(self, url: str, http: Any = None) -> None:
+    def __init__(
+        self, url: str, http: Any = None, *, name: str = "", max_message: int = MAX_MESSAGE
+    ) -> None:
         self.url = url
+        self.name = name or url
+        self.max_message = max_message  # bytes: a JSON answer, an event (on the raw way)
         self.http = http  # the SDK transport's httpx2 client (set before connecting)
         self.session_id: str | None = None
         self.version: str | None = None
@@ -662,6 +666,10 @@ class HttpLane:
             else:
                 with anyio.move_on_after(read_timeout):
                     answer = await self._exchange_on(raw, body, call)
+        except TooLarge as exc:
+            who = f"upstream MCP server {self.name!r} sent"
+            reason = too_long(who, exc.size, exc.limit, at_least=True)
+            raise MCPError(INTERNAL_ERROR, reason) from None
         except (httpx2.TransportError, *_RAW_FAILURES) as exc:
             raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc!r}") from None
         finally:
@@ -742,12 +750,12 @@ class HttpLane:
                 self._keep_cookies(response.cookies)
             kind = response.headers.get("content-type", "").lower()
             if response.status >= 400 or response.status == 202:
-                return _status_answer(response.status, await response.read(MAX_BODY))
+                return _status_answer(response.status, await response.read(self.max_message))
             if kind.startswith("application/json"):
-                return _json_answer(await response.read(MAX_BODY))
+                return _json_answer(await response.read(self.max_message))
             if not kind.startswith("text/event-stream"):
                 raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
-            events = EventReader(response)
+            events = EventReader(response, self.max_message)
             while (data := await events.next()) is not None:
                 message = _decode(data)
                 if isinstance(message, dict) and await self._event(message, call):

@@ -334,7 +334,9 @@ class Upstream:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            self.lane = lane = HttpLane(target)
+            self.lane = lane = HttpLane(
+                target, name=self.name, max_message=self._proxy.max_message
+            )
             http = lane.http = httpx2.AsyncClient(
                 headers=self._proxy.headers.get(self.name) or {},
                 timeout=httpx2.Timeout(30.0, read=300.0),
@@ -1193,7 +1195,8 @@ class McpProxy:
             srv = self.server()
             from .front import HttpFront
 
-            app = HttpFront(srv.streamable_http_app(host=host), self, srv.session_manager)
+            asgi = srv.streamable_http_app(host=host, max_request_body_size=self.max_message)
+            app = HttpFront(asgi, self, srv.session_manager)
             self._watch_sessions(srv)
             config = uvicorn.Config(
                 app,
