@@ -33,7 +33,7 @@ exit codes:
 
 def _host_port(text: str) -> str:
     """``--listen``: HOST:PORT with a port of 0-65535."""
-    host, colon, port = text.rpartition(":")
+    _host, colon, port = text.rpartition(":")
     if not colon or not port.isdigit() or int(port) > 65535:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT (port 0-65535), got {text!r}")
     return text
@@ -56,7 +56,9 @@ def _size(text: str) -> int:
     if digits[-1:] in units:
         digits, unit = digits[:-1], units[digits[-1]]
     if not digits.isdigit() or int(digits) * unit < 1024:
-        raise argparse.ArgumentTypeError(f"expected a size of at least 1024 bytes (16M), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a size of at least 1024 bytes (16M), got {text!r}"
+        )
     return int(digits) * unit
 
 
@@ -99,7 +101,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=_size,
         default=None,
         metavar="SIZE",
-        help="the largest JSON-RPC message read from the client or a stdio upstream "
+        help="the largest JSON-RPC message read from the client or an upstream "
         "(bytes, or 512K, 16M, 1G); larger ones are answered with an error "
         "(default: [mcp] max_message_bytes, 16M)",
     )
@@ -108,7 +110,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default="WARNING",
         type=str.upper,
         choices=LEVELS,
-        help="the proxy's log level (stderr): %(choices)s",
+        help="the proxy's log level (its logs go to stderr)",
     )
     proxy.add_argument(
         "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
@@ -148,8 +150,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ...config import Config, build_pipeline, parse_config
-    from ...errors import ConfigError
-    from ...errors import UsageError
+    from ...errors import ConfigError, UsageError
     from .config import McpServerConfig
     from .proxy import McpProxy, UpstreamError, UpstreamSpec, stderr_logging
 

@@ -303,9 +303,9 @@ class UpstreamPipe:
             log.warning("upstream %s: not JSON: %r", self.params.command, line[:200])
             inbox.put(exc)
             return
-        if inbox or not self._answered(message):  # (a busy inbox keeps the order)
-            if not self._stray_progress(message):
-                inbox.put(message)
+        # (a busy inbox keeps the order: an answer waits its turn there)
+        if (inbox or not self._answered(message)) and not self._stray_progress(message):
+            inbox.put(message)
 
     def _stray_progress(self, message: Any) -> bool:
         """Whether ``message`` is progress for no call in flight that asked for it

@@ -39,8 +39,8 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 import mcp_types as mt
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
@@ -334,9 +334,7 @@ class Upstream:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            self.lane = lane = HttpLane(
-                target, name=self.name, max_message=self._proxy.max_message
-            )
+            self.lane = lane = HttpLane(target, name=self.name, max_message=self._proxy.max_message)
             http = lane.http = httpx2.AsyncClient(
                 headers=self._proxy.headers.get(self.name) or {},
                 timeout=httpx2.Timeout(30.0, read=300.0),
@@ -1134,9 +1132,11 @@ class McpProxy:
 
     def start_failure(self) -> UpstreamError | None:
         """The error of an upstream whose first connection attempt failed (after
-        ``connect``): the command that cannot start or died during the handshake."""
+        ``connect``): the command that cannot start or died during the handshake.  The
+        first session's connections are then closed (no more attempts)."""
         for upstream in self.first.upstreams:
             if not upstream.connections:
+                self.first.close()
                 return UpstreamError(upstream.name, upstream.error)
         return None
 
