@@ -382,9 +382,12 @@ async def test_a_progress_flood_with_a_token_never_sent_is_dropped(tmp_path: Pat
                 elif "id" in message:
                     answers[message["id"]] = message
             took = anyio.current_time() - started
-            # the stale progress after the answer is dropped too: a call made after it
-            # gets its answer first thing
-            echo = await client.call(4, "echo", {"message": "after"})
+            # the progress after the answer (its call is over) is dropped too: nothing
+            # comes before the answer to a call made after it
+            params = {"name": "echo", "arguments": {"message": "after"}}
+            await client.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params})
+            echo, before = await client.answer(4)
+            progress += [m["params"] for m in before if m.get("method") == "notifications/progress"]
     assert text_of(answers[2]) == "flooded"
     assert text_of(answers[3]) == "echo: meanwhile"
     assert [p["progressToken"] for p in progress] == ["mine"] * 3

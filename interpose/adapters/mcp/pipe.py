@@ -346,12 +346,17 @@ class UpstreamPipe:
             self._inbox.put(message)
 
     def _answered(self, message: Any) -> bool:
-        """Hand ``message`` to its raw-lane caller if it is the answer one waits for."""
-        return (
+        """Hand ``message`` to its raw-lane caller if it is the answer one waits for
+        (its progress ends here: what comes after the answer is dropped)."""
+        if not (
             isinstance(message, dict)
             and "method" not in message
             and _hand_over(self._pending, message)
-        )
+        ):
+            return False
+        if self._progress:
+            self._progress.pop(message.get("id"), None)
+        return True
 
     async def _pump(
         self, inbox: Inbox, to_client: MemoryObjectSendStream[SessionMessage | Exception]
