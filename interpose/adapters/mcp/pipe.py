@@ -355,7 +355,7 @@ class UpstreamPipe:
         ):
             return False
         if self._progress:
-            self._progress.pop(message.get("id"), None)
+            self._progress.pop(message["id"], None)  # (a string: it had a waiter)
         return True
 
     async def _pump(
