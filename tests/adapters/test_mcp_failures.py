@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -543,6 +544,19 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path: Path, args: list[str],
     assert "Traceback" not in done.stderr + done.stdout
     assert said in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("interpose mcp-proxy: ")
+
+
+def test_a_listen_address_in_use_gives_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _run("--listen", f"127.0.0.1:{port}", "--", *scripted(tmp_path, "ok"))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"interpose mcp-proxy: cannot listen on 127.0.0.1:{port}: ")
+    assert "in use" in last
 
 
 def test_help_has_a_description_and_the_exit_codes() -> None:

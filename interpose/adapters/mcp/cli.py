@@ -28,7 +28,8 @@ exit codes:
   0  the client disconnected (stdio), or the proxy was stopped (SIGTERM, SIGINT)
   1  an upstream server did not start or died during its handshake: the client's
      initialize got an error naming the command, its exit status and its stderr
-  2  bad arguments or a bad config file (one line on stderr says what)"""
+  2  bad arguments, a bad config file, a --listen address that cannot be listened on
+     (one line on stderr says what)"""
 
 
 def _host_port(text: str) -> str:
@@ -115,7 +116,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     proxy.add_argument(
         "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
     )
-    proxy.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    # (dest: not "command", which names the subcommand in interpose's own error lines)
+    proxy.add_argument(
+        "upstream",
+        metavar="command",
+        nargs=argparse.REMAINDER,
+        help="-- COMMAND [ARGS...]: the upstream stdio server",
+    )
     proxy.set_defaults(func=run)
 
 
@@ -158,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         stderr_logging(args.log_level, args.log_file)
     except OSError as exc:
         raise UsageError(f"--log-file: {exc.strerror}: {args.log_file}") from None
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.upstream[1:] if args.upstream[:1] == ["--"] else args.upstream
     if command and args.upstream_url:
         return _usage("give either -- COMMAND or --upstream-url, not both")
     if args.config and not os.access(args.config, os.R_OK) and Path(args.config).exists():
@@ -234,21 +241,24 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     except Exception as exc:
-        failed = _upstream_error(exc, UpstreamError)
+        failed = _found(exc, UpstreamError)
         if failed is None:
-            raise
+            failed = _found(exc, UsageError)  # (--listen: cannot listen)
+            if failed is None:
+                raise
+            raise failed from None
         # an upstream did not start: the client's initialize got this error
         print(f"interpose mcp-proxy: {failed}", file=sys.stderr)
         return EXIT_UPSTREAM
     return 0
 
 
-def _upstream_error(exc: BaseException, kind: type[Exception]) -> BaseException | None:
+def _found(exc: BaseException, kind: type[Exception]) -> BaseException | None:
     """``exc`` if it is a ``kind``, or the first ``kind`` in its exception groups."""
     if isinstance(exc, kind):
         return exc
     for inner in getattr(exc, "exceptions", ()):
-        found = _upstream_error(inner, kind)
+        found = _found(inner, kind)
         if found is not None:
             return found
     return None

@@ -275,22 +275,35 @@ class StdioFront:
         """A line of the client's: served here when it is the fast lane's (a
         ``tools/call`` starts its task at once), else queued for the SDK's server."""
         assert self._inbox is not None
-        message = self._message(line)
-        if message is not None and not self._take(message):
-            self._inbox.put(message)
-
-    def _message(self, line: bytes) -> dict[str, Any] | None:
-        """The JSON object of a line; None: it is not one, and the client has been
-        answered (JSON-RPC: -32700 Parse error, -32600 Invalid Request; id null)."""
         try:
             message = _decode(line)
         except msgspec.DecodeError as exc:
-            self._write(_error(None, PARSE_ERROR, f"Parse error: {exc}"))
+            self._not_a_request(exc)
+            return
+        if not isinstance(message, dict):
+            self._not_a_request(None)
+        elif not self._take(message):
+            self._inbox.put(message)
+
+    def _message(self, line: bytes) -> dict[str, Any] | None:
+        """The JSON object of a line; None: it is not one (answered: ``_not_a_request``)."""
+        try:
+            message = _decode(line)
+        except msgspec.DecodeError as exc:
+            self._not_a_request(exc)
             return None
         if not isinstance(message, dict):
-            self._write(_error(None, INVALID_REQUEST, "Invalid Request: not a JSON object"))
+            self._not_a_request(None)
             return None
         return message
+
+    def _not_a_request(self, error: msgspec.DecodeError | None) -> None:
+        """Answer a line that is not JSON (``error``), or not a JSON object, as JSON-RPC
+        says: -32700 Parse error, -32600 Invalid Request; id null."""
+        if error is not None:
+            self._write(_error(None, PARSE_ERROR, f"Parse error: {error}"))
+        else:
+            self._write(_error(None, INVALID_REQUEST, "Invalid Request: not a JSON object"))
 
     def _too_long(self, over: Oversized) -> None:
         """A line of the client's over the limit: its request gets an error that says

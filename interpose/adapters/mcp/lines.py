@@ -85,18 +85,24 @@ class LineProtocol(asyncio.Protocol):
                 self._on_line(line)
         start = 0
         on_line = self._on_line
-        max_line = self._max_line
+        if len(data) > self._max_line:  # (else no line in it can be over the limit)
+            on_line = self._checked
         while (end := data.find(b"\n", start)) >= 0:
             line = data[start:end]
             start = end + 1
-            if len(line) > max_line:
-                self._skip(line)
-                self._too_long()
-            elif line and not line.isspace():
+            if line and not line.isspace():
                 on_line(line)
         if start < len(data):
             self._partial += data[start:]
             self._check_length()
+
+    def _checked(self, line: bytes) -> None:
+        """``on_line``, for a line that may be over the limit."""
+        if len(line) > self._max_line:
+            self._skip(line)
+            self._too_long()
+        else:
+            self._on_line(line)
 
     def _check_length(self) -> None:
         if len(self._partial) > self._max_line:

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ from opentelemetry import propagate, trace
 from pydantic import BaseModel
 
 from ...bus import events as ev
-from ...errors import InterposeError
+from ...errors import InterposeError, UsageError
 from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
 from ...pipeline.payloads import (
     Approval,
@@ -1182,11 +1183,14 @@ class McpProxy:
         Each MCP session gets its own upstream connections, closed with the session.
 
         Raises:
+            UsageError: ``host:port`` cannot be listened on (in use, not an address
+                of this machine).
             UpstreamError: an upstream did not start (or died during its handshake):
                 nothing listens.
         """
         import uvicorn
 
+        listening = _listen(host, port)
         async with anyio.create_task_group() as tg:
             self._per_session = True
             await self.connect(tg)
@@ -1222,7 +1226,7 @@ class McpProxy:
                     ready(url)
 
             tg.start_soon(announce)
-            await server.serve()
+            await server.serve(sockets=[listening])
             tg.cancel_scope.cancel()
 
     def _watch_sessions(self, srv: Server[Any]) -> None:
@@ -1296,6 +1300,21 @@ def _server_event(message: Any) -> ServerEvent | None:
     if isinstance(message, mt.ResourceUpdatedNotification):
         return ResourceUpdated(uri=str(message.params.uri))
     return None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``.
+
+    Raises:
+        UsageError: it cannot be made (the port is in use, the host is unknown...).
+    """
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address, family=family)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _paths(args: dict[str, Any], keys: tuple[str, ...]) -> Iterator[str]:
