@@ -78,6 +78,10 @@ for line in sys.stdin:
         if MODE == "exit-in-handshake":
             sys.stderr.write("handshake refused: bad token\n")
             sys.exit(4)
+        if MODE == "hang-in-handshake":  # never answers (reads on until stdin closes)
+            sys.stderr.write("waiting for a licence server\n")
+            sys.stderr.flush()
+            continue
         result = {
             "protocolVersion": params["protocolVersion"],
             "capabilities": {"tools": {}},
@@ -232,6 +236,10 @@ def text_of(answer: dict[str, Any]) -> str:
         ("not-executable", ["cannot start", "permission denied"]),
         ("exit-at-once", ["exited with status 3", "boom: no API key in the environment"]),
         ("exit-in-handshake", ["exited with status 4", "handshake refused: bad token"]),
+        (
+            "hang-in-handshake",
+            ["no answer to initialize", "within 1s", "connect_timeout_ms", "licence server"],
+        ),
     ],
 )
 async def test_an_upstream_that_does_not_start_fails_initialize_and_the_proxy_exits_1(
@@ -248,8 +256,10 @@ async def test_an_upstream_that_does_not_start_fails_initialize_and_the_proxy_ex
     else:
         upstream = scripted(tmp_path, mode)
         said = [*said, "scripted.py"]
+    config = tmp_path / "interpose.toml"
+    config.write_text("[mcp]\nconnect_timeout_ms = 1000\n", encoding="utf-8")
     with anyio.fail_after(CALL_TIMEOUT):
-        async with raw_proxy(upstream) as client:
+        async with raw_proxy(upstream, "--config", str(config)) as client:
             await client.write(b"not json\n")  # answered even now
             parse_error = await client.receive()
             await client.send(INITIALIZE)

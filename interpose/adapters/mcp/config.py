@@ -88,6 +88,15 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         int,
         msgspec.Meta(description="how long one upstream tool call may take; 0: no limit", ge=0),
     ] = 0
+    connect_timeout_ms: Annotated[
+        int,
+        msgspec.Meta(
+            description="how long an upstream may take to answer the handshake and the "
+            "first tools/list (at start and at each restart); a call waits as long for a "
+            "restarting upstream",
+            ge=1,
+        ),
+    ] = 30000
     max_message_bytes: Annotated[
         int,
         msgspec.Meta(

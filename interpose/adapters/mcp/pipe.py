@@ -201,6 +201,7 @@ class UpstreamPipe:
         self.start_error: str | None = None  # why the process could not be started
         self.dropped_progress = 0
         self.ended = False  # the server closed its stdout (it exited, most likely)
+        self._stopping = False  # the proxy is stopping it (an EOF then is ours)
         self._stderr: StderrTail | None = None
         self._process: anyio.abc.Process | None = None
         self._stdin: asyncio.StreamWriter | None = None
@@ -364,7 +365,7 @@ class UpstreamPipe:
         async with to_client:
             try:
                 await inbox.pump()
-                self.ended = True
+                self.ended = not self._stopping
             finally:
                 self._fail_pending()  # the server's stdout is closed: nothing more comes
 
@@ -429,13 +430,17 @@ class UpstreamPipe:
             how = f"was killed by signal {-code} ({_signal_name(-code)})"
         else:
             how = f"exited with status {code}"
-        said = ""
         if self._stderr is not None:
             with anyio.move_on_after(0.2):  # what it wrote before it ended
                 await asyncio.shield(self._stderr.closed)
-            tail = self._stderr.last_lines()
-            said = f"; its stderr ends: {tail}" if tail else "; its stderr was empty"
-        return f"`{self.command}` {how} {when}{said}"
+        return f"`{self.command}` {how} {when}{self.stderr_said()}"
+
+    def stderr_said(self) -> str:
+        """``; its stderr ends: <its last lines>`` (or that it was empty)."""
+        if self._stderr is None:
+            return ""
+        tail = self._stderr.last_lines()
+        return f"; its stderr ends: {tail}" if tail else "; its stderr was empty"
 
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
@@ -445,6 +450,7 @@ class UpstreamPipe:
 
     async def _stop(self, process: anyio.abc.Process, stdin: asyncio.WriteTransport) -> None:
         """Close stdin, give it STOP_TIMEOUT s, then terminate its process group."""
+        self._stopping = True
         stdin.close()
         with anyio.move_on_after(STOP_TIMEOUT):
             await process.wait()

@@ -30,6 +30,7 @@ import contextvars
 import hashlib
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -91,7 +92,6 @@ log = logging.getLogger("interpose.mcp")
 _R = TypeVar("_R")
 _M = TypeVar("_M", bound=BaseModel)
 
-CONNECT_TIMEOUT = 30.0  # s: until an upstream has answered its handshake and listing
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # s: between failed connection attempts
 _PAGE_LIMIT = 1000  # pages of one listing we follow before giving up (a looping cursor)
 
@@ -256,20 +256,23 @@ class Upstream:
     async def _why_not(self, exc: Exception) -> str:
         """Why a connection attempt failed, in a sentence."""
         pipe = self.pipe
-        if pipe is not None and (pipe.start_error is not None or pipe.ended):
+        gone = pipe is not None and (pipe.start_error is not None or pipe.ended)
+        if pipe is not None and gone and not isinstance(exc, TimeoutError):
             return await pipe.why_closed("before answering initialize")
         target = f"`{pipe.command}`" if pipe is not None else self.target
-        return f"no MCP handshake with {target}: {_leaf(exc)}"
+        said = pipe.stderr_said() if pipe is not None else ""
+        return f"no MCP handshake with {target}: {_leaf(exc)}{said}"
 
     async def connected(self) -> Client:
-        """The live client, waiting (at most CONNECT_TIMEOUT s) while it (re)connects.
+        """The live client, waiting (at most ``[mcp] connect_timeout_ms``) while it
+        (re)connects.
 
         Raises:
             UpstreamError: not connected in time, or the last attempt failed.
         """
         if self.client is not None:
             return self.client
-        with anyio.move_on_after(CONNECT_TIMEOUT):
+        with anyio.move_on_after(self._proxy.connect_timeout):
             await self._ready.wait()
         if self.client is None:
             raise UpstreamError(self.name, self.error)
@@ -282,33 +285,45 @@ class Upstream:
         """
         started = False
         failures = 0
+        timeout = self._proxy.connect_timeout
         while True:
             try:
-                async with self._client() as client:
-                    if self.lane is not None:
-                        self.lane.version = client.protocol_version
-                    await self._list_all(client)
-                    self.capabilities = client.server_capabilities
-                    lane = self.lane
-                    async with anyio.create_task_group() as drains:
-                        if lane is not None:
-                            lane.drains = drains  # answered calls' streams end here
-                        try:
-                            self.client = client
-                            self.connections += 1
-                            self._lost = anyio.Event()
-                            failures = 0
-                            self._ready.set()
-                            if not started:
-                                started = True
-                                task_status.started()
-                            log.info(
-                                "upstream %r connected (%s)", self.name, client.protocol_version
-                            )
-                            await self._lost.wait()
-                        finally:
+                # the handshake and the listing within the timeout: a server that never
+                # answers is an error, not a hang
+                with anyio.CancelScope(deadline=anyio.current_time() + timeout) as handshake:
+                    async with self._client() as client:
+                        if self.lane is not None:
+                            self.lane.version = client.protocol_version
+                        await self._list_all(client)
+                        handshake.deadline = math.inf
+                        self.capabilities = client.server_capabilities
+                        lane = self.lane
+                        async with anyio.create_task_group() as drains:
                             if lane is not None:
-                                lane.drains = None
+                                lane.drains = drains  # answered calls' streams end here
+                            try:
+                                self.client = client
+                                self.connections += 1
+                                self._lost = anyio.Event()
+                                failures = 0
+                                self._ready.set()
+                                if not started:
+                                    started = True
+                                    task_status.started()
+                                log.info(
+                                    "upstream %r connected (%s)",
+                                    self.name,
+                                    client.protocol_version,
+                                )
+                                await self._lost.wait()
+                            finally:
+                                if lane is not None:
+                                    lane.drains = None
+                if handshake.cancelled_caught:
+                    raise TimeoutError(
+                        f"no answer to initialize and tools/list within {timeout:g}s "
+                        "([mcp] connect_timeout_ms)"
+                    )
             except Exception as exc:  # the server did not start, or died during the handshake
                 self.client = None
                 why = await self._why_not(exc)
@@ -570,6 +585,7 @@ class McpProxy:
         self.config = config or McpConfig()
         self.name = name
         self.max_message = self.config.max_message_bytes
+        self.connect_timeout = self.config.connect_timeout_ms / 1000
         self.call_timeout = (
             self.config.call_timeout_ms / 1000 if self.config.call_timeout_ms else None
         )
@@ -1049,7 +1065,7 @@ class McpProxy:
             # re-read it now: the next tools/list must not route with the old names
             client = upstream.client
             if client is not None:
-                with anyio.move_on_after(CONNECT_TIMEOUT):
+                with anyio.move_on_after(self.connect_timeout):
                     await upstream._list_all(client)
         event = _server_event(message)
         session = upstream.session
