@@ -279,6 +279,24 @@ async def test_an_upstream_that_does_not_start_fails_initialize_and_the_proxy_ex
     assert f"interpose mcp-proxy: {message}" in stderr.splitlines()
 
 
+def test_with_files_as_stdin_and_stdout_initialize_gets_the_error_too(tmp_path: Path) -> None:
+    # regular files: the SDK's own stdio transport serves (the event loop cannot watch
+    # them); the refusal goes through it
+    requests, answers = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    requests.write_text(json.dumps(INITIALIZE) + "\n", encoding="utf-8")
+    argv = proxy_argv(scripted(tmp_path, "exit-at-once"), name="scripted")
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=CALL_TIMEOUT
+        )
+    assert done.returncode == 1
+    answer = json.loads(answers.read_text(encoding="utf-8").splitlines()[0])
+    assert answer["id"] == 1
+    assert "exited with status 3" in answer["error"]["message"]
+    assert "boom: no API key" in answer["error"]["message"]
+    assert b"Traceback" not in done.stderr
+
+
 async def test_the_sdk_client_sees_why_the_upstream_did_not_start(tmp_path: Path) -> None:
     upstream = scripted(tmp_path, "exit-in-handshake")
     error: BaseException | None = None
