@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 
-from interpose.adapters.mcp.lines import Inbox, LineProtocol
+from interpose.adapters.mcp.lines import Inbox, LineProtocol, Oversized
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +20,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def _read(chunks: list[bytes], *, max_line: int = 1 << 16) -> tuple[list[bytes], bool]:
+async def _read(
+    chunks: list[bytes],
+    *,
+    max_line: int = 1 << 16,
+    on_too_long: Callable[[Oversized], None] | None = None,
+) -> tuple[list[bytes], bool]:
     """Write ``chunks`` to a pipe one by one (each read on its own); the lines seen and
     whether the pipe was reported closed."""
     loop = asyncio.get_running_loop()
@@ -28,7 +34,11 @@ async def _read(chunks: list[bytes], *, max_line: int = 1 << 16) -> tuple[list[b
     ours, theirs = os.pipe()
     transport, _ = await loop.connect_read_pipe(
         lambda: LineProtocol(
-            lines.append, lambda: closed.set_result(True), max_line=max_line, name="test"
+            lines.append,
+            lambda: closed.set_result(True),
+            max_line=max_line,
+            name="test",
+            on_too_long=on_too_long,
         ),
         os.fdopen(ours, "rb", buffering=0),
     )
@@ -54,10 +64,27 @@ async def test_lines_are_split_across_pieces_and_blank_ones_skipped() -> None:
     assert closed  # EOF: the unfinished "rest" is not a message
 
 
-async def test_a_line_over_the_limit_closes_the_pipe() -> None:
-    lines, closed = await _read([b"ok\n", b"x" * 100, b"more\n"], max_line=64)
-    assert lines == [b"ok"]
+async def test_a_line_over_the_limit_is_dropped_reported_and_reading_goes_on() -> None:
+    over: list[Oversized] = []
+    long = b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": "' + b"y" * 200 + b'"}'
+    chunks = [b"ok\n", long[:100], long[100:], b"\nmore\n", b"z" * 80 + b"\nlast\n"]
+    lines, closed = await _read(chunks, max_line=64, on_too_long=over.append)
+    assert lines == [b"ok", b"more", b"last"]
     assert closed
+    assert [o.size for o in over] == [len(long), 80]
+    assert over[0].identify() == (7, True)
+    assert over[1].identify() == (None, False)
+
+
+def test_the_id_of_an_oversized_message_is_found_at_its_start_or_its_end() -> None:
+    sdk = Oversized(b'{"jsonrpc":"2.0","id":"interpose-3","result":{"content":[', b"]}}", 9)
+    typescript = Oversized(b'{"result":{"content":[', b'"}]},"jsonrpc":"2.0","id":12}', 9)
+    nested = Oversized(b'{"jsonrpc":"2.0","result":{"a":{"id":5', b'"id":5}}}', 9)
+    notification = Oversized(b'{"method":"notifications/message","params":{', b"}}", 9)
+    assert sdk.identify() == ("interpose-3", False)
+    assert typescript.identify() == (12, False)
+    assert nested.identify() == (None, False)  # an id inside the result is not the id
+    assert notification.identify() == (None, True)
 
 
 async def test_the_inbox_keeps_order_pauses_the_pipe_and_ends_after_what_came_before() -> None:

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import importlib.util
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +16,52 @@ __all__ = ["add_parser", "run"]
 
 log = logging.getLogger("interpose.mcp")
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+EXIT_UPSTREAM = 1  # an upstream did not start, or died during its handshake
+DESCRIPTION = """\
+Put interpose's pipeline between an MCP client and its MCP servers: the client starts
+the proxy instead of the server, the proxy starts the server (-- COMMAND) or connects
+to it (--upstream-url), and every tools/call goes through the hooks of --config.
+Serves MCP on stdin/stdout, or streamable HTTP with --listen. See docs/mcp.md."""
+EPILOG = """\
+exit codes:
+  0  the client disconnected (stdio), or the proxy was stopped (SIGTERM, SIGINT)
+  1  an upstream server did not start or died during its handshake: the client's
+     initialize got an error naming the command, its exit status and its stderr
+  2  bad arguments, a bad config file, a --listen address that cannot be listened on
+     (one line on stderr says what)"""
+
+
+def _host_port(text: str) -> str:
+    """``--listen``: HOST:PORT with a port of 0-65535."""
+    _host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (port 0-65535), got {text!r}")
+    return text
+
+
+def _log_file(text: str) -> str:
+    """``--log-file``: a file whose directory exists."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"no directory {path.parent} for {text}")
+    return text
+
+
+def _size(text: str) -> int:
+    """``--max-message-bytes``: bytes, or with a K, M or G suffix (KiB, MiB, GiB)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    digits, unit = text.upper().removesuffix("IB").removesuffix("B"), 1
+    if digits[-1:] in units:
+        digits, unit = digits[:-1], units[digits[-1]]
+    if not digits.isdigit() or int(digits) * unit < 1024:
+        raise argparse.ArgumentTypeError(
+            f"expected a size of at least 1024 bytes (16M), got {text!r}"
+        )
+    return int(digits) * unit
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``mcp-proxy`` subcommand."""
@@ -22,7 +69,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "mcp-proxy",
         help="put the pipeline in front of MCP servers (stdio or streamable HTTP)",
         usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
-        "[--listen HOST:PORT] [--loop auto|asyncio|uvloop] [-- COMMAND [ARGS...]]",
+        "[--listen HOST:PORT] [--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
+        "[-- COMMAND [ARGS...]]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     proxy.add_argument("--config", default=None, help="interpose.toml (hooks, [mcp.servers])")
     proxy.add_argument(
@@ -35,6 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     proxy.add_argument(
         "--listen",
         default=None,
+        type=_host_port,
         metavar="HOST:PORT",
         help="serve streamable HTTP (at /mcp) instead of stdio; port 0: any free port",
     )
@@ -45,9 +97,32 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the event loop: uvloop when it is installed (the mcp extra installs it), "
         "else asyncio's own",
     )
-    proxy.add_argument("--log-level", default="WARNING", help="the proxy's log level (stderr)")
-    proxy.add_argument("--log-file", default=None, help="log to this file instead of stderr")
-    proxy.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    proxy.add_argument(
+        "--max-message-bytes",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="the largest JSON-RPC message read from the client or an upstream "
+        "(bytes, or 512K, 16M, 1G); larger ones are answered with an error "
+        "(default: [mcp] max_message_bytes, 16M)",
+    )
+    proxy.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=LEVELS,
+        help="the proxy's log level (its logs go to stderr)",
+    )
+    proxy.add_argument(
+        "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
+    )
+    # (dest: not "command", which names the subcommand in interpose's own error lines)
+    proxy.add_argument(
+        "upstream",
+        metavar="command",
+        nargs=argparse.REMAINDER,
+        help="-- COMMAND [ARGS...]: the upstream stdio server",
+    )
     proxy.set_defaults(func=run)
 
 
@@ -68,7 +143,8 @@ def _uvloop(choice: str) -> bool | None:
 def run(args: argparse.Namespace) -> int:
     """Run the proxy until the client disconnects (stdio) or the process is stopped.
 
-    Exits 2 on a usage or config error (said on stderr), 0 otherwise.
+    Exits 2 on a usage or config error, 1 when an upstream did not start (both said
+    in one line on stderr), 0 otherwise.
     """
     try:
         import mcp  # noqa: F401
@@ -81,14 +157,19 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ...config import Config, build_pipeline, parse_config
-    from ...errors import ConfigError
+    from ...errors import ConfigError, UsageError
     from .config import McpServerConfig
-    from .proxy import McpProxy, UpstreamSpec, stderr_logging
+    from .proxy import McpProxy, UpstreamError, UpstreamSpec, stderr_logging
 
-    stderr_logging(args.log_level.upper(), args.log_file)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        stderr_logging(args.log_level, args.log_file)
+    except OSError as exc:
+        raise UsageError(f"--log-file: {exc.strerror}: {args.log_file}") from None
+    command = args.upstream[1:] if args.upstream[:1] == ["--"] else args.upstream
     if command and args.upstream_url:
         return _usage("give either -- COMMAND or --upstream-url, not both")
+    if args.config and not os.access(args.config, os.R_OK) and Path(args.config).exists():
+        return _usage(f"--config: cannot read {args.config} (permission denied)")
     try:
         # checked by build_pipeline below, once the command line's server is in it
         config = parse_config(args.config) if args.config else Config()
@@ -110,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
         return 2
+    if args.max_message_bytes is not None:
+        config.mcp.max_message_bytes = args.max_message_bytes
     specs = [
         UpstreamSpec.from_config(name, table, base_dir)
         for name, table in config.mcp.servers.items()
@@ -148,8 +231,6 @@ def run(args: argparse.Namespace) -> int:
             await serve()
             tg.cancel_scope.cancel()
 
-    if listen is not None and not listen.rpartition(":")[2].isdigit():
-        return _usage(f"--listen: expected HOST:PORT, got {listen!r}")
     uvloop = _uvloop(args.loop)
     if uvloop is None:
         return _usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
@@ -159,7 +240,28 @@ def run(args: argparse.Namespace) -> int:
         anyio.run(main, backend_options={"use_uvloop": uvloop})
     except KeyboardInterrupt:
         pass
+    except Exception as exc:
+        failed = _found(exc, UpstreamError)
+        if failed is None:
+            failed = _found(exc, UsageError)  # (--listen: cannot listen)
+            if failed is None:
+                raise
+            raise failed from None
+        # an upstream did not start: the client's initialize got this error
+        print(f"interpose mcp-proxy: {failed}", file=sys.stderr)
+        return EXIT_UPSTREAM
     return 0
+
+
+def _found(exc: BaseException, kind: type[Exception]) -> BaseException | None:
+    """``exc`` if it is a ``kind``, or the first ``kind`` in its exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _found(inner, kind)
+        if found is not None:
+            return found
+    return None
 
 
 def _usage(message: str) -> int:

@@ -100,6 +100,24 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         int,
         msgspec.Meta(description="how long one upstream tool call may take; 0: no limit", ge=0),
     ] = 0
+    connect_timeout_ms: Annotated[
+        int,
+        msgspec.Meta(
+            description="how long an upstream may take to answer the handshake and the "
+            "first tools/list (at start and at each restart); a call waits as long for a "
+            "restarting upstream",
+            ge=1,
+        ),
+    ] = 30000
+    max_message_bytes: Annotated[
+        int,
+        msgspec.Meta(
+            description="the largest JSON-RPC message (one line on stdio) the proxy reads "
+            "from the client or a stdio upstream, in bytes; a larger one is answered with "
+            "an error that says the limit (`--max-message-bytes` overrides it)",
+            ge=1024,
+        ),
+    ] = 16 << 20
 
 
 def _field(name: str) -> str:

@@ -19,12 +19,14 @@ upstream's notifications are written to the client from here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import functools
 import logging
 import math
 import os
 import stat
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -36,15 +38,15 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from pydantic import BaseModel
 from starlette.requests import Request
 
-from .lines import Inbox, LineProtocol
-from .pipe import _cancelled, _forward, _hand_over, _raise_error
+from .lines import Inbox, LineProtocol, Oversized
+from .pipe import _cancelled, _error_answer, _forward, _hand_over, _raise_error, too_long
 from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
 
 __all__ = ["HttpFront", "StdioFront", "answer_call"]
@@ -53,7 +55,6 @@ log = logging.getLogger("interpose.mcp")
 
 _M = TypeVar("_M", bound=BaseModel)
 
-MAX_LINE = 1 << 28  # bytes: one JSON-RPC message (a base64 image, a large file)
 BUFFER = 16  # messages waiting for the SDK's server, or for stdout
 MAX_BODY = 1 << 20  # bytes: larger POSTs go to the SDK's app (and its body limit)
 MAX_SEEN = 256  # sets of security-relevant header values remembered by HttpFront
@@ -186,25 +187,65 @@ class StdioFront:
 
     # -- serving ------------------------------------------------------------------------
 
+    async def _open(
+        self, on_line: Callable[[bytes], None], on_close: Callable[[], None]
+    ) -> tuple[asyncio.ReadTransport, asyncio.WriteTransport]:
+        """Read the client's lines (``on_line``; ``on_close`` at EOF) and make the
+        writer to the client."""
+        loop = asyncio.get_running_loop()
+        read_pipe = os.fdopen(self._in_fd, "rb", buffering=0, closefd=False)
+        write_pipe = os.fdopen(self._out_fd, "wb", buffering=0, closefd=False)
+        # the writer first: a line read may be answered at once (a parse error)
+        write_transport, write_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, write_pipe
+        )
+        self._writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: LineProtocol(
+                on_line,
+                on_close,
+                max_line=self.proxy.max_message,
+                name="stdin",
+                on_too_long=self._too_long,
+            ),
+            read_pipe,
+        )
+        return read_transport, write_transport
+
+    async def refuse(self, reason: str) -> None:
+        """Answer the client's requests with the error ``reason`` (an upstream did not
+        start) until one has been answered or the client closes stdin."""
+        done = asyncio.get_running_loop().create_future()
+
+        def finish() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def on_line(line: bytes) -> None:
+            message = self._message(line)
+            if isinstance(message, dict) and "method" in message and "id" in message:
+                self._write(_error(message["id"], INTERNAL_ERROR, reason))
+                finish()
+
+        read_transport, write_transport = await self._open(on_line, finish)
+        try:
+            await done
+            assert self._writer is not None
+            with contextlib.suppress(OSError):
+                await self._writer.drain()
+        finally:
+            read_transport.close()
+            write_transport.close()
+
     async def serve(self, srv: Server[Any]) -> None:
         """Serve the client until it closes stdin."""
-        loop = asyncio.get_running_loop()
         to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](
             BUFFER
         )
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](BUFFER)
         inbox = self._inbox = Inbox(functools.partial(_forward, to=to_server), BUFFER)
-        read_pipe = os.fdopen(self._in_fd, "rb", buffering=0, closefd=False)
-        write_pipe = os.fdopen(self._out_fd, "wb", buffering=0, closefd=False)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: LineProtocol(self._on_line, inbox.end, max_line=MAX_LINE, name="stdin"),
-            read_pipe,
-        )
+        read_transport, write_transport = await self._open(self._on_line, inbox.end)
         inbox.transport = read_transport
-        write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, write_pipe
-        )
-        self._writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         self.session.downstream = self
         options = srv.create_initialization_options(self.proxy.notification_options())
         try:
@@ -237,10 +278,48 @@ class StdioFront:
         try:
             message = _decode(line)
         except msgspec.DecodeError as exc:
-            self._inbox.put(exc)  # as the SDK's transport does: logged there
+            self._not_a_request(exc)
             return
-        if not (isinstance(message, dict) and self._take(message)):
+        if not isinstance(message, dict):
+            self._not_a_request(None)
+        elif not self._take(message):
             self._inbox.put(message)
+
+    def _message(self, line: bytes) -> dict[str, Any] | None:
+        """The JSON object of a line; None: it is not one (answered: ``_not_a_request``)."""
+        try:
+            message = _decode(line)
+        except msgspec.DecodeError as exc:
+            self._not_a_request(exc)
+            return None
+        if not isinstance(message, dict):
+            self._not_a_request(None)
+            return None
+        return message
+
+    def _not_a_request(self, error: msgspec.DecodeError | None) -> None:
+        """Answer a line that is not JSON (``error``), or not a JSON object, as JSON-RPC
+        says: -32700 Parse error, -32600 Invalid Request; id null."""
+        if error is not None:
+            self._write(_error(None, PARSE_ERROR, f"Parse error: {error}"))
+        else:
+            self._write(_error(None, INVALID_REQUEST, "Invalid Request: not a JSON object"))
+
+    def _too_long(self, over: Oversized) -> None:
+        """A line of the client's over the limit: its request gets an error that says
+        the limit (an answer to one of our questions: that question fails)."""
+        request_id, is_request = over.identify()
+        reason = too_long("the client sent", over.size, self.proxy.max_message)
+        if not is_request and isinstance(request_id, str) and request_id in self._asked:
+            _hand_over(self._asked, _error_answer(request_id, INVALID_REQUEST, reason))
+        elif request_id is not None or not is_request:  # (a notification: not answered)
+            self._write(_error(request_id, INVALID_REQUEST, reason))
+
+    def _write(self, line: bytes) -> None:
+        """Write a line to the client now (from ``data_received``: no await)."""
+        writer = self._writer
+        if writer is not None and not writer.is_closing():
+            writer.write(line + b"\n")
 
     def _take(self, message: dict[str, Any]) -> bool:
         """Serve ``message`` here if it is the fast lane's; False: the SDK's."""
@@ -412,6 +491,10 @@ class HttpFront:
                 length = int(value)
             elif key in _CHECKED:
                 checked.setdefault(key, value)
+        if length > self.proxy.max_message:  # (the SDK's app also stops longer bodies)
+            reason = too_long("the client sent", length, self.proxy.max_message)
+            await _respond(send, 413, _error(None, INVALID_REQUEST, reason), sid)
+            return
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
         session = self.proxy.sessions.get(sid) if transport is not None else None
@@ -518,8 +601,8 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
-async def _respond(send: Any, status: int, body: bytes, sid: str) -> None:
-    headers = [(b"mcp-session-id", sid.encode("latin-1"))]
+async def _respond(send: Any, status: int, body: bytes, sid: str | None) -> None:
+    headers = [(b"mcp-session-id", sid.encode("latin-1"))] if sid is not None else []
     if body:
         headers.append((b"content-type", b"application/json"))
     headers.append((b"content-length", str(len(body)).encode()))

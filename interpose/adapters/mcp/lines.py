@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-__all__ = ["Inbox", "LineProtocol"]
+__all__ = ["Inbox", "LineProtocol", "Oversized"]
 
 log = logging.getLogger("interpose.mcp")
 
@@ -29,9 +31,10 @@ class LineProtocol(asyncio.Protocol):
     """Split a pipe into lines; ``on_line`` gets each non-blank one (without its
     newline) as soon as its end arrives.
 
-    A line longer than ``max_line`` bytes cannot be a message of this pipe: the pipe
-    is closed (``on_line`` sees nothing more).  ``on_close`` is called once, when the
-    pipe is closed (EOF, an error, or closed here).
+    A line longer than ``max_line`` bytes is not kept: the rest of it is read and
+    dropped, and at its end ``on_too_long`` gets an ``Oversized`` (its start, its end,
+    its size), so that the message's sender can be told; then reading goes on.
+    ``on_close`` is called once, when the pipe is closed (EOF, an error, or closed here).
     """
 
     def __init__(
@@ -41,12 +44,17 @@ class LineProtocol(asyncio.Protocol):
         *,
         max_line: int,
         name: str,
+        on_too_long: Callable[[Oversized], None] | None = None,
     ) -> None:
         self._on_line = on_line
         self._on_close: Callable[[], None] | None = on_close
+        self._on_too_long = on_too_long
         self._max_line = max_line
         self._name = name
         self._partial = bytearray()  # the start of a line whose end has not come yet
+        self._skipped = 0  # bytes of an over-long line read and dropped so far (0: none)
+        self._head = b""  # ... its first bytes
+        self._tail = b""  # ... its last bytes
         self.transport: asyncio.ReadTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -54,7 +62,14 @@ class LineProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._partial:  # a line began in an earlier piece: only this one is searched
+        if self._skipped:  # inside an over-long line: drop up to its end
+            end = data.find(b"\n")
+            self._skip(data if end < 0 else data[:end])
+            if end < 0:
+                return
+            self._too_long()
+            data = data[end + 1 :]
+        elif self._partial:  # a line began in an earlier piece: only this one is searched
             end = data.find(b"\n")
             if end < 0:
                 self._partial += data
@@ -62,11 +77,16 @@ class LineProtocol(asyncio.Protocol):
                 return
             self._partial += data[:end]
             line, self._partial = bytes(self._partial), bytearray()
-            if not line.isspace():
-                self._on_line(line)
             data = data[end + 1 :]
+            if len(line) > self._max_line:
+                self._skip(line)
+                self._too_long()
+            elif not line.isspace():
+                self._on_line(line)
         start = 0
         on_line = self._on_line
+        if len(data) > self._max_line:  # (else no line in it can be over the limit)
+            on_line = self._checked
         while (end := data.find(b"\n", start)) >= 0:
             line = data[start:end]
             start = end + 1
@@ -76,11 +96,38 @@ class LineProtocol(asyncio.Protocol):
             self._partial += data[start:]
             self._check_length()
 
+    def _checked(self, line: bytes) -> None:
+        """``on_line``, for a line that may be over the limit."""
+        if len(line) > self._max_line:
+            self._skip(line)
+            self._too_long()
+        else:
+            self._on_line(line)
+
     def _check_length(self) -> None:
-        if len(self._partial) > self._max_line and self.transport is not None:
-            log.warning("%s: a line over %d bytes; closing the pipe", self._name, self._max_line)
-            self._partial = bytearray()
-            self.transport.close()
+        if len(self._partial) > self._max_line:
+            partial, self._partial = bytes(self._partial), bytearray()
+            self._skip(partial)
+
+    def _skip(self, piece: bytes) -> None:
+        """Drop ``piece`` of an over-long line, keeping its start and its end."""
+        if not self._skipped:
+            self._head = piece[:_KEPT]
+            self._tail = b""
+        self._skipped += len(piece)
+        self._tail = (self._tail + piece[-_KEPT:])[-_KEPT:]
+
+    def _too_long(self) -> None:
+        """The over-long line has ended: say so."""
+        size, self._skipped = self._skipped, 0
+        log.warning(
+            "%s: a message of %d bytes, over the limit of %d: dropped",
+            self._name,
+            size,
+            self._max_line,
+        )
+        if self._on_too_long is not None:
+            self._on_too_long(Oversized(self._head, self._tail, size))
 
     def eof_received(self) -> bool:
         return False  # the transport closes itself
@@ -91,6 +138,47 @@ class LineProtocol(asyncio.Protocol):
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
+
+
+_KEPT = 4096  # bytes kept of each end of an over-long line (where its id is)
+# a top-level key and, when it is a scalar, its value
+_KEY = re.compile(rb'\s*"([^"\\]*)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+|true|false|null)?\s*,?')
+# the id as the last top-level member (`{"result": ..., "jsonrpc": "2.0", "id": 7}`)
+_LAST_ID = re.compile(rb'[,{]\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*\}\s*$')
+
+
+class Oversized(NamedTuple):
+    """A line over the limit: its first and last bytes and its size."""
+
+    head: bytes
+    tail: bytes
+    size: int
+
+    def identify(self) -> tuple[str | int | None, bool]:
+        """The message's JSON-RPC id (None: not found) and whether it is a request or
+        a notification (it has a ``method``), from the top-level members at its start
+        (before the first object or array) or the id at its very end."""
+        keys: set[bytes] = set()
+        found: bytes | None = None
+        head = self.head.lstrip()
+        at = 1 if head[:1] == b"{" else len(head)
+        while at < len(head) and (match := _KEY.match(head, at)) is not None:
+            keys.add(match[1])
+            if match[1] == b"id" and match[2] is not None:
+                found = match[2]
+            if match[2] is None:
+                break  # an object or an array: where the scan ends
+            at = match.end()
+        if found is None and (last := _LAST_ID.search(self.tail)) is not None:
+            found = last[1]
+        request = b"method" in keys
+        if found is None:
+            return None, request
+        try:
+            value = json.loads(found)
+        except ValueError:
+            return None, request
+        return (value if isinstance(value, str | int) else None), request
 
 
 _END = object()

@@ -19,6 +19,7 @@ import contextlib
 import functools
 import logging
 import os
+import shlex
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
@@ -33,11 +34,11 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
+from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from .lines import Inbox, LineProtocol
-from .rawhttp import BadResponse, EventReader, RawHttp
+from .lines import Inbox, LineProtocol, Oversized
+from .rawhttp import BadResponse, EventReader, RawHttp, TooLarge
 
 try:  # trio requires sniffio: without it, asyncio is the one event loop anyio runs on
     from sniffio import current_async_library
@@ -58,12 +59,27 @@ Streams = tuple[
 
 STOP_TIMEOUT = 2.0  # s: after stdin closes, before the process group is terminated
 KILL_TIMEOUT = 2.0  # s: after SIGTERM, before SIGKILL
-MAX_LINE = 1 << 28  # bytes: one JSON-RPC message (a base64 image, a large file)
+MAX_MESSAGE = 16 << 20  # bytes: one JSON-RPC message, by default ([mcp] max_message_bytes)
+STDERR_TAIL = 2048  # bytes of the server's stderr kept, to say why it stopped
+EXIT_WAIT = 1.0  # s: how long a failed call waits for the server's exit status
 INBOX_LIMIT = 16  # the server's messages waiting for the SDK client before its stdout pauses
 DRAIN_TIMEOUT = 1.0  # s: an HTTP answer's stream, read to its end after the answer
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 _CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
+
+
+def too_long(who: str, size: int, limit: int, *, at_least: bool = False) -> str:
+    """What an error says of a message over the size limit."""
+    return (
+        f"{who} a message of {'at least ' if at_least else ''}{size} bytes, over the limit "
+        f"of {limit} bytes (raise it with "
+        "`interpose mcp-proxy --max-message-bytes` or `[mcp] max_message_bytes`)"
+    )
+
+
+def _error_answer(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
@@ -128,6 +144,33 @@ async def _forward(message: Any, to: MemoryObjectSendStream[SessionMessage | Exc
     await to.send(SessionMessage(parsed))
 
 
+class StderrTail(asyncio.Protocol):
+    """The server's stderr: passed on to the proxy's own stderr as it comes, and its
+    last ``STDERR_TAIL`` bytes kept (what an error says of why the server stopped)."""
+
+    def __init__(self) -> None:
+        self.tail = b""
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.tail = (self.tail + data)[-STDERR_TAIL:]
+        with contextlib.suppress(OSError):  # (blocking, as the proxy's own log lines are)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(2, view) :]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def last_lines(self, count: int = 5) -> str:
+        """The last ``count`` non-blank lines, joined with `` | ``."""
+        lines = [
+            line.strip() for line in self.tail.decode(errors="replace").splitlines() if line.strip()
+        ]
+        return " | ".join(lines[-count:])
+
+
 class UpstreamPipe:
     """One run of a stdio upstream server (a transport: ``Client(UpstreamPipe(...))``).
 
@@ -137,13 +180,29 @@ class UpstreamPipe:
     that need an ``await`` (the SDK client's messages, progress reports) are handled in
     order by one task.
 
+    A response line over ``max_message`` bytes fails the call it answers (an error that
+    says the limit); progress notifications are passed on only for a call in flight
+    that asked for them (the others are dropped and counted in ``dropped_progress``).
+
     Args:
         params: the command, its arguments, environment and working directory; the
             server inherits only the SDK's default environment plus ``params.env``.
+        name: the server's name, in errors.
+        max_message: the longest line read from the server, in bytes.
     """
 
-    def __init__(self, params: StdioServerParameters) -> None:
+    def __init__(
+        self, params: StdioServerParameters, name: str = "", max_message: int = MAX_MESSAGE
+    ) -> None:
         self.params = params
+        self.name = name or params.command
+        self.max_message = max_message
+        self.command = shlex.join([params.command, *params.args])
+        self.start_error: str | None = None  # why the process could not be started
+        self.dropped_progress = 0
+        self.ended = False  # the server closed its stdout (it exited, most likely)
+        self._stopping = False  # the proxy is stopping it (an EOF then is ours)
+        self._stderr: StderrTail | None = None
         self._process: anyio.abc.Process | None = None
         self._stdin: asyncio.StreamWriter | None = None
         self._inbox: Inbox | None = None
@@ -173,30 +232,42 @@ class UpstreamPipe:
         loop = asyncio.get_running_loop()
         stdin_child, stdin_ours = os.pipe2(os.O_CLOEXEC)
         stdout_ours, stdout_child = os.pipe2(os.O_CLOEXEC)
+        stderr_ours, stderr_child = os.pipe2(os.O_CLOEXEC)
         try:
             process = await anyio.open_process(
                 [params.command, *params.args],
                 stdin=stdin_child,
                 stdout=stdout_child,
-                stderr=None,  # the proxy's stderr
+                stderr=stderr_child,  # passed on to the proxy's stderr by StderrTail
                 env=get_default_environment() | (params.env or {}),
                 cwd=params.cwd,
                 start_new_session=True,  # its own process group: stopped as a whole
             )
-        except BaseException:
-            os.close(stdin_ours)
-            os.close(stdout_ours)
+        except BaseException as exc:
+            for fd in (stdin_ours, stdout_ours, stderr_ours):
+                os.close(fd)
+            if isinstance(exc, OSError):
+                self.start_error = self._cannot_start(exc)
             raise
         finally:
-            os.close(stdin_child)
-            os.close(stdout_child)
+            for fd in (stdin_child, stdout_child, stderr_child):
+                os.close(fd)
         self._process = process
+        stderr, self._stderr = await loop.connect_read_pipe(
+            StderrTail, os.fdopen(stderr_ours, "rb", buffering=0)
+        )
         to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](0)
         inbox = self._inbox = Inbox(functools.partial(self._dispatch, to_client), INBOX_LIMIT)
         name = f"upstream {params.command}"
         reading, _ = await loop.connect_read_pipe(
-            lambda: LineProtocol(self._on_line, inbox.end, max_line=MAX_LINE, name=name),
+            lambda: LineProtocol(
+                self._on_line,
+                inbox.end,
+                max_line=self.max_message,
+                name=name,
+                on_too_long=self._too_long,
+            ),
             os.fdopen(stdout_ours, "rb", buffering=0),
         )
         inbox.transport = reading
@@ -220,6 +291,7 @@ class UpstreamPipe:
         finally:
             writing.close()
             reading.close()
+            stderr.close()
 
     def _on_line(self, line: bytes) -> None:
         """A line of the server's: a response to a raw-lane call with nothing queued
@@ -232,16 +304,60 @@ class UpstreamPipe:
             log.warning("upstream %s: not JSON: %r", self.params.command, line[:200])
             inbox.put(exc)
             return
-        if inbox or not self._answered(message):  # (a busy inbox keeps the order)
+        # (a busy inbox keeps the order: an answer waits its turn there)
+        if (inbox or not self._answered(message)) and not self._stray_progress(message):
             inbox.put(message)
 
+    def _stray_progress(self, message: Any) -> bool:
+        """Whether ``message`` is progress for no call in flight that asked for it
+        (a token the proxy never sent, a call already answered): dropped, counted."""
+        if not (isinstance(message, dict) and message.get("method") == "notifications/progress"):
+            return False
+        params = message.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        if isinstance(token, str) and token in self._progress:
+            return False
+        self.dropped_progress += 1
+        if self.dropped_progress == 1:
+            log.warning(
+                "upstream %r: progress for a token no call in flight asked for (%r): "
+                "dropped (and any more such)",
+                self.name,
+                token,
+            )
+        return True
+
+    def _too_long(self, over: Oversized) -> None:
+        """A line of the server's over the limit: the call it answers fails with an
+        error that says so; a request of the server's is refused."""
+        request_id, is_request = over.identify()
+        reason = too_long(f"upstream MCP server {self.name!r} sent", over.size, self.max_message)
+        if request_id is None:
+            return  # a notification (or no id to be found): logged by LineProtocol
+        if is_request:  # the server's own request (sampling...): it gets the error
+            if self._stdin is not None and not self._stdin.is_closing():
+                refusal = _error_answer(request_id, INVALID_REQUEST, reason)
+                self._stdin.write(_encode(refusal) + b"\n")
+            return
+        self._on_message(_error_answer(request_id, INTERNAL_ERROR, reason))
+
+    def _on_message(self, message: Any) -> None:
+        assert self._inbox is not None
+        if self._inbox or not self._answered(message):
+            self._inbox.put(message)
+
     def _answered(self, message: Any) -> bool:
-        """Hand ``message`` to its raw-lane caller if it is the answer one waits for."""
-        return (
+        """Hand ``message`` to its raw-lane caller if it is the answer one waits for
+        (its progress ends here: what comes after the answer is dropped)."""
+        if not (
             isinstance(message, dict)
             and "method" not in message
             and _hand_over(self._pending, message)
-        )
+        ):
+            return False
+        if self._progress:
+            self._progress.pop(message["id"], None)  # (a string: it had a waiter)
+        return True
 
     async def _pump(
         self, inbox: Inbox, to_client: MemoryObjectSendStream[SessionMessage | Exception]
@@ -249,6 +365,7 @@ class UpstreamPipe:
         async with to_client:
             try:
                 await inbox.pump()
+                self.ended = not self._stopping
             finally:
                 self._fail_pending()  # the server's stdout is closed: nothing more comes
 
@@ -262,13 +379,13 @@ class UpstreamPipe:
             params = message.get("params")
             token = params.get("progressToken") if isinstance(params, dict) else None
             report = self._progress.get(token) if isinstance(token, str) else None
-            if report is not None:
+            if report is not None:  # (else: its call has ended meanwhile: dropped)
                 assert isinstance(params, dict)
                 try:
                     await report(params["progress"], params.get("total"), params.get("message"))
                 except Exception:
                     log.exception("progress of %s", token)
-                return
+            return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await _forward(message, to_client)  # (a line that was not JSON: as its error)
 
@@ -284,6 +401,47 @@ class UpstreamPipe:
                 except (ConnectionError, RuntimeError):  # the server closed its stdin
                     return
 
+    def _cannot_start(self, exc: OSError) -> str:
+        if isinstance(exc, FileNotFoundError):
+            where = "on PATH" if os.sep not in self.params.command else ""
+            if self.params.cwd is not None and not os.path.isdir(self.params.cwd):
+                return f"cannot start `{self.command}`: no directory {self.params.cwd}"
+            return f"cannot start `{self.command}`: {self.params.command} not found {where}".strip()
+        if isinstance(exc, PermissionError):
+            return f"cannot start `{self.command}`: permission denied (is it executable?)"
+        return f"cannot start `{self.command}`: {exc.strerror or exc}"
+
+    async def why_closed(self, when: str) -> str:
+        """Why the connection is gone: the process could not start, or how it ended
+        (``when``: "before answering initialize", "during the call"...), waiting up to
+        EXIT_WAIT s for its exit status, and the end of its stderr."""
+        if self.start_error is not None:
+            return self.start_error
+        process = self._process
+        if process is None:
+            return "not started"
+        if process.returncode is None:
+            with anyio.move_on_after(EXIT_WAIT):
+                await process.wait()
+        code = process.returncode
+        if code is None:
+            how = "closed its stdout"
+        elif code < 0:
+            how = f"was killed by signal {-code} ({_signal_name(-code)})"
+        else:
+            how = f"exited with status {code}"
+        if self._stderr is not None:
+            with anyio.move_on_after(0.2):  # what it wrote before it ended
+                await asyncio.shield(self._stderr.closed)
+        return f"`{self.command}` {how} {when}{self.stderr_said()}"
+
+    def stderr_said(self) -> str:
+        """``; its stderr ends: <its last lines>`` (or that it was empty)."""
+        if self._stderr is None:
+            return ""
+        tail = self._stderr.last_lines()
+        return f"; its stderr ends: {tail}" if tail else "; its stderr was empty"
+
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
@@ -292,6 +450,7 @@ class UpstreamPipe:
 
     async def _stop(self, process: anyio.abc.Process, stdin: asyncio.WriteTransport) -> None:
         """Close stdin, give it STOP_TIMEOUT s, then terminate its process group."""
+        self._stopping = True
         stdin.close()
         with anyio.move_on_after(STOP_TIMEOUT):
             await process.wait()
@@ -357,9 +516,15 @@ class UpstreamPipe:
         return _result_of(answer)
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 ServerRequestFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 NotificationFn = Callable[[Any], Awaitable[None]]
-MAX_BODY = 1 << 28  # bytes: a JSON answer or an error body (a base64 image, a large file)
 MAX_HEADS = 256  # request heads kept by the HTTP lane (one per session and tool)
 _RAW_FAILURES = (
     OSError,  # a refused or reset connection; TimeoutError: a read or connect timeout
@@ -421,8 +586,12 @@ class HttpLane:
     answered through ``on_request`` and POSTed back).
     """
 
-    def __init__(self, url: str, http: Any = None) -> None:
+    def __init__(
+        self, url: str, http: Any = None, *, name: str = "", max_message: int = MAX_MESSAGE
+    ) -> None:
         self.url = url
+        self.name = name or url
+        self.max_message = max_message  # bytes: a JSON answer, an event (on the raw way)
         self.http = http  # the SDK transport's httpx2 client (set before connecting)
         self.session_id: str | None = None
         self.version: str | None = None
@@ -508,6 +677,10 @@ class HttpLane:
             else:
                 with anyio.move_on_after(read_timeout):
                     answer = await self._exchange_on(raw, body, call)
+        except TooLarge as exc:
+            who = f"upstream MCP server {self.name!r} sent"
+            reason = too_long(who, exc.size, exc.limit, at_least=True)
+            raise MCPError(INTERNAL_ERROR, reason) from None
         except (httpx2.TransportError, *_RAW_FAILURES) as exc:
             raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc!r}") from None
         finally:
@@ -588,12 +761,12 @@ class HttpLane:
                 self._keep_cookies(response.cookies)
             kind = response.headers.get("content-type", "").lower()
             if response.status >= 400 or response.status == 202:
-                return _status_answer(response.status, await response.read(MAX_BODY))
+                return _status_answer(response.status, await response.read(self.max_message))
             if kind.startswith("application/json"):
-                return _json_answer(await response.read(MAX_BODY))
+                return _json_answer(await response.read(self.max_message))
             if not kind.startswith("text/event-stream"):
                 raise MCPError(INTERNAL_ERROR, f"unexpected content type: {kind!r}")
-            events = EventReader(response)
+            events = EventReader(response, self.max_message)
             while (data := await events.next()) is not None:
                 message = _decode(data)
                 if isinstance(message, dict) and await self._event(message, call):

@@ -30,7 +30,9 @@ import contextvars
 import hashlib
 import json
 import logging
+import math
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +42,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.abc
 import mcp_types as mt
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.server.context import ServerRequestContext
@@ -47,7 +50,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
@@ -55,13 +58,19 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types.jsonrpc import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import propagate, trace
 from pydantic import BaseModel
 
 from ...bus import events as ev
-from ...errors import InterposeError
+from ...errors import InterposeError, UsageError
 from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
 from ...pipeline.payloads import (
     Approval,
@@ -83,7 +92,6 @@ log = logging.getLogger("interpose.mcp")
 _R = TypeVar("_R")
 _M = TypeVar("_M", bound=BaseModel)
 
-CONNECT_TIMEOUT = 30.0  # s: until an upstream has answered its handshake and listing
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # s: between failed connection attempts
 _PAGE_LIMIT = 1000  # pages of one listing we follow before giving up (a looping cursor)
 
@@ -228,20 +236,43 @@ class Upstream:
         """The connection broke: fail fast until ``keep`` has connected again."""
         if self.client is not None:
             log.warning("upstream %r: %s; connecting again", self.name, why)
-            self.error = f"the connection was lost ({why}); it is being restarted"
+            self.error = f"{why}; it is being restarted"
             self.client = None
             self._ready = anyio.Event()
             self._lost.set()
 
+    async def broke(self, message: str, when: str) -> UpstreamError:
+        """The connection broke (``message``: the transport's word) ``when`` ("during
+        the call"...): restart it; the error that says why (how the server's process
+        ended and the end of its stderr, for a stdio server)."""
+        pipe = self.pipe
+        if pipe is not None and pipe.ended:
+            why = await pipe.why_closed(when)
+        else:
+            why = f"the connection was lost {when} ({message})"
+        self.lost(why)
+        return UpstreamError(self.name, f"{why}; it is being restarted")
+
+    async def _why_not(self, exc: Exception) -> str:
+        """Why a connection attempt failed, in a sentence."""
+        pipe = self.pipe
+        gone = pipe is not None and (pipe.start_error is not None or pipe.ended)
+        if pipe is not None and gone and not isinstance(exc, TimeoutError):
+            return await pipe.why_closed("before answering initialize")
+        target = f"`{pipe.command}`" if pipe is not None else self.target
+        said = pipe.stderr_said() if pipe is not None else ""
+        return f"no MCP handshake with {target}: {_leaf(exc)}{said}"
+
     async def connected(self) -> Client:
-        """The live client, waiting (at most CONNECT_TIMEOUT s) while it (re)connects.
+        """The live client, waiting (at most ``[mcp] connect_timeout_ms``) while it
+        (re)connects.
 
         Raises:
             UpstreamError: not connected in time, or the last attempt failed.
         """
         if self.client is not None:
             return self.client
-        with anyio.move_on_after(CONNECT_TIMEOUT):
+        with anyio.move_on_after(self._proxy.connect_timeout):
             await self._ready.wait()
         if self.client is None:
             raise UpstreamError(self.name, self.error)
@@ -254,37 +285,53 @@ class Upstream:
         """
         started = False
         failures = 0
+        timeout = self._proxy.connect_timeout
         while True:
             try:
-                async with self._client() as client:
-                    if self.lane is not None:
-                        self.lane.version = client.protocol_version
-                    await self._list_all(client)
-                    self.capabilities = client.server_capabilities
-                    lane = self.lane
-                    async with anyio.create_task_group() as drains:
-                        if lane is not None:
-                            lane.drains = drains  # answered calls' streams end here
-                        try:
-                            self.client = client
-                            self.connections += 1
-                            self._lost = anyio.Event()
-                            failures = 0
-                            self._ready.set()
-                            if not started:
-                                started = True
-                                task_status.started()
-                            log.info(
-                                "upstream %r connected (%s)", self.name, client.protocol_version
-                            )
-                            await self._lost.wait()
-                        finally:
+                # the handshake and the listing within the timeout: a server that never
+                # answers is an error, not a hang
+                with anyio.CancelScope(deadline=anyio.current_time() + timeout) as handshake:
+                    async with self._client() as client:
+                        if self.lane is not None:
+                            self.lane.version = client.protocol_version
+                        await self._list_all(client)
+                        handshake.deadline = math.inf
+                        self.capabilities = client.server_capabilities
+                        lane = self.lane
+                        async with anyio.create_task_group() as drains:
                             if lane is not None:
-                                lane.drains = None
+                                lane.drains = drains  # answered calls' streams end here
+                            try:
+                                self.client = client
+                                self.connections += 1
+                                self._lost = anyio.Event()
+                                failures = 0
+                                self._ready.set()
+                                if not started:
+                                    started = True
+                                    task_status.started()
+                                log.info(
+                                    "upstream %r connected (%s)",
+                                    self.name,
+                                    client.protocol_version,
+                                )
+                                await self._lost.wait()
+                            finally:
+                                if lane is not None:
+                                    lane.drains = None
+                if handshake.cancelled_caught:
+                    raise TimeoutError(
+                        f"no answer to initialize and tools/list within {timeout:g}s "
+                        "([mcp] connect_timeout_ms)"
+                    )
             except Exception as exc:  # the server did not start, or died during the handshake
                 self.client = None
-                self.error = f"cannot connect: {type(exc).__name__}: {exc}"
-                log.warning("upstream %r: %s", self.name, self.error)
+                why = await self._why_not(exc)
+                self.error = f"restarting it failed: {why}" if self.connections else why
+                # (a first attempt's failure is reported by whoever waits for it: the
+                # command line's exit, the client's error)
+                level = logging.WARNING if started else logging.INFO
+                log.log(level, "upstream %r: %s", self.name, self.error)
                 ready, self._ready = self._ready, anyio.Event()
                 ready.set()  # wake the waiters: they report the error
             if not started:
@@ -298,12 +345,12 @@ class Upstream:
         self.pipe = None
         self.lane = None
         if isinstance(target, StdioServerParameters):
-            target = self.pipe = UpstreamPipe(target)
+            target = self.pipe = UpstreamPipe(target, self.name, self._proxy.max_message)
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            self.lane = lane = HttpLane(target)
+            self.lane = lane = HttpLane(target, name=self.name, max_message=self._proxy.max_message)
             http = lane.http = httpx2.AsyncClient(
                 headers=self._proxy.headers.get(self.name) or {},
                 timeout=httpx2.Timeout(30.0, read=300.0),
@@ -410,6 +457,11 @@ class Upstream:
         if isinstance(message, Exception):
             log.warning("upstream %r: %s: %s", self.name, type(message).__name__, message)
             return
+        if isinstance(message, mt.ProgressNotification):
+            # progress the proxy asked for goes to its call's callback, never here:
+            # this one is for no call in flight (a stray or stale token): dropped
+            log.debug("upstream %r: progress for no call in flight: dropped", self.name)
+            return
         await self._proxy.forward(self, message)
 
     async def _ask_downstream(
@@ -439,6 +491,13 @@ class Upstream:
 
     async def _roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
         return await self._ask_downstream("roots/list", None, mt.ListRootsResult)
+
+
+def _leaf(exc: BaseException) -> str:
+    """The first exception inside ``exc``'s groups, as ``Type: message``."""
+    while inner := getattr(exc, "exceptions", None):  # an exception group
+        exc = inner[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 _RESULTS: dict[str, type[BaseModel]] = {
@@ -525,6 +584,8 @@ class McpProxy:
         self.pipe = pipe
         self.config = config or McpConfig()
         self.name = name
+        self.max_message = self.config.max_message_bytes
+        self.connect_timeout = self.config.connect_timeout_ms / 1000
         self.call_timeout = (
             self.config.call_timeout_ms / 1000 if self.config.call_timeout_ms else None
         )
@@ -694,17 +755,17 @@ class McpProxy:
         session = await self._session(ctx)
         listed: list[mt.Tool] = []
         for upstream in session.upstreams:
+            # a server that is down is an error, never a list without its tools
             try:
                 client = await upstream.connected()
                 tools = await upstream._list_all(client)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
-                    upstream.lost(exc.message)
-                    continue
+                    broke = await upstream.broke(exc.message, "during tools/list")
+                    raise MCPError(CONNECTION_CLOSED, str(broke)) from None
                 raise
             except UpstreamError as exc:
-                log.warning("tools/list: %s", exc)
-                continue
+                raise MCPError(CONNECTION_CLOSED, str(exc)) from None
             for tool in tools:
                 shown = self._admit(upstream, tool)
                 if shown is not None:
@@ -862,10 +923,7 @@ class McpProxy:
                 )
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
-                    upstream.lost(exc.message)
-                    raise UpstreamError(
-                        upstream.name, "the server exited during the call; it is being restarted"
-                    ) from None
+                    raise await upstream.broke(exc.message, "during the call") from None
                 if exc.code == REQUEST_TIMEOUT and timeout is not None:
                     # our own limit ([mcp] call_timeout_ms), not the server's answer: the
                     # model reads why (the SDK has already cancelled the request upstream)
@@ -936,10 +994,8 @@ class McpProxy:
             return await op(client)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                upstream.lost(exc.message)
-                raise MCPError(
-                    CONNECTION_CLOSED, str(UpstreamError(upstream.name, exc.message))
-                ) from None
+                broke = await upstream.broke(exc.message, f"during {kind}")
+                raise MCPError(CONNECTION_CLOSED, str(broke)) from None
             raise
 
     async def _list_resources(
@@ -1009,7 +1065,7 @@ class McpProxy:
             # re-read it now: the next tools/list must not route with the old names
             client = upstream.client
             if client is not None:
-                with anyio.move_on_after(CONNECT_TIMEOUT):
+                with anyio.move_on_after(self.connect_timeout):
                     await upstream._list_all(client)
         event = _server_event(message)
         session = upstream.session
@@ -1091,8 +1147,23 @@ class McpProxy:
         self._tg = tg
         await tg.start(self.first.run)
 
+    def start_failure(self) -> UpstreamError | None:
+        """The error of an upstream whose first connection attempt failed (after
+        ``connect``): the command that cannot start or died during the handshake.  The
+        first session's connections are then closed (no more attempts)."""
+        for upstream in self.first.upstreams:
+            if not upstream.connections:
+                self.first.close()
+                return UpstreamError(upstream.name, upstream.error)
+        return None
+
     async def serve_stdio(self) -> None:
-        """Serve the client on this process's stdin/stdout until it disconnects."""
+        """Serve the client on this process's stdin/stdout until it disconnects.
+
+        Raises:
+            UpstreamError: an upstream did not start (or died during its handshake):
+                the client's first request (its ``initialize``) got this error.
+        """
         from .front import StdioFront
 
         async with anyio.create_task_group() as tg:
@@ -1100,6 +1171,9 @@ class McpProxy:
             if front is not None:
                 with front:
                     await self.connect(tg)
+                    if (failed := self.start_failure()) is not None:
+                        await front.refuse(str(failed))
+                        raise failed
                     await front.serve(self.server())
             else:  # stdin or stdout is a regular file: the SDK's own transport
                 from mcp.server.stdio import stdio_server
@@ -1107,6 +1181,9 @@ class McpProxy:
                 # claim stdin/stdout before the children start: nothing else may write there
                 async with stdio_server() as (read, write):
                     await self.connect(tg)
+                    if (failed := self.start_failure()) is not None:
+                        await _refuse(read, write, str(failed))
+                        raise failed
                     srv = self.server()
                     await srv.run(
                         read, write, srv.create_initialization_options(self.notification_options())
@@ -1119,16 +1196,27 @@ class McpProxy:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
         gets the URL once the socket listens (port 0: the port the system chose).
 
-        Each MCP session gets its own upstream connections, closed with the session."""
+        Each MCP session gets its own upstream connections, closed with the session.
+
+        Raises:
+            UsageError: ``host:port`` cannot be listened on (in use, not an address
+                of this machine).
+            UpstreamError: an upstream did not start (or died during its handshake):
+                nothing listens.
+        """
         import uvicorn
 
+        listening = _listen(host, port)
         async with anyio.create_task_group() as tg:
             self._per_session = True
             await self.connect(tg)
+            if (failed := self.start_failure()) is not None:
+                raise failed
             srv = self.server()
             from .front import HttpFront
 
-            app = HttpFront(srv.streamable_http_app(host=host), self, srv.session_manager)
+            asgi = srv.streamable_http_app(host=host, max_request_body_size=self.max_message)
+            app = HttpFront(asgi, self, srv.session_manager)
             self._watch_sessions(srv)
             config = uvicorn.Config(
                 app,
@@ -1154,7 +1242,7 @@ class McpProxy:
                     ready(url)
 
             tg.start_soon(announce)
-            await server.serve()
+            await server.serve(sockets=[listening])
             tg.cancel_scope.cancel()
 
     def _watch_sessions(self, srv: Server[Any]) -> None:
@@ -1196,6 +1284,27 @@ class McpPathGuard:
                 return
 
 
+async def _refuse(
+    read: MemoryObjectReceiveStream[SessionMessage | Exception],
+    write: MemoryObjectSendStream[SessionMessage],
+    reason: str,
+) -> None:
+    """Answer the first request read with the error ``reason`` (the SDK's transport)."""
+    async for item in read:
+        if isinstance(item, SessionMessage) and isinstance(item.message, mt.JSONRPCRequest):
+            error = mt.ErrorData(code=INTERNAL_ERROR, message=reason)
+            answer = mt.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error)
+            await write.send(SessionMessage(answer))
+            # the transport's writer takes the next message once the answer is
+            # written: then the answer is out (this log message may not be)
+            params = {"level": "error", "logger": "interpose", "data": reason}
+            said = mt.JSONRPCNotification(
+                jsonrpc="2.0", method="notifications/message", params=params
+            )
+            await write.send(SessionMessage(said))
+            return
+
+
 def _server_event(message: Any) -> ServerEvent | None:
     """The change event of an upstream notification, for 2026-07-28 listen streams."""
     if isinstance(message, mt.ToolListChangedNotification):
@@ -1207,6 +1316,21 @@ def _server_event(message: Any) -> ServerEvent | None:
     if isinstance(message, mt.ResourceUpdatedNotification):
         return ResourceUpdated(uri=str(message.params.uri))
     return None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``.
+
+    Raises:
+        UsageError: it cannot be made (the port is in use, the host is unknown...).
+    """
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address, family=family)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _paths(args: dict[str, Any], keys: tuple[str, ...]) -> Iterator[str]:

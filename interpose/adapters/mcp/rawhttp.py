@@ -40,6 +40,15 @@ PER_CALL = frozenset(
 )
 
 
+class TooLarge(Exception):
+    """A body or an event over the size limit (``size``: the bytes read so far)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"at least {size} bytes, over the limit of {limit}")
+        self.size = size
+        self.limit = limit
+
+
 class BadResponse(Exception):
     """The server's bytes are not an HTTP/1.1 response this reader understands."""
 
@@ -332,7 +341,8 @@ class Response:
         """The whole (remaining) body.
 
         Raises:
-            BadResponse: it is longer than ``limit`` bytes, or malformed.
+            TooLarge: it is longer than ``limit`` bytes.
+            BadResponse: it is malformed.
         """
         parts: list[bytes] = []
         size = 0
@@ -340,7 +350,7 @@ class Response:
             parts.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise BadResponse(f"a body over {limit} bytes")
+                raise TooLarge(size, limit)
         return b"".join(parts)
 
 
@@ -348,11 +358,12 @@ class EventReader:
     """The data of the events of an event stream (``text/event-stream``), one at a time.
 
     Events whose data is empty are skipped; comments, ``event``, ``id`` and ``retry``
-    fields are read and left out.
+    fields are read and left out.  An event over ``limit`` bytes raises ``TooLarge``.
     """
 
-    def __init__(self, response: Response) -> None:
+    def __init__(self, response: Response, limit: int = 1 << 28) -> None:
         self.response = response
+        self.limit = limit
         self._pending = b""
         self._events: list[bytes] = []
         self._ended = False
@@ -378,7 +389,11 @@ class EventReader:
         text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         *blocks, rest = text.split(b"\n\n")
         self._pending = rest + hold
+        if len(self._pending) > self.limit:
+            raise TooLarge(len(self._pending), self.limit)
         for block in blocks:
+            if len(block) > self.limit:
+                raise TooLarge(len(block), self.limit)
             data = _data_of(block.split(b"\n"))
             if data:
                 self._events.append(data)
