@@ -574,6 +574,17 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path: Path, args: list[str],
     assert done.stderr.strip().splitlines()[-1].startswith("interpose mcp-proxy: ")
 
 
+def test_a_name_the_config_file_has_already_gives_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "proxy.toml"
+    config.write_text('[mcp.servers.files]\ncommand = "true"\n')
+    done = _run("--config", str(config), "--name", "files", "--", "true")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        f"interpose mcp-proxy: --name files: {config} has this server already; choose another"
+    )
+
+
 def test_a_listen_address_in_use_gives_one_line_and_exit_2(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ...config import Config, build_pipeline, parse_config
     from ...errors import ConfigError, UsageError
-    from .config import McpServerConfig
+    from .config import McpServerConfig, server_key
     from .proxy import McpProxy, UpstreamError, UpstreamSpec, stderr_logging
 
     try:
@@ -179,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     base_dir = Path(args.config).resolve().parent if args.config else Path.cwd()
     if command or args.upstream_url:
         name = args.name or (_default_name(command) if command else "upstream")
+        if any(server_key(name) == server_key(known) for known in config.mcp.servers):
+            return _usage(f"--name {name}: {args.config} has this server already; choose another")
         config.mcp.servers[name] = (
             McpServerConfig(url=args.upstream_url)
             if args.upstream_url
