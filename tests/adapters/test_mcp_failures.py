@@ -297,6 +297,20 @@ def test_with_files_as_stdin_and_stdout_initialize_gets_the_error_too(tmp_path: 
     assert b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+@pytest.mark.parametrize("mode", ["ok", "exit-at-once"])
+def test_with_dev_null_as_stdin_the_proxy_ends_by_itself(
+    tmp_path: Path, loop: str, mode: str
+) -> None:
+    # /dev/null is a character device that epoll refuses to watch (it aborted uvloop and
+    # left asyncio waiting): the SDK's threaded transport serves it, EOF at once
+    argv = proxy_argv(scripted(tmp_path, mode), name="scripted")
+    argv[argv.index("mcp-proxy") + 1 : argv.index("mcp-proxy") + 1] = ["--loop", loop]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=CALL_TIMEOUT)
+    assert done.returncode == (0 if mode == "ok" else 1), done.stderr
+    assert b"Traceback" not in done.stderr
+
+
 async def test_the_sdk_client_sees_why_the_upstream_did_not_start(tmp_path: Path) -> None:
     upstream = scripted(tmp_path, "exit-in-handshake")
     error: BaseException | None = None

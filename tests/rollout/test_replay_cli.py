@@ -186,7 +186,7 @@ def test_a_missing_log_is_bad_input_before_anything_is_replayed(
 def test_the_help_lists_every_exit_status() -> None:
     run = interpose("replay", "--help")
     assert run.returncode == 0
-    codes = run.stdout.split("exit status:\n", 1)[1]
+    codes = run.stdout.split("exit codes:\n", 1)[1]
     starts = [line.split()[0] for line in codes.splitlines() if line[:3].strip()]
     assert starts == ["0", "1", "2", "3"]
     assert "record_args=True" in codes

@@ -25,6 +25,7 @@ import functools
 import logging
 import math
 import os
+import selectors
 import stat
 from collections.abc import Callable
 from types import TracebackType
@@ -126,6 +127,16 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
     return _encode({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+def _watchable(fd: int, event: int) -> bool:
+    """Whether the event loop's selector accepts ``fd`` (epoll refuses ``/dev/null``)."""
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, event)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 class StdioFront:
     """The proxy's stdin/stdout: a fast lane for ``tools/call``, the SDK for the rest.
 
@@ -149,14 +160,17 @@ class StdioFront:
 
     @classmethod
     def claim(cls, proxy: McpProxy) -> StdioFront | None:
-        """Take stdin and stdout over; None when either is a regular file (the event
-        loop cannot watch those: the SDK's threaded transport serves them)."""
-        for fd in (0, 1):
+        """Take stdin and stdout over; None when the event loop cannot watch either (a
+        regular file, or a character device epoll refuses such as ``/dev/null``: the
+        SDK's threaded transport serves them)."""
+        for fd, event in ((0, selectors.EVENT_READ), (1, selectors.EVENT_WRITE)):
             try:
                 mode = os.fstat(fd).st_mode
             except OSError:
                 return None
             if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+                return None
+            if stat.S_ISCHR(mode) and not _watchable(fd, event):
                 return None
         in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
         out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
