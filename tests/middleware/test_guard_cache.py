@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import interpose.middleware.builtins.command_safety as command_safety
-import interpose.middleware.builtins.security_audit as security_audit
+import interpose.middleware.builtins.security_audit.guard as security_audit
 from interpose import ToolBeforeInput, ToolBeforeOutput
 from interpose.middleware.builtins import CommandSafetyGuard, SecurityAudit
 
