@@ -113,7 +113,8 @@ from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
 from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
 from .budget import Budget, TooComplex, frames_needed
-from .model import _GLOB_CHARS, HOME, Finding
+from .model import HOME, Finding
+from .options import _GLOB_CHARS
 from .run import _STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, _Run
 
 __all__ = ["HOME", "CommandSafetyGuard", "Finding", "analyze_command"]

@@ -30,17 +30,12 @@ import posixpath
 from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
-from .model import (
-    Finding,
-    _canon,
-    _derived,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-)
+from .invocation import _Invocation
+from .model import Finding
+from .options import _derived, _opts, _parse_opts, _set
+from .paths import _show
 from .run import PipelineRule, Rule, _Run
+from .wrappers import _canon
 
 # -- docker --------------------------------------------------------------------------------------
 

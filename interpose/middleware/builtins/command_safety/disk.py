@@ -38,18 +38,10 @@ from __future__ import annotations
 import re
 
 from ..shell import SUBST, Word
-from .model import (
-    _SYSTEM_DIRS,
-    _TEMP_DIRS,
-    Finding,
-    _Invocation,
-    _is_device,
-    _keyed_values,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-)
+from .invocation import _Invocation
+from .model import Finding
+from .options import _opts, _parse_opts, _set
+from .paths import _SYSTEM_DIRS, _TEMP_DIRS, _is_device, _keyed_values, _show
 from .run import Rule, _Run
 
 # -- disk ------------------------------------------------------------------------------------

@@ -52,18 +52,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..shell import SUBST, Word
-from .model import (
-    HOME,
-    Finding,
-    _display,
-    _find_plan,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _persistence,
-    _show,
-    _verb,
-)
+from .find import _find_plan
+from .invocation import _Invocation, _verb
+from .model import HOME, Finding
 from .operands import (
     _7Z,
     _CP,
@@ -92,6 +83,8 @@ from .operands import (
     _operands,
     _option_values,
 )
+from .options import _opts, _parse_opts
+from .paths import _display, _persistence, _show
 from .run import Rule, _judge_write, _Run, _substitute
 
 # -- findings helpers ---------------------------------------------------------------------------

@@ -49,9 +49,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..shell import Word
-from .model import Finding, _Invocation, _opts, _parse_opts, _set, _show, _split_words
+from .invocation import _Invocation
+from .model import Finding
 from .operands import _CP, _LN, _MV, _TRUNCATE
+from .options import _opts, _parse_opts, _set
+from .paths import _show
 from .run import Rule, _Run
+from .wrappers import _split_words
 
 # -- git ---------------------------------------------------------------------------------------
 

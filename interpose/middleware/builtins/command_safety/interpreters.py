@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 
 from ..shell import Word
-from .model import Finding, _critical, _display, _Invocation, _show
+from .invocation import _Invocation
+from .model import Finding
+from .paths import _critical, _display, _show
 from .run import _judge_write, _Run
 
 _RECURSIVE = (

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..shell import Word
-from .model import _derived, _Invocation, _Opts, _opts, _parse_opts
+from .invocation import _Invocation
+from .options import _derived, _Opts, _opts, _parse_opts
 
 Extract = Callable[["_Invocation"], list[Word]]
 

@@ -36,24 +36,13 @@ import re
 
 from ..security_audit import match_sensitive
 from ..shell import SUBST, Word
-from .model import (
-    _INTERPRETERS,
-    _SHELLS,
-    _SYSTEM_DIRS,
-    _SYSTEM_FILES,
-    _TEMP_DIRS,
-    HOME,
-    Finding,
-    _canon,
-    _display,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-    _verb,
-)
+from .invocation import _Invocation, _verb
+from .model import HOME, Finding
+from .options import _opts, _parse_opts, _set
+from .paths import _SYSTEM_DIRS, _SYSTEM_FILES, _TEMP_DIRS, _display, _show
+from .programs import _INTERPRETERS, _SHELLS
 from .run import Rule, _Run
+from .wrappers import _canon
 
 # -- permissions ----------------------------------------------------------------------------
 

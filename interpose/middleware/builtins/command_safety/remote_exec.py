@@ -70,28 +70,24 @@ from dataclasses import replace
 
 from ..shell import SUBST, FunctionDef, Word
 from .interpreters import library_calls
-from .model import (
+from .invocation import _Invocation
+from .model import Finding
+from .operands import _AWK
+from .options import _derived, _opts, _parse_opts, _set
+from .paths import _show, _snippet
+from .programs import (
     _DOWNLOADERS,
     _INTERPRETERS,
     _MAX_READINGS,
     _WHOLE_EXPANSION,
-    Finding,
-    _derived,
     _downloader,
     _Exec,
     _exec_info,
-    _Invocation,
-    _opts,
-    _parse_opts,
     _script_snippet,
-    _set,
-    _show,
-    _snippet,
-    _unwrap,
 )
-from .operands import _AWK
 from .run import FunctionRule, PipelineRule, Rule, _allowed, _judge_read, _Run
 from .text import _setup_code, _Stream, _stream
+from .wrappers import _unwrap
 
 _NETWORK_TOOLS = frozenset({"nc", "socat", "telnet", "cryptcat", "pwncat", "openssl"})
 

@@ -26,32 +26,26 @@ from ..shell import (
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
-from .model import (
-    _GLOB_CHARS,
-    _MAX_DEPTH,
+from .find import _find_plan
+from .invocation import _Invocation
+from .model import _MAX_DEPTH, HOME, Finding
+from .options import _GLOB_CHARS, _opts, _parse_opts
+from .paths import (
     _NET_DEVICES,
     _SYSTEM_FILES,
-    HOME,
-    Finding,
-    _canon,
     _critical,
     _cwd_like,
     _display,
-    _downloader,
-    _dynamic_name,
-    _find_plan,
     _glob_risk,
-    _Invocation,
     _is_device,
-    _opts,
-    _parse_opts,
     _persistence,
     _show,
     _snippet,
     _unknown_risk,
-    _unwrap,
 )
+from .programs import _downloader, _dynamic_name
 from .text import _LOCAL, _STREAM_NAMES, _command_output, _lines, _setup_code, _Stream, _stream
+from .wrappers import _canon, _unwrap
 
 Rule = Callable[["_Invocation", "_Run"], "Finding | None"]
 """A rule judges one command as it will run; it returns a :class:`Finding` to refuse it."""

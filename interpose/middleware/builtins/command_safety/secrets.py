@@ -35,7 +35,8 @@ import re
 from dataclasses import dataclass
 
 from ..shell import Word
-from .model import Finding, _derived, _Invocation, _opts, _parse_opts, _set
+from .invocation import _Invocation
+from .model import Finding
 from .operands import (
     _AWK,
     _CP,
@@ -62,6 +63,7 @@ from .operands import (
     _skip_operands,
     _tar_inputs,
 )
+from .options import _derived, _opts, _parse_opts, _set
 from .run import Rule, _judge_read, _Run
 
 

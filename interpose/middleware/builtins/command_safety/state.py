@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from ..shell import SUBST, Redirect
 from .expansion import PARAM
-from .model import _ASSIGNMENT, HOME, Finding, _find_plan, _Invocation, _opts, _parse_opts
+from .find import _find_plan
+from .invocation import _Invocation
+from .model import HOME, Finding
+from .options import _opts, _parse_opts
 from .run import Rule, _Run, _tilde
 from .text import _printf_readings, _stream
+from .wrappers import _ASSIGNMENT
 
 # -- shell state ------------------------------------------------------------------------------
 

@@ -12,17 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..shell import SUBST, Script, Word
-from .model import (
-    _INTERPRETERS,
-    _MAX_READINGS,
-    _WRAPPERS,
-    HOME,
-    _canon,
-    _dynamic_name,
-    _exec_info,
-    _Invocation,
-    _set,
-)
+from .invocation import _Invocation
+from .model import HOME
+from .options import _set
+from .programs import _INTERPRETERS, _MAX_READINGS, _dynamic_name, _exec_info
+from .wrappers import _WRAPPERS, _canon
 
 # -- program text computed at run time ------------------------------------------------------------
 #
