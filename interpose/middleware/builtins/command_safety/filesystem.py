@@ -85,7 +85,8 @@ from .operands import (
 )
 from .options import _opts, _parse_opts
 from .paths import _display, _persistence, _show
-from .run import Rule, _judge_write, _Run, _substitute
+from .reach import judge_write
+from .run import Rule, _Run, _substitute
 
 # -- findings helpers ---------------------------------------------------------------------------
 
@@ -205,7 +206,7 @@ def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
     if extract is None:
         return None
     for word in extract(inv):
-        found = _judge_write(run, word, inv.name)
+        found = judge_write(run, word, inv.name)
         if found is not None:
             return found
     return None

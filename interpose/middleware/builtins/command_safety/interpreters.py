@@ -27,7 +27,8 @@ from ..shell import Word
 from .invocation import _Invocation
 from .model import Finding
 from .paths import _critical, _display, _show
-from .run import _judge_write, _Run
+from .reach import judge_write
+from .run import _Run
 
 _RECURSIVE = (
     r"shutil\.rmtree|(?:File::Path::)?rmtree|remove_tree|FileUtils\.(?:rm_rf|rm_r|rmtree|"
@@ -179,7 +180,7 @@ def _judge_written(inv: _Invocation, run: _Run, arg: str) -> Finding | None:
     if path is None:
         return None
     word = Word(path, quoted=True, tilde=path.startswith("~"))
-    return _judge_write(run, word, f"{inv.shown} program")
+    return judge_write(run, word, f"{inv.shown} program")
 
 
 def _judge_delete(
@@ -210,7 +211,7 @@ def _judge_delete(
         )
     word = Word(path, quoted=True, tilde=path.startswith("~"))
     if not recursive:
-        return _judge_write(run, word, f"{inv.shown} program {function}")
+        return judge_write(run, word, f"{inv.shown} program {function}")
     hit = run.doomed(word, recursive=True, unknown=True)
     if hit is None:
         return None

@@ -1,6 +1,8 @@
 """One analysis: :class:`_Run` (variables, working directory, recursion into shells,
-``xargs``/``find -exec`` fan-out) applying a :class:`RuleTable`, and the judgement of what a
-write or a read reaches (redirections included).
+``xargs``/``find -exec`` fan-out) applying a :class:`RuleTable`.
+
+What substitutions output is computed by its base :class:`.substitutions.SubstitutionOutputs`;
+what a write or a read reaches (redirections included) is judged by :mod:`.reach`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
+from ..security_audit import resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
@@ -29,22 +31,20 @@ from .expansion import PARAM, braces, expand
 from .find import _find_plan
 from .invocation import _Invocation
 from .model import _MAX_DEPTH, HOME, Finding
-from .options import _GLOB_CHARS, _opts, _parse_opts
+from .options import _GLOB_CHARS
 from .paths import (
-    _NET_DEVICES,
-    _SYSTEM_FILES,
     _critical,
     _cwd_like,
     _display,
     _glob_risk,
-    _is_device,
-    _persistence,
     _show,
     _snippet,
     _unknown_risk,
 )
 from .programs import _downloader, _dynamic_name
-from .text import _LOCAL, _STREAM_NAMES, _command_output, _lines, _setup_code, _Stream, _stream
+from .reach import check_redirects
+from .substitutions import SubstitutionOutputs
+from .text import _lines, _stream
 from .wrappers import _canon, _unwrap
 
 Rule = Callable[["_Invocation", "_Run"], "Finding | None"]
@@ -80,7 +80,7 @@ _IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class _Run:
+class _Run(SubstitutionOutputs):
     """State of one analysis: variables, working directory, recursion depth."""
 
     __slots__ = (
@@ -95,7 +95,6 @@ class _Run:
         "inside",
         "made",
         "mounts",
-        "outputs",
         "paths",
         "table",
         "vars",
@@ -118,7 +117,7 @@ class _Run:
         self.inside = ""  # in program text handed to a shell: where it came from
         # created when first needed: most commands have no substitution
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
-        self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
+        self.outputs = None  # id(script) -> output (see SubstitutionOutputs)
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
@@ -210,7 +209,7 @@ class _Run:
                     self.calls = self.calls or {}
                     self.calls.setdefault(inv.name, []).append([_tilde(w) for w in inv.args])
             if not prepared:
-                found = _check_redirects(cmd.redirects, self)
+                found = check_redirects(cmd.redirects, self)
             for inv in prepared:
                 found = found or self.invocation(inv)
             if found is not None:
@@ -388,7 +387,7 @@ class _Run:
             self.assign(assignment, persistent=not cmd.words)
         if not cmd.words:
             return []
-        words = self._expand(cmd.words)
+        words = self.expand_words(cmd.words)
         if not words:
             return []
         unwrapped = _unwrap(words)
@@ -433,7 +432,7 @@ class _Run:
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = _check_redirects(inv.redirects, self)
+        found = check_redirects(inv.redirects, self)
         if found is not None:
             return found
         if inv.dynamic:
@@ -584,7 +583,9 @@ class _Run:
         k = int(index) if index.lstrip("-").isdigit() else None
         return parts[k] if k is not None and -len(parts) <= k < len(parts) else m.group(0)
 
-    def _expand(self, words: Sequence[Word]) -> list[Word]:
+    def expand_words(self, words: Sequence[Word]) -> list[Word]:
+        """``words`` as the shell passes them: braces, variables, known substitution
+        outputs and ``find`` paths expanded, unquoted expansions split into words."""
         if any("{" in w.text and "," in w.text and not w.quoted for w in words):
             words = self._braces(words)
         out: list[Word] = []
@@ -641,122 +642,7 @@ class _Run:
         others = script.commands[1:]
         if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
             return None
-        return _find_plan(self._expand(first[1:])).entries() or None
-
-    # -- program text computed at run time ---------------------------------------------------
-
-    def substitution(self, script: Script) -> _Stream:
-        """What ``$(script)`` or ``<(script)`` outputs, as far as the guard can tell.
-
-        The script itself has been judged already; this only evaluates its output.
-        """
-        if self.outputs is None:
-            self.outputs = {}
-        known = self.outputs.get(id(script))
-        if known is not None and known[0] is script:  # holding it keeps its id unique
-            return known[1]
-        self.budget.step()
-        self.budget.open()
-        try:
-            stream = self._evaluate(script)
-        finally:
-            self.budget.leave()
-        self.budget.made_text(sum(map(len, stream.readings)))
-        self.outputs[id(script)] = (script, stream)
-        return stream
-
-    def _evaluate(self, script: Script) -> _Stream:
-        known = self._known_output(script)
-        if known is not None:
-            return _Stream((known.encode() + b"\n",))
-        if not any(  # $(git describe), $(date +%s): local output, nothing to compute
-            cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
-        ):
-            return _LOCAL
-        invs: list[_Invocation | None] = []
-        for cmd in script.commands:
-            words = self._expand(cmd.words) if cmd.words else []
-            unwrapped = _unwrap(words) if words else None
-            if unwrapped is None:
-                invs.append(None)
-                continue
-            # a command named at run time ($CMD) keeps its unknown name: local output
-            invs.append(_Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects))
-        if script.functions:
-            return _LOCAL
-        pipeline = script.pipelines[0] if len(script.pipelines) == 1 else None
-        if pipeline is not None and sum(map(len, pipeline.stages)) == len(invs):
-            return _stream([[invs[i] for i in stage] for stage in pipeline.stages])
-        return _stream([invs])  # one command, or a list of them: their outputs in turn
-
-    def spliced(self, word: Word, text: str) -> str | None:
-        """``text`` (``word``'s, variables expanded) with each substitution replaced by
-        its output, when every output is known and the same in every shell."""
-        if text.count(SUBST) != len(word.subs):  # ${x:-$(...)} keeps its source text
-            return None
-        parts = text.split(SUBST)
-        out = [parts[0]]
-        for sub, part in zip(word.subs, parts[1:], strict=True):
-            stream = self.substitution(sub)
-            if not stream.complete or len(stream.readings) != 1:
-                return None
-            out += (_command_output(stream.readings[0]), part)
-        return "".join(out)
-
-    def readings(self, word: Word) -> list[str]:
-        """The texts a program word may be once its substitutions have run: known outputs
-        spliced in, setup code (``$(pyenv init -)``) as ``:``, anything else left as
-        :data:`SUBST` for the parse of the program to place (data or a command name)."""
-        texts = [word.text]
-        if not word.subs or word.text.count(SUBST) != len(word.subs):
-            return texts
-        parts = word.text.split(SUBST)
-        texts = [parts[0]]
-        for sub, part in zip(word.subs, parts[1:], strict=True):
-            stream = self.substitution(sub)
-            values = [SUBST]
-            if stream.complete:
-                values = [_command_output(r) for r in stream.readings]
-            elif not stream.hidden and _setup_code(sub):
-                values = [":"]  # the null command stands for setup code the guard trusts
-            texts = [head + value + part for head in texts for value in values]
-        return texts
-
-    def _known_output(self, script: Script) -> str | None:
-        """What ``$(pwd)`` and ``$(mktemp ...)`` print: the working directory, a new
-        name in the temporary directory (or in the template's directory)."""
-        if len(script.commands) != 1 or not script.commands[0].words:
-            return None
-        words = script.commands[0].words
-        name = _canon(words[0].text)
-        if name == "pwd":
-            return self.cwd or "."
-        if name in ("dirname", "basename", "realpath", "readlink"):
-            return self._path_output(name, self._expand(words[1:]))
-        if name != "mktemp":
-            return None
-        parsed = _parse_opts(words[1:], _MKTEMP)
-        template = parsed.operands[-1].text if parsed.operands else "tmp.XXXXXXXXXX"
-        where = parsed.value("--tmpdir", "-p")
-        if where is not None:
-            return where.text.rstrip("/") + "/" + template
-        if parsed.has("-t") or not parsed.operands:
-            return "/tmp/" + template
-        return template  # in the working directory, or where the template says
-
-    def _path_output(self, name: str, args: Sequence[Word]) -> str | None:
-        """``dirname``/``basename``/``realpath``/``readlink -f`` of one known path."""
-        operands = [w for w in args if not w.text.startswith("-")]
-        if len(operands) != 1 or "$" in operands[0].text or SUBST in operands[0].text:
-            return None
-        if name == "readlink" and not any(w.text in ("-f", "-m", "-e") for w in args):
-            return None
-        text = operands[0].text
-        if name == "basename":
-            return posixpath.basename(text.rstrip("/")) or "/"
-        if name == "dirname":  # "." stands for the working directory: its parent is ".."
-            return ".." if text == "." else posixpath.dirname(text.rstrip("/")) or "."
-        return self.path(operands[0])  # realpath, readlink -f: normalized (links unknown)
+        return _find_plan(self.expand_words(first[1:])).entries() or None
 
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
@@ -832,7 +718,6 @@ _ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
-_MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
 _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 
 
@@ -887,76 +772,6 @@ def _substitute(word: Word, marker: str, value: Word) -> Word:
     if marker not in word.text:
         return word
     return replace(word, text=word.text.replace(marker, value.text), glob=word.glob or value.glob)
-
-
-def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
-    path = run.path(word)
-    token = _show(word.text)
-    shown = _show(path)  # a substitution's output is unknown: shown as $(...)
-    if path.startswith(_NET_DEVICES):
-        return Finding(
-            "reverse-shell", word.text, f"{what} connects to {shown!r} (token {token!r})"
-        )
-    if _is_device(path):
-        return Finding(
-            "disk", word.text, f"{what} writes to the device {shown!r} (token {token!r})"
-        )
-    if _SYSTEM_FILES.match(path.lower()):
-        return Finding(
-            "system-files",
-            word.text,
-            f"{what} writes the system file {shown!r} (token {token!r})",
-        )
-    if _persistence(path):
-        return Finding(
-            "persistence",
-            word.text,
-            f"{what} writes {_show(_display(path))!r}, which runs at login, at boot or on a "
-            f"schedule or controls who may log in (token {token!r})",
-        )
-    return None
-
-
-def _judge_read(
-    run: _Run, word: Word, what: str, exempt: frozenset[str] = frozenset()
-) -> Finding | None:
-    if not word.text or SUBST in word.text:
-        return None
-    path = run.path(word)
-    # a glob is judged by what it can match: ".e*" can match ".env", ".env.ex*" only templates
-    judge = match_sensitive_glob if word.glob else match_sensitive
-    found = judge(path, home=HOME)
-    if found is None or found.rule in exempt:
-        return None
-    return Finding(
-        "sensitive-read",
-        word.text,
-        f"{what} reads {_display(path)!r}: {found.rule} ({found.description}; "
-        f"token {_show(word.text)!r})",
-    )
-
-
-_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-_READ_OPS = frozenset({"<", "<>"})
-
-
-def _check_redirects(redirects: Sequence[Redirect], run: _Run) -> Finding | None:
-    for r in redirects:
-        if r.op in ("<<", "<<-", "<<<"):
-            continue
-        target = r.target.text
-        if r.op in (">&", "<&") and (target == "-" or target.rstrip("-").isdigit()):
-            continue  # fd duplication, not a file
-        what = f"redirection {r.op!r}"
-        if r.op in _WRITE_OPS or run.path(r.target).startswith(_NET_DEVICES):
-            found = _judge_write(run, r.target, what)
-            if found is not None:
-                return found
-        if r.op in _READ_OPS:
-            found = _judge_read(run, r.target, what)
-            if found is not None:
-                return found
-    return None
 
 
 def _allowed(run: _Run, *invs: _Invocation) -> bool:

@@ -64,7 +64,8 @@ from .operands import (
     _tar_inputs,
 )
 from .options import _derived, _opts, _parse_opts, _set
-from .run import Rule, _judge_read, _Run
+from .reach import judge_read
+from .run import Rule, _Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +212,7 @@ def _rule_reads(inv: _Invocation, run: _Run) -> Finding | None:
     if reader is None:
         return None
     for word in reader.extract(inv):
-        found = _judge_read(run, word, inv.name, reader.exempt)
+        found = judge_read(run, word, inv.name, reader.exempt)
         if found is not None:
             return found
     return None
@@ -253,7 +254,7 @@ def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
             continue
         printed = option == "in" and sub in _OPENSSL_KEY_PRINTERS and not public
         shown = option == "kfile" or printed
-        found = _judge_read(
+        found = judge_read(
             run, args[i + 1], f"openssl {sub} -{option}", frozenset() if shown else _KEY_USED
         )
         if found is not None:
@@ -303,7 +304,7 @@ def _rule_python_module(inv: _Invocation, run: _Run) -> Finding | None:
     else:
         return None
     for word in words:
-        found = _judge_read(run, word, f"python -m {module}")
+        found = judge_read(run, word, f"python -m {module}")
         if found is not None:
             return found
     return None
@@ -336,7 +337,7 @@ def _rule_git_reads(inv: _Invocation, run: _Run) -> Finding | None:
         return None
     sub = args[i].text
     for word in _git_reads(sub, list(args[i + 1 :])):
-        found = _judge_read(run, word, f"git {sub}")
+        found = judge_read(run, word, f"git {sub}")
         if found is not None:
             return found
     return None
@@ -365,7 +366,7 @@ def _rule_uploads(inv: _Invocation, run: _Run) -> Finding | None:
         if head not in (["gist", "create"], ["gist", "edit"], ["release", "upload"]):
             return None
     for word in words:
-        found = _judge_read(run, word, f"{inv.shown} (an upload)")
+        found = judge_read(run, word, f"{inv.shown} (an upload)")
         if found is not None:
             return found
     return None

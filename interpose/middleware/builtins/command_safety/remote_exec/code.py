@@ -25,7 +25,8 @@ from ..programs import (
     _exec_info,
     _script_snippet,
 )
-from ..run import _allowed, _judge_read, _Run
+from ..reach import judge_read
+from ..run import _allowed, _Run
 from ..text import _setup_code, _Stream, _stream
 from ..wrappers import _unwrap
 
@@ -237,7 +238,7 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
         literal = m.group(2)
         if "/" in literal or literal.startswith((".", "~")):
             run.budget.made_words(1)  # a path judged costs what a word does
-            found = _judge_read(run, _derived(literal), f"{inv.shown} program")
+            found = judge_read(run, _derived(literal), f"{inv.shown} program")
             if found is not None:
                 return found
     return None
