@@ -18,7 +18,7 @@ would run*, never on substrings of the text:
    ``setsid``, ``busybox``, ``xargs`` and the programs that run their arguments as a
    command (``systemd-run``, ``unshare``, ``nsenter``, ``strace``, ``ltrace``,
    ``gdb --args``, ``taskset``, ``chrt``, ``setpriv``, ``firejail``, ``bwrap``...: the
-   ``_WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
    (``D=/; rm -rf $D``) with their parameter expansions (``${X:-/}``, ``${D%/x}``...,
    :mod:`.expansion`), ``$PWD``/``$(pwd)``/``~+``, ``$(mktemp)``, ``cd``
@@ -114,8 +114,8 @@ from ..shell import Script, SimpleCommand, Word
 from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
 from .budget import Budget, TooComplex, frames_needed
 from .model import HOME, Finding
-from .options import _GLOB_CHARS
-from .run import _STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, _Run
+from .options import GLOB_CHARS
+from .run import STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, Run
 
 __all__ = ["HOME", "CommandSafetyGuard", "Finding", "analyze_command"]
 
@@ -138,7 +138,7 @@ def _assemble() -> RuleTable:
         generic += getattr(family, "GENERIC", ())
         pipelines += getattr(family, "PIPELINES", ())
         functions += getattr(family, "FUNCTIONS", ())
-    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), _STAND_INS)
+    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), STAND_INS)
 
 
 _TABLE = _assemble()
@@ -152,7 +152,7 @@ def _argv_words(argv: Sequence[str]) -> list[Word]:
     """An argv list is one simple command; ``~`` and globs are judged as if a shell saw
     them, because some runners hand the list to a shell."""
     return [
-        Word(a, quoted=True, tilde=a.startswith("~"), glob=_GLOB_CHARS.search(a) is not None)
+        Word(a, quoted=True, tilde=a.startswith("~"), glob=GLOB_CHARS.search(a) is not None)
         for a in argv
     ]
 
@@ -185,7 +185,7 @@ def _judge_command(
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
 ) -> Finding | None:
-    run = _Run(_TABLE, deny, allow, budget)
+    run = Run(_TABLE, deny, allow, budget)
     if isinstance(command, str):
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
@@ -200,7 +200,7 @@ def _judge_command(
         # ["rm -rf /"]: no program has that name, but runners that take a list with a
         # shell (subprocess with shell=True, child_process.exec) run its first element
         # as a command line, so it is judged as one
-        found = _Run(_TABLE, deny, allow, budget).source(
+        found = Run(_TABLE, deny, allow, budget).source(
             argv[0].replace("\x00", ""), "the first element of the argv list"
         )
     return found

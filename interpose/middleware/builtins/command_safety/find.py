@@ -8,13 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..shell import Word
-from .options import _GLOB_CHARS, _derived, _set
+from .options import GLOB_CHARS, derived, word_set
 
 _FIND_LEADING_ARG = frozenset({"-D"})
 _FIND_NAME_TESTS = frozenset({"-name", "-iname", "-lname", "-ilname"})
 _FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
-_FIND_NARROWING = _set("-regex -iregex -empty -newer -anewer -cnewer -samefile -inum -links -size")
-_FIND_ONE_ARG = _set(
+_FIND_NARROWING = word_set(
+    "-regex -iregex -empty -newer -anewer -cnewer -samefile -inum -links -size"
+)
+_FIND_ONE_ARG = word_set(
     "-name -iname -lname -ilname -path -ipath -wholename -iwholename -regex -iregex -type "
     "-xtype -mtime -mmin -atime -amin -ctime -cmin -used -newer -anewer -cnewer -samefile "
     "-inum -links -size -user -group -uid -gid -perm -maxdepth -mindepth -fstype -context "
@@ -42,7 +44,7 @@ class _FindPlan:
         return list(self.candidates)
 
 
-def _find_plan(args: Sequence[Word]) -> _FindPlan:
+def find_plan(args: Sequence[Word]) -> _FindPlan:
     i, n = 0, len(args)
     while i < n and (args[i].text in ("-H", "-L", "-P") or args[i].text.startswith("-O")):
         i += 1
@@ -80,9 +82,9 @@ def _find_plan(args: Sequence[Word]) -> _FindPlan:
             for name in names:
                 text = root.text.rstrip("/") + "/" + name.text
                 plan.candidates.append(
-                    Word(text, tilde=root.tilde, glob=_GLOB_CHARS.search(name.text) is not None)
+                    Word(text, tilde=root.tilde, glob=GLOB_CHARS.search(name.text) is not None)
                 )
-        plan.candidates += [_derived(p.text) for p in paths]
+        plan.candidates += [derived(p.text) for p in paths]
     elif not narrowed:
         plan.candidates = roots
         plan.unfiltered = True

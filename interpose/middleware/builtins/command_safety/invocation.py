@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..shell import Redirect, Word
-from .options import _Parsed
-from .paths import _show, _snippet
+from .options import Parsed
+from .paths import show, words_snippet
 
 
 @dataclass(slots=True)
-class _Invocation:
+class Invocation:
     """One command as it will run: canonical name, arguments, environment, redirects."""
 
     name: str
@@ -21,7 +21,7 @@ class _Invocation:
     layers: list[list[Word]] = field(default_factory=list)
     dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
     # where ``read`` takes its input: the commands piped into it, the loop's redirections
-    stdin: tuple[_Invocation | None, ...] = ()
+    stdin: tuple[Invocation | None, ...] = ()
     loop_input: tuple[Redirect, ...] = ()
 
     @property
@@ -34,12 +34,12 @@ class _Invocation:
         out = []
         for layer in self.layers or [[Word(self.name), *self.args]]:
             head = layer[0].text.rsplit("/", 1)[-1]
-            out.append(" ".join([head, *(_show(w.text) for w in layer[1:])]))
+            out.append(" ".join([head, *(show(w.text) for w in layer[1:])]))
         return out
 
     def snippet(self) -> str:
-        return _snippet([Word(self.name), *self.args])
+        return words_snippet([Word(self.name), *self.args])
 
 
-def _verb(inv: _Invocation, parsed: _Parsed) -> str:
+def verb_of(inv: Invocation, parsed: Parsed) -> str:
     return " ".join([inv.shown, *(w.text for w in parsed.options)])

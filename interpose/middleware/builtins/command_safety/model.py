@@ -17,7 +17,7 @@ HOME = "/home/user"
 """Where ``~`` and ``$HOME`` point during analysis (a fixed value keeps results
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
-_MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
+MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
 
 
 @dataclass(frozen=True, slots=True)

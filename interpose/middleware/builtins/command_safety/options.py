@@ -13,7 +13,7 @@ from ..shell import Word
 
 
 @dataclass(frozen=True, slots=True)
-class _Opts:
+class Opts:
     """One command's option grammar, GNU ``getopt_long`` style."""
 
     short_arg: str = ""  # short options that take a value (attached or next word)
@@ -30,7 +30,7 @@ class _Opts:
 
 
 @dataclass(slots=True)
-class _Parsed:
+class Parsed:
     flags: set[str]  # "--long" names (aliases resolved) and "-x" letters
     values: list[tuple[str, Word]]  # (flag, value) for options with values
     operands: list[Word]
@@ -46,12 +46,12 @@ class _Parsed:
         return not self.flags.isdisjoint(flags)
 
 
-def _derived(text: str) -> Word:
+def derived(text: str) -> Word:
     """A word cut out of another (an option value): ``~`` still expands after ``=``."""
-    return Word(text, tilde=text.startswith("~"), glob=_GLOB_CHARS.search(text) is not None)
+    return Word(text, tilde=text.startswith("~"), glob=GLOB_CHARS.search(text) is not None)
 
 
-def _parse_opts(args: Sequence[Word], spec: _Opts, *, stop_at_operand: bool = False) -> _Parsed:
+def parse_opts(args: Sequence[Word], spec: Opts, *, stop_at_operand: bool = False) -> Parsed:
     flags: set[str] = set()
     values: list[tuple[str, Word]] = []
     operands: list[Word] = []
@@ -69,7 +69,7 @@ def _parse_opts(args: Sequence[Word], spec: _Opts, *, stop_at_operand: bool = Fa
             flag = "--" + spec.canonical(name)
             flags.add(flag)
             if eq:
-                values.append((flag, _derived(value)))
+                values.append((flag, derived(value)))
             elif flag[2:] in spec.long_arg and i + 1 < n:
                 i += 1
                 values.append((flag, args[i]))
@@ -81,13 +81,13 @@ def _parse_opts(args: Sequence[Word], spec: _Opts, *, stop_at_operand: bool = Fa
                 flags.add(flag)
                 if ch in spec.short_arg:
                     if k + 1 < len(t):
-                        values.append((flag, _derived(t[k + 1 :])))
+                        values.append((flag, derived(t[k + 1 :])))
                     elif i + 1 < n:
                         i += 1
                         values.append((flag, args[i]))
                     break
                 if ch in spec.short_optional:
-                    values.append((flag, _derived(t[k + 1 :])))
+                    values.append((flag, derived(t[k + 1 :])))
                     break
         else:
             operands.append(word)
@@ -95,24 +95,24 @@ def _parse_opts(args: Sequence[Word], spec: _Opts, *, stop_at_operand: bool = Fa
                 operands.extend(args[i + 1 :])
                 break
         i += 1
-    return _Parsed(flags, values, operands, options)
+    return Parsed(flags, values, operands, options)
 
 
-def _set(words: str) -> frozenset[str]:
+def word_set(words: str) -> frozenset[str]:
     """A frozenset from space-separated words (keeps long tables readable)."""
     return frozenset(words.split())
 
 
-def _opts(
+def opts(
     short_arg: str = "",
     long: str = "",
     long_arg: str = "",
     alias: Mapping[str, str] | None = None,
     short_optional: str = "",
-) -> _Opts:
+) -> Opts:
     """Compact constructor: long option names are space-separated strings."""
     takes = frozenset(long_arg.split())
-    return _Opts(short_arg, short_optional, tuple(long.split()) + tuple(takes), takes, alias or {})
+    return Opts(short_arg, short_optional, tuple(long.split()) + tuple(takes), takes, alias or {})
 
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
+GLOB_CHARS = re.compile(r"[*?\[]")

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from ..security_audit import PERSISTENCE_PATHS, match_sensitive_store
 from ..shell import SUBST, Word
 from .model import HOME
-from .options import _GLOB_CHARS, _derived, _set
+from .options import GLOB_CHARS, derived, word_set
 
-_SYSTEM_DIRS = _set(
+SYSTEM_DIRS = word_set(
     "bin boot dev etc lib lib32 lib64 libx32 opt proc root sbin srv sys usr var snap nix "
     "system library applications private cores"
 )
@@ -25,13 +25,13 @@ _APP_ROOTS = frozenset({"opt", "srv"})
 directory itself stays critical, as do the children of every other system directory
 (``/usr/local``, ``/usr/lib``, ``/etc/ssl``, ``/var/lib``); deeper paths
 (``/var/lib/<app>``, ``/usr/local/<app>``) are not critical."""
-_TEMP_DIRS = frozenset({"/tmp", "/var/tmp", "/dev/shm", "/private/tmp"})
-_SAFE_DEVICES = _set(
+TEMP_DIRS = frozenset({"/tmp", "/var/tmp", "/dev/shm", "/private/tmp"})
+_SAFE_DEVICES = word_set(
     "/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/stdin /dev/stdout "
     "/dev/stderr /dev/tty /dev/console /dev/ptmx"
 )
 _SAFE_DEVICE_DIRS = ("/dev/fd/", "/dev/pts/", "/dev/shm/", "/dev/mqueue/")
-_NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
 _CHAR_DEVICES = re.compile(
     r"^/dev/(?:dsp\d*|audio\d*|snd/[^/]+|fb\d+|lp\d+|usb/lp\d+"
     r"|tty(?:S|USB|ACM|AMA)\d+)$"
@@ -41,7 +41,7 @@ ports: writing one (``dd if=beep.raw of=/dev/dsp``, flashing a board over
 ``/dev/ttyUSB0``) destroys no data.  Block devices (``sd*``, ``nvme*``, ``mmcblk*``,
 ``loop*``, ``dm-*``, ``mapper/*``, ``disk/by-*``, ``mtd*``...) and every name not listed
 here stay devices: an unknown ``/dev`` name is refused rather than guessed harmless."""
-_SYSTEM_FILES = re.compile(
+SYSTEM_FILES = re.compile(
     r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
     r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
 )
@@ -49,13 +49,13 @@ _PERSISTENCE = PERSISTENCE_PATHS
 """Where a write plants code that runs later (shared with the file tools' guard)."""
 
 
-def _persistence(path: str) -> bool:
+def persistence(path: str) -> bool:
     """Whether writing ``path`` (resolved) plants code that runs later (see
     :data:`_PERSISTENCE`)."""
     return _PERSISTENCE.match(path.lower()) is not None
 
 
-def _critical(path: str) -> str | None:
+def critical(path: str) -> str | None:
     """Describe ``path`` if deleting it (recursively) would wreck the machine or the user."""
     if path == "/":
         return "the filesystem root"
@@ -69,13 +69,13 @@ def _critical(path: str) -> str | None:
                 return "the directory holding all home directories"
             if top == "root":
                 return "root's home directory"
-            return "a system directory" if top in _SYSTEM_DIRS else "a top-level directory"
+            return "a system directory" if top in SYSTEM_DIRS else "a top-level directory"
         if len(parts) == 2:
             if parts[0] == "root" and (store := _home_store(parts)) is not None:
                 return store  # /root/.ssh: say what it is, not where it lies
             if parts[0] in _HOME_ROOTS:
                 return "a home directory"
-            if parts[0] in _SYSTEM_DIRS and parts[0] not in _APP_ROOTS:
+            if parts[0] in SYSTEM_DIRS and parts[0] not in _APP_ROOTS:
                 return "a system directory"
         return _home_store(parts)
     if path == ".":
@@ -105,37 +105,37 @@ def _home_store(parts: Sequence[str]) -> str | None:
     return None if found is None else f"a credential or key store ({found.description})"
 
 
-def _keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
+def keyed_values(args: Sequence[Word], keys: Sequence[str]) -> list[Word]:
     """Values of ``dd``-style ``key=value`` operands for any of ``keys``."""
     out: list[Word] = []
     for word in args:
         key, eq, value = word.text.partition("=")
         if eq and key in keys:
-            out.append(_derived(value))
+            out.append(derived(value))
     return out
 
 
-def _cwd_like(path: str) -> bool:
+def cwd_like(path: str) -> bool:
     return path == "." or all(part == ".." for part in path.split("/"))
 
 
-def _glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
+def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
     """What a glob in ``path`` could sweep up, if that is dangerous."""
     parts = path.split("/")
-    k = next((k for k, part in enumerate(parts) if _GLOB_CHARS.search(part)), -1)
+    k = next((k for k, part in enumerate(parts) if GLOB_CHARS.search(part)), -1)
     if k < 0:
         return None
     part = parts[k]
     prefix = "/".join(parts[:k]) or ("/" if path.startswith("/") else ".")
     if not part.strip("*?.") and ("*" in part or "?" in part):  # "*", ".*", "?*"...
-        if _cwd_like(prefix):
+        if cwd_like(prefix):
             if recursive and cwd_counts:
-                return f"everything in {_critical(prefix)}"
-        elif prefix not in _TEMP_DIRS and (why := _critical(prefix)) is not None:
+                return f"everything in {critical(prefix)}"
+        elif prefix not in TEMP_DIRS and (why := critical(prefix)) is not None:
             return f"everything in {why}"
     if recursive:
-        why = _critical(posixpath.join(prefix, "x"))
-        if why is not None and not _cwd_like(prefix):
+        why = critical(posixpath.join(prefix, "x"))
+        if why is not None and not cwd_like(prefix):
             return f"a pattern that matches {why}"
     return None
 
@@ -147,10 +147,10 @@ _UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `.
 )
 
 
-_SYSTEM_NAMES = _SYSTEM_DIRS | _HOME_ROOTS
+_SYSTEM_NAMES = SYSTEM_DIRS | _HOME_ROOTS
 
 
-def _unknown_risk(path: str) -> str | None:
+def unknown_risk(path: str) -> str | None:
     """What a recursive delete of ``path`` could reach when part of it is known only at
     run time (``$X``, ``$(cmd)``): None when the known part bounds it.
 
@@ -170,35 +170,35 @@ def _unknown_risk(path: str) -> str | None:
         return None
     if pattern.startswith("*"):
         parts = pattern.rstrip("/").split("/")[1:]
-        named = any(p not in ("", ".", "..") and not _GLOB_CHARS.search(p) for p in parts)
+        named = any(p not in ("", ".", "..") and not GLOB_CHARS.search(p) for p in parts)
         if named and parts[-1] not in (".", "..") and parts[-1].lower() not in _SYSTEM_NAMES:
             return None  # below a literal name: $ROOT/build/*.pyc, $X/out
         return "a target known only at run time"
-    risk = _glob_risk(pattern, recursive=True, cwd_counts=True)
+    risk = glob_risk(pattern, recursive=True, cwd_counts=True)
     return None if risk is None else f"a target known only at run time ({risk})"
 
 
-def _is_device(path: str) -> bool:
+def is_device(path: str) -> bool:
     return (
         path.startswith("/dev/")
         and len(path) > 5
         and path not in _SAFE_DEVICES
         and not path.startswith(_SAFE_DEVICE_DIRS)
-        and not path.startswith(_NET_DEVICES)
+        and not path.startswith(NET_DEVICES)
         and _CHAR_DEVICES.match(path) is None
     )
 
 
-def _display(path: str) -> str:
+def display(path: str) -> str:
     if path == HOME or path.startswith(HOME + "/"):
         return "~" + path[len(HOME) :]
     return path
 
 
-def _show(text: str) -> str:
+def show(text: str) -> str:
     return text.replace(SUBST, "$(...)")
 
 
-def _snippet(words: Sequence[Word], limit: int = 80) -> str:
-    text = " ".join(_show(w.text) for w in words)
+def words_snippet(words: Sequence[Word], limit: int = 80) -> str:
+    text = " ".join(show(w.text) for w in words)
     return text if len(text) <= limit else text[: limit - 3] + "..."

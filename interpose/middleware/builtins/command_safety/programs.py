@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..shell import SUBST, Script, Word
-from .invocation import _Invocation
-from .options import _derived, _opts, _parse_opts, _set
-from .paths import _snippet
-from .wrappers import _canon, _unwrap
+from .invocation import Invocation
+from .options import derived, opts, parse_opts, word_set
+from .paths import words_snippet
+from .wrappers import canon, unwrap
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
-_DOWNLOADERS = _set(
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
+DOWNLOADERS = word_set(
     "curl wget fetch aria2c axel http https xh xhs lwp-request lwp-download get ftp tftp"
 )
 
@@ -31,7 +31,7 @@ class _Interpreter:
     backticks: bool = False  # `...` in the program runs a shell command
 
 
-_INTERPRETERS: dict[str, _Interpreter] = {
+INTERPRETERS: dict[str, _Interpreter] = {
     "python": _Interpreter("c", module="m", short_arg="WXQ"),
     "perl": _Interpreter("eE", short_arg="IMmx", backticks=True),
     "ruby": _Interpreter("e", short_arg="rICE", backticks=True),
@@ -52,7 +52,7 @@ _INTERPRETERS: dict[str, _Interpreter] = {
 
 
 @dataclass(frozen=True, slots=True)
-class _Exec:
+class Exec:
     """How a command takes program text."""
 
     kind: str  # "shell", "interpreter", "eval", "source", "crontab" (schedule lines)
@@ -62,7 +62,7 @@ class _Exec:
     params: tuple[Word, ...] = ()  # sh -c SCRIPT $0 $1...: the script's parameters
 
 
-def _shell_exec(args: Sequence[Word]) -> _Exec:
+def _shell_exec(args: Sequence[Word]) -> Exec:
     i, n = 0, len(args)
     command = stdin = False
     while i < n:
@@ -82,28 +82,28 @@ def _shell_exec(args: Sequence[Word]) -> _Exec:
         break
     operands = tuple(args[i:])
     if command:
-        return _Exec(
+        return Exec(
             "shell", operands[:1], operands[0].text if operands else "", False, operands[1:]
         )
     if operands and not stdin:
-        return _Exec("shell", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
-    return _Exec("shell", (), None, True)
+        return Exec("shell", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+    return Exec("shell", (), None, True)
 
 
-def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> _Exec:
+def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> Exec:
     i, n = 0, len(args)
     while i < n:
         t = args[i].text
         if t == "-":
-            return _Exec("interpreter", (), None, True)
+            return Exec("interpreter", (), None, True)
         if t == "--":
             i += 1
             break
         if t.startswith("--"):
             name, eq, value = t[2:].partition("=")
             if name in spec.long_inline:
-                word = _derived(value) if eq else (args[i + 1] if i + 1 < n else Word(""))
-                return _Exec("interpreter", (word,), word.text, False)
+                word = derived(value) if eq else (args[i + 1] if i + 1 < n else Word(""))
+                return Exec("interpreter", (word,), word.text, False)
             i += 2 if (name in spec.long_arg and not eq) else 1
             continue
         if len(t) > 1 and t[0] == "-":
@@ -112,11 +112,11 @@ def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> _Exec:
                 ch, attached = t[k], t[k + 1 :]
                 if ch in spec.inline:
                     word = (
-                        _derived(attached) if attached else (args[i + 1] if i + 1 < n else Word(""))
+                        derived(attached) if attached else (args[i + 1] if i + 1 < n else Word(""))
                     )
-                    return _Exec("interpreter", (word,), word.text, False)
+                    return Exec("interpreter", (word,), word.text, False)
                 if ch in spec.module:
-                    return _Exec("interpreter", (), None, False)
+                    return Exec("interpreter", (), None, False)
                 if ch in spec.short_arg:
                     skip = 1 if attached else 2
                     break
@@ -125,67 +125,67 @@ def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> _Exec:
         break
     operands = tuple(args[i:])
     if operands:
-        return _Exec("interpreter", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
-    return _Exec("interpreter", (), None, True)
+        return Exec("interpreter", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+    return Exec("interpreter", (), None, True)
 
 
-def _exec_info(inv: _Invocation) -> _Exec | None:
-    if inv.name in _SHELLS:
+def exec_info(inv: Invocation) -> Exec | None:
+    if inv.name in SHELLS:
         return _shell_exec(inv.args)
-    spec = _INTERPRETERS.get(inv.name)
+    spec = INTERPRETERS.get(inv.name)
     if spec is not None:
         return _interpreter_exec(spec, inv.args)
     if inv.name == "deno" and inv.args and inv.args[0].text == "eval":  # deno eval CODE
         code = next((w for w in inv.args[1:] if not w.text.startswith("-")), None)
         if code is None:
             return None
-        return _Exec("interpreter", (code,), code.text, False)
+        return Exec("interpreter", (code,), code.text, False)
     if inv.name == "eval":
-        return _Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
+        return Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
     if inv.name in ("source", "."):
         stdin = bool(inv.args) and inv.args[0].text == "/dev/stdin"
-        return _Exec("source", tuple(inv.args[:1]), None, stdin)
+        return Exec("source", tuple(inv.args[:1]), None, stdin)
     if inv.name in ("at", "batch"):  # the job's commands come from stdin or -f FILE
-        parsed = _parse_opts(inv.args, _AT)
+        parsed = parse_opts(inv.args, _AT)
         if parsed.has(*_AT_NO_JOB):
             return None
         job = parsed.value("-f")
         if job is not None and job.text not in ("-", "/dev/stdin"):
-            return _Exec("shell", (job,), None, False)
-        return _Exec("shell", (), None, True)
+            return Exec("shell", (job,), None, False)
+        return Exec("shell", (), None, True)
     if inv.name == "crontab":  # a new crontab from stdin ("-" or nothing) or a file
-        parsed = _parse_opts(inv.args, _CRONTAB)
+        parsed = parse_opts(inv.args, _CRONTAB)
         if parsed.has("-l", "-r", "-e", "-T", "-V"):
             return None
         table = parsed.operands[:1]
         if table and table[0].text not in ("-", "/dev/stdin"):
-            return _Exec("crontab", tuple(table), None, False)
-        return _Exec("crontab", (), None, True)
+            return Exec("crontab", tuple(table), None, False)
+        return Exec("crontab", (), None, True)
     if inv.name == "ssh":  # ssh HOST (a login shell) or ssh HOST bash: the script on stdin
-        remote = _parse_opts(inv.args, _SSH_OPTS, stop_at_operand=True).operands[1:]
+        remote = parse_opts(inv.args, _SSH_OPTS, stop_at_operand=True).operands[1:]
         if remote and remote[0].text == "--":
             remote = remote[1:]
         if not remote or (
-            _canon(remote[0].text) in _SHELLS
+            canon(remote[0].text) in SHELLS
             and not any(w.text.startswith("-") and "c" in w.text for w in remote[1:])
             and all(w.text.startswith("-") for w in remote[1:])
         ):
-            return _Exec("shell", (), None, True)
+            return Exec("shell", (), None, True)
         return None
     if inv.name == "sqlite3":  # SQL and dot-commands: operands after the database, stdin
         operands = _sqlite_operands(inv.args)
         if len(operands) > 1:
             sql = "\n".join(operands[1:])  # each argument is a separate statement
-            return _Exec("interpreter", (Word(sql),), sql, False)
-        return _Exec("interpreter", (), None, True)
+            return Exec("interpreter", (Word(sql),), sql, False)
+        return Exec("interpreter", (), None, True)
     return None
 
 
-_SSH_OPTS = _opts("BbcDEeFIiJLlmOoPpQRSWw")
-_AT = _opts("fqtT")
+_SSH_OPTS = opts("BbcDEeFIiJLlmOoPpQRSWw")
+_AT = opts("fqtT")
 _AT_NO_JOB = frozenset({"-l", "-r", "-d", "-c", "-V"})
-_CRONTAB = _opts("us")
-_SQLITE_ARG = _set("-cmd -init -separator -nullvalue -newline -vfs -maxsize -mmap -A -escape")
+_CRONTAB = opts("us")
+_SQLITE_ARG = word_set("-cmd -init -separator -nullvalue -newline -vfs -maxsize -mmap -A -escape")
 
 
 def _sqlite_operands(args: Sequence[Word]) -> list[str]:
@@ -210,30 +210,30 @@ def _sqlite_operands(args: Sequence[Word]) -> list[str]:
     return [*database, *commands, *operands[1:]]
 
 
-def _downloader(script: Script) -> str | None:
+def downloader(script: Script) -> str | None:
     """The first download command anywhere in ``script`` (substitutions included)."""
     for cmd in script.commands:
         if cmd.words:
-            unwrapped = _unwrap(list(cmd.words))
-            if unwrapped is not None and unwrapped.name in _DOWNLOADERS:
-                return _snippet([Word(unwrapped.name), *unwrapped.args], 60)
+            unwrapped = unwrap(list(cmd.words))
+            if unwrapped is not None and unwrapped.name in DOWNLOADERS:
+                return words_snippet([Word(unwrapped.name), *unwrapped.args], 60)
         for word in (*cmd.words, *cmd.assignments):
             for sub in word.subs:
-                found = _downloader(sub)
+                found = downloader(sub)
                 if found is not None:
                     return found
     return None
 
 
-_MAX_READINGS = 8  # alternative texts of one program (shells differ on escapes)
+MAX_READINGS = 8  # alternative texts of one program (shells differ on escapes)
 
 _DYNAMIC_NAME = re.compile(r"\$[A-Za-z_0-9@*#?$!{(-]")
-_WHOLE_EXPANSION = re.compile(
+WHOLE_EXPANSION = re.compile(
     r"\s*(?:\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]|\$\{[^{}]*\}|" + SUBST + r")\s*"
 )
 
 
-def _dynamic_name(text: str) -> bool:
+def dynamic_name(text: str) -> bool:
     """Whether a command word names its command only at run time: an unresolved variable
     or substitution in its last path component (``$CMD``, ``$(echo rm)``, ``${X:-rm}``).
     ``$HOME/bin/tool`` and ``"$(npm bin)/eslint"`` name ``tool`` and ``eslint``."""
@@ -243,6 +243,6 @@ def _dynamic_name(text: str) -> bool:
     return SUBST in last or "}" in last or _DYNAMIC_NAME.search(last) is not None
 
 
-def _script_snippet(script: Script, limit: int = 60) -> str:
-    text = "; ".join(_snippet(cmd.words, limit) for cmd in script.commands if cmd.words)
+def script_snippet(script: Script, limit: int = 60) -> str:
+    text = "; ".join(words_snippet(cmd.words, limit) for cmd in script.commands if cmd.words)
     return text if len(text) <= limit else text[: limit - 3] + "..."

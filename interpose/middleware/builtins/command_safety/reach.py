@@ -10,7 +10,7 @@ from typing import Protocol
 from ..security_audit import match_sensitive, match_sensitive_glob
 from ..shell import SUBST, Redirect, Word
 from .model import HOME, Finding
-from .paths import _NET_DEVICES, _SYSTEM_FILES, _display, _is_device, _persistence, _show
+from .paths import NET_DEVICES, SYSTEM_FILES, display, is_device, persistence, show
 
 __all__ = ["Resolver", "check_redirects", "judge_read", "judge_write"]
 
@@ -23,27 +23,27 @@ class Resolver(Protocol):
 
 def judge_write(run: Resolver, word: Word, what: str) -> Finding | None:
     path = run.path(word)
-    token = _show(word.text)
-    shown = _show(path)  # a substitution's output is unknown: shown as $(...)
-    if path.startswith(_NET_DEVICES):
+    token = show(word.text)
+    shown = show(path)  # a substitution's output is unknown: shown as $(...)
+    if path.startswith(NET_DEVICES):
         return Finding(
             "reverse-shell", word.text, f"{what} connects to {shown!r} (token {token!r})"
         )
-    if _is_device(path):
+    if is_device(path):
         return Finding(
             "disk", word.text, f"{what} writes to the device {shown!r} (token {token!r})"
         )
-    if _SYSTEM_FILES.match(path.lower()):
+    if SYSTEM_FILES.match(path.lower()):
         return Finding(
             "system-files",
             word.text,
             f"{what} writes the system file {shown!r} (token {token!r})",
         )
-    if _persistence(path):
+    if persistence(path):
         return Finding(
             "persistence",
             word.text,
-            f"{what} writes {_show(_display(path))!r}, which runs at login, at boot or on a "
+            f"{what} writes {show(display(path))!r}, which runs at login, at boot or on a "
             f"schedule or controls who may log in (token {token!r})",
         )
     return None
@@ -63,8 +63,8 @@ def judge_read(
     return Finding(
         "sensitive-read",
         word.text,
-        f"{what} reads {_display(path)!r}: {found.rule} ({found.description}; "
-        f"token {_show(word.text)!r})",
+        f"{what} reads {display(path)!r}: {found.rule} ({found.description}; "
+        f"token {show(word.text)!r})",
     )
 
 
@@ -80,7 +80,7 @@ def check_redirects(redirects: Sequence[Redirect], run: Resolver) -> Finding | N
         if r.op in (">&", "<&") and (target == "-" or target.rstrip("-").isdigit()):
             continue  # fd duplication, not a file
         what = f"redirection {r.op!r}"
-        if r.op in _WRITE_OPS or run.path(r.target).startswith(_NET_DEVICES):
+        if r.op in _WRITE_OPS or run.path(r.target).startswith(NET_DEVICES):
             found = judge_write(run, r.target, what)
             if found is not None:
                 return found

@@ -1,4 +1,4 @@
-"""One analysis: :class:`_Run` (variables, working directory, recursion into shells,
+"""One analysis: :class:`Run` (variables, working directory, recursion into shells,
 ``xargs``/``find -exec`` fan-out) applying a :class:`RuleTable`.
 
 What substitutions output is computed by its base :class:`.substitutions.SubstitutionOutputs`;
@@ -28,28 +28,28 @@ from ..shell import (
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
-from .find import _find_plan
-from .invocation import _Invocation
-from .model import _MAX_DEPTH, HOME, Finding
-from .options import _GLOB_CHARS
+from .find import find_plan
+from .invocation import Invocation
+from .model import HOME, MAX_DEPTH, Finding
+from .options import GLOB_CHARS
 from .paths import (
-    _critical,
-    _cwd_like,
-    _display,
-    _glob_risk,
-    _show,
-    _snippet,
-    _unknown_risk,
+    critical,
+    cwd_like,
+    display,
+    glob_risk,
+    show,
+    unknown_risk,
+    words_snippet,
 )
-from .programs import _downloader, _dynamic_name
+from .programs import downloader, dynamic_name
 from .reach import check_redirects
 from .substitutions import SubstitutionOutputs
-from .text import _lines, _stream
-from .wrappers import _canon, _unwrap
+from .text import input_lines, pipe_stream
+from .wrappers import canon, unwrap
 
-Rule = Callable[["_Invocation", "_Run"], "Finding | None"]
+Rule = Callable[["Invocation", "Run"], "Finding | None"]
 """A rule judges one command as it will run; it returns a :class:`Finding` to refuse it."""
-PipelineRule = Callable[[Sequence[Sequence["_Invocation | None"]], "_Run"], "Finding | None"]
+PipelineRule = Callable[[Sequence[Sequence["Invocation | None"]], "Run"], "Finding | None"]
 """A rule over a pipeline's stages (each stage: the commands of one ``|`` segment)."""
 FunctionRule = Callable[[FunctionDef], "Finding | None"]
 """A rule over a shell function definition."""
@@ -60,7 +60,7 @@ class RuleTable:
     """The rules an analysis applies, assembled once from the rule-family modules.
 
     The shell model (this module and :mod:`.model`) never imports a family: the package
-    builds the table and hands it to each :class:`_Run`, so families can import the model
+    builds the table and hands it to each :class:`Run`, so families can import the model
     freely and adding a rule touches only its family.
     """
 
@@ -80,7 +80,7 @@ _IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class _Run(SubstitutionOutputs):
+class Run(SubstitutionOutputs):
     """State of one analysis: variables, working directory, recursion depth."""
 
     __slots__ = (
@@ -153,11 +153,11 @@ class _Run(SubstitutionOutputs):
 
     def nested(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
         """Analyze a script handed to another shell (``bash -c``, ``eval``, ...)."""
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             return Finding(
                 "unparseable",
-                _show(text[:40]),
-                f"{origin} nests shells more than {_MAX_DEPTH} levels deep",
+                show(text[:40]),
+                f"{origin} nests shells more than {MAX_DEPTH} levels deep",
             )
         self.budget.step()
         self.budget.open()
@@ -174,8 +174,8 @@ class _Run(SubstitutionOutputs):
         """Analyze an argument vector run without a shell (``find -exec``, ``xargs``)."""
         if not words:
             return None
-        if self.depth >= _MAX_DEPTH:
-            return Finding("unparseable", _snippet(words), f"{origin} nests too deeply")
+        if self.depth >= MAX_DEPTH:
+            return Finding("unparseable", words_snippet(words), f"{origin} nests too deeply")
         self.budget.open()
         self.depth += 1
         try:
@@ -188,7 +188,7 @@ class _Run(SubstitutionOutputs):
 
     def script(self, script: Script) -> Finding | None:
         feeds = _feeds(script)
-        invs: list[_Invocation | None] = []
+        invs: list[Invocation | None] = []
         defined = {fn.name for fn in script.functions}
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
@@ -207,7 +207,7 @@ class _Run(SubstitutionOutputs):
                     inv.loop_input = _loop_input(script, index)
                 elif inv.name in defined and not inv.dynamic:
                     self.calls = self.calls or {}
-                    self.calls.setdefault(inv.name, []).append([_tilde(w) for w in inv.args])
+                    self.calls.setdefault(inv.name, []).append([tilde(w) for w in inv.args])
             if not prepared:
                 found = check_redirects(cmd.redirects, self)
             for inv in prepared:
@@ -343,8 +343,8 @@ class _Run(SubstitutionOutputs):
         return None
 
     def _prepare(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
+    ) -> list[Invocation]:
         if self.choices and cmd.words:
             # redirection targets vary with the loop too (for f in ...; do echo x >> $f)
             texts = " ".join(w.text for w in (*cmd.words, *(r.target for r in cmd.redirects)))
@@ -354,15 +354,15 @@ class _Run(SubstitutionOutputs):
         return self._prepare_one(cmd, upstream)
 
     def _fan_out(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None], names: list[str]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None], names: list[str]
+    ) -> list[Invocation]:
         """One invocation per combination of the values of ``names`` (see :meth:`bind`);
         each is an expansion step (:meth:`_prepare_one`), so the step budget bounds the
         product of nested loops."""
         assert self.choices is not None
         combos = itertools.product(*(self.choices[n] for n in names))
         saved = {n: self.vars.get(n) for n in names}
-        out: list[_Invocation] = []
+        out: list[Invocation] = []
         try:
             for combo in combos:
                 for name, value in zip(names, combo, strict=True):
@@ -380,8 +380,8 @@ class _Run(SubstitutionOutputs):
         return out
 
     def _prepare_one(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
+    ) -> list[Invocation]:
         self.budget.step()
         for assignment in cmd.assignments:
             self.assign(assignment, persistent=not cmd.words)
@@ -390,7 +390,7 @@ class _Run(SubstitutionOutputs):
         words = self.expand_words(cmd.words)
         if not words:
             return []
-        unwrapped = _unwrap(words)
+        unwrapped = unwrap(words)
         if unwrapped is None:
             return []
         env = dict(_assignment_pairs(cmd.assignments))
@@ -402,16 +402,16 @@ class _Run(SubstitutionOutputs):
                 replace(r, target=replace(r.target, text=self.expand_text(r.target.text)))
                 for r in redirects
             )
-        inv = _Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
+        inv = Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
         head = unwrapped.layers[-1][0].text
-        if ("$" in head or SUBST in head) and _dynamic_name(head):
+        if ("$" in head or SUBST in head) and dynamic_name(head):
             inv.dynamic = head
         if not unwrapped.via_xargs:
             return [inv]
         values = _emitted(upstream, self)
         marker = unwrapped.xargs_replace
         if marker is not None:  # xargs -I: one argument per input line
-            values = _lines(_stream([upstream])) or values
+            values = input_lines(pipe_stream([upstream])) or values
             if marker in head:  # xargs -I{} {} ...: the input names the command
                 inv.dynamic = head
         if not values:  # input the guard cannot know (base64 -d x | xargs sh -c)
@@ -421,7 +421,7 @@ class _Run(SubstitutionOutputs):
         self.budget.made_words(len(values) * (len(inv.args) + 1))
         return [_xargs_call(inv, marker, value) for value in values]
 
-    def invocation(self, inv: _Invocation) -> Finding | None:
+    def invocation(self, inv: Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
             return None
         if self.deny:
@@ -439,7 +439,7 @@ class _Run(SubstitutionOutputs):
             return self._dynamic_command(inv)
         return self.judge(inv)
 
-    def judge(self, inv: _Invocation) -> Finding | None:
+    def judge(self, inv: Invocation) -> Finding | None:
         """The rules of ``inv``'s command name, then the generic ones."""
         for rule in self.table.rules(inv.name):
             found = rule(inv, self)
@@ -451,7 +451,7 @@ class _Run(SubstitutionOutputs):
         """(rule, command) when one of ``subs`` downloads its output or makes it in a
         way the guard cannot follow (``$(curl ...)``, ``$(base64 -d f)``)."""
         for script in subs:
-            source = _downloader(script)
+            source = downloader(script)
             if source is not None:
                 return "rce", source
             hidden = self.substitution(script).hidden
@@ -459,14 +459,14 @@ class _Run(SubstitutionOutputs):
                 return "dynamic-code", hidden
         return None
 
-    def _dynamic_command(self, inv: _Invocation) -> Finding | None:
+    def _dynamic_command(self, inv: Invocation) -> Finding | None:
         """A command whose name only run time knows (``$CMD -rf /``, ``$(cat f) x``).
 
         In program text handed to a shell it is refused outright.  On the command line
-        itself it is judged as each command of :data:`_STAND_INS` in turn, and refused
+        itself it is judged as each command of :data:`STAND_INS` in turn, and refused
         when one of them would be: ``"$EDITOR" notes.txt`` passes, ``$X -rf /`` does not.
         """
-        shown = _show(inv.dynamic)
+        shown = show(inv.dynamic)
         head = inv.layers[-1][0] if inv.layers else Word(inv.dynamic)
         made = self._made_by(head.subs)
         if made is None and self.made:
@@ -494,7 +494,7 @@ class _Run(SubstitutionOutputs):
         try:
             for stand_in in self.table.stand_ins:
                 self.budget.step()
-                probe = _Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
+                probe = Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
                 found = self.judge(probe)
                 if found is not None:
                     return Finding(
@@ -607,7 +607,7 @@ class _Run(SubstitutionOutputs):
                 and (spliced := self.spliced(word, text)) is not None
             ):
                 # $(echo rm): the output is known, so the word is too (and already judged)
-                glob = word.glob or (not word.quoted and _GLOB_CHARS.search(spliced) is not None)
+                glob = word.glob or (not word.quoted and GLOB_CHARS.search(spliced) is not None)
                 word, text = replace(word, subs=(), glob=glob), spliced
             if text == word.text:
                 out.append(word)
@@ -637,12 +637,12 @@ class _Run(SubstitutionOutputs):
         if script.functions or not script.commands or len(script.pipelines) > 1:
             return None
         first = script.commands[0].words
-        if not first or _canon(first[0].text) != "find":
+        if not first or canon(first[0].text) != "find":
             return None
         others = script.commands[1:]
-        if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
+        if any(not c.words or canon(c.words[0].text) not in _FILTERS for c in others):
             return None
-        return _find_plan(self.expand_words(first[1:])).entries() or None
+        return find_plan(self.expand_words(first[1:])).entries() or None
 
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
@@ -687,20 +687,20 @@ class _Run(SubstitutionOutputs):
     ) -> tuple[str, str] | None:
         """(path, why) when removing ``word`` would destroy something critical; with
         ``unknown``, also when the target is known only at run time in a way that could
-        reach something critical (see :func:`_unknown_risk`)."""
+        reach something critical (see :func:`unknown_risk`)."""
         path = self.path(word)
-        if unknown and (why := _unknown_risk(path)) is not None:
+        if unknown and (why := unknown_risk(path)) is not None:
             if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
-            return _show(_display(path)), why + "; refused as unknown"
+            return show(display(path)), why + "; refused as unknown"
         if word.glob:
-            why = _glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
+            why = glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
             if why is not None:
-                return _display(path), why
-        if not recursive or (not cwd_counts and _cwd_like(path)):
+                return display(path), why
+        if not recursive or (not cwd_counts and cwd_like(path)):
             return None
-        why = _critical(path)
-        return None if why is None else (_display(path), why)
+        why = critical(path)
+        return None if why is None else (display(path), why)
 
 
 def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
@@ -721,7 +721,7 @@ _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
 _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 
 
-def _tilde(word: Word) -> str:
+def tilde(word: Word) -> str:
     """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
     return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
 
@@ -748,7 +748,7 @@ def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
         yield name.rstrip("+"), value
 
 
-def _first_match(patterns: Sequence[re.Pattern[str]], inv: _Invocation) -> str | None:
+def _first_match(patterns: Sequence[re.Pattern[str]], inv: Invocation) -> str | None:
     texts = inv.texts()
     for pattern in patterns:
         if any(pattern.search(text) for text in texts):
@@ -766,7 +766,7 @@ def _feeds(script: Script) -> dict[int, tuple[int, ...]]:
     return feeds
 
 
-def _substitute(word: Word, marker: str, value: Word) -> Word:
+def substitute(word: Word, marker: str, value: Word) -> Word:
     if word.text == marker:
         return value
     if marker not in word.text:
@@ -774,17 +774,17 @@ def _substitute(word: Word, marker: str, value: Word) -> Word:
     return replace(word, text=word.text.replace(marker, value.text), glob=word.glob or value.glob)
 
 
-def _allowed(run: _Run, *invs: _Invocation) -> bool:
+def allowed(run: Run, *invs: Invocation) -> bool:
     return bool(run.allow) and any(_first_match(run.allow, inv) for inv in invs)
 
 
-def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
+def _emitted(upstream: Sequence[Invocation | None], run: Run) -> list[Word]:
     """Words an upstream command writes to a pipe, when they can be known (for xargs)."""
     values: list[Word] = []
     for inv in upstream:
         if inv is None:
             continue
-        if inv.name in ("echo", "printf") and (text := _stream([[inv]])).complete:
+        if inv.name in ("echo", "printf") and (text := pipe_stream([[inv]])).complete:
             parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
             values += [Word(p, quoted=True) for p in parts]
         elif inv.name == "echo":
@@ -795,27 +795,27 @@ def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
         elif inv.name == "printf" and inv.args:
             values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
         elif inv.name == "find":
-            values += _find_plan(inv.args).entries()
+            values += find_plan(inv.args).entries()
     run.budget.made_words(len(values))  # every value is judged: the budget bounds them
     return values
 
 
-_STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
+STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
 """What a command name known only at run time is judged as (see ``_dynamic_command``).
 Others are covered by these: ``mv`` and ``chown`` of critical paths by ``rm -r`` and
 ``tee``, ``fdisk`` by ``mkfs``."""
 
 
-def _xargs_call(inv: _Invocation, marker: str, value: Word) -> _Invocation:
+def _xargs_call(inv: Invocation, marker: str, value: Word) -> Invocation:
     """``xargs -I{} CMD {}`` for one input value (which may name the command itself)."""
-    args = [_substitute(arg, marker, value) for arg in inv.args]
+    args = [substitute(arg, marker, value) for arg in inv.args]
     if marker not in inv.dynamic:
         return replace(inv, args=args)
-    head = _substitute(Word(inv.dynamic), marker, value).text
+    head = substitute(Word(inv.dynamic), marker, value).text
     return replace(
         inv,
-        name=_canon(head),
+        name=canon(head),
         args=args,
         layers=[*inv.layers[:-1], [Word(head), *args]],
-        dynamic=head if _dynamic_name(head) else "",
+        dynamic=head if dynamic_name(head) else "",
     )

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
 from .budget import Budget
-from .invocation import _Invocation
-from .options import _opts, _parse_opts
-from .text import _LOCAL, _STREAM_NAMES, _command_output, _setup_code, _Stream, _stream
-from .wrappers import _canon, _unwrap
+from .invocation import Invocation
+from .options import opts, parse_opts
+from .text import LOCAL, STREAM_NAMES, Stream, command_output, pipe_stream, setup_code
+from .wrappers import canon, unwrap
 
 __all__ = ["SubstitutionOutputs"]
 
-_MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
+_MKTEMP = opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
 
 
 class SubstitutionOutputs:
@@ -29,7 +29,7 @@ class SubstitutionOutputs:
 
     __slots__ = ("outputs",)
 
-    outputs: dict[int, tuple[Script, _Stream]] | None  # id(script) -> output; None: none yet
+    outputs: dict[int, tuple[Script, Stream]] | None  # id(script) -> output; None: none yet
 
     # the analysis's state and the two services of the analysis this part relies on
     budget: Budget
@@ -43,7 +43,7 @@ class SubstitutionOutputs:
         """The path a word names (see :meth:`.run.Run.path`)."""
         raise NotImplementedError
 
-    def substitution(self, script: Script) -> _Stream:
+    def substitution(self, script: Script) -> Stream:
         """What ``$(script)`` or ``<(script)`` outputs, as far as the guard can tell.
 
         The script itself has been judged already; this only evaluates its output.
@@ -63,29 +63,29 @@ class SubstitutionOutputs:
         self.outputs[id(script)] = (script, stream)
         return stream
 
-    def _evaluate(self, script: Script) -> _Stream:
+    def _evaluate(self, script: Script) -> Stream:
         known = self._known_output(script)
         if known is not None:
-            return _Stream((known.encode() + b"\n",))
+            return Stream((known.encode() + b"\n",))
         if not any(  # $(git describe), $(date +%s): local output, nothing to compute
-            cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
+            cmd.words and canon(cmd.words[0].text) in STREAM_NAMES for cmd in script.commands
         ):
-            return _LOCAL
-        invs: list[_Invocation | None] = []
+            return LOCAL
+        invs: list[Invocation | None] = []
         for cmd in script.commands:
             words = self.expand_words(cmd.words) if cmd.words else []
-            unwrapped = _unwrap(words) if words else None
+            unwrapped = unwrap(words) if words else None
             if unwrapped is None:
                 invs.append(None)
                 continue
             # a command named at run time ($CMD) keeps its unknown name: local output
-            invs.append(_Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects))
+            invs.append(Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects))
         if script.functions:
-            return _LOCAL
+            return LOCAL
         pipeline = script.pipelines[0] if len(script.pipelines) == 1 else None
         if pipeline is not None and sum(map(len, pipeline.stages)) == len(invs):
-            return _stream([[invs[i] for i in stage] for stage in pipeline.stages])
-        return _stream([invs])  # one command, or a list of them: their outputs in turn
+            return pipe_stream([[invs[i] for i in stage] for stage in pipeline.stages])
+        return pipe_stream([invs])  # one command, or a list of them: their outputs in turn
 
     def spliced(self, word: Word, text: str) -> str | None:
         """``text`` (``word``'s, variables expanded) with each substitution replaced by
@@ -98,7 +98,7 @@ class SubstitutionOutputs:
             stream = self.substitution(sub)
             if not stream.complete or len(stream.readings) != 1:
                 return None
-            out += (_command_output(stream.readings[0]), part)
+            out += (command_output(stream.readings[0]), part)
         return "".join(out)
 
     def readings(self, word: Word) -> list[str]:
@@ -114,8 +114,8 @@ class SubstitutionOutputs:
             stream = self.substitution(sub)
             values = [SUBST]
             if stream.complete:
-                values = [_command_output(r) for r in stream.readings]
-            elif not stream.hidden and _setup_code(sub):
+                values = [command_output(r) for r in stream.readings]
+            elif not stream.hidden and setup_code(sub):
                 values = [":"]  # the null command stands for setup code the guard trusts
             texts = [head + value + part for head in texts for value in values]
         return texts
@@ -126,14 +126,14 @@ class SubstitutionOutputs:
         if len(script.commands) != 1 or not script.commands[0].words:
             return None
         words = script.commands[0].words
-        name = _canon(words[0].text)
+        name = canon(words[0].text)
         if name == "pwd":
             return self.cwd or "."
         if name in ("dirname", "basename", "realpath", "readlink"):
             return self._path_output(name, self.expand_words(words[1:]))
         if name != "mktemp":
             return None
-        parsed = _parse_opts(words[1:], _MKTEMP)
+        parsed = parse_opts(words[1:], _MKTEMP)
         template = parsed.operands[-1].text if parsed.operands else "tmp.XXXXXXXXXX"
         where = parsed.value("--tmpdir", "-p")
         if where is not None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from ..shell import ShellSyntaxError, Word
 from ..shell import parse as parse_shell
-from .options import _Opts, _opts, _parse_opts, _set
+from .options import Opts, opts, parse_opts, word_set
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _VERSIONED = re.compile(r"(python|pypy|perl|ruby|node|php|lua|bash|zsh|ksh)[\d.]*[a-z]?$")
 _NAME_ALIASES = {
     "ncat": "nc",
@@ -55,7 +55,7 @@ _MKFS_LIKE = frozenset({"mkudffs", "mkexfatfs", "mkreiserfs", "mkfs", "mkhfs", "
 
 
 @functools.lru_cache(maxsize=4096)
-def _canon(text: str) -> str:
+def canon(text: str) -> str:
     """The command a word names: basename, lower-cased, version suffix and aliases folded."""
     name = text.rsplit("/", 1)[-1].lower()
     if name.endswith(".exe"):
@@ -79,7 +79,7 @@ def _canon(text: str) -> str:
 class _Wrapper:
     """A command that runs another command: its options, then the command."""
 
-    opts: _Opts = field(default_factory=_Opts)
+    opts: Opts = field(default_factory=Opts)
     leading: int = 0  # operands before the command (timeout DURATION, chroot DIR)
     assignments: bool = False  # NAME=value words may precede the command (env, sudo)
     no_command: frozenset[str] = frozenset()  # flags after which nothing is run
@@ -101,9 +101,9 @@ _TERMINAL_X = _Wrapper(
 ``gnome-terminal -- CMD``, ``xfce4-terminal -x CMD``, ``terminator -e 'CMD'``."""
 
 
-_WRAPPERS: dict[str, _Wrapper] = {
+WRAPPERS: dict[str, _Wrapper] = {
     "sudo": _Wrapper(  # "sudo -s"/"sudo -i" alone: see _SHELL_FLAGS
-        _opts(
+        opts(
             "ugphCrtUDTR",
             "preserve-env login shell list validate edit non-interactive background stdin "
             "set-home reset-timestamp remove-timestamp version help askpass",
@@ -114,10 +114,10 @@ _WRAPPERS: dict[str, _Wrapper] = {
             {"-l", "--list", "-v", "--validate", "-V", "--version", "-K", "-e", "--edit"}
         ),
     ),
-    "doas": _Wrapper(_opts("uC")),
-    "pkexec": _Wrapper(_opts(long="disable-internal-agent help version", long_arg="user")),
+    "doas": _Wrapper(opts("uC")),
+    "pkexec": _Wrapper(opts(long="disable-internal-agent help version", long_arg="user")),
     "env": _Wrapper(
-        _opts(
+        opts(
             "uCSP",
             "ignore-environment null debug help version",
             "unset chdir split-string",
@@ -127,31 +127,31 @@ _WRAPPERS: dict[str, _Wrapper] = {
     ),
     "command": _Wrapper(no_command=frozenset({"-v", "-V"})),
     "builtin": _Wrapper(),
-    "exec": _Wrapper(_opts("a")),
+    "exec": _Wrapper(opts("a")),
     "nohup": _Wrapper(),
-    "time": _Wrapper(_opts("of", "append verbose portability quiet help version", "output format")),
-    "nice": _Wrapper(_opts("n", "help version", "adjustment")),
+    "time": _Wrapper(opts("of", "append verbose portability quiet help version", "output format")),
+    "nice": _Wrapper(opts("n", "help version", "adjustment")),
     "timeout": _Wrapper(
-        _opts("sk", "preserve-status foreground verbose help version", "signal kill-after"),
+        opts("sk", "preserve-status foreground verbose help version", "signal kill-after"),
         leading=1,
     ),
-    "stdbuf": _Wrapper(_opts("ioe", "help version", "input output error")),
+    "stdbuf": _Wrapper(opts("ioe", "help version", "input output error")),
     "ionice": _Wrapper(
-        _opts("cnpPu", "ignore help version", "class classdata pid pgid uid"),
+        opts("cnpPu", "ignore help version", "class classdata pid pgid uid"),
         no_command=frozenset({"-p", "-P", "-u", "--pid", "--pgid", "--uid"}),
     ),
-    "chroot": _Wrapper(_opts(long="skip-chdir help version", long_arg="userspec groups"), 1),
+    "chroot": _Wrapper(opts(long="skip-chdir help version", long_arg="userspec groups"), 1),
     "setsid": _Wrapper(),
     "busybox": _Wrapper(),
     "toybox": _Wrapper(),
     "chronic": _Wrapper(),
     "unbuffer": _Wrapper(),
     "torsocks": _Wrapper(),
-    "caffeinate": _Wrapper(_opts("tw")),
-    "proxychains": _Wrapper(_opts("f")),
+    "caffeinate": _Wrapper(opts("tw")),
+    "proxychains": _Wrapper(opts("f")),
     # programs that run a command given as their arguments (issue 10: wrappers)
     "systemd-run": _Wrapper(
-        _opts(
+        opts(
             "pEuMHs",
             "user system scope pty pipe quiet wait collect remain-after-exit no-block same-dir "
             "send-sighup no-ask-password",
@@ -163,7 +163,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"--help", "--version"}),
     ),
     "unshare": _Wrapper(
-        _opts(
+        opts(
             "SGRwl",
             "mount uts ipc net pid user cgroup time fork map-root-user map-current-user "
             "mount-proc kill-child keep-caps",
@@ -173,7 +173,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
         )
     ),
     "nsenter": _Wrapper(
-        _opts(
+        opts(
             "tSGe",
             "all preserve-credentials no-fork follow-context",
             "target setuid setgid env",
@@ -182,22 +182,22 @@ _WRAPPERS: dict[str, _Wrapper] = {
         )
     ),
     "strace": _Wrapper(
-        _opts("eoOpPsSuEIaXbU", long_arg="output trace signal status string-limit"),
+        opts("eoOpPsSuEIaXbU", long_arg="output trace signal status string-limit"),
         no_command=frozenset({"-p", "--attach"}),
     ),
-    "ltrace": _Wrapper(_opts("aeFlnopsuxAD"), no_command=frozenset({"-p"})),
+    "ltrace": _Wrapper(opts("aeFlnopsuxAD"), no_command=frozenset({"-p"})),
     "valgrind": _Wrapper(),
     "gdb": _Wrapper(after=frozenset({"--args"})),
     "taskset": _Wrapper(
-        _opts(long="all-tasks cpu-list help version"), leading=1, no_command=frozenset({"-p"})
+        opts(long="all-tasks cpu-list help version"), leading=1, no_command=frozenset({"-p"})
     ),
     "chrt": _Wrapper(
-        _opts("TPD", "all-tasks batch deadline fifo idle other rr reset-on-fork max verbose"),
+        opts("TPD", "all-tasks batch deadline fifo idle other rr reset-on-fork max verbose"),
         leading=1,
         no_command=frozenset({"-p", "--pid", "-m", "--max"}),
     ),
     "setpriv": _Wrapper(
-        _opts(
+        opts(
             long="clear-groups keep-groups init-groups no-new-privs reset-env dump",
             long_arg="reuid regid ruid rgid euid egid groups inh-caps ambient-caps "
             "bounding-set securebits pdeathsig selinux-label apparmor-profile "
@@ -209,14 +209,14 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "bwrap": _Wrapper(
         arity={
             **dict.fromkeys(
-                _set(
+                word_set(
                     "bind ro-bind dev-bind bind-try ro-bind-try dev-bind-try symlink setenv "
                     "file bind-data ro-bind-data chmod"
                 ),
                 2,
             ),
             **dict.fromkeys(
-                _set(
+                word_set(
                     "tmpfs proc dev dir chdir unsetenv uid gid hostname lock-file sync-fd "
                     "info-fd json-status-fd seccomp exec-label file-label userns userns2 pidns "
                     "cap-add cap-drop perms size remount-ro argv0 args block-fd "
@@ -227,13 +227,13 @@ _WRAPPERS: dict[str, _Wrapper] = {
         }
     ),
     "cpulimit": _Wrapper(
-        _opts("lpe", "lazy include-children verbose", "limit pid exe cpu"),
+        opts("lpe", "lazy include-children verbose", "limit pid exe cpu"),
         no_command=frozenset({"-p", "--pid", "-e", "--exe"}),
     ),
-    "faketime": _Wrapper(_opts("p"), leading=1),
+    "faketime": _Wrapper(opts("p"), leading=1),
     "setarch": _Wrapper(leading=1),
     "numactl": _Wrapper(
-        _opts(
+        opts(
             "NmCipPw",
             "localalloc all hardware show",
             "cpunodebind membind physcpubind interleave preferred weighted-interleave",
@@ -242,26 +242,26 @@ _WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"--hardware", "--show", "-H", "-s"}),
     ),
     "prlimit": _Wrapper(
-        _opts("po", "noheadings raw verbose", "pid output", short_optional="cdefilmnqrstuvxy"),
+        opts("po", "noheadings raw verbose", "pid output", short_optional="cdefilmnqrstuvxy"),
         no_command=frozenset({"-p", "--pid"}),
     ),
     "catchsegv": _Wrapper(),
     "dbus-launch": _Wrapper(),
-    "dbus-run-session": _Wrapper(_opts(long_arg="config-file dbus-daemon")),
+    "dbus-run-session": _Wrapper(opts(long_arg="config-file dbus-daemon")),
     "xvfb-run": _Wrapper(
-        _opts("efnpswl", "auto-servernum", "error-file auth-file server-num server-args")
+        opts("efnpswl", "auto-servernum", "error-file auth-file server-num server-args")
     ),
     "ionice-wrapper": _Wrapper(),
     "eatmydata": _Wrapper(),
-    "fakeroot": _Wrapper(_opts("lsi")),
+    "fakeroot": _Wrapper(opts("lsi")),
     "tsp": _Wrapper(),
     "ts": _Wrapper(),
-    "sem": _Wrapper(_opts("j", long_arg="id jobs timeout")),
+    "sem": _Wrapper(opts("j", long_arg="id jobs timeout")),
     "with-contenv": _Wrapper(),
     "s6-setuidgid": _Wrapper(leading=1),
     "gosu": _Wrapper(leading=1),
     "su-exec": _Wrapper(leading=1),
-    "chpst": _Wrapper(_opts("ugUbenlmdofcpv")),
+    "chpst": _Wrapper(opts("ugUbenlmdofcpv")),
     # terminal emulators and file watchers run the command they are given
     **dict.fromkeys(
         ("xterm", "uxterm", "urxvt", "rxvt", "konsole", "x-terminal-emulator", "st", "tilix"),
@@ -273,7 +273,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
         _TERMINAL_X,
     ),
     "kitty": _Wrapper(  # kitty [options] [program [args]]
-        _opts(
+        opts(
             "Tcodw",
             "hold single-instance detach debug-rendering debug-input debug-keyboard",
             "title config override directory class name session instance-group listen-on "
@@ -282,10 +282,10 @@ _WRAPPERS: dict[str, _Wrapper] = {
         ),
         shell_string=True,
     ),
-    "foot": _Wrapper(_opts("ctTaLwWsoDl", "hold server login-shell", "config term title app-id")),
-    "entr": _Wrapper(_opts(), shell_string=True),  # entr [-acdnprsz] utility [args]
+    "foot": _Wrapper(opts("ctTaLwWsoDl", "hold server login-shell", "config term title app-id")),
+    "entr": _Wrapper(opts(), shell_string=True),  # entr [-acdnprsz] utility [args]
     "watchexec": _Wrapper(
-        _opts(
+        opts(
             "wefidsEWo",
             "restart clear notify postpone quiet verbose no-vcs-ignore no-project-ignore "
             "no-global-ignore no-default-ignore no-meta no-shell",
@@ -299,9 +299,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "reflex": _Wrapper(after=frozenset({"--"}), shell_string=True),
     # tools whose subcommand runs a command in an environment (poetry run, conda run...)
     **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
-    "pdm": _Wrapper(_opts("p", long_arg="project"), subcommands=frozenset({"run"})),
+    "pdm": _Wrapper(opts("p", long_arg="project"), subcommands=frozenset({"run"})),
     "uv": _Wrapper(
-        _opts(
+        opts(
             "pw",
             "no-project isolated frozen locked no-sync all-extras all-packages active no-dev "
             "only-dev script module no-editable",
@@ -314,7 +314,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
     **dict.fromkeys(
         ("conda", "mamba", "micromamba"),
         _Wrapper(
-            _opts(
+            opts(
                 "np",
                 "no-capture-output live-stream debug-wrapper-scripts",
                 "name prefix cwd",
@@ -328,17 +328,22 @@ _WRAPPERS: dict[str, _Wrapper] = {
         _Wrapper(subcommands=frozenset({"exec"})),
     ),
     "direnv": _Wrapper(leading=1, subcommands=frozenset({"exec"})),
-    "aws-vault": _Wrapper(_opts(long_arg="duration region"), 1, subcommands=frozenset({"exec"})),
-    **dict.fromkeys(("mise", "rtx"), _Wrapper(after=frozenset({"--"}), subcommands=_set("exec x"))),
+    "aws-vault": _Wrapper(opts(long_arg="duration region"), 1, subcommands=frozenset({"exec"})),
     **dict.fromkeys(
-        ("op", "doppler", "infisical"), _Wrapper(after=frozenset({"--"}), subcommands=_set("run"))
+        ("mise", "rtx"), _Wrapper(after=frozenset({"--"}), subcommands=word_set("exec x"))
+    ),
+    **dict.fromkeys(
+        ("op", "doppler", "infisical"),
+        _Wrapper(after=frozenset({"--"}), subcommands=word_set("run")),
     ),
     "dotenv": _Wrapper(after=frozenset({"--"})),
-    "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=_set("enter")),
-    "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=_set("develop shell")),
-    "toolbox": _Wrapper(_opts("cr", long_arg="container release distro"), subcommands=_set("run")),
+    "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=word_set("enter")),
+    "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=word_set("develop shell")),
+    "toolbox": _Wrapper(
+        opts("cr", long_arg="container release distro"), subcommands=word_set("run")
+    ),
     "flatpak-spawn": _Wrapper(
-        _opts(
+        opts(
             long="host clear-env watch-bus latest-version sandbox no-network",
             long_arg="env forward-fd directory app-path usr-path",
         )
@@ -350,7 +355,7 @@ _WRAPPERS: dict[str, _Wrapper] = {
 _SHELL_FLAGS = {"sudo": frozenset({"-s", "--shell", "-i", "--login"})}
 """Wrapper flags that start a shell when no command follows."""
 
-_XARGS = _opts(
+_XARGS = opts(
     "IaLnPsEd",
     "null no-run-if-empty verbose interactive open-tty exit show-limits help version "
     "max-lines replace eof",
@@ -371,30 +376,30 @@ class _Unwrapped:
 
 
 def _take_assignments(words: list[Word], env: dict[str, str]) -> list[Word]:
-    while words and _ASSIGNMENT.match(words[0].text):
+    while words and ASSIGNMENT.match(words[0].text):
         name, _, value = words[0].text.partition("=")
         env[name.rstrip("+")] = value
         words = words[1:]
     return words
 
 
-def _unwrap(words: list[Word]) -> _Unwrapped | None:
+def unwrap(words: list[Word]) -> _Unwrapped | None:
     """Peel wrappers off ``words``; None when nothing is executed (``command -v rm``)."""
     env: dict[str, str] = {}
     layers = [words]
     found = _Unwrapped("", [], env, layers)
     for _ in range(16):
-        name = _canon(words[0].text)
+        name = canon(words[0].text)
         rest: list[Word]
         if name == "xargs":
-            parsed = _parse_opts(words[1:], _XARGS, stop_at_operand=True)
+            parsed = parse_opts(words[1:], _XARGS, stop_at_operand=True)
             if parsed.has("--replace"):
                 value = parsed.value("--replace")
                 found.xargs_replace = value.text if value is not None and value.text else "{}"
             found.via_xargs = True
             rest = parsed.operands or [Word("echo")]
         else:
-            wrapper = _WRAPPERS.get(name)
+            wrapper = WRAPPERS.get(name)
             if wrapper is None:
                 break
             args = words[1:]
@@ -409,7 +414,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 words = _shell_string(rest) if wrapper.shell_string else rest
                 layers.append(words)
                 continue
-            parsed = _parse_opts(args, wrapper.opts, stop_at_operand=True)
+            parsed = parse_opts(args, wrapper.opts, stop_at_operand=True)
             if name == "sudo" and parsed.has("-e", "--edit"):  # sudo -e FILE is sudoedit FILE
                 words = [Word("sudoedit"), *parsed.operands]
                 layers.append(words)
@@ -423,7 +428,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
                 rest = _take_assignments(rest, env)
             split = parsed.value("--split-string")
             if split is not None:
-                rest = _split_words(split.text) + rest
+                rest = split_words(split.text) + rest
             if not rest and parsed.has(*_SHELL_FLAGS.get(name, ())):
                 rest = [Word("sh")]
             if wrapper.shell_string:
@@ -432,7 +437,7 @@ def _unwrap(words: list[Word]) -> _Unwrapped | None:
             break
         words = rest
         layers.append(words)
-    found.name = _canon(words[0].text)
+    found.name = canon(words[0].text)
     found.args = list(words[1:])
     return found
 
@@ -459,7 +464,7 @@ def _skip_options(args: list[Word], wrapper: _Wrapper) -> list[Word]:
     return args[i:]
 
 
-def _split_words(text: str) -> list[Word]:
+def split_words(text: str) -> list[Word]:
     """Words of a string the way ``env -S`` splits it (shell quoting rules)."""
     try:
         script = parse_shell(text)

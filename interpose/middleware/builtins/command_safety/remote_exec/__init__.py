@@ -36,7 +36,7 @@ Rules (the rule id leads the block reason):
   :data:`_SETUP_TOOLS` (``ssh-agent``, ``pyenv init``, ``direnv hook``, ``brew shellenv``,
   completion scripts...) is trusted.  On the command line itself, a command name known
   only at run time (``$CMD -rf /``, ``"$EDITOR" notes.txt``) is judged as each of
-  :data:`_STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
+  :data:`STAND_INS` (``rm``, ``chmod``, ``dd``, ``sh``, ``cat``...) and refused when one
   of them would be refused with those arguments; one that runs the words of a download
   (``$(curl ...)``, ``X=$(curl ...); $X``, rule ``rce``) or of a decoder is refused.
 
@@ -74,62 +74,62 @@ their tables.
 from __future__ import annotations
 
 from ..run import FunctionRule, PipelineRule, Rule
-from .code import _pipeline_rules, _pipeline_sinks, _rule_awk, _rule_code, _rule_process_sinks
+from .code import pipeline_rules, pipeline_sinks, rule_awk, rule_code, rule_process_sinks
 from .command_options import (
-    _EDITORS,
-    _rule_command_vars,
-    _rule_editor,
-    _rule_gdb,
-    _rule_git_commands,
-    _rule_less,
-    _rule_rsync,
-    _rule_scp,
-    _rule_tar,
+    EDITORS,
+    rule_command_vars,
+    rule_editor,
+    rule_gdb,
+    rule_git_commands,
+    rule_less,
+    rule_rsync,
+    rule_scp,
+    rule_tar,
 )
-from .fork_bomb import _fork_bomb
-from .network import _rule_netcat, _rule_socat
+from .fork_bomb import fork_bomb
+from .network import rule_netcat, rule_socat
 from .runners import (
-    _rule_expect,
-    _rule_flock,
-    _rule_nix_shell,
-    _rule_nodemon,
-    _rule_parallel,
-    _rule_screen,
-    _rule_script,
-    _rule_sg,
-    _rule_ssh,
-    _rule_su,
-    _rule_tmux,
-    _rule_vagrant,
-    _rule_watch,
+    rule_expect,
+    rule_flock,
+    rule_nix_shell,
+    rule_nodemon,
+    rule_parallel,
+    rule_screen,
+    rule_script,
+    rule_sg,
+    rule_ssh,
+    rule_su,
+    rule_tmux,
+    rule_vagrant,
+    rule_watch,
 )
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "scp": (_rule_scp,),
-    "sftp": (_rule_scp,),
-    "rsync": (_rule_rsync,),
-    "tar": (_rule_tar,),
-    **dict.fromkeys(_EDITORS, (_rule_editor,)),
-    "less": (_rule_less,),
-    "gdb": (_rule_gdb,),
-    "sg": (_rule_sg,),
-    "nix-shell": (_rule_nix_shell,),
-    "vagrant": (_rule_vagrant,),
-    "tmux": (_rule_tmux,),
-    "screen": (_rule_screen,),
-    "parallel": (_rule_parallel,),
-    "git": (_rule_git_commands,),
-    "nc": (_rule_netcat,),
-    "socat": (_rule_socat,),
-    "awk": (_rule_awk,),
-    "su": (_rule_su,),
-    "ssh": (_rule_ssh,),
-    "watch": (_rule_watch,),
-    "flock": (_rule_flock,),
-    "script": (_rule_script,),
-    "nodemon": (_rule_nodemon,),
-    "expect": (_rule_expect,),
+    "scp": (rule_scp,),
+    "sftp": (rule_scp,),
+    "rsync": (rule_rsync,),
+    "tar": (rule_tar,),
+    **dict.fromkeys(EDITORS, (rule_editor,)),
+    "less": (rule_less,),
+    "gdb": (rule_gdb,),
+    "sg": (rule_sg,),
+    "nix-shell": (rule_nix_shell,),
+    "vagrant": (rule_vagrant,),
+    "tmux": (rule_tmux,),
+    "screen": (rule_screen,),
+    "parallel": (rule_parallel,),
+    "git": (rule_git_commands,),
+    "nc": (rule_netcat,),
+    "socat": (rule_socat,),
+    "awk": (rule_awk,),
+    "su": (rule_su,),
+    "ssh": (rule_ssh,),
+    "watch": (rule_watch,),
+    "flock": (rule_flock,),
+    "script": (rule_script,),
+    "nodemon": (rule_nodemon,),
+    "expect": (rule_expect,),
 }
-GENERIC: tuple[Rule, ...] = (_rule_code, _rule_command_vars, _rule_process_sinks)
-PIPELINES: tuple[PipelineRule, ...] = (_pipeline_rules, _pipeline_sinks)
-FUNCTIONS: tuple[FunctionRule, ...] = (_fork_bomb,)
+GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
+PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks)
+FUNCTIONS: tuple[FunctionRule, ...] = (fork_bomb,)

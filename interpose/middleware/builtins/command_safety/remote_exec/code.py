@@ -10,37 +10,37 @@ from dataclasses import replace
 
 from ...shell import SUBST, Word
 from ..interpreters import library_calls
-from ..invocation import _Invocation
+from ..invocation import Invocation
 from ..model import Finding
-from ..operands import _AWK
-from ..options import _derived, _parse_opts
-from ..paths import _show, _snippet
+from ..operands import AWK
+from ..options import derived, parse_opts
+from ..paths import show, words_snippet
 from ..programs import (
-    _DOWNLOADERS,
-    _INTERPRETERS,
-    _MAX_READINGS,
-    _WHOLE_EXPANSION,
-    _downloader,
-    _Exec,
-    _exec_info,
-    _script_snippet,
+    DOWNLOADERS,
+    INTERPRETERS,
+    MAX_READINGS,
+    WHOLE_EXPANSION,
+    Exec,
+    downloader,
+    exec_info,
+    script_snippet,
 )
 from ..reach import judge_read
-from ..run import _allowed, _Run
-from ..text import _setup_code, _Stream, _stream
-from ..wrappers import _unwrap
+from ..run import Run, allowed
+from ..text import Stream, pipe_stream, setup_code
+from ..wrappers import unwrap
 
 _NETWORK_TOOLS = frozenset({"nc", "socat", "telnet", "cryptcat", "pwncat", "openssl"})
 
 
-def _rce(inv: _Invocation, source: str, how: str) -> Finding:
+def _rce(inv: Invocation, source: str, how: str) -> Finding:
     return Finding("rce", source, f"{inv.shown} runs code downloaded by {source!r} ({how})")
 
 
 def _program(
-    run: _Run, inv: _Invocation, kind: str, words: Sequence[Word], origin: str
+    run: Run, inv: Invocation, kind: str, words: Sequence[Word], origin: str
 ) -> Finding | None:
-    """Judge program text given to ``inv`` (``kind`` as in :class:`_Exec`), made of
+    """Judge program text given to ``inv`` (``kind`` as in :class:`Exec`), made of
     ``words`` joined by spaces, in each of its readings."""
     if len(words) == 1 and not words[0].subs:  # the common case: bash -c '...'
         return _judge_program(run, inv, kind, words[0].text, words, origin)
@@ -48,11 +48,11 @@ def _program(
     for k, word in enumerate(words):
         sep = " " if k else ""
         texts = [head + sep + tail for head in texts for tail in run.readings(word)]
-        if len(texts) > _MAX_READINGS:
+        if len(texts) > MAX_READINGS:
             return Finding(
                 "dynamic-code",
-                _snippet(words),
-                f"{origin} may read in more than {_MAX_READINGS} ways once its "
+                words_snippet(words),
+                f"{origin} may read in more than {MAX_READINGS} ways once its "
                 f"substitutions have run; the guard judges only program text it can read",
             )
     run.budget.made_text(sum(map(len, texts)))
@@ -64,21 +64,21 @@ def _program(
 
 
 def _judge_program(
-    run: _Run, inv: _Invocation, kind: str, text: str, words: Sequence[Word], origin: str
+    run: Run, inv: Invocation, kind: str, text: str, words: Sequence[Word], origin: str
 ) -> Finding | None:
-    if ("$" in text or SUBST in text) and _WHOLE_EXPANSION.fullmatch(text):
+    if ("$" in text or SUBST in text) and WHOLE_EXPANSION.fullmatch(text):
         token = text.strip()
         subs = [sub for w in words for sub in w.subs]
         if token == SUBST and len(subs) == 1:
-            token = f"$({_script_snippet(subs[0])})"
+            token = f"$({script_snippet(subs[0])})"
         what = (
             "text made at run time"
             if token == SUBST
-            else f"{_show(token)!r}, text known only at run time,"
+            else f"{show(token)!r}, text known only at run time,"
         )
         return Finding(
             "dynamic-code",
-            _show(token),
+            show(token),
             f"{inv.shown} runs {what} as its program; the guard judges only program text "
             f"it can read",
         )
@@ -90,7 +90,7 @@ def _judge_program(
 
 
 def _stream_program(
-    run: _Run, inv: _Invocation, info: _Exec, stream: _Stream, how: str
+    run: Run, inv: Invocation, info: Exec, stream: Stream, how: str
 ) -> Finding | None:
     """Judge what ``stream`` carries into ``inv``, which runs it as a program."""
     if stream.hidden:
@@ -117,13 +117,13 @@ def _stream_program(
     return None
 
 
-def _program_file(run: _Run, inv: _Invocation, info: _Exec, word: Word, how: str) -> Finding | None:
+def _program_file(run: Run, inv: Invocation, info: Exec, word: Word, how: str) -> Finding | None:
     """``bash <(...)``, ``source <(...)``: the program is a process's output."""
     sub = word.subs[0]
     stream = run.substitution(sub)
-    if stream.readings or stream.hidden or _setup_code(sub):
+    if stream.readings or stream.hidden or setup_code(sub):
         return _stream_program(run, inv, info, stream, how)
-    token = f"<({_script_snippet(sub)})"
+    token = f"<({script_snippet(sub)})"
     return Finding(
         "dynamic-code",
         token,
@@ -132,14 +132,14 @@ def _program_file(run: _Run, inv: _Invocation, info: _Exec, word: Word, how: str
     )
 
 
-def _rule_code(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_code(inv: Invocation, run: Run) -> Finding | None:
     """Program text given to a shell/interpreter: downloads, nested scripts, one-liners."""
-    info = _exec_info(inv)
+    info = exec_info(inv)
     if info is None:
         return None
     for word in info.code:
         for sub in word.subs:
-            source = _downloader(sub)
+            source = downloader(sub)
             if source is not None:
                 return _rce(inv, source, "as program text")
     if info.stdin:
@@ -149,7 +149,7 @@ def _rule_code(inv: _Invocation, run: _Run) -> Finding | None:
                 feeds.append(r.heredoc)
             for word in feeds:
                 for sub in word.subs:
-                    source = _downloader(sub)
+                    source = downloader(sub)
                     if source is not None:
                         return _rce(inv, source, f"through {r.op!r}")
             found = None
@@ -202,7 +202,7 @@ _SQLITE_SHELL = re.compile(r"^\s*\.(?:shell|system)\s+(.*)$", re.MULTILINE)
 _STRING_LITERAL = re.compile(r"(['\"])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
 
 
-def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
+def _inline_program(inv: Invocation, run: Run, code: str) -> Finding | None:
     """Heuristics for one-line programs (python -c, perl -e, awk '...')."""
     token = code if len(code) <= 60 else code[:57] + "..."
     if _NET_CODE.search(code) and (_SPAWN_CODE.search(code) or "/inet/" in code):
@@ -216,7 +216,7 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
         found = run.nested(m.group(2), origin, lenient=True)
         if found is not None:
             return found
-    if inv.name in _INTERPRETERS and _INTERPRETERS[inv.name].backticks:
+    if inv.name in INTERPRETERS and INTERPRETERS[inv.name].backticks:
         for m in _BACKTICK_CODE.finditer(code):
             found = run.nested(m.group(1), origin, lenient=True)
             if found is not None:
@@ -238,48 +238,48 @@ def _inline_program(inv: _Invocation, run: _Run, code: str) -> Finding | None:
         literal = m.group(2)
         if "/" in literal or literal.startswith((".", "~")):
             run.budget.made_words(1)  # a path judged costs what a word does
-            found = judge_read(run, _derived(literal), f"{inv.shown} program")
+            found = judge_read(run, derived(literal), f"{inv.shown} program")
             if found is not None:
                 return found
     return None
 
 
-def _rule_awk(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _AWK)
+def rule_awk(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, AWK)
     if parsed.has("--file") or not parsed.operands:
         return None
     return _inline_program(inv, run, parsed.operands[0].text)
 
 
-def _is_network_tool(inv: _Invocation) -> bool:
+def _is_network_tool(inv: Invocation) -> bool:
     if inv.name == "openssl":
         return any(w.text == "s_client" for w in inv.args)
     return inv.name in _NETWORK_TOOLS
 
 
-def _pipeline_rules(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -> Finding | None:
+def pipeline_rules(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     for j in range(1, len(stages)):
         for inv in stages[j]:
             if inv is None:
                 continue
-            info = _exec_info(inv)
+            info = exec_info(inv)
             if info is None or not info.stdin:
                 continue
             others = [o for k, s in enumerate(stages) if k != j for o in s if o is not None]
             upstream = [o for s in stages[:j] for o in s if o is not None]
             network = next((o for o in others if _is_network_tool(o)), None)
-            if network is not None and not _allowed(run, inv, network):
+            if network is not None and not allowed(run, inv, network):
                 return Finding(
                     "reverse-shell",
                     network.snippet(),
                     f"{inv.shown} reads commands through a pipe joined to {network.snippet()!r}",
                 )
-            download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
-            if download is not None and not _allowed(run, inv, download):
+            download = next((o for o in upstream if o.name in DOWNLOADERS), None)
+            if download is not None and not allowed(run, inv, download):
                 return _rce(inv, download.snippet(), "piped into it")
-            if _allowed(run, inv):
+            if allowed(run, inv):
                 continue
-            found = _stream_program(run, inv, info, _stream(stages[:j]), "piped into")
+            found = _stream_program(run, inv, info, pipe_stream(stages[:j]), "piped into")
             if found is not None:
                 return found
     return None
@@ -288,7 +288,7 @@ def _pipeline_rules(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -
 _SINK_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
 
-def _sink_readers(inv: _Invocation) -> list[tuple[_Invocation, _Exec]]:
+def _sink_readers(inv: Invocation) -> list[tuple[Invocation, Exec]]:
     """Shells and interpreters reading a program from ``>(...)`` sinks of ``inv``
     (``CMD > >(sh)``, ``tee >(bash)``)."""
     sinks = [r.target for r in inv.redirects if r.op in _SINK_OPS and r.target.process]
@@ -297,17 +297,17 @@ def _sink_readers(inv: _Invocation) -> list[tuple[_Invocation, _Exec]]:
     readers = []
     for sink in sinks:
         for cmd in sink.subs[0].commands:
-            unwrapped = _unwrap(list(cmd.words)) if cmd.words else None
+            unwrapped = unwrap(list(cmd.words)) if cmd.words else None
             if unwrapped is None:
                 continue
-            reader = _Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects)
-            info = _exec_info(reader)
+            reader = Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects)
+            info = exec_info(reader)
             if info is not None and info.stdin:
                 readers.append((reader, info))
     return readers
 
 
-def _without_sinks(inv: _Invocation) -> _Invocation:
+def _without_sinks(inv: Invocation) -> Invocation:
     return replace(
         inv,
         args=[w for w in inv.args if not w.process],
@@ -315,33 +315,33 @@ def _without_sinks(inv: _Invocation) -> _Invocation:
     )
 
 
-def _rule_process_sinks(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_process_sinks(inv: Invocation, run: Run) -> Finding | None:
     """``CMD > >(sh)``, ``tee >(bash) <<< TEXT``: a shell reads what ``inv`` writes."""
     if not inv.redirects and inv.name != "tee":
         return None
     for reader, info in _sink_readers(inv):
         # a download written into >(sh) is the same as one piped into sh
-        if inv.name in _DOWNLOADERS and not _allowed(run, reader, inv):
+        if inv.name in DOWNLOADERS and not allowed(run, reader, inv):
             return _rce(reader, inv.snippet(), "written into it")
-        stream = _stream([[_without_sinks(inv)]])
+        stream = pipe_stream([[_without_sinks(inv)]])
         found = _stream_program(run, reader, info, stream, "written into")
         if found is not None:
             return found
     return None
 
 
-def _pipeline_sinks(stages: Sequence[Sequence[_Invocation | None]], run: _Run) -> Finding | None:
+def pipeline_sinks(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     """``echo TEXT | tee >(sh)``: the pipe's text reaches the shell through ``tee``."""
     for j in range(1, len(stages)):
         for inv in stages[j]:
             if inv is None or inv.name != "tee":
                 continue
             upstream = [o for stage in stages[:j] for o in stage if o is not None]
-            download = next((o for o in upstream if o.name in _DOWNLOADERS), None)
+            download = next((o for o in upstream if o.name in DOWNLOADERS), None)
             for reader, info in _sink_readers(inv):
-                if download is not None and not _allowed(run, reader, download):
+                if download is not None and not allowed(run, reader, download):
                     return _rce(reader, download.snippet(), "written into it")
-                stream = _stream([*stages[:j], [_without_sinks(inv)]])
+                stream = pipe_stream([*stages[:j], [_without_sinks(inv)]])
                 found = _stream_program(run, reader, info, stream, "written into")
                 if found is not None:
                     return found

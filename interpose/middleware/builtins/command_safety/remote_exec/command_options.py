@@ -7,20 +7,20 @@ from __future__ import annotations
 import re
 
 from ...shell import Word
-from ..invocation import _Invocation
+from ..invocation import Invocation
 from ..model import Finding
-from ..options import _opts, _parse_opts
-from ..run import _Run
-from .runners import _SSH, _ssh_options
+from ..options import opts, parse_opts
+from ..run import Run
+from .runners import SSH, ssh_options
 
 
-def _rule_scp(inv: _Invocation, run: _Run) -> Finding | None:
-    return _ssh_options(
-        inv, run, [w for flag, w in _parse_opts(inv.args, _SSH).values if flag == "-o"]
+def rule_scp(inv: Invocation, run: Run) -> Finding | None:
+    return ssh_options(
+        inv, run, [w for flag, w in parse_opts(inv.args, SSH).values if flag == "-o"]
     )
 
 
-_RSYNC_E = _opts(
+_RSYNC_E = opts(
     "eBfMTx",
     "archive verbose recursive compress delete progress dry-run",
     "rsh rsync-path filter exclude include exclude-from include-from files-from chmod chown "
@@ -29,9 +29,9 @@ _RSYNC_E = _opts(
 )
 
 
-def _rule_rsync(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_rsync(inv: Invocation, run: Run) -> Finding | None:
     """``rsync -e CMD``: the remote shell is a local command line."""
-    for flag, word in _parse_opts(inv.args, _RSYNC_E).values:
+    for flag, word in parse_opts(inv.args, _RSYNC_E).values:
         if flag == "--rsh":
             found = run.nested(word.text, "rsync -e command", lenient=True)
             if found is not None:
@@ -39,7 +39,7 @@ def _rule_rsync(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_TAR_COMMANDS = _opts(
+_TAR_COMMANDS = opts(
     "fCTXbKgLNVIF",
     "create extract list gzip bzip2 xz zstd verbose",
     "file directory files-from exclude-from exclude transform checkpoint-action to-command "
@@ -63,12 +63,12 @@ _TAR_RUNS = frozenset(
 )
 
 
-def _rule_tar(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_tar(inv: Invocation, run: Run) -> Finding | None:
     """``--checkpoint-action=exec=CMD``, ``--to-command``, ``-I CMD``: command lines."""
     args = list(inv.args)
     if args and not args[0].text.startswith("-") and args[0].text.isalpha():
         args[0] = Word("-" + args[0].text)  # old style: tar xf a.tar
-    for flag, word in _parse_opts(args, _TAR_COMMANDS).values:
+    for flag, word in parse_opts(args, _TAR_COMMANDS).values:
         text = word.text
         if flag == "--checkpoint-action":
             action, eq, text = text.partition("=")
@@ -82,8 +82,8 @@ def _rule_tar(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_EDITORS = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "nex", "nview"})
-_VIM = _opts("cSTuUwWsioOpq", long_arg="cmd", alias={"c": "--cmd-c"})
+EDITORS = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "nex", "nview"})
+_VIM = opts("cSTuUwWsioOpq", long_arg="cmd", alias={"c": "--cmd-c"})
 _VIM_BANG = re.compile(
     r"(?:^|\|)\s*:*\s*(?:sil(?:ent)?!?\s*)?[%.$,0-9'<>]*\s*(?:r(?:ead)?\s*|w(?:rite)?\s*)?!(?!=)(.*)",
     re.DOTALL,
@@ -91,7 +91,7 @@ _VIM_BANG = re.compile(
 _VIM_SYSTEM = re.compile(r"\b(?:system|systemlist|jobstart|termopen)\s*\(\s*(['\"])(.*?)\1")
 
 
-def _editor_command(inv: _Invocation, run: _Run, command: str, how: str) -> Finding | None:
+def _editor_command(inv: Invocation, run: Run, command: str, how: str) -> Finding | None:
     """An ex command (``-c``, ``+``, ``--cmd``): ``!cmd``, ``r !cmd``, ``system('cmd')``."""
     for pattern, group in ((_VIM_BANG, 1), (_VIM_SYSTEM, 2)):
         for m in pattern.finditer(command):
@@ -103,7 +103,7 @@ def _editor_command(inv: _Invocation, run: _Run, command: str, how: str) -> Find
     return None
 
 
-def _rule_editor(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_editor(inv: Invocation, run: Run) -> Finding | None:
     words = inv.args
     for k, word in enumerate(words):
         t = word.text
@@ -119,7 +119,7 @@ def _rule_editor(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_less(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_less(inv: Invocation, run: Run) -> Finding | None:
     """``less +'!cmd'``: a start-up command that runs a shell command."""
     for word in inv.args:
         t = word.text
@@ -133,7 +133,7 @@ def _rule_less(inv: _Invocation, run: _Run) -> Finding | None:
 _GDB_EX = frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex"})
 
 
-def _rule_gdb(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_gdb(inv: Invocation, run: Run) -> Finding | None:
     """``gdb -ex 'shell cmd'`` / ``-ex '!cmd'``."""
     words = inv.args
     for k, word in enumerate(words[:-1]):
@@ -176,7 +176,7 @@ _GIT_COMMAND_SUFFIXES = (
 )
 
 
-def _rule_git_commands(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_git_commands(inv: Invocation, run: Run) -> Finding | None:
     """``git -c core.sshCommand=CMD`` and the other settings whose value is a command line
     (``core.pager``, ``core.editor``, ``credential.helper=!CMD``, ``diff.*.textconv``...)."""
     args = inv.args
@@ -225,7 +225,7 @@ _COMMAND_VARS = frozenset(
 fetch``, ``PAGER='...' man ls``, ``LESSOPEN='|cmd %s'``)."""
 
 
-def _rule_command_vars(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_command_vars(inv: Invocation, run: Run) -> Finding | None:
     for name in _COMMAND_VARS.intersection(inv.env):
         found = _command_var(run, name, inv.env[name])
         if found is not None:
@@ -241,6 +241,6 @@ def _rule_command_vars(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _command_var(run: _Run, name: str, value: str) -> Finding | None:
+def _command_var(run: Run, name: str, value: str) -> Finding | None:
     command = value.lstrip("|").replace("%s", "file")  # LESSOPEN='|cmd %s'
     return run.nested(command, f"{name} command", lenient=True)

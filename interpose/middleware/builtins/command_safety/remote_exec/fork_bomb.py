@@ -7,7 +7,7 @@ from ...shell import FunctionDef
 from ..model import Finding
 
 
-def _fork_bomb(fn: FunctionDef) -> Finding | None:
+def fork_bomb(fn: FunctionDef) -> Finding | None:
     body = fn.body
     calls = {i for i, c in enumerate(body.commands) if c.words and c.words[0].text == fn.name}
     if not calls:

@@ -3,13 +3,13 @@ program, ``socat`` joining a network address to ``EXEC:``/``SYSTEM:``."""
 
 from __future__ import annotations
 
-from ..invocation import _Invocation
+from ..invocation import Invocation
 from ..model import Finding
-from ..options import _set
-from ..run import _Run
+from ..options import word_set
+from ..run import Run
 
 _NC_ARG = "psSwiqxXIOTVMmgG"
-_NC_LONG = _set(
+_NC_LONG = word_set(
     "exec sh-exec lua-exec listen keep-open verbose udp wait source-port source ssl proxy "
     "output hex-dump send-only recv-only allow deny chat broker nodns crlf idle-timeout"
 )
@@ -18,7 +18,7 @@ _SOCAT_NET = ("tcp", "udp", "openssl", "ssl", "sctp", "socks", "proxy", "dccp", 
 _SOCAT_EXEC = ("exec:", "system:", "exec,", "system,")
 
 
-def _rule_netcat(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_netcat(inv: Invocation, run: Run) -> Finding | None:
     for word in inv.args:
         t = word.text
         if t.startswith("--"):
@@ -36,7 +36,7 @@ def _rule_netcat(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _reverse_shell(inv: _Invocation, flag: str) -> Finding:
+def _reverse_shell(inv: Invocation, flag: str) -> Finding:
     return Finding(
         "reverse-shell",
         flag,
@@ -44,7 +44,7 @@ def _reverse_shell(inv: _Invocation, flag: str) -> Finding:
     )
 
 
-def _rule_socat(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_socat(inv: Invocation, run: Run) -> Finding | None:
     addresses = [w.text.lower() for w in inv.args if not w.text.startswith("-")]
     runs = next((a for a in addresses if a.startswith(_SOCAT_EXEC)), None)
     if runs is not None and any(a.startswith(_SOCAT_NET) for a in addresses):

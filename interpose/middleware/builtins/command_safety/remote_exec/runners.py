@@ -8,40 +8,40 @@ import re
 from collections.abc import Sequence
 
 from ...shell import Word
-from ..invocation import _Invocation
+from ..invocation import Invocation
 from ..model import Finding
-from ..options import _opts, _parse_opts, _set
-from ..run import _Run
+from ..options import opts, parse_opts, word_set
+from ..run import Run
 
-_SU = _opts(
+_SU = opts(
     "cgGswu",
     "login preserve-environment pty help version",
     "command session-command group supp-group shell whitelist-environment user",
     {"c": "command", "u": "user"},
 )
-_SSH = _opts("BbcDEeFIiJLlmOoPpQRSWw")
-_WATCH = _opts(
+SSH = opts("BbcDEeFIiJLlmOoPpQRSWw")
+_WATCH = opts(
     "nq",
     "differences beep errexit chgexit exec no-title precise color",
     "interval",
     {"x": "exec"},
 )
-_FLOCK = _opts(
+_FLOCK = opts(
     "wEc",
     "shared exclusive unlock nonblock close no-fork verbose",
     "timeout conflict-exit-code command",
     {"c": "command"},
 )
-_SCRIPT = _opts("cEIOTBm", "append quiet flush return", "command", {"c": "command"})
+_SCRIPT = opts("cEIOTBm", "append quiet flush return", "command", {"c": "command"})
 
 
-def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _SU)
+def rule_su(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _SU)
     script = parsed.value("--command", "--session-command")
     if script is not None:
         return run.nested(script.text, f"{inv.shown} -c script")
     if parsed.value("-u", "--user") is not None:  # runuser -u USER [--] COMMAND ARGS...
-        command = _parse_opts(inv.args, _SU, stop_at_operand=True).operands
+        command = parse_opts(inv.args, _SU, stop_at_operand=True).operands
         return run.argv(command, inv.name) if command else None
     return None
 
@@ -49,7 +49,7 @@ def _rule_su(inv: _Invocation, run: _Run) -> Finding | None:
 _SSH_COMMAND_OPTIONS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
 
 
-def _ssh_options(inv: _Invocation, run: _Run, values: Sequence[Word]) -> Finding | None:
+def ssh_options(inv: Invocation, run: Run, values: Sequence[Word]) -> Finding | None:
     """``-o ProxyCommand=...`` (and LocalCommand, KnownHostsCommand): run by a local shell."""
     for word in values:
         key, _, value = word.text.replace("=", " ", 1).partition(" ")
@@ -60,9 +60,9 @@ def _ssh_options(inv: _Invocation, run: _Run, values: Sequence[Word]) -> Finding
     return None
 
 
-def _rule_ssh(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _SSH, stop_at_operand=True)
-    found = _ssh_options(inv, run, [w for flag, w in parsed.values if flag == "-o"])
+def rule_ssh(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, SSH, stop_at_operand=True)
+    found = ssh_options(inv, run, [w for flag, w in parsed.values if flag == "-o"])
     if found is not None:
         return found
     remote = parsed.operands[1:]
@@ -73,27 +73,27 @@ def _rule_ssh(inv: _Invocation, run: _Run) -> Finding | None:
     return run.nested(" ".join(w.text for w in remote), "ssh remote command", lenient=True)
 
 
-def _rule_watch(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _WATCH, stop_at_operand=True)
+def rule_watch(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _WATCH, stop_at_operand=True)
     if parsed.has("--exec"):
         return run.argv(parsed.operands, "watch -x")
     return run.nested(" ".join(w.text for w in parsed.operands), "watch command")
 
 
-def _rule_flock(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _FLOCK, stop_at_operand=True)
+def rule_flock(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _FLOCK, stop_at_operand=True)
     script = parsed.value("--command")
     if script is not None:
         return run.nested(script.text, "flock -c script")
     return run.argv(parsed.operands[1:], "flock")
 
 
-def _rule_script(inv: _Invocation, run: _Run) -> Finding | None:
-    script = _parse_opts(inv.args, _SCRIPT).value("--command")
+def rule_script(inv: Invocation, run: Run) -> Finding | None:
+    script = parse_opts(inv.args, _SCRIPT).value("--command")
     return None if script is None else run.nested(script.text, "script -c command")
 
 
-def _rule_nodemon(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_nodemon(inv: Invocation, run: Run) -> Finding | None:
     """``nodemon --exec 'CMD' app.js``: the watcher runs CMD through a shell."""
     args = [w.text for w in inv.args]
     for k, t in enumerate(args):
@@ -112,7 +112,7 @@ def _rule_nodemon(inv: _Invocation, run: _Run) -> Finding | None:
 _EXPECT_SPAWN = re.compile(r"(?:^|[;\n\[{])\s*spawn\s+((?:-\S+\s+)*)([^;\n\]}]+)")
 
 
-def _rule_expect(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_expect(inv: Invocation, run: Run) -> Finding | None:
     """``expect -c 'spawn CMD ARGS; ...'``: each spawned command runs (its Tcl words are
     read with shell quoting, close enough for the commands an agent spawns)."""
     args = [w.text for w in inv.args]
@@ -125,7 +125,7 @@ def _rule_expect(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_nix_shell(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_nix_shell(inv: Invocation, run: Run) -> Finding | None:
     """``nix-shell --run CMD`` / ``--command CMD``: a shell command line."""
     words = inv.args
     for k, word in enumerate(words[:-1]):
@@ -134,7 +134,7 @@ def _rule_nix_shell(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_vagrant(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_vagrant(inv: Invocation, run: Run) -> Finding | None:
     """``vagrant ssh [NAME] -c CMD``: run by the guest's shell."""
     words = inv.args
     if not words or words[0].text != "ssh":
@@ -145,7 +145,7 @@ def _rule_vagrant(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_sg(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_sg(inv: Invocation, run: Run) -> Finding | None:
     """``sg GROUP -c CMD`` / ``sg GROUP CMD``."""
     args = inv.args[1:]
     if args and args[0].text == "-c":
@@ -153,7 +153,7 @@ def _rule_sg(inv: _Invocation, run: _Run) -> Finding | None:
     return run.nested(" ".join(w.text for w in args), "sg command", lenient=True) if args else None
 
 
-_TMUX = _opts("LSfcT")
+_TMUX = opts("LSfcT")
 _TMUX_ARGS = {  # per subcommand: the options that take a value
     "new-session": "cefFnstxy",
     "new": "cefFnstxy",
@@ -176,12 +176,12 @@ _TMUX_ARGS = {  # per subcommand: the options that take a value
     "pipe-pane": "t",
     "pipep": "t",
 }
-_TMUX_KEYS = _set("Enter C-m C-j KPEnter Space Tab Escape")
+_TMUX_KEYS = word_set("Enter C-m C-j KPEnter Space Tab Escape")
 
 
-def _rule_tmux(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_tmux(inv: Invocation, run: Run) -> Finding | None:
     """tmux commands that run a shell command, and keys typed into a pane's shell."""
-    parsed = _parse_opts(inv.args, _TMUX, stop_at_operand=True)
+    parsed = parse_opts(inv.args, _TMUX, stop_at_operand=True)
     start = parsed.value("-c")
     if start is not None:
         found = run.nested(start.text, "tmux -c command")
@@ -194,7 +194,7 @@ def _rule_tmux(inv: _Invocation, run: _Run) -> Finding | None:
         command, rest = rest[1:end], rest[end + 1 :]
         if sub not in _TMUX_ARGS:
             continue
-        words = _parse_opts(command, _opts(_TMUX_ARGS[sub])).operands
+        words = parse_opts(command, opts(_TMUX_ARGS[sub])).operands
         if sub in ("send-keys", "send"):
             text = " ".join(w.text for w in words if w.text not in _TMUX_KEYS)
             words = [Word(text)] if text else []
@@ -209,12 +209,12 @@ def _rule_tmux(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_SCREEN = _opts("SpcehstTXL")
+_SCREEN = opts("SpcehstTXL")
 
 
-def _rule_screen(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_screen(inv: Invocation, run: Run) -> Finding | None:
     """``screen [-dmS name] CMD ARGS``, ``screen -X stuff TEXT``, ``-X exec CMD``."""
-    parsed = _parse_opts(inv.args, _SCREEN, stop_at_operand=True)
+    parsed = parse_opts(inv.args, _SCREEN, stop_at_operand=True)
     command = parsed.value("-X")
     operands = parsed.operands
     if command is not None:
@@ -227,7 +227,7 @@ def _rule_screen(inv: _Invocation, run: _Run) -> Finding | None:
     return run.argv(operands, "screen") if operands else None
 
 
-_PARALLEL = _opts(
+_PARALLEL = opts(
     "jSaEdInNLCX",
     "keep-order group line-buffer dry-run verbose pipe null halt-on-error tag eta progress "
     "bar xargs quote no-notice",
@@ -239,9 +239,9 @@ _PARALLEL_SEPARATORS = frozenset({":::", "::::", ":::+", "::::+"})
 _PARALLEL_SLOT = re.compile(r"\{[^{}\s]*\}")  # {}, {.}, {/}, {1}...
 
 
-def _rule_parallel(inv: _Invocation, run: _Run) -> Finding | None:
+def rule_parallel(inv: Invocation, run: Run) -> Finding | None:
     """``parallel CMD ::: VALUES``: each value in ``{}`` (or appended), run by a shell."""
-    parsed = _parse_opts(inv.args, _PARALLEL, stop_at_operand=True)
+    parsed = parse_opts(inv.args, _PARALLEL, stop_at_operand=True)
     words = parsed.operands
     k = next((k for k, w in enumerate(words) if w.text in _PARALLEL_SEPARATORS), len(words))
     command = " ".join(w.text for w in words[:k])
