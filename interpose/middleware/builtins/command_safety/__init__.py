@@ -18,7 +18,7 @@ would run*, never on substrings of the text:
    ``setsid``, ``busybox``, ``xargs`` and the programs that run their arguments as a
    command (``systemd-run``, ``unshare``, ``nsenter``, ``strace``, ``ltrace``,
    ``gdb --args``, ``taskset``, ``chrt``, ``setpriv``, ``firejail``, ``bwrap``...: the
-   ``WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``WRAPPERS`` table of :mod:`.wrappers`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
    (``D=/; rm -rf $D``) with their parameter expansions (``${X:-/}``, ``${D%/x}``...,
    :mod:`.expansion`), ``$PWD``/``$(pwd)``/``~+``, ``$(mktemp)``, ``cd``
@@ -71,9 +71,15 @@ Rules (the rule id leads the block reason), one module per family:
 - ``internal-error``: the guard failed on the input (a bug); the command is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
-The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
-:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
-:mod:`.budget` (what one analysis may cost).  Adding a
+The shared shell model: :mod:`.model` (the verdict, shared constants), :mod:`.options`
+(option grammars), :mod:`.wrappers` (command names, the wrappers peeled off them),
+:mod:`.paths` (path judgements), :mod:`.invocation`, :mod:`.find` (``find``'s grammar),
+:mod:`.programs` (how commands take program text), :mod:`.operands` (what commands
+read and write), :mod:`.expansion` (parameter expansion), :mod:`.text` (program text
+computed at run time), :mod:`.run` (one analysis), :mod:`.substitutions` (what
+substitutions output), :mod:`.reach` (what a write or a read reaches) and :mod:`.budget`
+(what one analysis may cost).  A family with many rules is a folder
+(:mod:`.remote_exec`).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command
 name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
 
@@ -81,7 +87,7 @@ Known limits -- what a check of the command text cannot see: symlinks and bind m
 (``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
 values of variables set outside the command line or computed at run time (a recursive
 delete of such a target is refused as unknown unless a known prefix or directory name
-bounds it: :func:`.model._unknown_risk`; as a command name see ``dynamic-code``); the
+bounds it: :func:`.paths.unknown_risk`; as a command name see ``dynamic-code``); the
 output of
 local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
 the trusted setup tools; substitutions in argument position of a ``-c`` script, which the

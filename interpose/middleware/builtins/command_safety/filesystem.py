@@ -14,7 +14,7 @@ Rules (the rule id leads the block reason):
   A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
   "$X"``, ``find "$(cmd)" -delete``, a loop over unknown values) is refused *as unknown*
   unless a known prefix or a literal directory name bounds it (``./build/$X``,
-  ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
+  ``$ROOT/build``): see :func:`.paths.unknown_risk`.  Interpreter programs' delete calls
   (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).
   A plain (non-recursive) ``rm *`` in the working directory is allowed: it only removes
   files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.  The
@@ -27,7 +27,7 @@ Rules (the rule id leads the block reason):
   an editor such as ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``,
   ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
 - ``persistence``: the same writes to a file that runs later or decides who may log in
-  (:data:`.model._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
+  (:data:`.paths._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
   ``~/.bashrc.d/*``, ``~/.zshenv``, ``~/.profile``, fish ``config.fish``...), desktop
   autostart, systemd unit directories (``/etc/systemd/system``, ``~/.config/systemd/user``),
   ``/etc/profile``, ``/etc/profile.d/*``, ``/etc/bash.bashrc``, ``/etc/environment``,

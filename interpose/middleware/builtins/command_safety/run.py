@@ -59,7 +59,7 @@ FunctionRule = Callable[[FunctionDef], "Finding | None"]
 class RuleTable:
     """The rules an analysis applies, assembled once from the rule-family modules.
 
-    The shell model (this module and :mod:`.model`) never imports a family: the package
+    The shell model (this module and the modules it imports) never imports a family: the package
     builds the table and hands it to each :class:`Run`, so families can import the model
     freely and adding a rule touches only its family.
     """

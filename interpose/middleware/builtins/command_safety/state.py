@@ -9,7 +9,7 @@ a here-string, a here-document or the loop's redirection (``while read f; do ...
 a subshell), and a function's arguments (``f(){ rm -rf "$1"; }; f /``, one judgement per
 call) are each judged in turn, every value, within the analysis budget; when the input
 is a file or the terminal, the value is unknown, and a dangerous verb with an unknown target is
-refused (see :func:`.model._unknown_risk`).
+refused (see :func:`.paths.unknown_risk`).
 """
 
 from __future__ import annotations
