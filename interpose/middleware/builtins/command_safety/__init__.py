@@ -77,7 +77,8 @@ The shared shell model: :mod:`.model` (the verdict, shared constants), :mod:`.op
 :mod:`.programs` (how commands take program text), :mod:`.operands` (what commands
 read and write), :mod:`.expansion` (parameter expansion), :mod:`.text` (program text
 computed at run time), :mod:`.run` (one analysis), :mod:`.substitutions` (what
-substitutions output), :mod:`.reach` (what a write or a read reaches) and :mod:`.budget`
+substitutions output), :mod:`.fanout` (what ``xargs`` and ``find -exec`` hand on),
+:mod:`.reach` (what a write or a read reaches) and :mod:`.budget`
 (what one analysis may cost).  A family with many rules is a folder
 (:mod:`.remote_exec`).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command

@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..shell import SUBST, Word
+from .fanout import substitute
 from .find import find_plan
 from .invocation import Invocation, verb_of
 from .model import HOME, Finding
@@ -86,7 +87,7 @@ from .operands import (
 from .options import opts, parse_opts
 from .paths import display, persistence, show
 from .reach import judge_write
-from .run import Rule, Run, substitute
+from .run import Rule, Run
 
 # -- findings helpers ---------------------------------------------------------------------------
 

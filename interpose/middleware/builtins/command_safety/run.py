@@ -28,6 +28,7 @@ from ..shell import (
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
+from .fanout import emitted, xargs_call
 from .find import find_plan
 from .invocation import Invocation
 from .model import HOME, MAX_DEPTH, Finding
@@ -408,7 +409,7 @@ class Run(SubstitutionOutputs):
             inv.dynamic = head
         if not unwrapped.via_xargs:
             return [inv]
-        values = _emitted(upstream, self)
+        values = emitted(upstream, self.budget)
         marker = unwrapped.xargs_replace
         if marker is not None:  # xargs -I: one argument per input line
             values = input_lines(pipe_stream([upstream])) or values
@@ -419,7 +420,7 @@ class Run(SubstitutionOutputs):
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
         self.budget.made_words(len(values) * (len(inv.args) + 1))
-        return [_xargs_call(inv, marker, value) for value in values]
+        return [xargs_call(inv, marker, value) for value in values]
 
     def invocation(self, inv: Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
@@ -766,56 +767,11 @@ def _feeds(script: Script) -> dict[int, tuple[int, ...]]:
     return feeds
 
 
-def substitute(word: Word, marker: str, value: Word) -> Word:
-    if word.text == marker:
-        return value
-    if marker not in word.text:
-        return word
-    return replace(word, text=word.text.replace(marker, value.text), glob=word.glob or value.glob)
-
-
 def allowed(run: Run, *invs: Invocation) -> bool:
     return bool(run.allow) and any(_first_match(run.allow, inv) for inv in invs)
-
-
-def _emitted(upstream: Sequence[Invocation | None], run: Run) -> list[Word]:
-    """Words an upstream command writes to a pipe, when they can be known (for xargs)."""
-    values: list[Word] = []
-    for inv in upstream:
-        if inv is None:
-            continue
-        if inv.name in ("echo", "printf") and (text := pipe_stream([[inv]])).complete:
-            parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
-            values += [Word(p, quoted=True) for p in parts]
-        elif inv.name == "echo":
-            words = [w for w in inv.args if w.text not in ("-n", "-e", "-E")]
-            values += [replace(w, text=part) for w in words for part in w.text.split()]
-        elif inv.name == "printf" and len(inv.args) > 1:
-            values += inv.args[1:]
-        elif inv.name == "printf" and inv.args:
-            values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
-        elif inv.name == "find":
-            values += find_plan(inv.args).entries()
-    run.budget.made_words(len(values))  # every value is judged: the budget bounds them
-    return values
 
 
 STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
 """What a command name known only at run time is judged as (see ``_dynamic_command``).
 Others are covered by these: ``mv`` and ``chown`` of critical paths by ``rm -r`` and
 ``tee``, ``fdisk`` by ``mkfs``."""
-
-
-def _xargs_call(inv: Invocation, marker: str, value: Word) -> Invocation:
-    """``xargs -I{} CMD {}`` for one input value (which may name the command itself)."""
-    args = [substitute(arg, marker, value) for arg in inv.args]
-    if marker not in inv.dynamic:
-        return replace(inv, args=args)
-    head = substitute(Word(inv.dynamic), marker, value).text
-    return replace(
-        inv,
-        name=canon(head),
-        args=args,
-        layers=[*inv.layers[:-1], [Word(head), *args]],
-        dynamic=head if dynamic_name(head) else "",
-    )
