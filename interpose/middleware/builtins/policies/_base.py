@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from ....pipeline.registry import Interceptor, Registry
 from ....pipeline.tools import ToolMatcher
 
-if TYPE_CHECKING:
-    from ....pipeline.pipeline import Pipeline
-
-__all__ = ["Clock", "Policy"]
+__all__ = ["Clock", "Policy", "RegistryHost"]
 
 Clock = Callable[[], float]
+
+
+class RegistryHost(Protocol):
+    """What ``install()`` needs of a pipeline: its registry (a ``Pipeline`` is one)."""
+
+    @property
+    def registry(self) -> Registry: ...
 
 
 class Policy:
@@ -31,7 +35,7 @@ class Policy:
         """The registrations this policy needs, ready for ``Registry.add``."""
         raise NotImplementedError
 
-    def install(self, target: Pipeline | Registry) -> list[Interceptor]:
+    def install(self, target: RegistryHost | Registry) -> list[Interceptor]:
         """Add every registration of this policy to ``target`` (a ``Pipeline`` or a
         ``Registry``); returns them.  All or nothing: when one is rejected, the ones
         already added are removed again.
