@@ -53,11 +53,8 @@ class _Builder:
 
 
 class Parser(Lexer):
-    """The recursive-descent grammar over the :class:`~._lexer.Lexer`'s cursor.
-
-    Substitutions are parsed by re-entering the parser at the cursor, exactly as a shell
-    does, so quotes and parentheses inside ``$(...)`` need no separate matching pass.
-    """
+    """The recursive-descent grammar over the :class:`~._lexer.Lexer`'s cursor; the lexer
+    re-enters it for each substitution (:meth:`nested`)."""
 
     __slots__ = ()
 
