@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 import interpose.middleware.builtins.command_safety as command_safety
-import interpose.middleware.builtins.security_audit as security_audit
+import interpose.middleware.builtins.security_audit.guard as security_audit
 from interpose import ToolBeforeInput, ToolBeforeOutput
 from interpose.middleware.builtins import CommandSafetyGuard, SecurityAudit
+from interpose.middleware.builtins.security_audit import normalize_path
 
 
 class Counted:
@@ -36,7 +37,7 @@ def analyses(monkeypatch: pytest.MonkeyPatch) -> Counted:
 
 @pytest.fixture
 def path_checks(monkeypatch: pytest.MonkeyPatch) -> Counted:
-    counted = Counted(security_audit.normalize_path)
+    counted = Counted(normalize_path)  # as the guard module looks it up
     monkeypatch.setattr(security_audit, "normalize_path", counted)
     return counted
 

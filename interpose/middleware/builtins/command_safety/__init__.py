@@ -18,7 +18,7 @@ would run*, never on substrings of the text:
    ``setsid``, ``busybox``, ``xargs`` and the programs that run their arguments as a
    command (``systemd-run``, ``unshare``, ``nsenter``, ``strace``, ``ltrace``,
    ``gdb --args``, ``taskset``, ``chrt``, ``setpriv``, ``firejail``, ``bwrap``...: the
-   ``_WRAPPERS`` table of :mod:`.model`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
+   ``WRAPPERS`` table of :mod:`.wrappers`) are peeled off; ``/usr/bin/rm``, ``./rm`` and
    ``\\rm`` are ``rm``.  Variables assigned earlier in the same command line
    (``D=/; rm -rf $D``) with their parameter expansions (``${X:-/}``, ``${D%/x}``...,
    :mod:`.expansion`), ``$PWD``/``$(pwd)``/``~+``, ``$(mktemp)``, ``cd``
@@ -71,9 +71,16 @@ Rules (the rule id leads the block reason), one module per family:
 - ``internal-error``: the guard failed on the input (a bug); the command is refused.
 - ``extra-deny``: a constructor ``extra_deny`` regex matched a simple command.
 
-The shared shell model lives in :mod:`.model` (options, wrappers, paths, invocations),
-:mod:`.text` (program text computed at run time), :mod:`.run` (one analysis) and
-:mod:`.budget` (what one analysis may cost).  Adding a
+The shared shell model: :mod:`.model` (the verdict, shared constants), :mod:`.options`
+(option grammars), :mod:`.wrappers` (command names, the wrappers peeled off them),
+:mod:`.paths` (path judgements), :mod:`.invocation`, :mod:`.find` (``find``'s grammar),
+:mod:`.programs` (how commands take program text), :mod:`.operands` (what commands
+read and write), :mod:`.expansion` (parameter expansion), :mod:`.text` (program text
+computed at run time), :mod:`.run` (one analysis), :mod:`.substitutions` (what
+substitutions output), :mod:`.fanout` (what ``xargs`` and ``find -exec`` hand on),
+:mod:`.reach` (what a write or a read reaches) and :mod:`.budget`
+(what one analysis may cost).  A family with many rules is a folder
+(:mod:`.remote_exec`).  Adding a
 rule is one function in a family module, its entry in that module's ``RULES`` (by command
 name) or ``GENERIC``, and lines in a ``tests/middleware/guard_corpus_exec*.jsonl`` corpus.
 
@@ -81,7 +88,7 @@ Known limits -- what a check of the command text cannot see: symlinks and bind m
 (``ln -s / x; rm -rf x/``... the link is allowed, the later ``rm`` judges the name);
 values of variables set outside the command line or computed at run time (a recursive
 delete of such a target is refused as unknown unless a known prefix or directory name
-bounds it: :func:`.model._unknown_risk`; as a command name see ``dynamic-code``); the
+bounds it: :func:`.paths.unknown_risk`; as a command name see ``dynamic-code``); the
 output of
 local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
 the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
@@ -113,8 +120,9 @@ from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
 from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
 from .budget import Budget, TooComplex, frames_needed
-from .model import _GLOB_CHARS, HOME, Finding
-from .run import _STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, _Run
+from .model import HOME, Finding
+from .options import GLOB_CHARS
+from .run import STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, Run
 
 __all__ = ["HOME", "CommandSafetyGuard", "Finding", "analyze_command"]
 
@@ -137,7 +145,7 @@ def _assemble() -> RuleTable:
         generic += getattr(family, "GENERIC", ())
         pipelines += getattr(family, "PIPELINES", ())
         functions += getattr(family, "FUNCTIONS", ())
-    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), _STAND_INS)
+    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), STAND_INS)
 
 
 _TABLE = _assemble()
@@ -151,7 +159,7 @@ def _argv_words(argv: Sequence[str]) -> list[Word]:
     """An argv list is one simple command; ``~`` and globs are judged as if a shell saw
     them, because some runners hand the list to a shell."""
     return [
-        Word(a, quoted=True, tilde=a.startswith("~"), glob=_GLOB_CHARS.search(a) is not None)
+        Word(a, quoted=True, tilde=a.startswith("~"), glob=GLOB_CHARS.search(a) is not None)
         for a in argv
     ]
 
@@ -184,7 +192,7 @@ def _judge_command(
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
 ) -> Finding | None:
-    run = _Run(_TABLE, deny, allow, budget)
+    run = Run(_TABLE, deny, allow, budget)
     if isinstance(command, str):
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
@@ -199,7 +207,7 @@ def _judge_command(
         # ["rm -rf /"]: no program has that name, but runners that take a list with a
         # shell (subprocess with shell=True, child_process.exec) run its first element
         # as a command line, so it is judged as one
-        found = _Run(_TABLE, deny, allow, budget).source(
+        found = Run(_TABLE, deny, allow, budget).source(
             argv[0].replace("\x00", ""), "the first element of the argv list"
         )
     return found

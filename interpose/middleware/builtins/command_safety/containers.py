@@ -30,27 +30,22 @@ import posixpath
 from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
-from .model import (
-    Finding,
-    _canon,
-    _derived,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-)
-from .run import PipelineRule, Rule, _Run
+from .invocation import Invocation
+from .model import Finding
+from .options import derived, opts, parse_opts, word_set
+from .paths import show
+from .run import PipelineRule, Rule, Run
+from .wrappers import canon
 
 # -- docker --------------------------------------------------------------------------------------
 
-_DOCKER_GLOBAL_ARG = _set(
+_DOCKER_GLOBAL_ARG = word_set(
     "-H --host -c --context --config -l --log-level --tlscacert --tlscert --tlskey "
     "--root --runroot --storage-driver --url --connection --cgroup-manager --events-backend "
     "--namespace -n --address -a"
 )
 
-_RUN = _opts(
+_RUN = opts(
     "acehlmpuvw",
     "detach interactive tty rm privileged init read-only publish-all no-healthcheck "
     "oom-kill-disable sig-proxy quiet replace systemd tls-verify disable-content-trust",
@@ -75,17 +70,17 @@ _RUN = _opts(
         "h": "hostname",
     },
 )
-_EXEC = _opts(
+_EXEC = opts(
     "euw",
     "detach interactive tty privileged latest",
     "env env-file user workdir detach-keys preserve-fds",
     {"e": "env", "u": "user", "w": "workdir"},
 )
-_COMPOSE_GLOBAL_ARG = _set(
+_COMPOSE_GLOBAL_ARG = word_set(
     "-f --file -p --project-name --profile --env-file --project-directory --ansi "
     "--parallel --progress"
 )
-_COMPOSE = _opts(
+_COMPOSE = opts(
     "euwvpl",
     "detach no-TTY interactive tty rm no-deps service-ports use-aliases privileged build "
     "quiet-pull remove-orphans",
@@ -144,7 +139,7 @@ def _lists_volumes(script: Script) -> bool:
     for cmd in script.commands:
         if not cmd.words:
             continue
-        name = _canon(cmd.words[0].text)
+        name = canon(cmd.words[0].text)
         if name == "docker" and _every_volume([w.text for w in cmd.words[1:]]):
             lister = True
         elif name in _NARROWING:
@@ -153,7 +148,7 @@ def _lists_volumes(script: Script) -> bool:
 
 
 def _shown(words: Sequence[str]) -> str:
-    return _show("docker " + " ".join(words))
+    return show("docker " + " ".join(words))
 
 
 def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
@@ -188,7 +183,7 @@ def _filter_all(rest: Sequence[Word]) -> bool:
     return any(v.lower() in ("all=true", "all=1") for v in values)
 
 
-def _mounts(parsed_values: Sequence[tuple[str, Word]], run: _Run) -> list[tuple[str, str]]:
+def _mounts(parsed_values: Sequence[tuple[str, Word]], run: Run) -> list[tuple[str, str]]:
     """(container path, host path) of every bind mount whose host side is known."""
     mounts: list[tuple[str, str]] = []
     for flag, word in parsed_values:
@@ -207,14 +202,14 @@ def _mounts(parsed_values: Sequence[tuple[str, Word]], run: _Run) -> list[tuple[
         # ("$(pwd):/app") keeps the container path: judged as a path of that machine
         if not source.startswith(("/", "~", ".")) or SUBST in source or not target:
             continue
-        host = run.path(_derived(source))
+        host = run.path(derived(source))
         if "$" not in host and target.startswith("/"):
             mounts.append((target.rstrip("/") or "/", host))
     return mounts
 
 
 def _inside(
-    run: _Run,
+    run: Run,
     argv: Sequence[Word],
     where: str,
     mounts: Sequence[tuple[str, str]] = (),
@@ -231,7 +226,7 @@ def _inside(
     return Finding(found.rule, found.token, f"{found.message} (run inside a container by {where})")
 
 
-def _container_command(inv: _Invocation, run: _Run, args: Sequence[Word]) -> Finding | None:
+def _container_command(inv: Invocation, run: Run, args: Sequence[Word]) -> Finding | None:
     """The command ``docker run|create|exec|compose ...`` (``args``, from the subcommand
     on) runs inside a container."""
     if args and args[0].text == "container":  # docker container run ...
@@ -240,33 +235,33 @@ def _container_command(inv: _Invocation, run: _Run, args: Sequence[Word]) -> Fin
         return None
     sub = args[0].text
     if sub in ("run", "create"):
-        parsed = _parse_opts(args[1:], _RUN, stop_at_operand=True)
+        parsed = parse_opts(args[1:], _RUN, stop_at_operand=True)
         entry = parsed.value("--entrypoint")
         argv = ([entry] if entry is not None and entry.text else []) + parsed.operands[1:]
         mounts = _mounts(parsed.values, run)
         workdir = parsed.value("--workdir")
         return _inside(run, argv, f"{inv.shown} {sub}", mounts, workdir)
     if sub == "exec":
-        parsed = _parse_opts(args[1:], _EXEC, stop_at_operand=True)
+        parsed = parse_opts(args[1:], _EXEC, stop_at_operand=True)
         return _inside(run, parsed.operands[1:], f"{inv.shown} exec", (), parsed.value("--workdir"))
     if sub == "compose":
         return _compose(inv, run, args[1:])
     return None
 
 
-def _compose(inv: _Invocation, run: _Run, args: Sequence[Word]) -> Finding | None:
+def _compose(inv: Invocation, run: Run, args: Sequence[Word]) -> Finding | None:
     i, n = 0, len(args)
     while i < n and args[i].text.startswith("-"):
         i += 2 if args[i].text in _COMPOSE_GLOBAL_ARG else 1
     if i >= n or args[i].text not in ("run", "exec"):
         return None
-    parsed = _parse_opts(args[i + 1 :], _COMPOSE, stop_at_operand=True)
+    parsed = parse_opts(args[i + 1 :], _COMPOSE, stop_at_operand=True)
     entry = parsed.value("--entrypoint")
     argv = ([entry] if entry is not None and entry.text else []) + parsed.operands[1:]
     return _inside(run, argv, f"{inv.shown} compose {args[i].text}", _mounts(parsed.values, run))
 
 
-def _rule_docker(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_docker(inv: Invocation, run: Run) -> Finding | None:
     args = inv.args
     i, n = 0, len(args)
     while i < n and args[i].text.startswith("-"):
@@ -275,19 +270,19 @@ def _rule_docker(inv: _Invocation, run: _Run) -> Finding | None:
     return _prune(words, args[i + 2 :]) or _container_command(inv, run, args[i:])
 
 
-def _rule_compose(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_compose(inv: Invocation, run: Run) -> Finding | None:
     """``docker-compose run|exec``: the v1 command name."""
     return _compose(inv, run, inv.args)
 
 
 # -- kubectl, oc, lxc ------------------------------------------------------------------------
 
-_KUBECTL_GLOBAL_ARG = _set(
+_KUBECTL_GLOBAL_ARG = word_set(
     "-n --namespace --context --kubeconfig --cluster --user -s --server --token --as "
     "--as-group --as-uid --request-timeout --cache-dir --certificate-authority "
     "--client-certificate --client-key --tls-server-name -v --v --log-file --profile"
 )
-_KUBECTL_EXEC = _opts(
+_KUBECTL_EXEC = opts(
     "cnfip",
     "stdin tty quiet",
     "container namespace filename pod-running-timeout context kubeconfig",
@@ -296,7 +291,7 @@ _KUBECTL_EXEC = _opts(
 _KUBECTL_RUNS = frozenset({"exec", "run", "debug", "rsh"})
 
 
-def _rule_kubectl(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_kubectl(inv: Invocation, run: Run) -> Finding | None:
     args = inv.args
     i, n = 0, len(args)
     while i < n and args[i].text.startswith("-"):
@@ -311,12 +306,12 @@ def _rule_kubectl(inv: _Invocation, run: _Run) -> Finding | None:
     if dash is not None:
         return _inside(run, rest[dash + 1 :], where)
     if sub in ("exec", "rsh"):  # the old form: kubectl exec POD CMD...
-        parsed = _parse_opts(rest, _KUBECTL_EXEC, stop_at_operand=True)
+        parsed = parse_opts(rest, _KUBECTL_EXEC, stop_at_operand=True)
         return _inside(run, parsed.operands[1:], where)
     return None
 
 
-def _rule_lxc(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_lxc(inv: Invocation, run: Run) -> Finding | None:
     args = [w.text for w in inv.args]
     if "exec" not in args or "--" not in args:
         return None
@@ -327,9 +322,7 @@ def _rule_lxc(inv: _Invocation, run: _Run) -> Finding | None:
 # -- pipelines --------------------------------------------------------------------------------
 
 
-def _volume_list_into_rm(
-    stages: Sequence[Sequence[_Invocation | None]], run: _Run
-) -> Finding | None:
+def _volume_list_into_rm(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     """``docker volume ls -q | xargs docker volume rm``: every volume, unless a stage in
     between (``grep``, ``head``...) narrows the list."""
     listing = False

@@ -38,34 +38,26 @@ from __future__ import annotations
 import re
 
 from ..shell import SUBST, Word
-from .model import (
-    _SYSTEM_DIRS,
-    _TEMP_DIRS,
-    Finding,
-    _Invocation,
-    _is_device,
-    _keyed_values,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-)
-from .run import Rule, _Run
+from .invocation import Invocation
+from .model import Finding
+from .options import opts, parse_opts, word_set
+from .paths import SYSTEM_DIRS, TEMP_DIRS, is_device, keyed_values, show
+from .run import Rule, Run
 
 # -- disk ------------------------------------------------------------------------------------
 
 _READ_ONLY_FLAGS: dict[str, frozenset[str]] = {
     "fdisk": frozenset({"-l", "--list", "-s", "--getsz"}),
-    "sfdisk": _set(
+    "sfdisk": word_set(
         "-l --list -d --dump -s --show-size -J --json -V --verify -g --show-geometry -F "
         "--list-free -r --reorder -n --no-act"
     ),
     "gdisk": frozenset({"-l"}),
-    "sgdisk": _set("-p --print -i --info -v --verify -P --pretend -O --print-mbr -b --backup"),
+    "sgdisk": word_set("-p --print -i --info -v --verify -P --pretend -O --print-mbr -b --backup"),
     "cfdisk": frozenset(),
     "blkdiscard": frozenset(),
 }
-_PARTED_WRITES = _set(
+_PARTED_WRITES = word_set(
     "mklabel mktable mkpart mkpartfs rm resizepart resize mkfs rescue move cp set toggle name"
 )
 _WIPEFS_WRITES = re.compile(r"^(?:--all|--offset(?:=.*)?|-[a-zA-Z]*[ao][a-zA-Z0-9]*)$")
@@ -80,7 +72,7 @@ _MKFS_DRY: dict[str, frozenset[str]] = {
 }
 
 
-def _mkfs_dry_run(inv: _Invocation) -> bool:
+def _mkfs_dry_run(inv: Invocation) -> bool:
     """``mkfs.ext4 -n``, ``mke2fs -n``, ``mkfs -t ext4 -n``, ``mkntfs --no-action``,
     ``mkfs.xfs -N``: the formatter only prints what it would do."""
     kind = inv.shown.lower().removeprefix("mkfs.")
@@ -91,11 +83,11 @@ def _mkfs_dry_run(inv: _Invocation) -> bool:
     return any(t in dry for t in texts)
 
 
-def _device_operands(inv: _Invocation, run: _Run) -> list[tuple[Word, str]]:
-    return [(w, path) for w in inv.args if _is_device(path := run.path(w))]
+def _device_operands(inv: Invocation, run: Run) -> list[tuple[Word, str]]:
+    return [(w, path) for w in inv.args if is_device(path := run.path(w))]
 
 
-def _unknown(run: _Run, word: Word) -> bool:
+def _unknown(run: Run, word: Word) -> bool:
     """Whether ``word`` names a path only run time knows (``$DEV``, ``$(pick-disk)``)."""
     if run.probing or ("$" not in word.text and SUBST not in word.text):
         return False
@@ -103,26 +95,26 @@ def _unknown(run: _Run, word: Word) -> bool:
     return "$" in path or SUBST in path
 
 
-def _wipes(inv: _Invocation, word: Word, path: str, how: str) -> Finding:
+def _wipes(inv: Invocation, word: Word, path: str, how: str) -> Finding:
     return Finding(
         "disk",
         word.text,
-        f"{inv.shown} {how} the device {_show(path)!r} (token {_show(word.text)!r})",
+        f"{inv.shown} {how} the device {show(path)!r} (token {show(word.text)!r})",
     )
 
 
-def _wipes_unknown(inv: _Invocation, word: Word, how: str) -> Finding:
+def _wipes_unknown(inv: Invocation, word: Word, how: str) -> Finding:
     return Finding(
         "disk",
         word.text,
-        f"{inv.shown} {how} a device named by {_show(word.text)!r}, which is known only at "
+        f"{inv.shown} {how} a device named by {show(word.text)!r}, which is known only at "
         f"run time: a destructive disk command with an unknown target is refused",
     )
 
 
 def _judge_targets(
-    inv: _Invocation,
-    run: _Run,
+    inv: Invocation,
+    run: Run,
     words: list[Word],
     how: str,
     *,
@@ -132,7 +124,7 @@ def _judge_targets(
     is a path only run time knows."""
     for word in words:
         path = run.path(word)
-        if _is_device(path):
+        if is_device(path):
             return _wipes(inv, word, path, how)
     for word in words if unknown is None else unknown:
         if _unknown(run, word):
@@ -140,7 +132,7 @@ def _judge_targets(
     return None
 
 
-def _rule_mkfs(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_mkfs(inv: Invocation, run: Run) -> Finding | None:
     if _mkfs_dry_run(inv):
         return None
     for word, path in _device_operands(inv, run):
@@ -153,7 +145,7 @@ def _rule_mkfs(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_partitioner(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_partitioner(inv: Invocation, run: Run) -> Finding | None:
     devices = _device_operands(inv, run)
     if not devices:
         return None
@@ -180,7 +172,7 @@ def _rule_partitioner(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-def _rule_partitioner_unknown(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_partitioner_unknown(inv: Invocation, run: Run) -> Finding | None:
     """``wipefs -a $DEV``, ``sgdisk --zap-all "$DISK"``, ``blkdiscard $D``: destructive
     modes with a device only run time knows."""
     texts = {w.text for w in inv.args}
@@ -200,10 +192,10 @@ def _rule_partitioner_unknown(inv: _Invocation, run: _Run) -> Finding | None:
 
 # -- tools with destructive modes ---------------------------------------------------------------
 
-_CRYPTSETUP_WIPES = _set("luksformat format erase lukserase reencrypt lukskillslot convert")
+_CRYPTSETUP_WIPES = word_set("luksformat format erase lukserase reencrypt lukskillslot convert")
 
 
-_CRYPTSETUP = _opts(
+_CRYPTSETUP = opts(
     "csdSihIlbMTt",
     "verbose debug batch-mode yes readonly force-password disable-locks",
     "type cipher key-size hash key-file key-slot pbkdf iter-time label header sector-size "
@@ -224,8 +216,8 @@ _CRYPTSETUP = _opts(
 )
 
 
-def _rule_cryptsetup(inv: _Invocation, run: _Run) -> Finding | None:
-    operands = _parse_opts(inv.args, _CRYPTSETUP).operands
+def _rule_cryptsetup(inv: Invocation, run: Run) -> Finding | None:
+    operands = parse_opts(inv.args, _CRYPTSETUP).operands
     if not operands or operands[0].text.lower() not in _CRYPTSETUP_WIPES:
         return None
     how = f"{operands[0].text} destroys the data (or the keys to it) on"
@@ -233,14 +225,14 @@ def _rule_cryptsetup(inv: _Invocation, run: _Run) -> Finding | None:
     return _judge_targets(inv, run, operands[1:], how, unknown=operands[1:2])
 
 
-def _rule_badblocks(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _opts("bcdeiopt", long="help"))
+def _rule_badblocks(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, opts("bcdeiopt", long="help"))
     if not parsed.has("-w"):
         return None  # read-only (default) or non-destructive read-write (-n)
     return _judge_targets(inv, run, parsed.operands[:1], "overwrites every block of")
 
 
-def _rule_nwipe(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_nwipe(inv: Invocation, run: Run) -> Finding | None:
     texts = {w.text for w in inv.args}
     if texts & {"-h", "--help", "-V", "--version"}:
         return None
@@ -258,35 +250,35 @@ def _rule_nwipe(inv: _Invocation, run: _Run) -> Finding | None:
 def _rule_any_device(how: str) -> Rule:
     """Tools whose every device operand (``--drive=/dev/sdb`` included) is written."""
 
-    def rule(inv: _Invocation, run: _Run) -> Finding | None:
+    def rule(inv: Invocation, run: Run) -> Finding | None:
         for word in inv.args:
             text = word.text.partition("=")[2] if word.text.startswith("-") else word.text
             if not text:
                 continue
             value = Word(text, tilde=text.startswith("~"))
             path = run.path(value)
-            if _is_device(path):
+            if is_device(path):
                 return _wipes(inv, word, path, how)
         return None
 
     return rule
 
 
-def _rule_bmaptool(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_bmaptool(inv: Invocation, run: Run) -> Finding | None:
     operands = [w for w in inv.args if not w.text.startswith("-")]
     if not operands or operands[0].text not in ("copy", "flash"):
         return None
     return _judge_targets(inv, run, operands[-1:], "writes an image over")
 
 
-_NVME_WIPES = _set("format sanitize write-zeroes write-uncor delete-ns detach-ns")
+_NVME_WIPES = word_set("format sanitize write-zeroes write-uncor delete-ns detach-ns")
 
 
-def _rule_nvme(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_nvme(inv: Invocation, run: Run) -> Finding | None:
     if not inv.args or inv.args[0].text not in _NVME_WIPES:
         return None
     target = next((w for w in inv.args[1:] if not w.text.startswith("-")), None)
-    shown = _show(target.text) if target is not None else "its device"
+    shown = show(target.text) if target is not None else "its device"
     return Finding(
         "disk",
         target.text if target is not None else inv.args[0].text,
@@ -294,19 +286,19 @@ def _rule_nvme(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-_DDRESCUE = _opts("bcdeimJKLOpsSTuxZ", long_arg="")
+_DDRESCUE = opts("bcdeimJKLOpsSTuxZ", long_arg="")
 
 
-def _rule_ddrescue(inv: _Invocation, run: _Run) -> Finding | None:
-    operands = _parse_opts(inv.args, _DDRESCUE).operands
+def _rule_ddrescue(inv: Invocation, run: Run) -> Finding | None:
+    operands = parse_opts(inv.args, _DDRESCUE).operands
     return _judge_targets(inv, run, operands[1:2], "writes a rescued image over")
 
 
-_PARTCLONE = _opts("osOLTa", long_arg="output source overwrite logfile")
+_PARTCLONE = opts("osOLTa", long_arg="output source overwrite logfile")
 
 
-def _rule_partclone(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _PARTCLONE)
+def _rule_partclone(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _PARTCLONE)
     outputs = [w for flag, w in parsed.values if flag in ("-o", "-O", "--output", "--overwrite")]
     return _judge_targets(inv, run, outputs, "writes a partition image over")
 
@@ -314,20 +306,20 @@ def _rule_partclone(inv: _Invocation, run: _Run) -> Finding | None:
 _IMAGER_KEYS = ("of", "hof", "ofs", "hofs", "wipe", "hwipe", "of1", "of2")
 
 
-def _rule_dd_unknown(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_dd_unknown(inv: Invocation, run: Run) -> Finding | None:
     """``dd if=img of=$DEV``: an unbounded copy onto a target only run time knows is how
     disks are flashed and wiped; a bounded one (``count=``) is how files are made."""
     if any(w.text.startswith("count=") for w in inv.args):
         return None
-    for word in _keyed_values(inv.args, _IMAGER_KEYS):
+    for word in keyed_values(inv.args, _IMAGER_KEYS):
         if _unknown(run, word):
             return _wipes_unknown(inv, word, "copies its whole input onto")
     return None
 
 
-def _rule_imager(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_imager(inv: Invocation, run: Run) -> Finding | None:
     """``dcfldd``/``dc3dd``: ``dd``-style keys, several of which write."""
-    return _judge_targets(inv, run, _keyed_values(inv.args, _IMAGER_KEYS), "writes over")
+    return _judge_targets(inv, run, keyed_values(inv.args, _IMAGER_KEYS), "writes over")
 
 
 _HDPARM_WRITES = re.compile(
@@ -337,7 +329,7 @@ _HDPARM_WRITES = re.compile(
 )
 
 
-def _rule_hdparm(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_hdparm(inv: Invocation, run: Run) -> Finding | None:
     flag = next((w.text for w in inv.args if _HDPARM_WRITES.match(w.text)), None)
     if flag is None:
         return None
@@ -347,8 +339,8 @@ def _rule_hdparm(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-def _rule_flashrom(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _opts("prwvlcio", long_arg="programmer read write verify"))
+def _rule_flashrom(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, opts("prwvlcio", long_arg="programmer read write verify"))
     if not parsed.has("-w", "--write", "-E", "--erase"):
         return None
     return Finding(
@@ -358,7 +350,7 @@ def _rule_flashrom(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-def _rule_mdadm(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_mdadm(inv: Invocation, run: Run) -> Finding | None:
     texts = [w.text for w in inv.args]
     flag = next(
         (t for t in texts if t in ("--zero-superblock", "--create", "-C", "--build", "-B")), None
@@ -373,14 +365,14 @@ def _rule_mdadm(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-def _rule_volume_remove(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_volume_remove(inv: Invocation, run: Run) -> Finding | None:
     texts = {w.text for w in inv.args}
     if texts & {"-t", "--test", "-h", "--help", "--version"}:
         return None
     operands = [w for w in inv.args if not w.text.startswith("-")]
     if not operands and not texts & {"-a", "--all", "--select", "-S"}:
         return None
-    shown = _show(operands[0].text) if operands else "the selected volumes"
+    shown = show(operands[0].text) if operands else "the selected volumes"
     return Finding(
         "disk",
         operands[0].text if operands else inv.shown,
@@ -391,7 +383,7 @@ def _rule_volume_remove(inv: _Invocation, run: _Run) -> Finding | None:
 _LVM_FORCE = re.compile(r"^(?:-f+|-[a-zA-Z]*f[a-zA-Z]*|--force|-y|--yes)$")
 
 
-def _rule_lvm_create(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_lvm_create(inv: Invocation, run: Run) -> Finding | None:
     """``pvcreate -ff DEV``, ``vgcreate -f VG DEV``: initialise a device for LVM without
     the check that refuses (or asks) when it holds a file system or another volume.
     Unforced, both stop before destroying data, so they are allowed; ``lvcreate`` only
@@ -402,13 +394,13 @@ def _rule_lvm_create(inv: _Invocation, run: _Run) -> Finding | None:
     return _judge_targets(inv, run, operands, "forces LVM metadata over")
 
 
-def _rule_zpool(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_zpool(inv: Invocation, run: Run) -> Finding | None:
     if not inv.args:
         return None
     action = inv.args[0].text
     if action in ("destroy", "labelclear"):
         target = next((w for w in inv.args[1:] if not w.text.startswith("-")), None)
-        shown = _show(target.text) if target is not None else "a pool"
+        shown = show(target.text) if target is not None else "a pool"
         return Finding("disk", action, f"{inv.shown} {action} wipes {shown!r}")
     if action == "create":
         if any(w.text == "-n" for w in inv.args[1:]):
@@ -419,10 +411,10 @@ def _rule_zpool(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_zfs(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_zfs(inv: Invocation, run: Run) -> Finding | None:
     if not inv.args or inv.args[0].text != "destroy":
         return None
-    parsed = _parse_opts(inv.args[1:], _opts())
+    parsed = parse_opts(inv.args[1:], opts())
     if parsed.has("-n"):
         return None  # dry run
     target = parsed.operands[0].text if parsed.operands else ""
@@ -432,11 +424,11 @@ def _rule_zfs(inv: _Invocation, run: _Run) -> Finding | None:
         "disk",
         target or "destroy",
         f"{inv.shown} destroy {' '.join(w.text for w in parsed.options)} removes the dataset "
-        f"{_show(target)!r} and its data".replace("  ", " "),
+        f"{show(target)!r} and its data".replace("  ", " "),
     )
 
 
-def _rule_dmsetup(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_dmsetup(inv: Invocation, run: Run) -> Finding | None:
     texts = [w.text for w in inv.args]
     if "remove_all" in texts or "wipe_table" in texts:
         action = "remove_all" if "remove_all" in texts else "wipe_table"
@@ -447,21 +439,21 @@ def _rule_dmsetup(inv: _Invocation, run: _Run) -> Finding | None:
     return Finding("disk", action, f"{inv.shown} {action} tears down device-mapper devices in use")
 
 
-def _rule_shred_system(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_shred_system(inv: Invocation, run: Run) -> Finding | None:
     """``shred``/``scrub`` of a file under a system directory destroys it beyond recovery."""
     for word in inv.args:
         if word.text.startswith("-"):
             continue
         path = run.path(word)
-        if _is_device(path):
+        if is_device(path):
             return _wipes(inv, word, path, "overwrites")
         top = path[1:].split("/", 1)[0].lower() if path.startswith("/") else ""
-        if top in _SYSTEM_DIRS and not path.startswith(tuple(d + "/" for d in _TEMP_DIRS)):
+        if top in SYSTEM_DIRS and not path.startswith(tuple(d + "/" for d in TEMP_DIRS)):
             return Finding(
                 "disk",
                 word.text,
                 f"{inv.shown} destroys {path!r} beyond recovery, a file under a system "
-                f"directory (token {_show(word.text)!r})",
+                f"directory (token {show(word.text)!r})",
             )
     return None
 
@@ -473,7 +465,7 @@ _DISKUTIL_WIPES = re.compile(
 )
 
 
-def _rule_diskutil(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_diskutil(inv: Invocation, run: Run) -> Finding | None:
     """macOS ``diskutil eraseDisk``/``zeroDisk``/``secureErase``/``apfs deleteContainer``."""
     verb = next((w for w in inv.args if _DISKUTIL_WIPES.match(w.text)), None)
     if verb is None:

@@ -4,7 +4,7 @@
 from a known value (or a known default), so ``D=/etc/x; rm -rf ${D%/x}`` is judged as
 ``rm -rf /etc``.  What cannot be computed stays as written, and the path judgements treat
 text that still holds ``$`` as a value known only at run time (see
-:func:`.model._unknown_risk`).
+:func:`.paths.unknown_risk`).
 """
 
 from __future__ import annotations

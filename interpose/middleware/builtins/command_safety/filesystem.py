@@ -14,7 +14,7 @@ Rules (the rule id leads the block reason):
   A recursive ``rm`` or ``find -delete`` of a target known only at run time (``rm -rf
   "$X"``, ``find "$(cmd)" -delete``, a loop over unknown values) is refused *as unknown*
   unless a known prefix or a literal directory name bounds it (``./build/$X``,
-  ``$ROOT/build``): see :func:`.model._unknown_risk`.  Interpreter programs' delete calls
+  ``$ROOT/build``): see :func:`.paths.unknown_risk`.  Interpreter programs' delete calls
   (``shutil.rmtree``, ``fs.rmSync``...) are judged the same way (:mod:`.interpreters`).
   A plain (non-recursive) ``rm *`` in the working directory is allowed: it only removes
   files the agent can see and is routine; ``rm`` of ``/etc/*``-like globs is not.  The
@@ -27,7 +27,7 @@ Rules (the rule id leads the block reason):
   an editor such as ``vim``/``nano``/``ed``/``sudoedit``, ``patch``...) to ``/etc/passwd``,
   ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``, ``/etc/sudoers``, ``/etc/sudoers.d/*``.
 - ``persistence``: the same writes to a file that runs later or decides who may log in
-  (:data:`.model._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
+  (:data:`.paths._PERSISTENCE`): shell startup files (``~/.bashrc``, ``~/.bash_aliases``,
   ``~/.bashrc.d/*``, ``~/.zshenv``, ``~/.profile``, fish ``config.fish``...), desktop
   autostart, systemd unit directories (``/etc/systemd/system``, ``~/.config/systemd/user``),
   ``/etc/profile``, ``/etc/profile.d/*``, ``/etc/bash.bashrc``, ``/etc/environment``,
@@ -52,47 +52,42 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..shell import SUBST, Word
-from .model import (
-    HOME,
-    Finding,
-    _display,
-    _find_plan,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _persistence,
-    _show,
-    _verb,
-)
+from .fanout import substitute
+from .find import find_plan
+from .invocation import Invocation, verb_of
+from .model import HOME, Finding
 from .operands import (
-    _7Z,
-    _CP,
-    _CURL,
-    _INSTALL,
-    _LN,
-    _MV,
-    _PATCH,
-    _PERL,
-    _RSYNC,
-    _SCP,
-    _SED,
-    _SPONGE,
-    _TAR,
-    _TEE,
-    _TRUNCATE,
-    _UNZIP,
-    _WGET,
+    CP,
+    CURL,
+    INSTALL,
+    LN,
+    MV,
+    PATCH,
+    PERL,
+    RSYNC,
+    SCP,
+    SED,
+    SEVEN_Z,
+    SPONGE,
+    TAR,
+    TEE,
+    TRUNCATE,
+    UNZIP,
+    WGET,
     Extract,
-    _awk_in_place,
-    _copy_targets,
-    _download_into,
-    _editor,
-    _in_place,
-    _keyed,
-    _operands,
-    _option_values,
+    awk_in_place,
+    copy_targets,
+    download_into,
+    editor,
+    in_place,
+    keyed,
+    operands_of,
+    option_values,
 )
-from .run import Rule, _judge_write, _Run, _substitute
+from .options import opts, parse_opts
+from .paths import display, persistence, show
+from .reach import judge_write
+from .run import Rule, Run
 
 # -- findings helpers ---------------------------------------------------------------------------
 
@@ -102,31 +97,31 @@ def _destruction(verb: str, token: Word, hit: tuple[str, str]) -> Finding:
     return Finding(
         "fs-destruction",
         token.text,
-        f"{verb} targets {path!r}, {why} (token {_show(token.text)!r})",
+        f"{verb} targets {path!r}, {why} (token {show(token.text)!r})",
     )
 
 
 # -- fs-destruction -----------------------------------------------------------------------------
 
-_RM = _opts(
+_RM = opts(
     long="force interactive one-file-system no-preserve-root preserve-root recursive dir "
     "verbose help version",
     alias={"r": "recursive", "R": "recursive", "f": "force", "d": "dir", "v": "verbose"},
 )
 
 
-def _rule_rm(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _RM)
+def _rule_rm(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _RM)
     recursive = parsed.has("--recursive")
     for word in parsed.operands:
         hit = run.doomed(word, recursive=recursive, unknown=recursive)
         if hit is not None:
-            return _destruction(_verb(inv, parsed), word, hit)
+            return _destruction(verb_of(inv, parsed), word, hit)
     return None
 
 
-def _rule_mv(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _MV)
+def _rule_mv(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, MV)
     sources = parsed.operands if parsed.has("--target-directory") else parsed.operands[:-1]
     for word in sources:
         hit = run.doomed(word, recursive=True, cwd_counts=False)
@@ -135,13 +130,13 @@ def _rule_mv(inv: _Invocation, run: _Run) -> Finding | None:
             return Finding(
                 "fs-destruction",
                 word.text,
-                f"{_verb(inv, parsed)} moves {path!r}, {why} (token {_show(word.text)!r})",
+                f"{verb_of(inv, parsed)} moves {path!r}, {why} (token {show(word.text)!r})",
             )
     return None
 
 
-def _rule_find(inv: _Invocation, run: _Run) -> Finding | None:
-    plan = _find_plan(inv.args)
+def _rule_find(inv: Invocation, run: Run) -> Finding | None:
+    plan = find_plan(inv.args)
     if plan.delete:
         for root, entry in zip(plan.candidates, plan.entries(), strict=False):
             hit = run.doomed(entry, recursive=True, unknown=True)
@@ -150,69 +145,69 @@ def _rule_find(inv: _Invocation, run: _Run) -> Finding | None:
     for action, argv in plan.execs:
         values = plan.entries() or [Word("{}")]
         for value in values:
-            found = run.argv([_substitute(w, "{}", value) for w in argv], f"find {action}")
+            found = run.argv([substitute(w, "{}", value) for w in argv], f"find {action}")
             if found is not None:
                 return found
     return None
 
 
 _WRITERS: dict[str, Extract] = {
-    "tee": _operands(_TEE),
-    "cp": _copy_targets(_CP),
-    "mv": _copy_targets(_MV),
-    "install": _copy_targets(_INSTALL),
-    "ln": _copy_targets(_LN),
-    "rsync": _copy_targets(_RSYNC),
-    "scp": _copy_targets(_SCP),
-    "dd": _keyed("of"),
-    "sed": _in_place(_SED, ("--expression", "--file"), "-i"),
-    "perl": _in_place(_PERL, ("-e", "-E"), "-i"),
-    "awk": _awk_in_place,
-    "truncate": _operands(_TRUNCATE),
-    "shred": _operands(_opts("nsu", "force remove exact zero verbose", "iterations size")),
-    "sponge": _operands(_SPONGE),
+    "tee": operands_of(TEE),
+    "cp": copy_targets(CP),
+    "mv": copy_targets(MV),
+    "install": copy_targets(INSTALL),
+    "ln": copy_targets(LN),
+    "rsync": copy_targets(RSYNC),
+    "scp": copy_targets(SCP),
+    "dd": keyed("of"),
+    "sed": in_place(SED, ("--expression", "--file"), "-i"),
+    "perl": in_place(PERL, ("-e", "-E"), "-i"),
+    "awk": awk_in_place,
+    "truncate": operands_of(TRUNCATE),
+    "shred": operands_of(opts("nsu", "force remove exact zero verbose", "iterations size")),
+    "sponge": operands_of(SPONGE),
     "curl": lambda inv: (
-        _option_values(_CURL, "--output")(inv) + _download_into(_CURL, "--output-dir")(inv)
+        option_values(CURL, "--output")(inv) + download_into(CURL, "--output-dir")(inv)
     ),
     "wget": lambda inv: (
-        _option_values(_WGET, "--output-document")(inv)
-        + _download_into(_WGET, "--directory-prefix")(inv)
+        option_values(WGET, "--output-document")(inv)
+        + download_into(WGET, "--directory-prefix")(inv)
     ),
     "patch": lambda inv: _patch_targets(inv),
-    "scrub": _operands(_opts("pbsTX")),
-    "srm": _operands(_opts()),
-    "wipe": _operands(_opts("cClSxXRkp")),
-    "sswap": _operands(_opts()),
+    "scrub": operands_of(opts("pbsTX")),
+    "srm": operands_of(opts()),
+    "wipe": operands_of(opts("cClSxXRkp")),
+    "sswap": operands_of(opts()),
     **dict.fromkeys(
         ("vim", "vi", "nvim", "gvim", "vim.basic", "vim.tiny", "ex"),
-        _editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
+        editor("cSuUiTwWstq", frozenset({"-R", "-M"})),
     ),
-    **dict.fromkeys(("nano", "pico", "rnano"), _editor("TrYsoXfQ", frozenset({"-v", "--view"}))),
-    **dict.fromkeys(("emacs", "emacsclient", "mg"), _editor("lfLs", frozenset())),
-    **dict.fromkeys(("ed", "red"), _editor("p", frozenset())),
+    **dict.fromkeys(("nano", "pico", "rnano"), editor("TrYsoXfQ", frozenset({"-v", "--view"}))),
+    **dict.fromkeys(("emacs", "emacsclient", "mg"), editor("lfLs", frozenset())),
+    **dict.fromkeys(("ed", "red"), editor("p", frozenset())),
     **dict.fromkeys(
         ("joe", "jed", "micro", "mcedit", "kak", "hx", "helix", "gedit", "kate", "mousepad"),
-        _editor("", frozenset()),
+        editor("", frozenset()),
     ),
-    "sudoedit": _editor("ugpCh", frozenset()),
+    "sudoedit": editor("ugpCh", frozenset()),
 }
 
 
-def _patch_targets(inv: _Invocation) -> list[Word]:
+def _patch_targets(inv: Invocation) -> list[Word]:
     """``patch [ORIGFILE [PATCHFILE]]`` changes ORIGFILE (or writes ``-o FILE``)."""
-    parsed = _parse_opts(inv.args, _PATCH)
+    parsed = parse_opts(inv.args, PATCH)
     if parsed.has("--dry-run"):
         return []
     output = parsed.value("--output")
     return [output] if output is not None else parsed.operands[:1]
 
 
-def _rule_writes(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_writes(inv: Invocation, run: Run) -> Finding | None:
     extract = _WRITERS.get(inv.name)
     if extract is None:
         return None
     for word in extract(inv):
-        found = _judge_write(run, word, inv.name)
+        found = judge_write(run, word, inv.name)
         if found is not None:
             return found
     return None
@@ -247,7 +242,7 @@ def _unpack_risk(path: str, *, itself: bool = False) -> str | None:
     if path.startswith("/home/") and path.count("/") >= 2:  # every home is alike
         user_home = "/".join(path.split("/")[:3])
         path = HOME + path[len(user_home) :]
-    if _persistence(path) or path.rstrip("/").endswith("/.ssh"):
+    if persistence(path) or path.rstrip("/").endswith("/.ssh"):
         return "a directory whose files run at login, at boot or on a schedule"
     if itself:
         return None
@@ -257,30 +252,30 @@ def _unpack_risk(path: str, *, itself: bool = False) -> str | None:
     return None
 
 
-def _unpacked_into(inv: _Invocation) -> Word | None:
+def _unpacked_into(inv: Invocation) -> Word | None:
     """The directory an archive or a tree is written into, when ``inv`` writes one."""
     name = inv.name
     if name in ("tar", "bsdtar", "gtar"):
         args = list(inv.args)
         if args and not args[0].text.startswith("-") and args[0].text.isalpha():
             args[0] = Word("-" + args[0].text)  # old style: tar xzf x.tgz
-        parsed = _parse_opts(args, _TAR)
+        parsed = parse_opts(args, TAR)
         if not parsed.has("-x", "--extract", "--get"):
             return None
         values = [w for flag, w in parsed.values if flag == "--directory"]
         return values[-1] if values else Word(".")
     if name == "unzip":
-        parsed = _parse_opts(inv.args, _UNZIP)
+        parsed = parse_opts(inv.args, UNZIP)
         if parsed.has("-l", "-t", "-v", "-Z", "-p", "-z"):
             return None
         return parsed.value("-d") or Word(".")
     if name == "7z":
-        parsed = _parse_opts(inv.args, _7Z)
+        parsed = parse_opts(inv.args, SEVEN_Z)
         if not parsed.operands or parsed.operands[0].text not in ("x", "e"):
             return None
         return parsed.value("-o") or Word(".")
     if name in ("rsync", "cp"):
-        parsed = _parse_opts(inv.args, _RSYNC if name == "rsync" else _CP)
+        parsed = parse_opts(inv.args, RSYNC if name == "rsync" else CP)
         if parsed.has("-n", "--dry-run"):
             return None
         if name == "cp" and not parsed.has("--recursive", "-a", "--archive"):
@@ -294,7 +289,7 @@ def _unpacked_into(inv: _Invocation) -> Word | None:
             return target  # the source's contents land in the target, dotfiles included
         return replace(target, text=target.text.rstrip("/") + "/" + _ITSELF)
     if name == "patch":
-        parsed = _parse_opts(inv.args, _PATCH)
+        parsed = parse_opts(inv.args, PATCH)
         if parsed.has("--dry-run") or parsed.operands or parsed.value("--output"):
             return None  # a named file is judged as a write
         return parsed.value("--directory") or Word(".")
@@ -313,7 +308,7 @@ def _spills(source: str, *, rsync: bool) -> bool:
     )
 
 
-def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_unpack(inv: Invocation, run: Run) -> Finding | None:
     target = _unpacked_into(inv)
     if target is None or ":" in target.text.split("/", 1)[0]:  # host:dir is remote
         return None
@@ -329,8 +324,8 @@ def _rule_unpack(inv: _Invocation, run: _Run) -> Finding | None:
     return Finding(
         "persistence",
         target.text,
-        f"{inv.shown} writes files it does not name into {_show(_display(path))!r}, {why} "
-        f"(token {_show(target.text)!r})",
+        f"{inv.shown} writes files it does not name into {show(display(path))!r}, {why} "
+        f"(token {show(target.text)!r})",
     )
 
 

@@ -49,9 +49,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..shell import Word
-from .model import Finding, _Invocation, _opts, _parse_opts, _set, _show, _split_words
-from .operands import _CP, _LN, _MV, _TRUNCATE
-from .run import Rule, _Run
+from .invocation import Invocation
+from .model import Finding
+from .operands import CP, LN, MV, TRUNCATE
+from .options import opts, parse_opts, word_set
+from .paths import show
+from .run import Rule, Run
+from .wrappers import split_words
 
 # -- git ---------------------------------------------------------------------------------------
 
@@ -70,15 +74,15 @@ _GIT_SHORT_ARG = {
     "am": "Cp",
 }
 _GIT_LONG_ARG = {
-    "commit": _set(
+    "commit": word_set(
         "message file author date template reuse-message reedit-message fixup squash cleanup "
         "trailer pathspec-from-file"
     ),
-    "push": _set("repo receive-pack exec push-option"),
-    "merge": _set("message file strategy strategy-option into-name"),
-    "pull": _set("message strategy strategy-option depth upload-pack"),
-    "rebase": _set("onto strategy strategy-option exec"),
-    "am": _set("directory exclude include whitespace"),
+    "push": word_set("repo receive-pack exec push-option"),
+    "merge": word_set("message file strategy strategy-option into-name"),
+    "pull": word_set("message strategy strategy-option depth upload-pack"),
+    "rebase": word_set("onto strategy strategy-option exec"),
+    "am": word_set("directory exclude include whitespace"),
 }
 _HOOKS_OFF = {
     "HUSKY": ("0", "false"),
@@ -153,7 +157,7 @@ def _env_configs(env: dict[str, str]) -> Iterable[tuple[str, str, str]]:
         yield f"GIT_CONFIG_PARAMETERS={parameters}", key, value
 
 
-def _environment(inv: _Invocation, run: _Run) -> dict[str, str]:
+def _environment(inv: Invocation, run: Run) -> dict[str, str]:
     """Variables the git command sees: its own prefix (and ``env``) over those assigned
     or exported earlier on the command line."""
     if not run.vars:
@@ -162,7 +166,7 @@ def _environment(inv: _Invocation, run: _Run) -> dict[str, str]:
 
 
 def _judge_setting(
-    origin: str, key: str, value: str, inv: _Invocation, run: _Run, depth: int
+    origin: str, key: str, value: str, inv: Invocation, run: Run, depth: int
 ) -> Finding | None:
     """A configuration setting (``-c``, environment, ``git config``) that disables hooks,
     or an alias that does."""
@@ -170,8 +174,8 @@ def _judge_setting(
     if key == "core.hookspath" and _hooks_path_escapes(value):
         return Finding(
             "git-no-verify",
-            _show(origin),
-            f"{_show(origin)!r} points core.hooksPath at {_show(value)!r}, away from the "
+            show(origin),
+            f"{show(origin)!r} points core.hooksPath at {show(value)!r}, away from the "
             f"repository's hooks",
         )
     if key.startswith("alias.") and value:
@@ -179,18 +183,18 @@ def _judge_setting(
         if value.startswith("!"):
             return run.nested(value[1:], f"git alias {name!r}")
         if depth < 4:  # an alias naming another -c alias: bounded
-            expanded = _Invocation("git", _split_words(value), inv.env, (), inv.layers)
+            expanded = Invocation("git", split_words(value), inv.env, (), inv.layers)
             found = _judge_git(expanded, run, depth + 1)
             if found is not None:
                 return Finding(
                     found.rule,
                     found.token,
-                    f"the git alias {name!r} ({_show(value)!r}) runs: {found.message}",
+                    f"the git alias {name!r} ({show(value)!r}) runs: {found.message}",
                 )
     return None
 
 
-_CONFIG = _opts(
+_CONFIG = opts(
     "f",
     "global system local worktree add replace-all get get-all get-regexp get-urlmatch list "
     "unset unset-all remove-section rename-section edit null name-only show-origin "
@@ -199,19 +203,19 @@ _CONFIG = _opts(
     "file blob type default comment value",
     {"f": "file", "l": "list", "e": "edit", "z": "null"},
 )
-_CONFIG_NOT_SET = _set(
+_CONFIG_NOT_SET = word_set(
     "--get --get-all --get-regexp --get-urlmatch --list --unset --unset-all "
     "--remove-section --rename-section --edit"
 )
-_CONFIG_SUBCOMMANDS = _set("get list unset rename-section remove-section edit")
+_CONFIG_SUBCOMMANDS = word_set("get list unset rename-section remove-section edit")
 
 
 def _config_setting(args: Sequence[Word]) -> tuple[str, str] | None:
     """(key, value) that ``git config ARGS`` writes, if it writes one.  Options end at the
     key: a value may start with a dash (``alias.x '-c core.hooksPath=... commit'``)."""
-    parsed = _parse_opts(args, _CONFIG, stop_at_operand=True)
+    parsed = parse_opts(args, _CONFIG, stop_at_operand=True)
     if parsed.operands and parsed.operands[0].text == "set":
-        subcommand = _parse_opts(parsed.operands[1:], _CONFIG, stop_at_operand=True)
+        subcommand = parse_opts(parsed.operands[1:], _CONFIG, stop_at_operand=True)
         subcommand.flags |= parsed.flags
         parsed = subcommand
     elif parsed.operands and parsed.operands[0].text in _CONFIG_SUBCOMMANDS:
@@ -224,7 +228,7 @@ def _config_setting(args: Sequence[Word]) -> tuple[str, str] | None:
     return parsed.operands[0].text, parsed.operands[1].text
 
 
-def _judge_git(inv: _Invocation, run: _Run, depth: int = 0) -> Finding | None:
+def _judge_git(inv: Invocation, run: Run, depth: int = 0) -> Finding | None:
     args = inv.args
     i, n = 0, len(args)
     configs: list[tuple[str, str]] = []
@@ -264,8 +268,8 @@ def _judge_git(inv: _Invocation, run: _Run, depth: int = 0) -> Finding | None:
         return _judge_setting(f"git config {key} {value}", key, value, inv, run, depth)
     alias = aliases.get(sub.lower())
     if alias is not None and not alias.startswith("!") and depth < 4:
-        expanded = [*_split_words(alias), *args[i + 1 :]]
-        return _judge_git(_Invocation("git", expanded, inv.env, (), inv.layers), run, depth + 1)
+        expanded = [*split_words(alias), *args[i + 1 :]]
+        return _judge_git(Invocation("git", expanded, inv.env, (), inv.layers), run, depth + 1)
     if sub not in _GIT_NO_VERIFY_COMMANDS:
         return None
     flag, execs = _no_verify(sub, args[i + 1 :])
@@ -296,25 +300,25 @@ def _hooks_off(env: dict[str, str], what: str) -> Finding | None:
             )
     for name in _HOOKS_SKIPPED:
         if env.get(name, "").strip():
-            setting = _show(f"{name}={env[name]}")
+            setting = show(f"{name}={env[name]}")
             return Finding(
                 "git-no-verify",
                 setting,
-                f"{setting} {what} skips the named hooks ({_show(env[name])!r}); fix what they "
+                f"{setting} {what} skips the named hooks ({show(env[name])!r}); fix what they "
                 f"report instead",
             )
     return None
 
 
-def _rule_git(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_git(inv: Invocation, run: Run) -> Finding | None:
     return _judge_git(inv, run)
 
 
-_HOOK_MANAGERS = _set("pre-commit lefthook husky overcommit")
-_PACKAGE_RUNNERS = _set("npx pnpx bunx")
+_HOOK_MANAGERS = word_set("pre-commit lefthook husky overcommit")
+_PACKAGE_RUNNERS = word_set("npx pnpx bunx")
 
 
-def _rule_uninstall(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_uninstall(inv: Invocation, run: Run) -> Finding | None:
     """``pre-commit uninstall``, ``npx husky uninstall``, ``overcommit --uninstall``: the
     hook manager removes the hooks it installed."""
     words = [w.text for w in inv.args if not w.text.startswith("-") or w.text == "--uninstall"]
@@ -338,11 +342,11 @@ _HOOK_FILE = re.compile(
     r"(?:^|/)(\.git/hooks|\.husky|\.githooks|\.git-hooks)"
     r"(?:/?$|/(?![^/]*\.sample$)(?!_$)[^/]+$)"  # not samples, not husky's own "_" dir
 )
-_NO_OP = _set("/dev/null /bin/true /usr/bin/true /bin/false /usr/bin/false true false")
+_NO_OP = word_set("/dev/null /bin/true /usr/bin/true /bin/false /usr/bin/false true false")
 _NO_OP_TEXT = re.compile(r"\s*(?:#![^\n]*\n)?\s*(?:exit(?:\s+0)?|true|:)?\s*$")
 
 
-def _hook(run: _Run, words: Iterable[Word]) -> tuple[Word, bool] | None:
+def _hook(run: Run, words: Iterable[Word]) -> tuple[Word, bool] | None:
     """The first of ``words`` that names a hook (or a hooks directory), and whether it is
     the unversioned ``.git/hooks``."""
     for word in words:
@@ -352,9 +356,9 @@ def _hook(run: _Run, words: Iterable[Word]) -> tuple[Word, bool] | None:
     return None
 
 
-def _disabled(inv: _Invocation, hook: tuple[Word, bool], how: str) -> Finding:
+def _disabled(inv: Invocation, hook: tuple[Word, bool], how: str) -> Finding:
     word, unversioned = hook
-    token = _show(word.text)
+    token = show(word.text)
     why = (
         ".git/hooks is not versioned, so the change skips the hooks without showing in any diff"
         if unversioned
@@ -363,27 +367,27 @@ def _disabled(inv: _Invocation, hook: tuple[Word, bool], how: str) -> Finding:
     return Finding("git-no-verify", token, f"{inv.shown} {how} the git hook {token!r}: {why}")
 
 
-_REMOVE = _opts(long="force recursive dir interactive verbose", alias={"r": "recursive"})
+_REMOVE = opts(long="force recursive dir interactive verbose", alias={"r": "recursive"})
 
 
-def _rule_remove(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_remove(inv: Invocation, run: Run) -> Finding | None:
     """``rm``/``unlink``/``truncate`` of a hook."""
-    spec = _TRUNCATE if inv.name == "truncate" else _REMOVE
-    hook = _hook(run, _parse_opts(inv.args, spec).operands)
+    spec = TRUNCATE if inv.name == "truncate" else _REMOVE
+    hook = _hook(run, parse_opts(inv.args, spec).operands)
     return None if hook is None else _disabled(inv, hook, "removes or empties")
 
 
-def _rule_move(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_move(inv: Invocation, run: Run) -> Finding | None:
     """``mv .git/hooks/pre-commit elsewhere``: the hook moved away."""
-    parsed = _parse_opts(inv.args, _MV)
+    parsed = parse_opts(inv.args, MV)
     sources = parsed.operands if parsed.value("--target-directory") else parsed.operands[:-1]
     hook = _hook(run, sources)
     return None if hook is None else _disabled(inv, hook, "moves away")
 
 
-def _rule_replace(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_replace(inv: Invocation, run: Run) -> Finding | None:
     """``cp /dev/null .git/hooks/pre-commit``, ``ln -sf /bin/true ...``."""
-    parsed = _parse_opts(inv.args, _LN if inv.name == "ln" else _CP)
+    parsed = parse_opts(inv.args, LN if inv.name == "ln" else CP)
     if len(parsed.operands) < 2 or parsed.value("--target-directory") is not None:
         return None
     if not all(w.text in _NO_OP for w in parsed.operands[:-1]):
@@ -409,7 +413,7 @@ def _chmod_drops_exec(mode: str) -> bool:
     return False
 
 
-def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_chmod(inv: Invocation, run: Run) -> Finding | None:
     """``chmod -x .git/hooks/pre-commit`` (a hook without its execute bit is skipped)."""
     words = [w for w in inv.args if not w.text.startswith("--")]
     modes = [w.text for w in words if w.text.startswith("-") and w.text[1:2] in "rwxXst"]
@@ -421,7 +425,7 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
     return None if hook is None else _disabled(inv, hook, f"({mode}) takes the execute bit from")
 
 
-def _rule_no_op_hook(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_no_op_hook(inv: Invocation, run: Run) -> Finding | None:
     """``echo 'exit 0' > .git/hooks/pre-commit``: a hook that does nothing."""
     writes = [r.target for r in inv.redirects if r.op in (">", ">|", ">>")]
     if not writes:

@@ -24,8 +24,11 @@ from __future__ import annotations
 import re
 
 from ..shell import Word
-from .model import Finding, _critical, _display, _Invocation, _show
-from .run import _judge_write, _Run
+from .invocation import Invocation
+from .model import Finding
+from .paths import critical, display, show
+from .reach import judge_write
+from .run import Run
 
 _RECURSIVE = (
     r"shutil\.rmtree|(?:File::Path::)?rmtree|remove_tree|FileUtils\.(?:rm_rf|rm_r|rmtree|"
@@ -130,12 +133,12 @@ def _names_critical(code: str) -> str | None:
         return "~"
     for m in _QUOTED.finditer(code):
         text = m.group(2)
-        if text.startswith(("/", "~")) and _critical(text.rstrip("/") or "/") is not None:
+        if text.startswith(("/", "~")) and critical(text.rstrip("/") or "/") is not None:
             return text
     return None
 
 
-def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
+def library_calls(inv: Invocation, run: Run, code: str) -> Finding | None:
     """Judge the delete calls, writes and argument-list commands in ``code`` (see module
     doc)."""
     code = _computed(code)
@@ -170,19 +173,19 @@ def library_calls(inv: _Invocation, run: _Run, code: str) -> Finding | None:
     return None
 
 
-def _judge_written(inv: _Invocation, run: _Run, arg: str) -> Finding | None:
+def _judge_written(inv: Invocation, run: Run, arg: str) -> Finding | None:
     """A file the program writes (``open(P, 'wb')``, ``fs.appendFileSync(P, ...)``),
     judged as a shell write: devices, system files, persistence."""
     path = _evaluate(arg)
     if path is None:
         return None
     word = Word(path, quoted=True, tilde=path.startswith("~"))
-    return _judge_write(run, word, f"{inv.shown} program")
+    return judge_write(run, word, f"{inv.shown} program")
 
 
 def _judge_delete(
-    inv: _Invocation,
-    run: _Run,
+    inv: Invocation,
+    run: Run,
     code: str,
     function: str,
     arg: str,
@@ -204,11 +207,11 @@ def _judge_delete(
             "fs-destruction",
             call,
             f"{inv.shown} program calls {call}, whose target the guard cannot evaluate, "
-            f"in a program that names {_show(named)!r}; refused as unknown",
+            f"in a program that names {show(named)!r}; refused as unknown",
         )
     word = Word(path, quoted=True, tilde=path.startswith("~"))
     if not recursive:
-        return _judge_write(run, word, f"{inv.shown} program {function}")
+        return judge_write(run, word, f"{inv.shown} program {function}")
     hit = run.doomed(word, recursive=True, unknown=True)
     if hit is None:
         return None
@@ -216,5 +219,5 @@ def _judge_delete(
     return Finding(
         "fs-destruction",
         call,
-        f"{inv.shown} program calls {call} on {_display(shown)!r}, {why} (token {path!r})",
+        f"{inv.shown} program calls {call} on {display(shown)!r}, {why} (token {path!r})",
     )

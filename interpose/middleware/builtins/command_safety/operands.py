@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..shell import Word
-from .model import _derived, _Invocation, _Opts, _opts, _parse_opts
+from .invocation import Invocation
+from .options import Opts, derived, opts, parse_opts
 
-Extract = Callable[["_Invocation"], list[Word]]
+Extract = Callable[["Invocation"], list[Word]]
 
 
-_MV = _opts(
+MV = opts(
     "tS",
     "force interactive no-clobber no-target-directory update verbose strip-trailing-slashes "
     "backup context help version exchange no-copy",
@@ -27,15 +28,15 @@ _MV = _opts(
 # -- writers and readers (tables) ---------------------------------------------------------------
 
 
-def _operands(spec: _Opts) -> Extract:
-    return lambda inv: _parse_opts(inv.args, spec).operands
+def operands_of(spec: Opts) -> Extract:
+    return lambda inv: parse_opts(inv.args, spec).operands
 
 
-def _copy_targets(spec: _Opts) -> Extract:
+def copy_targets(spec: Opts) -> Extract:
     """Destination of cp/mv/install/ln/rsync/scp, plus destination/<source name>."""
 
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         target = parsed.value("--target-directory")
         sources = parsed.operands if target is not None else parsed.operands[:-1]
         if target is None:
@@ -52,9 +53,9 @@ def _copy_targets(spec: _Opts) -> Extract:
     return extract
 
 
-def _copy_sources(spec: _Opts) -> Extract:
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+def copy_sources(spec: Opts) -> Extract:
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         if parsed.value("--target-directory") is not None:
             return parsed.operands
         return parsed.operands[:-1]
@@ -62,26 +63,26 @@ def _copy_sources(spec: _Opts) -> Extract:
     return extract
 
 
-def _option_values(spec: _Opts, *flags: str) -> Extract:
-    def extract(inv: _Invocation) -> list[Word]:
-        return [w for flag, w in _parse_opts(inv.args, spec).values if flag in flags]
+def option_values(spec: Opts, *flags: str) -> Extract:
+    def extract(inv: Invocation) -> list[Word]:
+        return [w for flag, w in parse_opts(inv.args, spec).values if flag in flags]
 
     return extract
 
 
-def _keyed(key: str) -> Extract:
+def keyed(key: str) -> Extract:
     """``dd``-style ``key=value`` operands."""
     prefix = key + "="
     return lambda inv: [
-        _derived(w.text[len(prefix) :]) for w in inv.args if w.text.startswith(prefix)
+        derived(w.text[len(prefix) :]) for w in inv.args if w.text.startswith(prefix)
     ]
 
 
-def _in_place(spec: _Opts, script_flags: tuple[str, ...], inline_flag: str) -> Extract:
+def in_place(spec: Opts, script_flags: tuple[str, ...], inline_flag: str) -> Extract:
     """Files edited by ``sed -i``/``perl -i``: operands after the script."""
 
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         if not parsed.has(inline_flag, "--in-place"):
             return []
         return parsed.operands if parsed.has(*script_flags) else parsed.operands[1:]
@@ -89,17 +90,17 @@ def _in_place(spec: _Opts, script_flags: tuple[str, ...], inline_flag: str) -> E
     return extract
 
 
-_AWK_INPLACE = _opts(
+_AWK_INPLACE = opts(
     "fvFiEe",
     long_arg="file assign field-separator include exec source",
     alias={"f": "file", "v": "assign", "F": "field-separator", "i": "include", "E": "exec"},
 )
 
 
-def _awk_in_place(inv: _Invocation) -> list[Word]:
+def awk_in_place(inv: Invocation) -> list[Word]:
     """Files edited by ``gawk -i inplace PROGRAM FILE...`` (``--include=inplace``,
     ``-iinplace``): the operands after the program, all of them under ``-f``/``-e``."""
-    parsed = _parse_opts(inv.args, _AWK_INPLACE)
+    parsed = parse_opts(inv.args, _AWK_INPLACE)
     included = [w.text for flag, w in parsed.values if flag == "--include"]
     if not any(t.removesuffix(".awk") == "inplace" for t in included):
         return []
@@ -107,30 +108,30 @@ def _awk_in_place(inv: _Invocation) -> list[Word]:
     return parsed.operands if given else parsed.operands[1:]
 
 
-def _pattern_first(spec: _Opts, given: tuple[str, ...], files: tuple[str, ...]) -> Extract:
+def pattern_first(spec: Opts, given: tuple[str, ...], files: tuple[str, ...]) -> Extract:
     """Readers whose first operand is a pattern/program unless one came by option."""
 
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         read = [w for flag, w in parsed.values if flag in files]
         return read + (parsed.operands if parsed.has(*given) else parsed.operands[1:])
 
     return extract
 
 
-def _skip_operands(spec: _Opts, count: int) -> Extract:
-    return lambda inv: _parse_opts(inv.args, spec).operands[count:]
+def skip_operands(spec: Opts, count: int) -> Extract:
+    return lambda inv: parse_opts(inv.args, spec).operands[count:]
 
 
-def _tar_inputs(inv: _Invocation) -> list[Word]:
+def tar_inputs(inv: Invocation) -> list[Word]:
     args = list(inv.args)
     if args and not args[0].text.startswith("-") and args[0].text.isalpha():
         args[0] = replace(args[0], text="-" + args[0].text)  # old style: tar czf x.tgz dir
-    parsed = _parse_opts(args, _TAR)
+    parsed = parse_opts(args, TAR)
     return [*parsed.operands, *(w for flag, w in parsed.values if flag == "--files-from")]
 
 
-def _openssl_inputs(inv: _Invocation) -> list[Word]:
+def _openssl_inputs(inv: Invocation) -> list[Word]:
     args = inv.args
     return [
         args[i + 1]
@@ -143,7 +144,7 @@ _CURL_DATA = frozenset(
     {"--data", "--data-binary", "--data-ascii", "--data-urlencode", "--json", "-d"}
 )
 _CURL_FORM = re.compile(r"=[@<]([^;]+)")
-_CURL = _opts(
+CURL = opts(
     "dFTKHXouAebcwmxyYzrCEDtUQP",  # not -O: --remote-name takes no value
     "silent show-error fail location insecure include head verbose compressed remote-name "
     "progress-bar globoff",
@@ -154,22 +155,22 @@ _CURL = _opts(
 )
 
 
-def _curl_uploads(inv: _Invocation) -> list[Word]:
+def curl_uploads(inv: Invocation) -> list[Word]:
     files: list[Word] = []
-    for flag, word in _parse_opts(inv.args, _CURL).values:
+    for flag, word in parse_opts(inv.args, CURL).values:
         t = word.text
         if flag in _CURL_DATA or flag == "--data":
             _, at, path = t.partition("@")
             if at and (t.startswith("@") or flag == "--data-urlencode"):
-                files.append(_derived(path))
+                files.append(derived(path))
         elif flag in ("--form", "-F"):
-            files += [_derived(m.group(1)) for m in _CURL_FORM.finditer(t)]
+            files += [derived(m.group(1)) for m in _CURL_FORM.finditer(t)]
         elif flag in ("--upload-file", "--config"):
             files.append(word)
     return files
 
 
-_WGET = _opts(
+WGET = opts(
     "OoaiePUtTwQl",
     "quiet verbose no-verbose continue spider server-response",
     "output-document output-file append-output input-file post-file body-file post-data "
@@ -177,7 +178,7 @@ _WGET = _opts(
     {"O": "output-document", "P": "directory-prefix"},
 )
 
-_CP = _opts(
+CP = opts(
     "tS",
     "archive force interactive link dereference no-clobber no-dereference preserve "
     "no-preserve parents recursive reflink remove-destination sparse strip-trailing-slashes "
@@ -185,38 +186,38 @@ _CP = _opts(
     "target-directory suffix",
     {"t": "target-directory", "S": "suffix", "r": "recursive", "R": "recursive"},
 )
-_INSTALL = _opts(
+INSTALL = opts(
     "tSmogZ",
     "compare directory preserve-timestamps strip verbose help version",
     "target-directory suffix mode owner group",
     {"t": "target-directory", "S": "suffix"},
 )
-_LN = _opts(
+LN = opts(
     "tS",
     "force symbolic relative no-dereference logical physical verbose help version",
     "target-directory suffix",
     {"t": "target-directory", "S": "suffix"},
 )
-_SCP = _opts("cFiJlPSoDX")
-_RSYNC = _opts(
+SCP = opts("cFiJlPSoDX")
+RSYNC = opts(
     "eBfMT",
     "archive verbose recursive compress delete progress dry-run",
     "rsh filter exclude include exclude-from include-from files-from chmod chown temp-dir "
     "partial-dir compare-dest link-dest copy-dest log-file password-file",
 )
-_TEE = _opts(long="append ignore-interrupts help version", long_arg="output-error")
-_SED = _opts(
+TEE = opts(long="append ignore-interrupts help version", long_arg="output-error")
+SED = opts(
     "efl",
     "quiet silent posix regexp-extended separate null-data",
     "expression file",
     {"e": "expression", "f": "file"},
     short_optional="i",
 )
-_PERL = _opts("eEIMmlx0", short_optional="i")
-_TRUNCATE = _opts("sr", "no-create io-blocks", "size reference")
-_SPONGE = _opts()
-_PLAIN = _opts()
-_GREP = _opts(
+PERL = opts("eEIMmlx0", short_optional="i")
+TRUNCATE = opts("sr", "no-create io-blocks", "size reference")
+SPONGE = opts()
+PLAIN = opts()
+GREP = opts(
     "efmABCdD",
     "recursive ignore-case count files-with-matches line-number invert-match word-regexp "
     "extended-regexp fixed-strings perl-regexp only-matching no-filename with-filename",
@@ -224,7 +225,7 @@ _GREP = _opts(
     "directories exclude include exclude-dir exclude-from",
     {"e": "regexp", "f": "file"},
 )
-_RG = _opts(
+RG = opts(
     "efmABCgtTjMrdE",
     "ignore-case count files-with-matches line-number invert-match word-regexp fixed-strings "
     "hidden no-ignore follow json",
@@ -232,23 +233,23 @@ _RG = _opts(
     "max-depth threads encoding max-filesize pre sort sortr colors",
     {"e": "regexp", "f": "file"},
 )
-_AWK = _opts("fvF", long_arg="file assign field-separator", alias={"f": "file"})
-_JQ = _opts(
+AWK = opts("fvF", long_arg="file assign field-separator", alias={"f": "file"})
+JQ = opts(
     "fL",
     "raw-output compact-output slurp null-input exit-status",
     "from-file indent",
     {"f": "from-file"},
 )
-_TAR = _opts(
+TAR = opts(
     "fCTXbKgLNV",
     "create extract get list gzip bzip2 xz zstd verbose",
     "file directory files-from exclude-from exclude transform",
     {"T": "files-from", "f": "file", "C": "directory"},
 )
-_ZIP = _opts("bnPtx")
-_UNZIP = _opts("dxP", long="")
-_7Z = _opts("o")
-_PATCH = _opts(
+ZIP = opts("bnPtx")
+UNZIP = opts("dxP", long="")
+SEVEN_Z = opts("o")
+PATCH = opts(
     "pioBDFdrzVYg",
     "forward reverse batch force dry-run silent quiet verbose backup unified context normal "
     "ed posix binary help version",
@@ -258,12 +259,12 @@ _PATCH = _opts(
 )
 
 
-def _editor(short_arg: str, read_only: frozenset[str]) -> Extract:
+def editor(short_arg: str, read_only: frozenset[str]) -> Extract:
     """Files an interactive editor opens for writing (none in a read-only mode)."""
-    spec = _opts(short_arg, long_arg="cmd eval load funcall directory")
+    spec = opts(short_arg, long_arg="cmd eval load funcall directory")
 
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         if parsed.has(*read_only):
             return []
         return [w for w in parsed.operands if not w.text.startswith("+")]
@@ -271,13 +272,13 @@ def _editor(short_arg: str, read_only: frozenset[str]) -> Extract:
     return extract
 
 
-def _download_into(spec: _Opts, flag: str) -> Extract:
+def download_into(spec: Opts, flag: str) -> Extract:
     """Files a downloader saves into a directory option (``wget -P DIR URL``, ``curl
     --output-dir DIR -O URL``): ``DIR/<the URL's last path segment>``, or ``DIR`` itself
     when a URL ends with ``/``."""
 
-    def extract(inv: _Invocation) -> list[Word]:
-        parsed = _parse_opts(inv.args, spec)
+    def extract(inv: Invocation) -> list[Word]:
+        parsed = parse_opts(inv.args, spec)
         folder = parsed.value(flag)
         if folder is None:
             return []

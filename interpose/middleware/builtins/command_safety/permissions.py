@@ -36,37 +36,26 @@ import re
 
 from ..security_audit import match_sensitive
 from ..shell import SUBST, Word
-from .model import (
-    _INTERPRETERS,
-    _SHELLS,
-    _SYSTEM_DIRS,
-    _SYSTEM_FILES,
-    _TEMP_DIRS,
-    HOME,
-    Finding,
-    _canon,
-    _display,
-    _Invocation,
-    _opts,
-    _parse_opts,
-    _set,
-    _show,
-    _verb,
-)
-from .run import Rule, _Run
+from .invocation import Invocation, verb_of
+from .model import HOME, Finding
+from .options import opts, parse_opts, word_set
+from .paths import SYSTEM_DIRS, SYSTEM_FILES, TEMP_DIRS, display, show
+from .programs import INTERPRETERS, SHELLS
+from .run import Rule, Run
+from .wrappers import canon
 
 # -- permissions ----------------------------------------------------------------------------
 
 _OCTAL_MODE = re.compile(r"[0-7]{1,4}")
 _SYMBOLIC_CLAUSE = re.compile(r"([ugoa]*)((?:[-+=][rwxXstugo]*)+)")
 _SYMBOLIC_DASH = re.compile(r"-[rwxXst]+")
-_CHMOD = _opts(
+_CHMOD = opts(
     long="recursive changes silent quiet verbose preserve-root no-preserve-root help version "
     "dereference no-dereference",
     long_arg="reference",
     alias={"R": "recursive"},
 )
-_CHOWN = _opts(
+_CHOWN = opts(
     long="recursive changes silent quiet verbose preserve-root no-preserve-root help version "
     "dereference no-dereference",
     long_arg="reference from",
@@ -103,7 +92,7 @@ def _sticky(mode: str | None) -> bool:
     return "t" in mode
 
 
-def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_chmod(inv: Invocation, run: Run) -> Finding | None:
     mode: str | None = None
     rest: list[Word] = []
     for word in inv.args:  # "-w" and "-rwx" are modes, not options
@@ -111,7 +100,7 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
             mode = word.text
         else:
             rest.append(word)
-    parsed = _parse_opts(rest, _CHMOD)
+    parsed = parse_opts(rest, _CHMOD)
     targets = parsed.operands
     if mode is None and not parsed.has("--reference") and targets:
         mode, targets = targets[0].text, targets[1:]
@@ -119,10 +108,10 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
     loose = _loose_mode(mode) if mode is not None else None
     if not (recursive or loose):
         return None
-    verb = " ".join(filter(None, [_verb(inv, parsed), mode]))
+    verb = " ".join(filter(None, [verb_of(inv, parsed), mode]))
     for word in targets:
         path = run.path(word)
-        if not recursive and path in _TEMP_DIRS and _sticky(mode):
+        if not recursive and path in TEMP_DIRS and _sticky(mode):
             continue  # /tmp is meant to be 1777
         hit = run.doomed(word, recursive=True, cwd_counts=False, unknown=recursive)
         if hit is not None:
@@ -130,21 +119,21 @@ def _rule_chmod(inv: _Invocation, run: _Run) -> Finding | None:
             return Finding(
                 "permissions",
                 word.text,
-                f"{verb} on {hit[0]!r}, {hit[1]}: {what} (token {_show(word.text)!r})",
+                f"{verb} on {hit[0]!r}, {hit[1]}: {what} (token {show(word.text)!r})",
             )
         if loose and (
-            _SYSTEM_FILES.match(path.lower()) or match_sensitive(path, home=HOME) is not None
+            SYSTEM_FILES.match(path.lower()) or match_sensitive(path, home=HOME) is not None
         ):
             return Finding(
                 "permissions",
                 word.text,
-                f"{verb} makes {_display(path)!r} {loose} (token {_show(word.text)!r})",
+                f"{verb} makes {display(path)!r} {loose} (token {show(word.text)!r})",
             )
     return None
 
 
-def _rule_chown(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _CHOWN)
+def _rule_chown(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _CHOWN)
     targets = parsed.operands if parsed.has("--reference") else parsed.operands[1:]
     recursive = parsed.has("--recursive")
     for word in targets:
@@ -154,14 +143,14 @@ def _rule_chown(inv: _Invocation, run: _Run) -> Finding | None:
             return Finding(
                 "permissions",
                 word.text,
-                f"{_verb(inv, parsed)} changes the owner of {hit[0]!r}, {hit[1]} "
-                f"(token {_show(word.text)!r})",
+                f"{verb_of(inv, parsed)} changes the owner of {hit[0]!r}, {hit[1]} "
+                f"(token {show(word.text)!r})",
             )
-        if _SYSTEM_FILES.match(path.lower()):
+        if SYSTEM_FILES.match(path.lower()):
             return Finding(
                 "permissions",
                 word.text,
-                f"{_verb(inv, parsed)} changes the owner of the system file {path!r}",
+                f"{verb_of(inv, parsed)} changes the owner of the system file {path!r}",
             )
     return None
 
@@ -169,9 +158,9 @@ def _rule_chown(inv: _Invocation, run: _Run) -> Finding | None:
 # -- setuid, setgid, capabilities ----------------------------------------------------------------
 
 _RUNS_ANYTHING = (
-    frozenset(_SHELLS)
-    | frozenset(_INTERPRETERS)
-    | _set(
+    frozenset(SHELLS)
+    | frozenset(INTERPRETERS)
+    | word_set(
         "env find vim vi nvim view less more man awk gawk sed tee cp mv dd tar zip unzip rsync "
         "nmap git docker xargs nano ed busybox make gdb strace socat nc openssl su sudo chmod "
         "chown install ln base64 cat head tail tclsh expect wish rlwrap screen tmux script "
@@ -206,11 +195,11 @@ def _setid(mode: str) -> str | None:
     return found
 
 
-_SETUID_PROGRAMS = _set("sudo su passwd pkexec mount umount newgrp chsh chfn gpasswd doas")
+_SETUID_PROGRAMS = word_set("sudo su passwd pkexec mount umount newgrp chsh chfn gpasswd doas")
 """Programs installed setuid root: ``chmod --reference=/usr/bin/sudo x`` copies that bit."""
 
 
-def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
+def _chmod_mode(inv: Invocation) -> tuple[str | None, list[Word]]:
     """The mode ``chmod`` sets (``--reference`` to a setuid program: ``u+s``; to another
     file: None) and its targets."""
     mode: str | None = None
@@ -220,12 +209,12 @@ def _chmod_mode(inv: _Invocation) -> tuple[str | None, list[Word]]:
             mode = word.text
         else:
             rest.append(word)
-    parsed = _parse_opts(rest, _CHMOD)
+    parsed = parse_opts(rest, _CHMOD)
     targets = parsed.operands
     if mode is None and not parsed.has("--reference") and targets:
         mode, targets = targets[0].text, targets[1:]
     reference = parsed.value("--reference")
-    if reference is not None and _canon(reference.text) in _SETUID_PROGRAMS:
+    if reference is not None and canon(reference.text) in _SETUID_PROGRAMS:
         mode = "u+s"
     return mode, targets
 
@@ -234,7 +223,7 @@ def _under_system_dir(path: str) -> bool:
     """Under a system directory, or in a world-writable temporary one (where a setuid
     file is the classic hidden root shell: ``cp /bin/bash /tmp/b; chmod +s /tmp/b``)."""
     top = path[1:].split("/", 1)[0].lower() if path.startswith("/") else ""
-    return top in _SYSTEM_DIRS or path.startswith(tuple(d + "/" for d in _TEMP_DIRS))
+    return top in SYSTEM_DIRS or path.startswith(tuple(d + "/" for d in TEMP_DIRS))
 
 
 _HASH_FILES = re.compile(r"^(?:/private)?/etc/(?:shadow|gshadow|master\.passwd)-?$")
@@ -255,7 +244,7 @@ def _others_read(mode: str) -> bool:
     return False
 
 
-def _rule_hash_exposed(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_hash_exposed(inv: Invocation, run: Run) -> Finding | None:
     """``chmod 644 /etc/shadow``: the password hashes become readable by every user."""
     mode, targets = _chmod_mode(inv)
     if mode is None or not _others_read(mode):
@@ -267,17 +256,17 @@ def _rule_hash_exposed(inv: _Invocation, run: _Run) -> Finding | None:
                 "permissions",
                 word.text,
                 f"chmod {mode} makes {path!r} readable by every user: it holds the password "
-                f"hashes (token {_show(word.text)!r})",
+                f"hashes (token {show(word.text)!r})",
             )
     return None
 
 
-def _rule_setid(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_setid(inv: Invocation, run: Run) -> Finding | None:
     mode, targets = _chmod_mode(inv)
     return _judge_setid(run, mode, targets, "chmod")
 
 
-_INSTALL_MODE = _opts(
+_INSTALL_MODE = opts(
     "tSmogZ",
     "compare directory preserve-timestamps strip verbose help version",
     "target-directory suffix mode owner group",
@@ -285,17 +274,17 @@ _INSTALL_MODE = _opts(
 )
 
 
-def _rule_install_setid(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_install_setid(inv: Invocation, run: Run) -> Finding | None:
     """``install -m 4755 /bin/sh /tmp/x``: a copy made setuid; judged by the source's
     name (a shell stays a shell) and by where the copy lands."""
-    parsed = _parse_opts(inv.args, _INSTALL_MODE)
+    parsed = parse_opts(inv.args, _INSTALL_MODE)
     mode = parsed.value("--mode")
     if mode is None:
         return None
     return _judge_setid(run, mode.text, parsed.operands, "install -m")
 
 
-def _judge_setid(run: _Run, mode: str | None, targets: list[Word], verb: str) -> Finding | None:
+def _judge_setid(run: Run, mode: str | None, targets: list[Word], verb: str) -> Finding | None:
     bit = _setid(mode) if mode is not None else None
     if bit is None:
         return None
@@ -305,10 +294,10 @@ def _judge_setid(run: _Run, mode: str | None, targets: list[Word], verb: str) ->
             return Finding(
                 "permissions",
                 word.text,
-                f"{verb} {mode} sets the setuid bit on {_show(word.text)!r}, a file known only "
+                f"{verb} {mode} sets the setuid bit on {show(word.text)!r}, a file known only "
                 f"at run time: a setuid change with an unknown target is refused",
             )
-        runs_anything = _canon(path) in _RUNS_ANYTHING
+        runs_anything = canon(path) in _RUNS_ANYTHING
         if runs_anything or (bit == "setuid" and _under_system_dir(path)):
             what = (
                 "a program that runs commands or reads any file"
@@ -318,8 +307,8 @@ def _judge_setid(run: _Run, mode: str | None, targets: list[Word], verb: str) ->
             return Finding(
                 "permissions",
                 word.text,
-                f"{verb} {mode} sets the {bit} bit on {_display(path)!r}, {what}: it then runs "
-                f"with its owner's privileges for every user (token {_show(word.text)!r})",
+                f"{verb} {mode} sets the {bit} bit on {display(path)!r}, {what}: it then runs "
+                f"with its owner's privileges for every user (token {show(word.text)!r})",
             )
     return None
 
@@ -330,7 +319,7 @@ _ROOT_CAPS = re.compile(
 )
 
 
-def _rule_setcap(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_setcap(inv: Invocation, run: Run) -> Finding | None:
     words = [w for w in inv.args if not w.text.startswith("-")]
     if any(w.text == "-r" for w in inv.args):
         return None  # removes capabilities
@@ -341,7 +330,7 @@ def _rule_setcap(inv: _Invocation, run: _Run) -> Finding | None:
         path = run.path(target)
         if _ROOT_CAPS.search(text) is not None:
             why = "a capability that amounts to root"
-        elif _canon(path) in _RUNS_ANYTHING and text.replace("cap_net_bind_service", "").strip(
+        elif canon(path) in _RUNS_ANYTHING and text.replace("cap_net_bind_service", "").strip(
             "=+-eip, "
         ):
             why = "capabilities on a shell or interpreter, for any script it runs"
@@ -350,21 +339,21 @@ def _rule_setcap(inv: _Invocation, run: _Run) -> Finding | None:
         return Finding(
             "permissions",
             caps.text,
-            f"setcap {caps.text} on {_display(path)!r} grants {why} (token {_show(caps.text)!r})",
+            f"setcap {caps.text} on {display(path)!r} grants {why} (token {show(caps.text)!r})",
         )
     return None
 
 
 # -- accounts ------------------------------------------------------------------------------------
 
-_PRIVILEGED_GROUPS = _set(
+_PRIVILEGED_GROUPS = word_set(
     "0 root wheel sudo admin docker lxd lxc libvirt disk shadow kmem sudoers staff"
 )
 """Groups whose members are root or can become it (``docker``/``lxd``/``libvirt``/``disk``
 mount or write the host's disks, ``staff`` on Debian writes ``/usr/local`` ahead of the
 system's programs).  ``adm`` (reading logs) is not one of them."""
 
-_USERADD = _opts(
+_USERADD = opts(
     "bcdefgGkKpRPsuZ",
     "defaults no-log-init create-home no-create-home no-user-group non-unique system "
     "user-group help badname append lock unlock move-home",
@@ -372,7 +361,7 @@ _USERADD = _opts(
     "prefix shell uid selinux-user login add-subuids del-subuids add-subgids del-subgids",
     {"u": "uid", "g": "gid", "G": "groups", "o": "non-unique", "a": "append"},
 )
-_USERMOD = _opts(
+_USERMOD = opts(
     "cdefgGlpRPsuvwVWZ",
     "append lock unlock move-home non-unique help badname",
     "comment home expiredate inactive gid groups login password root prefix shell uid "
@@ -393,8 +382,8 @@ def _privileged(groups: str) -> str | None:
     return next((g for g in groups.split(",") if g.strip().lower() in _PRIVILEGED_GROUPS), None)
 
 
-def _rule_useradd(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _USERMOD if inv.name == "usermod" else _USERADD)
+def _rule_useradd(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, _USERMOD if inv.name == "usermod" else _USERADD)
     verb = inv.shown
     for flag, value in parsed.values:
         if flag == "--uid" and _is_zero(value.text):
@@ -407,7 +396,7 @@ def _rule_useradd(inv: _Invocation, run: _Run) -> Finding | None:
             return _accounts(
                 value.text,
                 f"{verb} adds the account to the privileged group {group!r}, whose members are "
-                f"root or can become it (token {_show(value.text)!r})",
+                f"root or can become it (token {show(value.text)!r})",
             )
     if parsed.has("--non-unique"):
         return _accounts("-o", f"{verb} -o reuses another account's uid (a second root)")
@@ -420,16 +409,16 @@ def _rule_useradd(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_groupadd(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _opts("gKpR", "non-unique system force", "gid key password"))
+def _rule_groupadd(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, opts("gKpR", "non-unique system force", "gid key password"))
     value = parsed.value("-g", "--gid")
     if value is not None and _is_zero(value.text):
         return _accounts(value.text, f"{inv.shown} creates a group with gid 0 (root's group)")
     return None
 
 
-def _rule_gpasswd(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(inv.args, _opts("adAMR", long_arg="add delete administrators members"))
+def _rule_gpasswd(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(inv.args, opts("adAMR", long_arg="add delete administrators members"))
     adds = parsed.has("-a", "--add", "-M", "--members", "-A", "--administrators")
     if not adds or not parsed.operands:
         return None
@@ -439,10 +428,10 @@ def _rule_gpasswd(inv: _Invocation, run: _Run) -> Finding | None:
     return _accounts(group, f"{inv.shown} adds members to the privileged group {group!r}")
 
 
-def _rule_adduser(inv: _Invocation, run: _Run) -> Finding | None:
-    parsed = _parse_opts(
+def _rule_adduser(inv: Invocation, run: Run) -> Finding | None:
+    parsed = parse_opts(
         inv.args,
-        _opts(
+        opts(
             "hsgGuDHkS",
             "system disabled-password disabled-login quiet debug force-badname no-create-home "
             "add-extra-groups add_extra_groups",
@@ -465,7 +454,7 @@ def _rule_adduser(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_passwd(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_passwd(inv: Invocation, run: Run) -> Finding | None:
     for word in inv.args:
         if word.text == "--stdin":
             return _accounts(
@@ -483,7 +472,7 @@ def _rule_passwd(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_bulk_passwords(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_bulk_passwords(inv: Invocation, run: Run) -> Finding | None:
     if {w.text for w in inv.args} & {"-h", "--help"}:
         return None
     return _accounts(
@@ -493,14 +482,14 @@ def _rule_bulk_passwords(inv: _Invocation, run: _Run) -> Finding | None:
     )
 
 
-def _rule_userdel(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_userdel(inv: Invocation, run: Run) -> Finding | None:
     operands = [w for w in inv.args if not w.text.startswith("-")]
     if operands and operands[0].text == "root":
         return _accounts("root", f"{inv.shown} root deletes the root account")
     return None
 
 
-def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_account_editor(inv: Invocation, run: Run) -> Finding | None:
     for word in inv.args:  # -c/--check only checks (also bundled: visudo -cf FILE)
         t = word.text
         if t in ("--check", "--help", "--version") or (
@@ -518,7 +507,7 @@ def _rule_account_editor(inv: _Invocation, run: _Run) -> Finding | None:
 _MAC_ADMIN = re.compile(r"^(?:admin|wheel|/groups/admin|/groups/wheel)$", re.IGNORECASE)
 
 
-def _rule_mac_accounts(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_mac_accounts(inv: Invocation, run: Run) -> Finding | None:
     """macOS: ``dseditgroup -o edit -a USER admin``, ``dscl . -append /Groups/admin
     GroupMembership USER``, ``sysadminctl -addUser x -admin``."""
     texts = [w.text for w in inv.args]

@@ -1,6 +1,8 @@
-"""One analysis: :class:`_Run` (variables, working directory, recursion into shells,
-``xargs``/``find -exec`` fan-out) applying a :class:`RuleTable`, and the judgement of what a
-write or a read reaches (redirections included).
+"""One analysis: :class:`Run` (variables, working directory, recursion into shells,
+``xargs``/``find -exec`` fan-out) applying a :class:`RuleTable`.
+
+What substitutions output is computed by its base :class:`.substitutions.SubstitutionOutputs`;
+what a write or a read reaches (redirections included) is judged by :mod:`.reach`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from ..security_audit import match_sensitive, match_sensitive_glob, resolve_path
+from ..security_audit import resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
@@ -26,36 +28,29 @@ from ..shell import (
 from ..shell import parse as parse_shell
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
-from .model import (
-    _GLOB_CHARS,
-    _MAX_DEPTH,
-    _NET_DEVICES,
-    _SYSTEM_FILES,
-    HOME,
-    Finding,
-    _canon,
-    _critical,
-    _cwd_like,
-    _display,
-    _downloader,
-    _dynamic_name,
-    _find_plan,
-    _glob_risk,
-    _Invocation,
-    _is_device,
-    _opts,
-    _parse_opts,
-    _persistence,
-    _show,
-    _snippet,
-    _unknown_risk,
-    _unwrap,
+from .fanout import emitted, xargs_call
+from .find import find_plan
+from .invocation import Invocation
+from .model import HOME, MAX_DEPTH, Finding
+from .options import GLOB_CHARS
+from .paths import (
+    critical,
+    cwd_like,
+    display,
+    glob_risk,
+    show,
+    unknown_risk,
+    words_snippet,
 )
-from .text import _LOCAL, _STREAM_NAMES, _command_output, _lines, _setup_code, _Stream, _stream
+from .programs import downloader, dynamic_name
+from .reach import check_redirects
+from .substitutions import SubstitutionOutputs
+from .text import input_lines, pipe_stream
+from .wrappers import canon, unwrap
 
-Rule = Callable[["_Invocation", "_Run"], "Finding | None"]
+Rule = Callable[["Invocation", "Run"], "Finding | None"]
 """A rule judges one command as it will run; it returns a :class:`Finding` to refuse it."""
-PipelineRule = Callable[[Sequence[Sequence["_Invocation | None"]], "_Run"], "Finding | None"]
+PipelineRule = Callable[[Sequence[Sequence["Invocation | None"]], "Run"], "Finding | None"]
 """A rule over a pipeline's stages (each stage: the commands of one ``|`` segment)."""
 FunctionRule = Callable[[FunctionDef], "Finding | None"]
 """A rule over a shell function definition."""
@@ -65,8 +60,8 @@ FunctionRule = Callable[[FunctionDef], "Finding | None"]
 class RuleTable:
     """The rules an analysis applies, assembled once from the rule-family modules.
 
-    The shell model (this module and :mod:`.model`) never imports a family: the package
-    builds the table and hands it to each :class:`_Run`, so families can import the model
+    The shell model (this module and the modules it imports) never imports a family: the package
+    builds the table and hands it to each :class:`Run`, so families can import the model
     freely and adding a rule touches only its family.
     """
 
@@ -86,7 +81,7 @@ _IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class _Run:
+class Run(SubstitutionOutputs):
     """State of one analysis: variables, working directory, recursion depth."""
 
     __slots__ = (
@@ -101,7 +96,6 @@ class _Run:
         "inside",
         "made",
         "mounts",
-        "outputs",
         "paths",
         "table",
         "vars",
@@ -124,7 +118,7 @@ class _Run:
         self.inside = ""  # in program text handed to a shell: where it came from
         # created when first needed: most commands have no substitution
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
-        self.outputs: dict[int, tuple[Script, _Stream]] | None = None  # id(script) -> output
+        self.outputs = None  # id(script) -> output (see SubstitutionOutputs)
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
@@ -160,11 +154,11 @@ class _Run:
 
     def nested(self, text: str, origin: str, *, lenient: bool = False) -> Finding | None:
         """Analyze a script handed to another shell (``bash -c``, ``eval``, ...)."""
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             return Finding(
                 "unparseable",
-                _show(text[:40]),
-                f"{origin} nests shells more than {_MAX_DEPTH} levels deep",
+                show(text[:40]),
+                f"{origin} nests shells more than {MAX_DEPTH} levels deep",
             )
         self.budget.step()
         self.budget.open()
@@ -181,8 +175,8 @@ class _Run:
         """Analyze an argument vector run without a shell (``find -exec``, ``xargs``)."""
         if not words:
             return None
-        if self.depth >= _MAX_DEPTH:
-            return Finding("unparseable", _snippet(words), f"{origin} nests too deeply")
+        if self.depth >= MAX_DEPTH:
+            return Finding("unparseable", words_snippet(words), f"{origin} nests too deeply")
         self.budget.open()
         self.depth += 1
         try:
@@ -195,7 +189,7 @@ class _Run:
 
     def script(self, script: Script) -> Finding | None:
         feeds = _feeds(script)
-        invs: list[_Invocation | None] = []
+        invs: list[Invocation | None] = []
         defined = {fn.name for fn in script.functions}
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
@@ -214,9 +208,9 @@ class _Run:
                     inv.loop_input = _loop_input(script, index)
                 elif inv.name in defined and not inv.dynamic:
                     self.calls = self.calls or {}
-                    self.calls.setdefault(inv.name, []).append([_tilde(w) for w in inv.args])
+                    self.calls.setdefault(inv.name, []).append([tilde(w) for w in inv.args])
             if not prepared:
-                found = _check_redirects(cmd.redirects, self)
+                found = check_redirects(cmd.redirects, self)
             for inv in prepared:
                 found = found or self.invocation(inv)
             if found is not None:
@@ -350,8 +344,8 @@ class _Run:
         return None
 
     def _prepare(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
+    ) -> list[Invocation]:
         if self.choices and cmd.words:
             # redirection targets vary with the loop too (for f in ...; do echo x >> $f)
             texts = " ".join(w.text for w in (*cmd.words, *(r.target for r in cmd.redirects)))
@@ -361,15 +355,15 @@ class _Run:
         return self._prepare_one(cmd, upstream)
 
     def _fan_out(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None], names: list[str]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None], names: list[str]
+    ) -> list[Invocation]:
         """One invocation per combination of the values of ``names`` (see :meth:`bind`);
         each is an expansion step (:meth:`_prepare_one`), so the step budget bounds the
         product of nested loops."""
         assert self.choices is not None
         combos = itertools.product(*(self.choices[n] for n in names))
         saved = {n: self.vars.get(n) for n in names}
-        out: list[_Invocation] = []
+        out: list[Invocation] = []
         try:
             for combo in combos:
                 for name, value in zip(names, combo, strict=True):
@@ -387,17 +381,17 @@ class _Run:
         return out
 
     def _prepare_one(
-        self, cmd: SimpleCommand, upstream: Sequence[_Invocation | None]
-    ) -> list[_Invocation]:
+        self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
+    ) -> list[Invocation]:
         self.budget.step()
         for assignment in cmd.assignments:
             self.assign(assignment, persistent=not cmd.words)
         if not cmd.words:
             return []
-        words = self._expand(cmd.words)
+        words = self.expand_words(cmd.words)
         if not words:
             return []
-        unwrapped = _unwrap(words)
+        unwrapped = unwrap(words)
         if unwrapped is None:
             return []
         env = dict(_assignment_pairs(cmd.assignments))
@@ -409,16 +403,16 @@ class _Run:
                 replace(r, target=replace(r.target, text=self.expand_text(r.target.text)))
                 for r in redirects
             )
-        inv = _Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
+        inv = Invocation(unwrapped.name, unwrapped.args, env, redirects, unwrapped.layers)
         head = unwrapped.layers[-1][0].text
-        if ("$" in head or SUBST in head) and _dynamic_name(head):
+        if ("$" in head or SUBST in head) and dynamic_name(head):
             inv.dynamic = head
         if not unwrapped.via_xargs:
             return [inv]
-        values = _emitted(upstream, self)
+        values = emitted(upstream, self.budget)
         marker = unwrapped.xargs_replace
         if marker is not None:  # xargs -I: one argument per input line
-            values = _lines(_stream([upstream])) or values
+            values = input_lines(pipe_stream([upstream])) or values
             if marker in head:  # xargs -I{} {} ...: the input names the command
                 inv.dynamic = head
         if not values:  # input the guard cannot know (base64 -d x | xargs sh -c)
@@ -426,9 +420,9 @@ class _Run:
         if marker is None:
             return [replace(inv, args=[*inv.args, *values])]
         self.budget.made_words(len(values) * (len(inv.args) + 1))
-        return [_xargs_call(inv, marker, value) for value in values]
+        return [xargs_call(inv, marker, value) for value in values]
 
-    def invocation(self, inv: _Invocation) -> Finding | None:
+    def invocation(self, inv: Invocation) -> Finding | None:
         if self.allow and _first_match(self.allow, inv) is not None:
             return None
         if self.deny:
@@ -439,14 +433,14 @@ class _Run:
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = _check_redirects(inv.redirects, self)
+        found = check_redirects(inv.redirects, self)
         if found is not None:
             return found
         if inv.dynamic:
             return self._dynamic_command(inv)
         return self.judge(inv)
 
-    def judge(self, inv: _Invocation) -> Finding | None:
+    def judge(self, inv: Invocation) -> Finding | None:
         """The rules of ``inv``'s command name, then the generic ones."""
         for rule in self.table.rules(inv.name):
             found = rule(inv, self)
@@ -458,7 +452,7 @@ class _Run:
         """(rule, command) when one of ``subs`` downloads its output or makes it in a
         way the guard cannot follow (``$(curl ...)``, ``$(base64 -d f)``)."""
         for script in subs:
-            source = _downloader(script)
+            source = downloader(script)
             if source is not None:
                 return "rce", source
             hidden = self.substitution(script).hidden
@@ -466,14 +460,14 @@ class _Run:
                 return "dynamic-code", hidden
         return None
 
-    def _dynamic_command(self, inv: _Invocation) -> Finding | None:
+    def _dynamic_command(self, inv: Invocation) -> Finding | None:
         """A command whose name only run time knows (``$CMD -rf /``, ``$(cat f) x``).
 
         In program text handed to a shell it is refused outright.  On the command line
-        itself it is judged as each command of :data:`_STAND_INS` in turn, and refused
+        itself it is judged as each command of :data:`STAND_INS` in turn, and refused
         when one of them would be: ``"$EDITOR" notes.txt`` passes, ``$X -rf /`` does not.
         """
-        shown = _show(inv.dynamic)
+        shown = show(inv.dynamic)
         head = inv.layers[-1][0] if inv.layers else Word(inv.dynamic)
         made = self._made_by(head.subs)
         if made is None and self.made:
@@ -501,7 +495,7 @@ class _Run:
         try:
             for stand_in in self.table.stand_ins:
                 self.budget.step()
-                probe = _Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
+                probe = Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
                 found = self.judge(probe)
                 if found is not None:
                     return Finding(
@@ -590,7 +584,9 @@ class _Run:
         k = int(index) if index.lstrip("-").isdigit() else None
         return parts[k] if k is not None and -len(parts) <= k < len(parts) else m.group(0)
 
-    def _expand(self, words: Sequence[Word]) -> list[Word]:
+    def expand_words(self, words: Sequence[Word]) -> list[Word]:
+        """``words`` as the shell passes them: braces, variables, known substitution
+        outputs and ``find`` paths expanded, unquoted expansions split into words."""
         if any("{" in w.text and "," in w.text and not w.quoted for w in words):
             words = self._braces(words)
         out: list[Word] = []
@@ -612,7 +608,7 @@ class _Run:
                 and (spliced := self.spliced(word, text)) is not None
             ):
                 # $(echo rm): the output is known, so the word is too (and already judged)
-                glob = word.glob or (not word.quoted and _GLOB_CHARS.search(spliced) is not None)
+                glob = word.glob or (not word.quoted and GLOB_CHARS.search(spliced) is not None)
                 word, text = replace(word, subs=(), glob=glob), spliced
             if text == word.text:
                 out.append(word)
@@ -642,127 +638,12 @@ class _Run:
         if script.functions or not script.commands or len(script.pipelines) > 1:
             return None
         first = script.commands[0].words
-        if not first or _canon(first[0].text) != "find":
+        if not first or canon(first[0].text) != "find":
             return None
         others = script.commands[1:]
-        if any(not c.words or _canon(c.words[0].text) not in _FILTERS for c in others):
+        if any(not c.words or canon(c.words[0].text) not in _FILTERS for c in others):
             return None
-        return _find_plan(self._expand(first[1:])).entries() or None
-
-    # -- program text computed at run time ---------------------------------------------------
-
-    def substitution(self, script: Script) -> _Stream:
-        """What ``$(script)`` or ``<(script)`` outputs, as far as the guard can tell.
-
-        The script itself has been judged already; this only evaluates its output.
-        """
-        if self.outputs is None:
-            self.outputs = {}
-        known = self.outputs.get(id(script))
-        if known is not None and known[0] is script:  # holding it keeps its id unique
-            return known[1]
-        self.budget.step()
-        self.budget.open()
-        try:
-            stream = self._evaluate(script)
-        finally:
-            self.budget.leave()
-        self.budget.made_text(sum(map(len, stream.readings)))
-        self.outputs[id(script)] = (script, stream)
-        return stream
-
-    def _evaluate(self, script: Script) -> _Stream:
-        known = self._known_output(script)
-        if known is not None:
-            return _Stream((known.encode() + b"\n",))
-        if not any(  # $(git describe), $(date +%s): local output, nothing to compute
-            cmd.words and _canon(cmd.words[0].text) in _STREAM_NAMES for cmd in script.commands
-        ):
-            return _LOCAL
-        invs: list[_Invocation | None] = []
-        for cmd in script.commands:
-            words = self._expand(cmd.words) if cmd.words else []
-            unwrapped = _unwrap(words) if words else None
-            if unwrapped is None:
-                invs.append(None)
-                continue
-            # a command named at run time ($CMD) keeps its unknown name: local output
-            invs.append(_Invocation(unwrapped.name, unwrapped.args, {}, cmd.redirects))
-        if script.functions:
-            return _LOCAL
-        pipeline = script.pipelines[0] if len(script.pipelines) == 1 else None
-        if pipeline is not None and sum(map(len, pipeline.stages)) == len(invs):
-            return _stream([[invs[i] for i in stage] for stage in pipeline.stages])
-        return _stream([invs])  # one command, or a list of them: their outputs in turn
-
-    def spliced(self, word: Word, text: str) -> str | None:
-        """``text`` (``word``'s, variables expanded) with each substitution replaced by
-        its output, when every output is known and the same in every shell."""
-        if text.count(SUBST) != len(word.subs):  # ${x:-$(...)} keeps its source text
-            return None
-        parts = text.split(SUBST)
-        out = [parts[0]]
-        for sub, part in zip(word.subs, parts[1:], strict=True):
-            stream = self.substitution(sub)
-            if not stream.complete or len(stream.readings) != 1:
-                return None
-            out += (_command_output(stream.readings[0]), part)
-        return "".join(out)
-
-    def readings(self, word: Word) -> list[str]:
-        """The texts a program word may be once its substitutions have run: known outputs
-        spliced in, setup code (``$(pyenv init -)``) as ``:``, anything else left as
-        :data:`SUBST` for the parse of the program to place (data or a command name)."""
-        texts = [word.text]
-        if not word.subs or word.text.count(SUBST) != len(word.subs):
-            return texts
-        parts = word.text.split(SUBST)
-        texts = [parts[0]]
-        for sub, part in zip(word.subs, parts[1:], strict=True):
-            stream = self.substitution(sub)
-            values = [SUBST]
-            if stream.complete:
-                values = [_command_output(r) for r in stream.readings]
-            elif not stream.hidden and _setup_code(sub):
-                values = [":"]  # the null command stands for setup code the guard trusts
-            texts = [head + value + part for head in texts for value in values]
-        return texts
-
-    def _known_output(self, script: Script) -> str | None:
-        """What ``$(pwd)`` and ``$(mktemp ...)`` print: the working directory, a new
-        name in the temporary directory (or in the template's directory)."""
-        if len(script.commands) != 1 or not script.commands[0].words:
-            return None
-        words = script.commands[0].words
-        name = _canon(words[0].text)
-        if name == "pwd":
-            return self.cwd or "."
-        if name in ("dirname", "basename", "realpath", "readlink"):
-            return self._path_output(name, self._expand(words[1:]))
-        if name != "mktemp":
-            return None
-        parsed = _parse_opts(words[1:], _MKTEMP)
-        template = parsed.operands[-1].text if parsed.operands else "tmp.XXXXXXXXXX"
-        where = parsed.value("--tmpdir", "-p")
-        if where is not None:
-            return where.text.rstrip("/") + "/" + template
-        if parsed.has("-t") or not parsed.operands:
-            return "/tmp/" + template
-        return template  # in the working directory, or where the template says
-
-    def _path_output(self, name: str, args: Sequence[Word]) -> str | None:
-        """``dirname``/``basename``/``realpath``/``readlink -f`` of one known path."""
-        operands = [w for w in args if not w.text.startswith("-")]
-        if len(operands) != 1 or "$" in operands[0].text or SUBST in operands[0].text:
-            return None
-        if name == "readlink" and not any(w.text in ("-f", "-m", "-e") for w in args):
-            return None
-        text = operands[0].text
-        if name == "basename":
-            return posixpath.basename(text.rstrip("/")) or "/"
-        if name == "dirname":  # "." stands for the working directory: its parent is ".."
-            return ".." if text == "." else posixpath.dirname(text.rstrip("/")) or "."
-        return self.path(operands[0])  # realpath, readlink -f: normalized (links unknown)
+        return find_plan(self.expand_words(first[1:])).entries() or None
 
     def path(self, word: Word) -> str:
         text = self.expand_text(word.text)
@@ -807,20 +688,20 @@ class _Run:
     ) -> tuple[str, str] | None:
         """(path, why) when removing ``word`` would destroy something critical; with
         ``unknown``, also when the target is known only at run time in a way that could
-        reach something critical (see :func:`_unknown_risk`)."""
+        reach something critical (see :func:`unknown_risk`)."""
         path = self.path(word)
-        if unknown and (why := _unknown_risk(path)) is not None:
+        if unknown and (why := unknown_risk(path)) is not None:
             if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
-            return _show(_display(path)), why + "; refused as unknown"
+            return show(display(path)), why + "; refused as unknown"
         if word.glob:
-            why = _glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
+            why = glob_risk(path, recursive=recursive, cwd_counts=cwd_counts)
             if why is not None:
-                return _display(path), why
-        if not recursive or (not cwd_counts and _cwd_like(path)):
+                return display(path), why
+        if not recursive or (not cwd_counts and cwd_like(path)):
             return None
-        why = _critical(path)
-        return None if why is None else (_display(path), why)
+        why = critical(path)
+        return None if why is None else (display(path), why)
 
 
 def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
@@ -838,11 +719,10 @@ _ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
-_MKTEMP = _opts("p", "directory dry-run quiet suffix", "tmpdir suffix", {"p": "tmpdir"})
 _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 
 
-def _tilde(word: Word) -> str:
+def tilde(word: Word) -> str:
     """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
     return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
 
@@ -869,7 +749,7 @@ def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
         yield name.rstrip("+"), value
 
 
-def _first_match(patterns: Sequence[re.Pattern[str]], inv: _Invocation) -> str | None:
+def _first_match(patterns: Sequence[re.Pattern[str]], inv: Invocation) -> str | None:
     texts = inv.texts()
     for pattern in patterns:
         if any(pattern.search(text) for text in texts):
@@ -887,126 +767,11 @@ def _feeds(script: Script) -> dict[int, tuple[int, ...]]:
     return feeds
 
 
-def _substitute(word: Word, marker: str, value: Word) -> Word:
-    if word.text == marker:
-        return value
-    if marker not in word.text:
-        return word
-    return replace(word, text=word.text.replace(marker, value.text), glob=word.glob or value.glob)
-
-
-def _judge_write(run: _Run, word: Word, what: str) -> Finding | None:
-    path = run.path(word)
-    token = _show(word.text)
-    shown = _show(path)  # a substitution's output is unknown: shown as $(...)
-    if path.startswith(_NET_DEVICES):
-        return Finding(
-            "reverse-shell", word.text, f"{what} connects to {shown!r} (token {token!r})"
-        )
-    if _is_device(path):
-        return Finding(
-            "disk", word.text, f"{what} writes to the device {shown!r} (token {token!r})"
-        )
-    if _SYSTEM_FILES.match(path.lower()):
-        return Finding(
-            "system-files",
-            word.text,
-            f"{what} writes the system file {shown!r} (token {token!r})",
-        )
-    if _persistence(path):
-        return Finding(
-            "persistence",
-            word.text,
-            f"{what} writes {_show(_display(path))!r}, which runs at login, at boot or on a "
-            f"schedule or controls who may log in (token {token!r})",
-        )
-    return None
-
-
-def _judge_read(
-    run: _Run, word: Word, what: str, exempt: frozenset[str] = frozenset()
-) -> Finding | None:
-    if not word.text or SUBST in word.text:
-        return None
-    path = run.path(word)
-    # a glob is judged by what it can match: ".e*" can match ".env", ".env.ex*" only templates
-    judge = match_sensitive_glob if word.glob else match_sensitive
-    found = judge(path, home=HOME)
-    if found is None or found.rule in exempt:
-        return None
-    return Finding(
-        "sensitive-read",
-        word.text,
-        f"{what} reads {_display(path)!r}: {found.rule} ({found.description}; "
-        f"token {_show(word.text)!r})",
-    )
-
-
-_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-_READ_OPS = frozenset({"<", "<>"})
-
-
-def _check_redirects(redirects: Sequence[Redirect], run: _Run) -> Finding | None:
-    for r in redirects:
-        if r.op in ("<<", "<<-", "<<<"):
-            continue
-        target = r.target.text
-        if r.op in (">&", "<&") and (target == "-" or target.rstrip("-").isdigit()):
-            continue  # fd duplication, not a file
-        what = f"redirection {r.op!r}"
-        if r.op in _WRITE_OPS or run.path(r.target).startswith(_NET_DEVICES):
-            found = _judge_write(run, r.target, what)
-            if found is not None:
-                return found
-        if r.op in _READ_OPS:
-            found = _judge_read(run, r.target, what)
-            if found is not None:
-                return found
-    return None
-
-
-def _allowed(run: _Run, *invs: _Invocation) -> bool:
+def allowed(run: Run, *invs: Invocation) -> bool:
     return bool(run.allow) and any(_first_match(run.allow, inv) for inv in invs)
 
 
-def _emitted(upstream: Sequence[_Invocation | None], run: _Run) -> list[Word]:
-    """Words an upstream command writes to a pipe, when they can be known (for xargs)."""
-    values: list[Word] = []
-    for inv in upstream:
-        if inv is None:
-            continue
-        if inv.name in ("echo", "printf") and (text := _stream([[inv]])).complete:
-            parts = {p: None for r in text.readings for p in r.decode("utf-8", "replace").split()}
-            values += [Word(p, quoted=True) for p in parts]
-        elif inv.name == "echo":
-            words = [w for w in inv.args if w.text not in ("-n", "-e", "-E")]
-            values += [replace(w, text=part) for w in words for part in w.text.split()]
-        elif inv.name == "printf" and len(inv.args) > 1:
-            values += inv.args[1:]
-        elif inv.name == "printf" and inv.args:
-            values += [replace(inv.args[0], text=inv.args[0].text.replace("\\n", "").strip())]
-        elif inv.name == "find":
-            values += _find_plan(inv.args).entries()
-    run.budget.made_words(len(values))  # every value is judged: the budget bounds them
-    return values
-
-
-_STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
+STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")
 """What a command name known only at run time is judged as (see ``_dynamic_command``).
 Others are covered by these: ``mv`` and ``chown`` of critical paths by ``rm -r`` and
 ``tee``, ``fdisk`` by ``mkfs``."""
-
-
-def _xargs_call(inv: _Invocation, marker: str, value: Word) -> _Invocation:
-    """``xargs -I{} CMD {}`` for one input value (which may name the command itself)."""
-    args = [_substitute(arg, marker, value) for arg in inv.args]
-    if marker not in inv.dynamic:
-        return replace(inv, args=args)
-    head = _substitute(Word(inv.dynamic), marker, value).text
-    return replace(
-        inv,
-        name=_canon(head),
-        args=args,
-        layers=[*inv.layers[:-1], [Word(head), *args]],
-        dynamic=head if _dynamic_name(head) else "",
-    )

@@ -35,34 +35,37 @@ import re
 from dataclasses import dataclass
 
 from ..shell import Word
-from .model import Finding, _derived, _Invocation, _opts, _parse_opts, _set
+from .invocation import Invocation
+from .model import Finding
 from .operands import (
-    _AWK,
-    _CP,
-    _CURL,
-    _GREP,
-    _INSTALL,
-    _JQ,
-    _LN,
-    _MV,
-    _PLAIN,
-    _RG,
-    _RSYNC,
-    _SCP,
-    _SED,
-    _WGET,
-    _ZIP,
+    AWK,
+    CP,
+    CURL,
+    GREP,
+    INSTALL,
+    JQ,
+    LN,
+    MV,
+    PLAIN,
+    RG,
+    RSYNC,
+    SCP,
+    SED,
+    WGET,
+    ZIP,
     Extract,
-    _copy_sources,
-    _curl_uploads,
-    _keyed,
-    _operands,
-    _option_values,
-    _pattern_first,
-    _skip_operands,
-    _tar_inputs,
+    copy_sources,
+    curl_uploads,
+    keyed,
+    operands_of,
+    option_values,
+    pattern_first,
+    skip_operands,
+    tar_inputs,
 )
-from .run import Rule, _judge_read, _Run
+from .options import derived, opts, parse_opts, word_set
+from .reach import judge_read
+from .run import Rule, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class _Reader:
     exempt: frozenset[str] = frozenset()  # sensitive rules that do not apply
 
 
-_PLAIN_READERS = _set(
+_PLAIN_READERS = word_set(
     "cat tac head tail less more most bat nl base64 base32 basenc xxd od hexdump hd strings "
     "sort uniq cut paste diff cmp comm fold fmt rev column iconv xclip xsel gzip bzip2 "
     "xz zstd lz4 gpg split diff3 sdiff colordiff icdiff wdiff pr expand unexpand uuencode "
@@ -79,21 +82,21 @@ _PLAIN_READERS = _set(
     "shuf look"
 )
 _PROFILES = frozenset({"shell-profile"})
-_EDITORS = {
-    **dict.fromkeys(_set("vi vim nvim vimdiff view"), _opts("cSuUiwWsTdqtr", long_arg="cmd")),
-    "emacs": _opts("lfLdt", long_arg="eval load funcall directory chdir"),
-    **dict.fromkeys(_set("nano pico"), _opts("TYrCoJsQ")),
-    **dict.fromkeys(_set("micro joe mcedit ne kak hx helix"), _opts()),
+EDITORS = {
+    **dict.fromkeys(word_set("vi vim nvim vimdiff view"), opts("cSuUiwWsTdqtr", long_arg="cmd")),
+    "emacs": opts("lfLdt", long_arg="eval load funcall directory chdir"),
+    **dict.fromkeys(word_set("nano pico"), opts("TYrCoJsQ")),
+    **dict.fromkeys(word_set("micro joe mcedit ne kak hx helix"), opts()),
 }
 """Editors and their options that take a value: opening a secret shows it (the file
 tools' guard refuses the same paths)."""
-_SQLITE_ARG = _set(
+_SQLITE_ARG = word_set(
     "-cmd -init -separator -newline -nullvalue -vfs -maxsize -lookaside -pagecache -mmap "
     "-heap -escape"
 )
 
 
-def _sqlite_database(inv: _Invocation) -> list[Word]:
+def _sqlite_database(inv: Invocation) -> list[Word]:
     """``sqlite3 [options] FILE [SQL]``: the database file (options take one dash)."""
     args = inv.args
     i, n = 0, len(args)
@@ -118,15 +121,15 @@ def _file_url(text: str) -> Word | None:
             rest = "/" + path
         else:
             return None
-    return _derived(rest.split("?", 1)[0].split("#", 1)[0])
+    return derived(rest.split("?", 1)[0].split("#", 1)[0])
 
 
-def _curl_reads(inv: _Invocation) -> list[Word]:
+def _curl_reads(inv: Invocation) -> list[Word]:
     """What ``curl`` reads from disk: uploads (``-d @f``, ``-T f``) and ``file://`` URLs."""
-    parsed = _parse_opts(inv.args, _CURL)
+    parsed = parse_opts(inv.args, CURL)
     urls = [*parsed.operands, *(w for flag, w in parsed.values if flag == "--url")]
     files = [path for url in urls if (path := _file_url(url.text)) is not None]
-    return _curl_uploads(inv) + files
+    return curl_uploads(inv) + files
 
 
 def _inline_code_at(args: list[Word], letters: str) -> int | None:
@@ -143,7 +146,7 @@ def _inline_code_at(args: list[Word], letters: str) -> int | None:
     return None
 
 
-def _perl_reads(inv: _Invocation) -> list[Word]:
+def _perl_reads(inv: Invocation) -> list[Word]:
     """``perl -ne CODE FILE...``/``perl -pe``: the loop reads every file operand."""
     args = list(inv.args)
     at = _inline_code_at(args, "eE")
@@ -161,7 +164,7 @@ _ARGV_OPEN = re.compile(
 )
 
 
-def _python_argv_reads(inv: _Invocation) -> list[Word]:
+def _python_argv_reads(inv: Invocation) -> list[Word]:
     """``python3 -c 'open(sys.argv[1])...' FILE``: the program opens its operands."""
     args = list(inv.args)
     at = _inline_code_at(args, "c")
@@ -173,29 +176,29 @@ def _python_argv_reads(inv: _Invocation) -> list[Word]:
 
 
 _READERS: dict[str, _Reader] = {
-    **dict.fromkeys(_PLAIN_READERS, _Reader(_operands(_PLAIN))),
-    "grep": _Reader(_pattern_first(_GREP, ("--regexp", "--file"), ("--file",))),
-    "rg": _Reader(_pattern_first(_RG, ("--regexp", "--file"), ("--file",))),
-    "ag": _Reader(_pattern_first(_RG, ("--regexp",), ())),
-    "ack": _Reader(_pattern_first(_RG, ("--regexp",), ())),
-    "sed": _Reader(_pattern_first(_SED, ("--expression", "--file"), ("--file",))),
-    "awk": _Reader(_pattern_first(_AWK, ("--file",), ("--file",))),
-    "jq": _Reader(_pattern_first(_JQ, ("--from-file",), ("--from-file",))),
-    "yq": _Reader(_operands(_PLAIN)),
-    "cp": _Reader(_copy_sources(_CP)),
-    "mv": _Reader(_copy_sources(_MV)),
-    "install": _Reader(_copy_sources(_INSTALL)),
-    "ln": _Reader(_copy_sources(_LN)),
-    "scp": _Reader(_copy_sources(_SCP)),
-    "rsync": _Reader(_copy_sources(_RSYNC)),
-    "tar": _Reader(_tar_inputs),
-    "zip": _Reader(_skip_operands(_ZIP, 1)),
-    "7z": _Reader(_skip_operands(_PLAIN, 2)),
-    "dd": _Reader(_keyed("if")),
+    **dict.fromkeys(_PLAIN_READERS, _Reader(operands_of(PLAIN))),
+    "grep": _Reader(pattern_first(GREP, ("--regexp", "--file"), ("--file",))),
+    "rg": _Reader(pattern_first(RG, ("--regexp", "--file"), ("--file",))),
+    "ag": _Reader(pattern_first(RG, ("--regexp",), ())),
+    "ack": _Reader(pattern_first(RG, ("--regexp",), ())),
+    "sed": _Reader(pattern_first(SED, ("--expression", "--file"), ("--file",))),
+    "awk": _Reader(pattern_first(AWK, ("--file",), ("--file",))),
+    "jq": _Reader(pattern_first(JQ, ("--from-file",), ("--from-file",))),
+    "yq": _Reader(operands_of(PLAIN)),
+    "cp": _Reader(copy_sources(CP)),
+    "mv": _Reader(copy_sources(MV)),
+    "install": _Reader(copy_sources(INSTALL)),
+    "ln": _Reader(copy_sources(LN)),
+    "scp": _Reader(copy_sources(SCP)),
+    "rsync": _Reader(copy_sources(RSYNC)),
+    "tar": _Reader(tar_inputs),
+    "zip": _Reader(skip_operands(ZIP, 1)),
+    "7z": _Reader(skip_operands(PLAIN, 2)),
+    "dd": _Reader(keyed("if")),
     "curl": _Reader(_curl_reads),
-    "wget": _Reader(_option_values(_WGET, "--post-file", "--body-file")),
+    "wget": _Reader(option_values(WGET, "--post-file", "--body-file")),
     # an editor on a shell profile is judged as a write by the persistence rules
-    **{name: _Reader(_operands(spec), _PROFILES) for name, spec in _EDITORS.items()},
+    **{name: _Reader(operands_of(spec), _PROFILES) for name, spec in EDITORS.items()},
     "sqlite3": _Reader(_sqlite_database),
     "perl": _Reader(_perl_reads),
     "python": _Reader(_python_argv_reads),
@@ -204,18 +207,18 @@ _READERS: dict[str, _Reader] = {
 }
 
 
-def _rule_reads(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_reads(inv: Invocation, run: Run) -> Finding | None:
     reader = _READERS.get(inv.name)
     if reader is None:
         return None
     for word in reader.extract(inv):
-        found = _judge_read(run, word, inv.name, reader.exempt)
+        found = judge_read(run, word, inv.name, reader.exempt)
         if found is not None:
             return found
     return None
 
 
-def _rule_gpg(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_gpg(inv: Invocation, run: Run) -> Finding | None:
     for word in inv.args:
         if word.text.startswith("--export-secret"):
             return Finding(
@@ -226,13 +229,13 @@ def _rule_gpg(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_OPENSSL_KEY_PRINTERS = _set("rsa pkey ec dsa pkcs8 pkcs12 enc base64 asn1parse storeutl")
+_OPENSSL_KEY_PRINTERS = word_set("rsa pkey ec dsa pkcs8 pkcs12 enc base64 asn1parse storeutl")
 """``openssl`` subcommands whose ``-in`` is printed or converted (a key shown in full)."""
-_OPENSSL_INPUTS = _set("in inkey key kfile signkey CAkey cert CAfile")
+_OPENSSL_INPUTS = word_set("in inkey key kfile signkey CAkey cert CAfile")
 _KEY_USED = frozenset({"key-material"})
 
 
-def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_openssl(inv: Invocation, run: Run) -> Finding | None:
     """``openssl``: what each input option reads, judged by what the subcommand does
     with it.  ``openssl rsa|pkey|pkcs12|enc ... -in key.pem`` prints or converts the key
     and is judged as a read (unless ``-pubout`` without ``-text`` asks for the public
@@ -251,7 +254,7 @@ def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
             continue
         printed = option == "in" and sub in _OPENSSL_KEY_PRINTERS and not public
         shown = option == "kfile" or printed
-        found = _judge_read(
+        found = judge_read(
             run, args[i + 1], f"openssl {sub} -{option}", frozenset() if shown else _KEY_USED
         )
         if found is not None:
@@ -259,14 +262,14 @@ def _rule_openssl(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_PYTHON_READING_MODULES = _set(
+_PYTHON_READING_MODULES = word_set(
     "base64 json.tool json zipfile tarfile gzip bz2 lzma quopri uu binascii tokenize ast dis "
     "pickletools filecmp shlex"
 )
 """``python -m`` modules whose command line prints or packs the files it is given."""
 
 
-def _rule_python_module(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_python_module(inv: Invocation, run: Run) -> Finding | None:
     """``python -m base64 ~/.ssh/id_rsa``, ``python -m json.tool ~/.docker/config.json``,
     ``python -m zipfile -c x.zip ~/.aws``, ``python -m http.server -d ~/.ssh``."""
     args = inv.args
@@ -295,19 +298,19 @@ def _rule_python_module(inv: _Invocation, run: _Run) -> Finding | None:
     if module == "http.server":
         words = [
             w for k, w in enumerate(rest) if k > 0 and rest[k - 1].text in ("-d", "--directory")
-        ] + [_derived(w.text.partition("=")[2]) for w in rest if w.text.startswith("--directory=")]
+        ] + [derived(w.text.partition("=")[2]) for w in rest if w.text.startswith("--directory=")]
     elif module in _PYTHON_READING_MODULES:
         words = [w for w in rest if not w.text.startswith("-")]
     else:
         return None
     for word in words:
-        found = _judge_read(run, word, f"python -m {module}")
+        found = judge_read(run, word, f"python -m {module}")
         if found is not None:
             return found
     return None
 
 
-_GIT_GLOBAL_ARG = _set("-C -c --git-dir --work-tree --namespace --config-env")
+_GIT_GLOBAL_ARG = word_set("-C -c --git-dir --work-tree --namespace --config-env")
 
 
 def _git_reads(sub: str, args: list[Word]) -> list[Word]:
@@ -321,11 +324,11 @@ def _git_reads(sub: str, args: list[Word]) -> list[Word]:
     if sub in ("add", "stage"):
         return operands
     if sub in ("show", "cat-file"):
-        return [_derived(w.text.partition(":")[2]) for w in operands if ":" in w.text]
+        return [derived(w.text.partition(":")[2]) for w in operands if ":" in w.text]
     return []
 
 
-def _rule_git_reads(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_git_reads(inv: Invocation, run: Run) -> Finding | None:
     args = inv.args
     i, n = 0, len(args)
     while i < n and args[i].text.startswith("-"):
@@ -334,19 +337,19 @@ def _rule_git_reads(inv: _Invocation, run: _Run) -> Finding | None:
         return None
     sub = args[i].text
     for word in _git_reads(sub, list(args[i + 1 :])):
-        found = _judge_read(run, word, f"git {sub}")
+        found = judge_read(run, word, f"git {sub}")
         if found is not None:
             return found
     return None
 
 
 _REMOTE = re.compile(r"[A-Za-z][A-Za-z0-9+._-]*:")
-_UPLOADERS = _set("aws gsutil rclone azcopy s3cmd wormhole croc")
+_UPLOADERS = word_set("aws gsutil rclone azcopy s3cmd wormhole croc")
 """Command-line clients that copy local files elsewhere; every operand is judged as a
 path (a bucket URL or a remote name is not sensitive, so only local secrets count)."""
 
 
-def _rule_uploads(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_uploads(inv: Invocation, run: Run) -> Finding | None:
     """``aws s3 cp ~/.aws/credentials s3://x``, ``rclone copy ~/.ssh remote:``,
     ``gh gist create .env``, ``gh release upload v1 .env``."""
     operands = [w for w in inv.args if not w.text.startswith("-")]
@@ -363,19 +366,19 @@ def _rule_uploads(inv: _Invocation, run: _Run) -> Finding | None:
         if head not in (["gist", "create"], ["gist", "edit"], ["release", "upload"]):
             return None
     for word in words:
-        found = _judge_read(run, word, f"{inv.shown} (an upload)")
+        found = judge_read(run, word, f"{inv.shown} (an upload)")
         if found is not None:
             return found
     return None
 
 
-_PASS_SUBCOMMANDS = _set(
+_PASS_SUBCOMMANDS = word_set(
     "init ls list find search insert add edit generate rm remove delete mv rename cp copy git "
     "help version grep sync setup config audit templates clone fsck"
 )
 
 
-def _reveals_password(inv: _Invocation) -> str | None:
+def _reveals_password(inv: Invocation) -> str | None:
     """The subcommand when ``inv`` prints a stored password or secret."""
     args = [w.text for w in inv.args]
     words = [a for a in args if not a.startswith("-")]
@@ -403,7 +406,7 @@ def _reveals_password(inv: _Invocation) -> str | None:
     return None
 
 
-def _rule_password_store(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_password_store(inv: Invocation, run: Run) -> Finding | None:
     """Keychains and password managers asked for a secret (``security
     find-generic-password -w``, ``secret-tool lookup``, ``pass show``, ``op read``,
     ``bw get``, ``lpass show``)."""
@@ -421,7 +424,7 @@ def _rule_password_store(inv: _Invocation, run: _Run) -> Finding | None:
 RULES: dict[str, tuple[Rule, ...]] = {
     **dict.fromkeys(_UPLOADERS | {"gh"}, (_rule_uploads,)),
     **dict.fromkeys(
-        _set("security secret-tool pass gopass op bw lpass keepassxc-cli"),
+        word_set("security secret-tool pass gopass op bw lpass keepassxc-cli"),
         (_rule_password_store,),
     ),
     "gpg": (_rule_gpg,),

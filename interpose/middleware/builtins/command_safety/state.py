@@ -9,21 +9,25 @@ a here-string, a here-document or the loop's redirection (``while read f; do ...
 a subshell), and a function's arguments (``f(){ rm -rf "$1"; }; f /``, one judgement per
 call) are each judged in turn, every value, within the analysis budget; when the input
 is a file or the terminal, the value is unknown, and a dangerous verb with an unknown target is
-refused (see :func:`.model._unknown_risk`).
+refused (see :func:`.paths.unknown_risk`).
 """
 
 from __future__ import annotations
 
 from ..shell import SUBST, Redirect
 from .expansion import PARAM
-from .model import _ASSIGNMENT, HOME, Finding, _find_plan, _Invocation, _opts, _parse_opts
-from .run import Rule, _Run, _tilde
-from .text import _printf_readings, _stream
+from .find import find_plan
+from .invocation import Invocation
+from .model import HOME, Finding
+from .options import opts, parse_opts
+from .run import Rule, Run, tilde
+from .text import pipe_stream, printf_readings
+from .wrappers import ASSIGNMENT
 
 # -- shell state ------------------------------------------------------------------------------
 
 
-def _rule_cd(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_cd(inv: Invocation, run: Run) -> Finding | None:
     targets = [w for w in inv.args if not w.text.startswith("-") or w.text == "-"]
     if not targets:
         run.cwd = HOME
@@ -37,43 +41,43 @@ def _rule_cd(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_export(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_export(inv: Invocation, run: Run) -> Finding | None:
     nameref = any(w.text.startswith("-") and "n" in w.text for w in inv.args)
     for word in inv.args:
-        if _ASSIGNMENT.match(word.text):
+        if ASSIGNMENT.match(word.text):
             if nameref and inv.name != "export":  # declare -n r=HOME: $r is $HOME
                 name, _, target = word.text.partition("=")
-                run.bind(name, [f"${{{target}}}" if _ASSIGNMENT.match(target + "=") else None])
+                run.bind(name, [f"${{{target}}}" if ASSIGNMENT.match(target + "=") else None])
                 continue
             run.assign(word, persistent=True)
     return None
 
 
-def _rule_printf(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_printf(inv: Invocation, run: Run) -> Finding | None:
     """``printf -v NAME FORMAT ARGS``: NAME takes what printf would print."""
     args = [w.text for w in inv.args]
     if len(args) < 3 or args[0] != "-v":
         return None
-    readings = _printf_readings(args[2:])
+    readings = printf_readings(args[2:])
     texts = [r.decode("utf-8", "replace") for r in readings] if readings else [None]
     run.bind(args[1], [t if t is None or SUBST not in t else None for t in texts])
     return None
 
 
-def _value(run: _Run, text: str) -> str | None:
+def _value(run: Run, text: str) -> str | None:
     """A value as the guard knows it; None when part of it is made at run time."""
     if SUBST in text or ("$" in text and PARAM.search(text.replace("$HOME", ""))):
         return None
     return text
 
 
-def _rule_for(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_for(inv: Invocation, run: Run) -> Finding | None:
     """``for NAME in WORDS``: NAME takes each word (``for NAME``: the unknown ``$@``)."""
-    if not inv.args or not _ASSIGNMENT.match(inv.args[0].text + "="):
+    if not inv.args or not ASSIGNMENT.match(inv.args[0].text + "="):
         return None
     name, rest = inv.args[0].text, inv.args[1:]
     if rest and rest[0].text == "in":
-        run.bind(name, [_value(run, _tilde(w)) for w in rest[1:]])
+        run.bind(name, [_value(run, tilde(w)) for w in rest[1:]])
     elif "@" in run.vars:  # for NAME; do: the positional parameters
         run.bind(name, run.vars["@"].split() or [""])
     else:
@@ -81,11 +85,11 @@ def _rule_for(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-_READ = _opts("adinNptu")
+_READ = opts("adinNptu")
 _MAX_READ = 1 << 16  # characters of input split into lines and fields
 
 
-def _fed_text(run: _Run, redirects: tuple[Redirect, ...]) -> list[str | None] | None:
+def _fed_text(run: Run, redirects: tuple[Redirect, ...]) -> list[str | None] | None:
     """The texts redirections feed to stdin (None: not known); None when none does."""
     for r in reversed(redirects):
         if r.op == "<<<":
@@ -100,27 +104,27 @@ def _fed_text(run: _Run, redirects: tuple[Redirect, ...]) -> list[str | None] | 
     return None
 
 
-def _read_input(run: _Run, inv: _Invocation) -> list[str | None]:
+def _read_input(run: Run, inv: Invocation) -> list[str | None]:
     texts = _fed_text(run, inv.redirects)
     if texts is not None:
         return texts
     if any(up is not None for up in inv.stdin):
-        stream = _stream([list(inv.stdin)])
+        stream = pipe_stream([list(inv.stdin)])
         if stream.complete:
             return [r.decode("utf-8", "replace") for r in stream.readings]
         found = [up for up in inv.stdin if up is not None and up.name == "find"]
         if found and len(found) == len([up for up in inv.stdin if up is not None]):
-            return ["\n".join(w.text for f in found for w in _find_plan(f.args).entries())]
+            return ["\n".join(w.text for f in found for w in find_plan(f.args).entries())]
         return [None]
     return _fed_text(run, inv.loop_input) or [None]
 
 
-def _rule_read(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_read(inv: Invocation, run: Run) -> Finding | None:
     """``read NAME...``: each name takes its field of each line read."""
-    parsed = _parse_opts(inv.args, _READ)
+    parsed = parse_opts(inv.args, _READ)
     if parsed.value("-a") is not None:
         return None
-    names = [w.text for w in parsed.operands if _ASSIGNMENT.match(w.text + "=")] or ["REPLY"]
+    names = [w.text for w in parsed.operands if ASSIGNMENT.match(w.text + "=")] or ["REPLY"]
     values: list[list[str | None]] = [[] for _ in names]
     for text in _read_input(run, inv):
         if text is None or len(text) > _MAX_READ:
@@ -138,7 +142,7 @@ def _rule_read(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_alias(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_alias(inv: Invocation, run: Run) -> Finding | None:
     """``alias NAME=VALUE...``: later commands expand NAME; VALUE is judged now, since
     defining it is the first step of running it."""
     for word in inv.args:
@@ -151,7 +155,7 @@ def _rule_alias(inv: _Invocation, run: _Run) -> Finding | None:
     return None
 
 
-def _rule_set(inv: _Invocation, run: _Run) -> Finding | None:
+def _rule_set(inv: Invocation, run: Run) -> Finding | None:
     """``set -- A B``: the positional parameters become A, B."""
     texts = [w.text for w in inv.args]
     if "--" not in texts:

@@ -12,17 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..shell import SUBST, Script, Word
-from .model import (
-    _INTERPRETERS,
-    _MAX_READINGS,
-    _WRAPPERS,
-    HOME,
-    _canon,
-    _dynamic_name,
-    _exec_info,
-    _Invocation,
-    _set,
-)
+from .invocation import Invocation
+from .model import HOME
+from .options import word_set
+from .programs import INTERPRETERS, MAX_READINGS, dynamic_name, exec_info
+from .wrappers import WRAPPERS, canon
 
 # -- program text computed at run time ------------------------------------------------------------
 #
@@ -38,7 +32,7 @@ _MAX_TEXT = 1 << 16  # bytes of computed text the guard follows before giving up
 
 
 @dataclass(frozen=True, slots=True)
-class _Stream:
+class Stream:
     """What flows out of a command or a pipeline, as far as the guard can tell.
 
     ``readings``: the texts it may be, when the guard can compute them (more than one when
@@ -60,7 +54,7 @@ class _Stream:
         return bool(self.readings) and not self.partial and not self.holes
 
 
-_LOCAL = _Stream()
+LOCAL = Stream()
 
 _PASS_THROUGH = frozenset({"cat", "tee", "pv"})
 _DECOMPRESS = {
@@ -79,14 +73,14 @@ _DECOMPRESS = {
     "lzma": "xz",
 }
 _TRANSFORMERS = frozenset(
-    {*_DECOMPRESS, *_INTERPRETERS, "awk", "base64", "base32", "basenc", "openssl", "xxd"}
-    | _set("rev tac tr sed cut iconv uudecode zstd unzstd zstdcat od hexdump")
+    {*_DECOMPRESS, *INTERPRETERS, "awk", "base64", "base32", "basenc", "openssl", "xxd"}
+    | word_set("rev tac tr sed cut iconv uudecode zstd unzstd zstdcat od hexdump")
 )
 """Commands that turn the text they read into other text: between a literal and a shell
 they hide what the shell will run, unless the guard can compute their output."""
 
-_STREAM_NAMES = frozenset(
-    {*_TRANSFORMERS, *_PASS_THROUGH, *_WRAPPERS, "echo", "printf", "yes", "xargs"}
+STREAM_NAMES = frozenset(
+    {*_TRANSFORMERS, *_PASS_THROUGH, *WRAPPERS, "echo", "printf", "yes", "xargs"}
 )
 """A substitution whose commands have none of these names outputs local text."""
 
@@ -94,30 +88,32 @@ _SETUP_TOOLS: dict[str, frozenset[str] | None] = {
     **dict.fromkeys(("ssh-agent", "gpg-agent", "keychain", "dircolors", "thefuck"), None),
     **dict.fromkeys(
         ("pyenv", "rbenv", "nodenv", "goenv", "jenv", "plenv", "phpenv", "luaenv", "scalaenv"),
-        _set("init virtualenv-init"),
+        word_set("init virtualenv-init"),
     ),
-    **dict.fromkeys(("zoxide", "starship", "atuin", "mcfly"), _set("init")),
-    **dict.fromkeys(("mise", "rtx"), _set("activate env hook-env")),
+    **dict.fromkeys(("zoxide", "starship", "atuin", "mcfly"), word_set("init")),
+    **dict.fromkeys(("mise", "rtx"), word_set("activate env hook-env")),
     **dict.fromkeys(
         ("conda", "mamba", "micromamba"),
-        _set("shell shell.bash shell.zsh shell.posix shell.fish shell-hook"),
+        word_set("shell shell.bash shell.zsh shell.posix shell.fish shell-hook"),
     ),
-    **dict.fromkeys(("kubectl", "helm", "gh", "npm", "pip", "pip3", "glab"), _set("completion")),
-    **dict.fromkeys(("rustup", "deno"), _set("completions")),
+    **dict.fromkeys(
+        ("kubectl", "helm", "gh", "npm", "pip", "pip3", "glab"), word_set("completion")
+    ),
+    **dict.fromkeys(("rustup", "deno"), word_set("completions")),
     "poetry": frozenset({"completions", "env activate"}),
     "pdm": frozenset({"completion", "venv activate"}),
     "register-python-argcomplete": None,
-    "navi": _set("widget"),
-    "direnv": _set("hook export"),
-    "brew": _set("shellenv"),
-    "opam": _set("env config"),
-    "fnm": _set("env completions"),
-    "docker-machine": _set("env"),
-    "minikube": _set("docker-env podman-env"),
-    "luarocks": _set("path"),
-    "pixi": _set("shell-hook"),
-    "devbox": _set("shellenv"),
-    "uv": _set("generate-shell-completion"),
+    "navi": word_set("widget"),
+    "direnv": word_set("hook export"),
+    "brew": word_set("shellenv"),
+    "opam": word_set("env config"),
+    "fnm": word_set("env completions"),
+    "docker-machine": word_set("env"),
+    "minikube": word_set("docker-env podman-env"),
+    "luarocks": word_set("path"),
+    "pixi": word_set("shell-hook"),
+    "devbox": word_set("shellenv"),
+    "uv": word_set("generate-shell-completion"),
 }
 """Tools whose output is shell setup code meant for ``eval "$(tool ...)"`` (with the
 subcommand, one or two words, that prints it; None: any).  The guard trusts that output
@@ -125,14 +121,14 @@ as it trusts running the tool: ``eval "$(pyenv init -)"`` is allowed without kno
 it prints."""
 
 
-def _setup_code(script: Script) -> bool:
+def setup_code(script: Script) -> bool:
     """``script`` is one call of a :data:`_SETUP_TOOLS` tool that prints setup code."""
     if len(script.commands) != 1 or script.pipelines or script.functions:
         return False
     words = script.commands[0].words
-    if not words or _dynamic_name(words[0].text):
+    if not words or dynamic_name(words[0].text):
         return False
-    subcommands = _SETUP_TOOLS.get(_canon(words[0].text), frozenset())
+    subcommands = _SETUP_TOOLS.get(canon(words[0].text), frozenset())
     if subcommands is None:
         return True
     named = [w.text for w in words[1:3] if not w.text.startswith("-")]
@@ -324,7 +320,7 @@ def _printf(args: Sequence[str], *, hex_escapes: bool) -> bytes | None:
     return bytes(out)
 
 
-def _printf_readings(args: Sequence[str]) -> tuple[bytes, ...] | None:
+def printf_readings(args: Sequence[str]) -> tuple[bytes, ...] | None:
     """``printf`` as bash and zsh run it (``\\xHH`` escapes) and as dash does (none)."""
     readings: dict[bytes, None] = {}
     for hex_escapes in (True, False):
@@ -471,7 +467,7 @@ def _decompress(kind: str, data: bytes) -> bytes | None:
     return out if len(out) <= _MAX_TEXT else None
 
 
-def _transform(inv: _Invocation, data: bytes) -> bytes | None:
+def _transform(inv: Invocation, data: bytes) -> bytes | None:
     """What a transformer reading ``data`` on stdin prints; None when the guard cannot
     tell (an option it does not model, a file operand, invalid input)."""
     args = [w.text for w in inv.args]
@@ -530,7 +526,7 @@ def _transform(inv: _Invocation, data: bytes) -> bytes | None:
 # streams -------------------------------------------------------------------------------------
 
 
-def _fed_text(inv: _Invocation) -> Word | None:
+def _fed_text(inv: Invocation) -> Word | None:
     """The here-document or here-string a command reads as its stdin, if any."""
     for r in reversed(inv.redirects):
         if r.op in ("<<", "<<-"):
@@ -540,7 +536,7 @@ def _fed_text(inv: _Invocation) -> Word | None:
     return None
 
 
-def _tilde(word: Word) -> str:
+def tilde(word: Word) -> str:
     """The word's text after tilde expansion (``echo ~/x`` prints ``/home/user/x``)."""
     text = word.text
     if word.tilde and (text == "~" or text.startswith("~/")):
@@ -548,29 +544,29 @@ def _tilde(word: Word) -> str:
     return text
 
 
-def _literal(word: Word, trailing_newline: bool) -> _Stream:
+def _literal(word: Word, trailing_newline: bool) -> Stream:
     data = _encode(word.text) + (b"\n" if trailing_newline else b"")
-    return _Stream((data,), holes=SUBST in word.text)
+    return Stream((data,), holes=SUBST in word.text)
 
 
-def _reads_stdin(inv: _Invocation) -> bool:
+def _reads_stdin(inv: Invocation) -> bool:
     """No file operand (the rough test: every argument is an option or ``-``)."""
     return all(w.text.startswith("-") for w in inv.args)
 
 
-def _source(inv: _Invocation) -> _Stream:
+def _source(inv: Invocation) -> Stream:
     """What ``inv`` writes to its stdout when it starts a pipeline."""
-    texts = [_tilde(w) for w in inv.args]
+    texts = [tilde(w) for w in inv.args]
     if inv.name == "echo":
-        return _Stream(_echo_readings(texts), holes=any(SUBST in t for t in texts))
+        return Stream(_echo_readings(texts), holes=any(SUBST in t for t in texts))
     if inv.name == "yes":  # the same line without end: one piece is enough to judge
         line = _encode(" ".join(texts) if texts else "y") + b"\n"
-        return _Stream((line,), partial=True, holes=any(SUBST in t for t in texts))
+        return Stream((line,), partial=True, holes=any(SUBST in t for t in texts))
     if inv.name == "printf":
-        readings = _printf_readings(texts)
+        readings = printf_readings(texts)
         if readings is None:
-            return _Stream(hidden=inv.snippet())
-        return _Stream(readings, holes=any(SUBST in t for t in texts))
+            return Stream(hidden=inv.snippet())
+        return Stream(readings, holes=any(SUBST in t for t in texts))
     fed = _fed_text(inv)
     if fed is not None and _reads_stdin(inv):
         text = _literal(fed, trailing_newline=True)
@@ -578,17 +574,17 @@ def _source(inv: _Invocation) -> _Stream:
             return text
         if inv.name in _TRANSFORMERS:
             return _through(inv, text)
-        return _LOCAL
+        return LOCAL
     if inv.name not in _TRANSFORMERS:
-        return _LOCAL
-    if inv.name in _INTERPRETERS:
-        info = _exec_info(inv)
+        return LOCAL
+    if inv.name in INTERPRETERS:
+        info = exec_info(inv)
         if info is not None and info.inline is None and not info.stdin:
-            return _LOCAL  # python gen.py: a program on disk, like ./gen.sh
-    return _Stream(hidden=inv.snippet())
+            return LOCAL  # python gen.py: a program on disk, like ./gen.sh
+    return Stream(hidden=inv.snippet())
 
 
-def _through(inv: _Invocation, incoming: _Stream) -> _Stream:
+def _through(inv: Invocation, incoming: Stream) -> Stream:
     """What ``inv`` writes when ``incoming`` is its stdin."""
     if incoming.hidden:
         return incoming
@@ -600,26 +596,26 @@ def _through(inv: _Invocation, incoming: _Stream) -> _Stream:
         return replace(incoming, partial=True)
     if inv.name in _TRANSFORMERS:
         if not incoming.complete:
-            return _Stream(hidden=inv.snippet())
+            return Stream(hidden=inv.snippet())
         out: dict[bytes, None] = {}
         for reading in incoming.readings:
             data = _transform(inv, reading)
             if data is None:
-                return _Stream(hidden=inv.snippet())
+                return Stream(hidden=inv.snippet())
             out[data] = None
-        return _Stream(tuple(out))
+        return Stream(tuple(out))
     if incoming.readings:  # echo 'rm -rf /' | head -1: what head makes of it is unknown
-        return _Stream(hidden=inv.snippet())
-    return _LOCAL
+        return Stream(hidden=inv.snippet())
+    return LOCAL
 
 
-def _group(invs: Sequence[_Invocation | None]) -> _Stream:
+def _group(invs: Sequence[Invocation | None]) -> Stream:
     """What a subshell or group of commands writes: their outputs one after another.
 
     Consecutive known outputs are joined (``{ printf r; printf 'm -rf /'; }`` is one
     text); a local file among them splits the text into pieces, each judged alone.
     """
-    runs: list[list[_Stream]] = [[]]
+    runs: list[list[Stream]] = [[]]
     split = holes = False
     for inv in invs:
         if inv is None:
@@ -641,19 +637,19 @@ def _group(invs: Sequence[_Invocation | None]) -> _Stream:
         joined: list[bytes] = [b""]
         for piece in run:
             joined = [head + tail for head in joined for tail in piece.readings]
-            if len(joined) > _MAX_READINGS:  # refuse rather than sample the readings
-                return _Stream(hidden="; ".join(i.snippet() for i in invs if i)[:60])
+            if len(joined) > MAX_READINGS:  # refuse rather than sample the readings
+                return Stream(hidden="; ".join(i.snippet() for i in invs if i)[:60])
         if run:
             texts.update(dict.fromkeys(joined))
     if not texts:
-        return _LOCAL
+        return LOCAL
     partial = split or any(p.partial for run in runs for p in run)
-    return _Stream(tuple(texts), partial=partial, holes=holes)
+    return Stream(tuple(texts), partial=partial, holes=holes)
 
 
-def _stream(stages: Sequence[Sequence[_Invocation | None]]) -> _Stream:
+def pipe_stream(stages: Sequence[Sequence[Invocation | None]]) -> Stream:
     """What the last of ``stages`` writes into the next pipe."""
-    state = _LOCAL
+    state = LOCAL
     for k, stage in enumerate(stages):
         if len(stage) == 1 and stage[0] is not None:
             state = _source(stage[0]) if k == 0 else _through(stage[0], state)
@@ -662,7 +658,7 @@ def _stream(stages: Sequence[Sequence[_Invocation | None]]) -> _Stream:
     return state
 
 
-def _lines(stream: _Stream) -> list[Word]:
+def input_lines(stream: Stream) -> list[Word]:
     """The input lines of ``xargs -I`` (leading blanks dropped, empty lines skipped)."""
     lines: dict[str, None] = {}
     for reading in stream.readings:
@@ -674,6 +670,6 @@ def _lines(stream: _Stream) -> list[Word]:
     return [Word(line, quoted=True) for line in lines]
 
 
-def _command_output(data: bytes) -> str:
+def command_output(data: bytes) -> str:
     """A reading as ``$(...)`` yields it: decoded, trailing newlines removed."""
     return data.decode("utf-8", "replace").rstrip("\n")

@@ -1,0 +1,45 @@
+"""One command as it will run (:class:`Invocation`): canonical name, arguments,
+environment, redirections and the command as seen at each wrapper level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..shell import Redirect, Word
+from .options import Parsed
+from .paths import show, words_snippet
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One command as it will run: canonical name, arguments, environment, redirects."""
+
+    name: str
+    args: list[Word]
+    env: dict[str, str] = field(default_factory=dict)
+    redirects: tuple[Redirect, ...] = ()
+    layers: list[list[Word]] = field(default_factory=list)
+    dynamic: str = ""  # the command name as written, when only run time knows it ($CMD)
+    # where ``read`` takes its input: the commands piped into it, the loop's redirections
+    stdin: tuple[Invocation | None, ...] = ()
+    loop_input: tuple[Redirect, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        """The command as spelled (``mkfs.ext4``, ``python3``), for messages."""
+        return self.layers[-1][0].text.rsplit("/", 1)[-1] if self.layers else self.name
+
+    def texts(self) -> list[str]:
+        """Normalized text of every wrapper level, for ``extra_deny``/``allow`` regexes."""
+        out = []
+        for layer in self.layers or [[Word(self.name), *self.args]]:
+            head = layer[0].text.rsplit("/", 1)[-1]
+            out.append(" ".join([head, *(show(w.text) for w in layer[1:])]))
+        return out
+
+    def snippet(self) -> str:
+        return words_snippet([Word(self.name), *self.args])
+
+
+def verb_of(inv: Invocation, parsed: Parsed) -> str:
+    return " ".join([inv.shown, *(w.text for w in parsed.options)])

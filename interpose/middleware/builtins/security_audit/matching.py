@@ -1,0 +1,231 @@
+"""Judging a normalized path against the rules: the allow-list, backup copies, globs
+(what a pattern could match) and whole credential stores (directories)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from .paths import default_home, normalize_path
+from .rules import SENSITIVE_RULES, SensitiveMatch
+
+__all__ = [
+    "match_exact",
+    "match_normalized",
+    "match_sensitive",
+    "match_sensitive_glob",
+    "match_sensitive_store",
+    "sensitive_reason",
+]
+
+_ALLOWED_DIRS = frozenset({"node_modules", "test", "tests", "fixtures", "__fixtures__"})
+
+
+def _allow_listed(normalized: str) -> bool:
+    head, _, name = normalized.rpartition("/")
+    if ".test." in name or name == "package-lock.json":
+        return True
+    return bool(head) and not _ALLOWED_DIRS.isdisjoint(head.split("/"))
+
+
+_BACKUP_SUFFIX = re.compile(
+    r"(?:~|\.(?:bak|backup|old|orig|save|sav|swp|swo|tmp|copy|prev|\d)|[-_](?:backup|old|copy))+$"
+)
+"""Suffixes editors and people add to a copy (``.env~``, ``id_rsa.bak``, ``.netrc.old``):
+the copy holds what the original does."""
+
+
+def match_normalized(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
+    found = match_exact(normalized, write=write, home=home)
+    if found is None and (m := _BACKUP_SUFFIX.search(normalized)) is not None:
+        original = normalized[: m.start()]
+        if original and not original.endswith("/"):
+            found = match_exact(original, write=write, home=home)
+            if found is not None and found.rule == "shell-profile":
+                found = None  # a copy of a profile is not run at login: only its secrets count
+    return found
+
+
+def match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
+    if _allow_listed(normalized):
+        return None
+    for rule in SENSITIVE_RULES:
+        if rule.pattern.search(normalized) is None:
+            continue
+        if rule.except_ is not None and rule.except_.search(normalized) is not None:
+            continue
+        if not write and rule.read_ok is not None and rule.read_ok.search(normalized):
+            continue
+        return SensitiveMatch(rule.rule, rule.description)
+    if normalized.endswith("/.npmrc"):  # home-level .npmrc for a non-standard home
+        home_dir = normalize_path(home if home is not None else default_home())
+        if normalized == home_dir + "/.npmrc":
+            return SensitiveMatch("dev-credentials", "developer tool token")
+    return None
+
+
+def match_sensitive(
+    path: str, *, write: bool = False, home: str | None = None
+) -> SensitiveMatch | None:
+    """Return why ``path`` is sensitive (after normalization and the allow-list), or None.
+
+    ``write`` selects the stricter write rules (everything under ``.ssh/``).
+    """
+    return match_normalized(normalize_path(path, home=home), write=write, home=home)
+
+
+_GLOB = re.compile(r"[*?\[]")
+_SENSITIVE_NAMES = (
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".env.prod",
+    ".env.development",
+    ".env.staging",
+    ".envrc",
+    "prod.env",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".oci",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".my.cnf",
+    ".vault-token",
+    ".boto",
+    ".s3cfg",
+    "credentials",
+    "credentials.json",
+    "kubeconfig",
+    "config",
+    "config.json",
+    "application_default_credentials.json",
+    "service-account.json",
+    "key.pem",
+    "server.key",
+    "private.key",
+    "cert.p12",
+    "cert.pfx",
+    "keystore.jks",
+    "app.keystore",
+    "key.ppk",
+    "passwords.kdbx",
+    "shadow",
+    "gshadow",
+    "sudoers",
+    "passwd",
+    "master.passwd",
+    "secrets",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".config",
+    "gcloud",
+    "gh",
+    "hosts.yml",
+    "logins.json",
+)
+"""Names that a glob is tried against (``cat .e*`` can match ``.env``)."""
+_MAX_GLOB_PATHS = 64
+_WILDCARDS = re.compile(r"(?:[*?]|\[[^\]/]*\])+")
+
+
+def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveMatch | None:
+    """Return why some path the shell glob ``pattern`` could match is sensitive, or None.
+
+    A wildcard component that starts with literal text is tried against well-known
+    secret names (``.e*`` matches ``.env``, ``id_*`` matches ``id_rsa``, ``~/.a*/credentials``
+    matches ``~/.aws/credentials``), with the shell's rule that a wildcard does not match
+    a leading dot.  One that starts with a wildcard says only how names end, so it is
+    sensitive when *any* name ending so is: ``*.env``, ``*.pem`` and ``*.key`` are,
+    ``*.json`` is not although ``credentials.json`` is one of the files it could match
+    (listing every JSON file is not a hunt for that one).  A component that is only a
+    wildcard (``~/.aws/*``) stands for any entry of its directory.  ``.env.ex*`` and
+    ``*.md`` are not sensitive.
+    """
+    normalized = normalize_path(pattern, home=home)
+    paths = [""]
+    for part in normalized.split("/"):
+        if not _GLOB.search(part):
+            choices = [part]
+        elif not part.strip("*?.") and not part.startswith("."):
+            # "*", "*.*": any entry, judged as the directory itself
+            choices = [""]
+        elif part[0] in "*?[":  # "*.env": how names end; "x" stands for the rest
+            choices = [_WILDCARDS.sub("x", part)]
+        else:
+            dotted = part.startswith(".")
+            choices = [
+                name
+                for name in _SENSITIVE_NAMES
+                if name.startswith(".") == dotted and fnmatch.fnmatchcase(name, part)
+            ]
+            if not choices:
+                return None
+        paths = [f"{p}/{c}" if p or c else c for p in paths for c in choices][:_MAX_GLOB_PATHS]
+    if normalized.startswith("/"):
+        paths = ["/" + p.lstrip("/") for p in paths]
+    for path in paths:
+        found = match_normalized(path.rstrip("/") or "/", write=False, home=home)
+        if found is not None:
+            return found
+    return None
+
+
+_ANY_ENTRY = "\x00entry"
+"""A name no real file has: a directory whose rule matches it covers every entry."""
+_NOWHERE = "/\x00nowhere"
+"""A directory no rule names: a secret name sensitive there is sensitive anywhere."""
+
+
+def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMatch | None:
+    """Return why the directory ``path`` is a credential or key store as a whole, or None.
+
+    A store is a directory whose every entry is sensitive (``~/.ssh``, ``~/.gnupg``,
+    ``~/.aws``, ``~/.config/gcloud``, ``~/.local/share/keyrings``, ``~/.claude/credentials``)
+    or one that holds a well-known secret name sensitive only because it lies there
+    (``~/.kube`` for ``config``, ``~/.docker`` for ``config.json``, ``~/.config`` for
+    ``gcloud``): the same rules :func:`match_sensitive` applies, read for directories.
+    ``~/.cache`` is none (``credentials.json`` is sensitive in any directory), nor is a
+    look-alike such as ``.aws-sam`` or ``.ssh-test``, nor an entry of a store whose every
+    entry is sensitive (``~/.ssh/known_hosts.old``: a file, judged as one).  The command
+    guard refuses deleting a store recursively.
+    """
+    normalized = normalize_path(path, home=home).rstrip("/")
+    parent = normalized.rpartition("/")[0]
+    if not normalized or (parent and match_exact(f"{parent}/{_ANY_ENTRY}", write=False, home=home)):
+        return None  # an entry of a store (``~/.ssh/known_hosts.old``) is judged as a file
+    found = match_exact(f"{normalized}/{_ANY_ENTRY}", write=False, home=home)
+    if found is not None:
+        return found
+    for name in _SENSITIVE_NAMES:
+        inside = match_exact(f"{normalized}/{name}", write=False, home=home)
+        if inside is not None and match_exact(f"{_NOWHERE}/{name}", write=False, home=home) is None:
+            return inside
+    return None
+
+
+def sensitive_reason(path: str, *, write: bool = False, home: str | None = None) -> str | None:
+    """Return ``"<rule>: <description>"`` if ``path`` is sensitive, else None.
+
+    >>> sensitive_reason("~/.ssh/id_rsa")
+    'ssh-key: SSH private key or .ssh directory'
+    >>> sensitive_reason("node_modules/dotenv/.env") is None
+    True
+    """
+    found = match_sensitive(path, write=write, home=home)
+    return None if found is None else str(found)

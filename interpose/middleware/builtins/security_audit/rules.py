@@ -1,0 +1,208 @@
+"""The sensitive-path rules: :data:`SENSITIVE_RULES` (checked in order, first match wins)
+and :data:`PERSISTENCE_PATHS`, as regexes over the normalized path.
+
+A rule table: most of this module is data, and it is read as one list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PERSISTENCE_PATHS", "SENSITIVE_RULES", "SensitiveMatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class SensitiveMatch:
+    """Why a path is sensitive: the rule id and a short description."""
+
+    rule: str
+    description: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.description}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    rule: str
+    description: str
+    pattern: re.Pattern[str]
+    read_ok: re.Pattern[str] | None = None  # matches what may still be read (not written)
+    except_: re.Pattern[str] | None = None  # matches what is never sensitive for this rule
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{a})" for a in alternatives))
+
+
+_C = r"(?:^|/)"  # start of a path component
+_HOMEISH = r"^(?:/home/[^/]+|/root|/users/[^/]+)"
+
+_HOME_DIR = r"(?:/home/[^/]+|/root|/users/[^/]+)"
+PERSISTENCE_PATHS = re.compile(
+    # per-user: shell startup files, login and session hooks, SSH login control
+    r"^" + _HOME_DIR + r"/(?:"
+    r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout|bash_aliases|zshrc|zprofile"
+    r"|zshenv|zlogin|zlogout|kshrc|mkshrc|cshrc|tcshrc|login|xprofile|xinitrc|xsession"
+    r"|xsessionrc|pam_environment)$"
+    r"|\.(?:bashrc|zshrc|profile)\.d(?:/|$)"
+    r"|\.oh-my-zsh/custom(?:/|$)"
+    r"|\.config/fish/(?:config\.fish$|conf\.d(?:/|$)|functions(?:/|$))"
+    r"|\.config/(?:autostart|environment\.d)(?:/|$)"
+    r"|\.config/systemd/user(?:/|$)"
+    r"|\.local/share/systemd/user(?:/|$)"
+    r"|\.ssh/(?:authorized_keys2?|config|rc|environment)$"
+    r")"
+    # system-wide: login shells, the dynamic loader's preload list, boot and schedulers,
+    # PAM.  Left out on purpose, because everyday setup writes them (a false refusal there
+    # costs more than it saves): sshd_config, ld.so.conf.d, modprobe.d, udev rules,
+    # apt.conf.d, security/limits.conf, sysctl.d
+    r"|^(?:/private)?/etc/(?:"
+    r"profile$|profile\.d(?:/|$)|bash\.bashrc$|bashrc$|zshrc$|zprofile$|zshenv$|zlogin$"
+    r"|zsh/|csh\.(?:cshrc|login)$|fish/|environment$|ld\.so\.preload$"
+    r"|rc\.local$|rc[0-6s]?\.d/|init\.d/|cron[^/]*(?:/|$)|anacrontab$|systemd/(?:system|user)"
+    r"(?:\.conf)?(?:/|$)|xdg/autostart(?:/|$)|pam\.d(?:/|$)|security/pam_env\.conf$"
+    r"|sudo\.conf$|doas\.conf$|update-motd\.d(?:/|$)|launchd\.conf$)"
+    r"|^/var/spool/cron(?:/|$)|^/var/at(?:/|$)|^/var/spool/at(?:/|$)"
+    r"|^(?:/usr)?/lib/systemd/(?:system|user)(?:/|$)"
+    r"|^(?:" + _HOME_DIR + r")?/library/(?:launchagents|launchdaemons)(?:/|$)"
+)
+"""Files (and directories whose files are) run at login, at boot, by a scheduler or by
+the dynamic loader, or that decide who may log in: a write there plants code that runs
+later, outside the call the guard judged (rule ``persistence``, for writes only; reads
+are judged by the other rules).  The command guard uses the same list."""
+
+
+SENSITIVE_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "ssh-key",
+        "SSH private key or .ssh directory",
+        _rx(
+            _C + r"id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:(?![^/]*\.pub$)[._~-][^/.]*)?$",
+            _C + r"ssh_host_[^/]*_key$",
+            _C + r"\.ssh(?:/|$)",
+        ),
+        read_ok=re.compile(
+            _C + r"\.ssh/(?:[^/]+\.pub|known_hosts(?:\.old)?|authorized_keys2?|config)$"
+        ),
+    ),
+    _Rule(
+        "ai-tool-auth",
+        "AI tool login token",
+        _rx(
+            _C + r"\.claude/\.credentials\.json$",
+            _C + r"\.claude/credentials(?:/|$)",
+            _C + r"\.codex/auth\.json$",
+            _C + r"\.config/github-copilot/(?:hosts|apps)\.json$",
+            _C + r"github-copilot\.token\.json$",
+            _C + r"oauth_creds\.json$",
+            _C + r"gogcli/credentials\.json$",
+            _C + r"\.(?:openclaw|clawdbot)/credentials(?:/|$)",
+            _C + r"auth-profiles\.json$",
+            _C + r"whatsapp/[^/]+/creds\.json$",
+        ),
+    ),
+    _Rule(
+        "cloud-credentials",
+        "cloud or cluster credentials",
+        _rx(
+            _C + r"\.(?:aws|azure|oci)(?:/|$)",
+            _C + r"\.config/gcloud(?:/|$)",
+            _C + r"application_default_credentials\.json$",
+            _C + r"credentials\.json$",
+            _C + r"[^/]*service[-_]?account[^/]*\.json$",
+            _C + r"kubeconfig(?:[._-][^/]*)?$",
+            _C + r"\.kube/config$",
+            _C + r"\.docker/config\.json$",
+            _C + r"(?:\.|_)netrc$",
+            _C + r"\.(?:boto|s3cfg)$",
+            _C + r"credentials\.tfrc\.json$",
+            # Everything under /run/secrets is secret (Docker secrets, the service-account
+            # token) except the service account's namespace name and its public CA cert.
+            r"^(?:/var)?/run/secrets(?:/|$)(?!(?:.*/)?serviceaccount/(?:namespace|ca\.crt)$)",
+            r"^/etc/kubernetes/(?:admin|super-admin|kubelet|controller-manager|scheduler)\.conf$",
+            r"^/etc/rancher/k3s/k3s\.yaml$",
+            _C + r"\.vault-token$",
+        ),
+    ),
+    _Rule(
+        "dev-credentials",
+        "developer tool token",
+        _rx(
+            _C + r"\.git-credentials$",
+            _C + r"\.config/gh/hosts\.yml$",
+            _C + r"\.pypirc$",
+            _C + r"\.gem/credentials$",
+            _C + r"\.cargo/credentials(?:\.toml)?$",
+            _HOMEISH + r"/\.npmrc$",
+            _C + r"\.config/git/credentials$",
+            _C + r"\.(?:pgpass|my\.cnf|mylogin\.cnf)$",
+        ),
+    ),
+    _Rule(
+        "keyring",
+        "keyring or password store",
+        _rx(
+            _C + r"\.(?:gnupg|password-store)(?:/|$)",
+            _C + r"\.local/share/keyrings(?:/|$)",
+            _C + r"library/keychains(?:/|$)",
+            r"\.(?:keychain|keychain-db|kdbx)$",
+            _C + r"\.mozilla/firefox/[^/]+/(?:logins\.json|key[34]\.db)$",
+            _C + r"(?:google-chrome|chromium|brave-browser|microsoft-edge)[^/]*/[^/]+/login data$",
+        ),
+    ),
+    _Rule(
+        "system-auth",
+        "system account or sudo database",
+        _rx(
+            r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|master\.passwd|sudoers)-?$",
+            r"^(?:/private)?/etc/sudoers\.d(?:/|$)",
+            r"^/etc/security/opasswd$",
+        ),
+        # world-readable account lists without secrets (getent shows the same): reading
+        # them is routine; the hashes live in shadow/master.passwd, which stay refused
+        read_ok=re.compile(r"^(?:/private)?/etc/passwd-?$"),
+    ),
+    _Rule(
+        "env-file",
+        "environment file with secrets",
+        _rx(
+            _C + r"\.env(?:[._~-][^/]*)?$",
+            _C + r"[^/]+\.env$",
+            _C + r"\.envrc$",
+            r"^/proc/[^/]*/environ$",  # a process's environment: its tokens
+        ),
+        except_=re.compile(
+            _C + r"(?:\.env(?:[._-][^/]*)?[._-](?:example|sample|template|dist|defaults|schema"
+            r"|tpl|tmpl)(?:[._~-][^/]*)?|(?:example|sample|template)\.env)$"
+        ),
+    ),
+    _Rule(
+        "key-material",
+        "private key or keystore file",
+        re.compile(r"\.(?:pem|key|p12|pfx|jks|keystore|ppk|p8)$"),
+        # a .pem named as a certificate or a public key (cert.pem, fullchain.pem, ca.pem,
+        # public.pem) holds public material; a name that says key/priv/secret does not
+        except_=re.compile(
+            r"(?:^|/)(?![^/]*(?:priv|secret|(?<!pub)key))[^/]*"
+            r"(?:cert|chain|bundle|(?<![a-z])ca(?![a-z])|pub|crt|csr)[^/]*\.pem$"
+        ),
+    ),
+    _Rule(
+        "shell-profile",
+        "shell startup file",
+        _rx(
+            _C + r"\.(?:profile|bashrc|bash_profile|bash_login|bash_logout)$",
+            _C + r"\.(?:zshrc|zprofile|zshenv|zlogin|zlogout)$",
+            _C + r"\.config/fish/config\.fish$",
+        ),
+    ),
+    _Rule(
+        "persistence",
+        "file run at login, at boot or on a schedule",
+        PERSISTENCE_PATHS,
+        read_ok=re.compile(""),  # only writing plants code; reading is for the rules above
+    ),
+)
+"""The built-in sensitive-path rules, checked in order (first match wins)."""

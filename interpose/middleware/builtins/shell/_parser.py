@@ -1,0 +1,352 @@
+"""The shell grammar: lists, and-or lists, pipelines, compound commands, functions,
+``case``, ``[[ ... ]]`` and redirections, into the flat :class:`~._nodes.Script`; and
+:func:`parse`, the entry point."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ._budget import ParseBudget, ShellSyntaxError
+from ._lexer import EOF, OP, WORD, WORD_BREAK, Lexer, Token
+from ._nodes import FunctionDef, Pipeline, Redirect, Script, SimpleCommand, Word
+
+__all__ = ["Parser", "parse"]
+
+_REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
+
+# keywords recognized in command position
+_PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!"})
+_CLOSING_KEYWORDS = frozenset({"fi", "done", "esac"})
+_CASE_ENDS = frozenset({";;", ";&", ";;&"})
+
+
+def parse(source: str, budget: ParseBudget | None = None) -> Script:
+    """Parse shell source into a :class:`Script`, within ``budget`` (by default: nesting
+    up to :data:`MAX_NESTING` levels, no other limit).
+
+    Raises:
+        ShellLimitError: the budget ran out (a :class:`ShellSyntaxError` too).
+        ShellSyntaxError: unbalanced quotes, unterminated substitutions or groups,
+            misplaced operators.
+    """
+    if budget is None:
+        budget = ParseBudget()
+    depth = budget.depth
+    try:
+        return Parser(source, budget).parse_program()
+    finally:
+        budget.depth = depth  # an error leaves the levels it was in open
+
+
+class _Builder:
+    """Collects the commands, pipelines and functions of one script being parsed."""
+
+    __slots__ = ("commands", "functions", "pipelines")
+
+    def __init__(self) -> None:
+        self.commands: list[SimpleCommand] = []
+        self.pipelines: list[Pipeline] = []
+        self.functions: list[FunctionDef] = []
+
+    def build(self) -> Script:
+        return Script(tuple(self.commands), tuple(self.pipelines), tuple(self.functions))
+
+
+class Parser(Lexer):
+    """The recursive-descent grammar over the :class:`~._lexer.Lexer`'s cursor; the lexer
+    re-enters it for each substitution (:meth:`nested`)."""
+
+    __slots__ = ()
+
+    # -- entry points -------------------------------------------------------------------
+
+    def parse_program(self) -> Script:
+        builder = _Builder()
+        self._list(builder, frozenset(), frozenset())
+        tok = self.peek_token()
+        if tok.kind != EOF:
+            raise ShellSyntaxError(f"unexpected {self._describe(tok)}", tok.offset)
+        return builder.build()
+
+    def nested(self, start: int, close_what: str) -> Script:
+        """Parse a ``$(...)``/``<(...)`` body starting at ``self.pos`` up to its ``)``."""
+        self.enter(start)
+        builder = _Builder()
+        self._list(builder, frozenset({")"}), frozenset())
+        tok = self.next_token()
+        if tok.kind != OP or tok.op != ")":
+            raise ShellSyntaxError(f"unterminated {close_what}", start)
+        self.budget.leave()
+        return builder.build()
+
+    # -- grammar --------------------------------------------------------------------------
+
+    def _list(self, b: _Builder, stop_ops: frozenset[str], stop_words: frozenset[str]) -> None:
+        while True:
+            tok = self.peek_token()
+            if tok.kind == OP and tok.op in ("\n", ";"):
+                self.next_token()
+                continue
+            if tok.kind == EOF or (tok.kind == OP and tok.op in stop_ops):
+                return
+            if stop_words and self._keyword(tok, stop_words):
+                return
+            start = len(b.commands)
+            self._and_or(b)
+            tok = self.peek_token()
+            if tok.kind == OP and tok.op == "&":
+                self.next_token()
+                for i in range(start, len(b.commands)):
+                    b.commands[i] = replace(b.commands[i], background=True)
+            elif tok.kind == OP and tok.op in (";", "\n"):
+                self.next_token()
+
+    def _and_or(self, b: _Builder) -> None:
+        self._pipeline(b)
+        while (tok := self.peek_token()).kind == OP and tok.op in ("&&", "||"):
+            self.next_token()
+            self._skip_newlines()
+            self._pipeline(b)
+
+    def _pipeline(self, b: _Builder) -> None:
+        stages = [self._command(b)]
+        while (tok := self.peek_token()).kind == OP and tok.op in ("|", "|&"):
+            self.next_token()
+            self._skip_newlines()
+            stages.append(self._command(b))
+        if len(stages) > 1:
+            b.pipelines.append(Pipeline(tuple(tuple(range(s, e)) for s, e in stages)))
+
+    def _command(self, b: _Builder) -> tuple[int, int]:
+        """Parse one command; return the range of indices it added to ``b.commands``."""
+        start = len(b.commands)
+        tok = self.peek_token()
+        while self._keyword(tok, _PREFIX_KEYWORDS):  # `if`, `!`, `do`...: the command follows
+            self.next_token()
+            self._skip_newlines()
+            tok = self.peek_token()
+        if tok.kind == EOF:
+            raise ShellSyntaxError("unexpected end of input", tok.offset)
+        if tok.kind == OP:
+            if tok.op == "(":
+                self.next_token()
+                end = self.arith_end(self.pos - 1)
+                if end is not None:  # (( arithmetic ))
+                    self.pos = end
+                else:
+                    self.enter(tok.offset)
+                    self._list(b, frozenset({")"}), frozenset())
+                    self._expect_op(")", "unterminated '('", tok.offset)
+                    self.budget.leave()
+                self._trailing_redirects(b)
+            elif tok.op in _REDIRECT_OPS:
+                self._simple(b)
+            else:
+                raise ShellSyntaxError(f"unexpected {self._describe(tok)}", tok.offset)
+            return start, len(b.commands)
+        word = tok.word
+        assert word is not None
+        keyword = word.text if not word.quoted and not word.subs else ""
+        if keyword == "{":
+            self.next_token()
+            self.enter(tok.offset)
+            self._list(b, frozenset(), frozenset({"}"}))
+            if not self._keyword(self.peek_token(), frozenset({"}"})):
+                raise ShellSyntaxError("unterminated '{'", tok.offset)
+            self.next_token()
+            self.budget.leave()
+            self._trailing_redirects(b)
+        elif keyword in _CLOSING_KEYWORDS:
+            self.next_token()
+            self._trailing_redirects(b)
+        elif keyword == "case":
+            self._case(b)
+        elif keyword == "function":
+            self.next_token()
+            self._function_keyword(b, tok.offset)
+        elif keyword == "[[":
+            self.next_token()
+            self._test_expression(b, word, tok.offset)
+        elif keyword in ("for", "select"):
+            self.next_token()
+            self.skip_blanks_inline()
+            end = self.arith_end(self.pos)
+            if end is not None:
+                self.pos = end
+            else:
+                self._simple(b, word)
+        else:
+            self._simple(b)
+        return start, len(b.commands)
+
+    def _simple(self, b: _Builder, first: Word | None = None) -> None:
+        words: list[Word] = [first] if first is not None else []
+        assignments: list[Word] = []
+        redirects: list[Redirect] = []
+        while True:
+            tok = self.peek_token()
+            if tok.kind == WORD:
+                assert tok.word is not None
+                self.next_token()
+                if not words and tok.assignment:
+                    assignments.append(self._assignment_value(tok.word))
+                else:
+                    words.append(tok.word)
+            elif tok.kind == OP and tok.op in _REDIRECT_OPS:
+                redirects.append(self._redirect())
+            elif (
+                tok.kind == OP
+                and tok.op == "("
+                and len(words) == 1
+                and not assignments
+                and not redirects
+            ):
+                self._function_body(b, words[0].text, tok.offset)
+                return
+            else:
+                break
+        if not words and not assignments and not redirects:
+            raise ShellSyntaxError(f"unexpected {self._describe(self.peek_token())}", self.pos)
+        b.commands.append(SimpleCommand(tuple(words), tuple(assignments), tuple(redirects)))
+
+    def _assignment_value(self, word: Word) -> Word:
+        """``arr=(a b c)``: fold the array elements into the assignment word."""
+        if not word.text.endswith("=") or not self.src.startswith("(", self.pos):
+            return word
+        self.next_token()  # the "("
+        texts: list[str] = []
+        subs: list[Script] = list(word.subs)
+        while True:
+            tok = self.next_token()
+            if tok.kind == OP and tok.op == ")":
+                break
+            if tok.kind == OP and tok.op == "\n":
+                continue
+            if tok.kind != WORD or tok.word is None:
+                raise ShellSyntaxError("unterminated array assignment", tok.offset)
+            texts.append(tok.word.text)
+            subs.extend(tok.word.subs)
+        return Word(word.text + "(" + " ".join(texts) + ")", True, False, False, tuple(subs))
+
+    def _function_body(self, b: _Builder, name: str, offset: int) -> None:
+        self.next_token()  # "("
+        self._expect_op(")", "expected ')' in function definition", offset)
+        self._skip_newlines()
+        body = _Builder()
+        self.enter(offset)
+        self._command(body)
+        self.budget.leave()
+        b.functions.append(FunctionDef(name, body.build()))
+
+    def _function_keyword(self, b: _Builder, offset: int) -> None:
+        tok = self.next_token()
+        if tok.kind != WORD or tok.word is None:
+            raise ShellSyntaxError("expected a function name", tok.offset)
+        name = tok.word.text
+        nxt = self.peek_token()
+        if nxt.kind == OP and nxt.op == "(":
+            self.next_token()
+            self._expect_op(")", "expected ')' in function definition", offset)
+        self._skip_newlines()
+        body = _Builder()
+        self.enter(offset)
+        self._command(body)
+        self.budget.leave()
+        b.functions.append(FunctionDef(name, body.build()))
+
+    def _case(self, b: _Builder) -> None:
+        head = self.next_token()
+        assert head.word is not None
+        subject = self.next_token()
+        if subject.kind != WORD or subject.word is None:
+            raise ShellSyntaxError("expected a word after 'case'", subject.offset)
+        b.commands.append(SimpleCommand((head.word, subject.word)))
+        self._skip_newlines()
+        if not self._keyword(self.next_token(), frozenset({"in"})):
+            raise ShellSyntaxError("expected 'in' after 'case WORD'", head.offset)
+        esac = frozenset({"esac"})
+        while True:
+            self._skip_newlines()
+            tok = self.peek_token()
+            if self._keyword(tok, esac):
+                self.next_token()
+                break
+            if tok.kind == EOF:
+                raise ShellSyntaxError("unterminated 'case'", head.offset)
+            if tok.kind == OP and tok.op == "(":
+                self.next_token()
+            while True:  # pattern [| pattern]... )
+                tok = self.next_token()
+                if tok.kind == OP and tok.op == ")":
+                    break
+                if tok.kind == WORD or (tok.kind == OP and tok.op == "|"):
+                    continue
+                raise ShellSyntaxError("malformed 'case' pattern", tok.offset)
+            self._list(b, _CASE_ENDS, esac)
+            tok = self.peek_token()
+            if tok.kind == OP and tok.op in _CASE_ENDS:
+                self.next_token()
+        self._trailing_redirects(b)
+
+    def _test_expression(self, b: _Builder, opener: Word, offset: int) -> None:
+        """``[[ ... ]]``: operators inside are plain words until ``]]``."""
+        words = [opener]
+        while True:
+            self.skip_blanks_inline(newlines=True)
+            if self.pos >= self.n:
+                raise ShellSyntaxError("unterminated '[['", offset)
+            self.budget.word(self.pos)
+            end = self.pos + 2
+            if self.src.startswith("]]", self.pos) and (
+                end == self.n or self.src[end] in WORD_BREAK
+            ):  # "]]" ends the test even when an operator follows it: [[ -f x ]]&&...
+                words.append(Word("]]"))
+                self.pos = end
+                break
+            pieces = self.read_word(self.pos, test_mode=True)
+            words.extend(pieces)
+            if pieces and pieces[-1].text == "]]" and not pieces[-1].quoted:
+                break
+        b.commands.append(SimpleCommand(tuple(words)))
+        self._trailing_redirects(b)
+
+    def _trailing_redirects(self, b: _Builder) -> None:
+        redirects: list[Redirect] = []
+        while (tok := self.peek_token()).kind == OP and tok.op in _REDIRECT_OPS:
+            redirects.append(self._redirect())
+        if redirects:
+            b.commands.append(SimpleCommand((), (), tuple(redirects)))
+
+    def _redirect(self) -> Redirect:
+        tok = self.next_token()
+        target = self.next_token()
+        if target.kind != WORD or target.word is None:
+            raise ShellSyntaxError(f"missing target after {tok.op!r}", tok.offset)
+        redirect = Redirect(tok.op, tok.fd, target.word)
+        if tok.op in ("<<", "<<-"):
+            delimiter = target.word
+            self.pending.append((redirect, delimiter.text, tok.op == "<<-", delimiter.quoted))
+        return redirect
+
+    # -- token stream -----------------------------------------------------------------------
+    def _expect_op(self, op: str, message: str, offset: int) -> None:
+        tok = self.next_token()
+        if tok.kind != OP or tok.op != op:
+            raise ShellSyntaxError(message, offset)
+
+    def _skip_newlines(self) -> None:
+        while (tok := self.peek_token()).kind == OP and tok.op == "\n":
+            self.next_token()
+
+    @staticmethod
+    def _keyword(tok: Token, words: frozenset[str]) -> bool:
+        w = tok.word
+        return tok.kind == WORD and w is not None and not w.quoted and w.text in words
+
+    @staticmethod
+    def _describe(tok: Token) -> str:
+        if tok.kind == EOF:
+            return "end of input"
+        if tok.kind == OP:
+            return "newline" if tok.op == "\n" else repr(tok.op)
+        return repr(tok.word.text if tok.word else "")
