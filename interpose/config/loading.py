@@ -15,8 +15,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found]
 
-from .building import _Builder
-from .explain import ConfigFileError, _explain
+from .building import Builder
+from .explain import ConfigFileError, explain_error
 from .picoclaw import _picoclaw
 from .schema import Config, HooksConfig
 
@@ -35,7 +35,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     """
     file = os.fspath(path)
     config = parse_config(file)
-    _Builder(config, Path(file).resolve().parent, file, dry=True, run_plugins=False).build()
+    Builder(config, Path(file).resolve().parent, file, dry=True, run_plugins=False).build()
     return config
 
 
@@ -91,7 +91,7 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
     try:
         config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
-        field, problem = _explain(str(exc), data, table)
+        field, problem = explain_error(str(exc), data, table)
         for flat, nested in moved.items():  # a key that came from a builtin's `config`
             if field == flat or field.startswith((flat + ".", flat + "[")):
                 field = nested + field[len(flat) :]
