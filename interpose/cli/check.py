@@ -76,11 +76,12 @@ def add_parsers(sub: Subparsers) -> None:
 def _load(path: str) -> tuple[Config, Built] | None:
     """Load and describe a config for ``check``; None (after printing the error on
     stderr) when it is invalid."""
-    from ..config import describe, load_config
+    from ..config import describe, parse_config
     from ..errors import ConfigError
 
     try:
-        config = load_config(path)
+        # describe checks as it builds: the file is built once
+        config = parse_config(path)
         return config, describe(config, base_dir=Path(path).resolve().parent, source=path)
     except ConfigError as exc:
         print(f"interpose: {exc}", file=sys.stderr)

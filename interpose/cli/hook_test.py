@@ -6,13 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._common import Subparsers, command, existing, usage
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..pipeline.pipeline import Pipeline
 
 __all__ = ["add_parser", "run"]
 
@@ -57,46 +56,42 @@ def run(args: argparse.Namespace) -> int:
     if not args.tool.strip():
         raise usage("--tool is empty: give a tool name, e.g. exec")
     existing(args.file)
-    from ..config import load_config
+    from ..config import pipeline_from_file
     from ..errors import ConfigError
 
+    exporter, provider = _span_recorder()
     try:
-        config = load_config(args.file)
+        # read, checked and built once
+        pipe = pipeline_from_file(
+            args.file,
+            tracing="interceptor" if provider is not None else None,
+            tracer_provider=provider,
+        )
     except ConfigError as exc:
         print(f"interpose: {exc}", file=sys.stderr)
         return 1
     import anyio
 
-    base_dir = Path(args.file).resolve().parent
-    lines = anyio.run(
-        _one_call, config, base_dir, args.file, args.tool, call_args, args.agent, args.session
-    )
+    try:
+        lines = anyio.run(_one_call, pipe, exporter, args.tool, call_args, args.agent, args.session)
+    finally:
+        if provider is not None:
+            provider.shutdown()
     for line in lines:
         print(line)
     return 0
 
 
 async def _one_call(
-    config: Config,
-    base_dir: Path,
-    file: str,
+    pipe: Pipeline,
+    exporter: Any,
     tool: str,
     call_args: dict[str, Any],
     agent: str,
     session: str,
 ) -> list[str]:
-    """Build the pipeline, enter it (process hooks start), make the call, and say what
-    happened, line by line."""
-    from ..config import build_pipeline
-
-    exporter, provider = _span_recorder()
-    pipe = build_pipeline(
-        config,
-        base_dir=base_dir,
-        source=file,
-        tracing="interceptor" if provider is not None else None,
-        tracer_provider=provider,
-    )
+    """Enter the pipeline (process hooks start), make the call, and say what happened,
+    line by line."""
     events: list[Any] = []
     pipe.subscribe(
         events.append,
@@ -128,8 +123,6 @@ async def _one_call(
     decided = result.details.get("decided_by")
     by = f" (decided by {decided})" if decided else ""
     lines.append(f"result: {result.status}{by} {output}")
-    if provider is not None:
-        provider.shutdown()
     return lines
 
 

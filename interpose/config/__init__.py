@@ -10,9 +10,13 @@ was expected (``interpose.toml: hooks.processes.gate.priority: expected int, got
    regexes compile, tool matchers match a tool, plugins are installed) is checked by
    building the stack once, without opening files or exporters, into a scratch pipeline.
 
-``build_pipeline`` then builds the real ``Pipeline``; ``Pipeline.from_config(path)`` does
-both.  Relative paths (commands, ``cwd``, the audit log) resolve against the directory of
-the config file.  Durations in the file are integer milliseconds (``*_ms``).
+``build_pipeline`` then builds the real ``Pipeline``, checking the same way as it builds
+(once: the audit log is opened and the plugins called only when everything else passed);
+``pipeline_from_file(path)`` reads and builds in one pass (``Pipeline.from_config(path)``).
+``load_config`` is for checking a file without building it (``interpose check`` uses
+``describe``, which checks as it builds, also once).  Relative paths (commands, ``cwd``,
+the audit log) resolve against the directory of the config file.  Durations in the file
+are integer milliseconds (``*_ms``).
 
 The modules, one concern each:
 
@@ -21,7 +25,9 @@ The modules, one concern each:
   ``decode_config``); ``picoclaw``: PicoClaw's forms rewritten to interpose's before
   decoding (a Claude Code settings file is recognised by ``interpose.middleware.claude_code``);
 - ``explain``: ``ConfigFileError`` and msgspec's errors rewritten as field paths;
-- ``building``: the pipeline a config describes (``build_pipeline``, ``describe``);
+- ``building``: the pipeline a config describes (``build_pipeline``, ``describe``), its
+  steps by concept in ``_builtins`` (guards, policies), ``_hooks`` (process and command
+  hooks), ``_observers`` (observers, export) over ``_builder`` (what they share);
 - ``reference``: docs/config.md's reference, generated from the schema (a test keeps the
   page up to date).
 """
@@ -33,7 +39,7 @@ from __future__ import annotations
 from ..adapters.mcp.config import McpConfig
 from .building import Built, build_pipeline, describe
 from .explain import ConfigFileError
-from .loading import decode_config, load_config, parse_config
+from .loading import decode_config, load_config, parse_config, pipeline_from_file
 from .reference import reference
 from .schema import (
     AuditConfig,
@@ -109,5 +115,6 @@ __all__ = [
     "describe",
     "load_config",
     "parse_config",
+    "pipeline_from_file",
     "reference",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -97,6 +97,7 @@ class BuilderBase:
         run_plugins: bool,
         tracing: TracingLevel | None = None,
         tracer_provider: TracerProvider | None = None,
+        observers: bool = True,
     ) -> None:
         self.config = config
         self.base_dir = base_dir
@@ -105,7 +106,13 @@ class BuilderBase:
         self.run_plugins = run_plugins
         self.tracing = tracing
         self.tracer_provider = tracer_provider
+        self.attach_observers = observers
         self.claude_mapping: ToolMapping | None = None
+        # what runs once every value is checked (opening the audit log, calling the
+        # plugins), and how to undo what a build started when it fails: so a config is
+        # built once, and a rejected one leaves nothing open or running
+        self.deferred: list[Callable[[], None]] = []
+        self.started: list[Callable[[], object]] = []
 
     def fail(self, field: str, problem: str) -> NoReturn:
         raise ConfigFileError(self.source, field, problem)

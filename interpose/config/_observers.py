@@ -23,7 +23,8 @@ __all__ = ["FlushSpans", "ObserverSteps"]
 
 
 class ObserverSteps(BuilderBase):
-    """Subscribes the observers a config describes (stand-ins when ``dry``)."""
+    """Subscribes the observers a config describes (stand-ins when ``dry``; none, only
+    checked, without ``attach_observers``)."""
 
     def observers(self, pipe: Pipeline, observers: ObserversConfig) -> None:
         if observers.audit is not None and observers.audit.enabled:
@@ -34,7 +35,9 @@ class ObserverSteps(BuilderBase):
             if path.is_dir():
                 self.fail("observers.audit.path", f"{path} is a directory")
             name = f"audit-log {path}"
-            if audit.record_args or audit.record_llm or audit.record_messages:
+            if not self.attach_observers:
+                pass  # checked; nothing recorded or written
+            elif audit.record_args or audit.record_llm or audit.record_messages:
                 from ..observers.recording import CallRecorder
 
                 with self.at("observers.audit"):
@@ -46,20 +49,23 @@ class ObserverSteps(BuilderBase):
                     ).install(pipe)
             if self.dry:
                 pipe.subscribe(_stand_in, events=audit.events, name=name)
-            else:
-                with self.at("observers.audit"):
-                    sink = _AuditSink(path, audit.max_bytes or None, audit.backups)
+            elif self.attach_observers:
+                sink = _AuditSink(path, audit.max_bytes or None, audit.backups)
                 pipe.subscribe(sink, events=audit.events, overflow="block", name=name)
                 pipe.add_service(sink)
+                self.deferred.append(lambda: self.open_audit(sink))
         if observers.logging is not None and observers.logging.enabled:
             from ..observers.logs import LoggingObserver
 
             table = observers.logging
             with self.at("observers.logging.level"):
                 observer = LoggingObserver(table.logger, level=table.level, content=table.content)
-            observer.attach(pipe, events=table.events)
+            if self.attach_observers:
+                observer.attach(pipe, events=table.events)
         if observers.metrics is not None and observers.metrics.enabled:
-            if self.dry:
+            if not self.attach_observers:
+                pass
+            elif self.dry:
                 pipe.subscribe(_stand_in, name="metrics")
             else:
                 from ..observers.metrics import MetricsObserver
@@ -68,6 +74,12 @@ class ObserverSteps(BuilderBase):
 
         if observers.redis is not None and observers.redis.enabled:
             self.redis(pipe, observers.redis)
+
+    def open_audit(self, sink: _AuditSink) -> None:
+        """Open the audit log (a deferred step: once the whole config is checked)."""
+        with self.at("observers.audit"):
+            sink.open()
+        self.started.append(sink.log.close)
 
     def redis(self, pipe: Pipeline, table: RedisConfig) -> None:
         """``[observers.redis]``: a ``RedisStreamPublisher`` attached to ``pipe`` (when
@@ -80,6 +92,8 @@ class ObserverSteps(BuilderBase):
                 _check_url(table.url)
         except ImportError:  # pragma: no cover - depends on the install
             self.fail("observers.redis", "needs redis-py: pip install 'interpose[redis]'")
+        if not self.attach_observers:
+            return
         if self.dry:
             pipe.subscribe(_stand_in, events=table.events, overflow=table.overflow, name=name)
             return
@@ -104,14 +118,12 @@ class ObserverSteps(BuilderBase):
             url = resolve_endpoint(table.endpoint, table.protocol)
         wire = "OTLP/HTTP" if table.protocol == "http" else "OTLP/gRPC"
         described = f"{url} ({wire}, service.name={table.service_name})"
-        if self.dry:
-            if importlib.util.find_spec("opentelemetry.sdk") is None:
-                self.fail(
-                    "observers.otlp",
-                    "exporting spans needs the OpenTelemetry SDK: pip install 'interpose[otlp]'",
-                )
-            return None, described
-        if describe_only:
+        if importlib.util.find_spec("opentelemetry.sdk") is None:
+            self.fail(
+                "observers.otlp",
+                "exporting spans needs the OpenTelemetry SDK: pip install 'interpose[otlp]'",
+            )
+        if self.dry or describe_only:
             return None, described
         with self.at("observers.otlp"):
             try:
@@ -125,6 +137,7 @@ class ObserverSteps(BuilderBase):
                 )
             except ImportError as exc:
                 raise ConfigError(str(exc)) from None
+        self.started.append(provider.shutdown)  # when a later value is rejected
         return provider, described
 
 
@@ -134,7 +147,9 @@ def _stand_in(event: object) -> None:
 
 class _AuditSink:
     """The audit log of a config: subscribed once, its file open while the pipeline is
-    entered (and from build time, so that a bad path fails the build)."""
+    entered (and from the end of the build, so that a bad path fails the build)."""
+
+    log: AuditLog
 
     def __init__(self, path: Path, max_bytes: int | None, backups: int) -> None:
         from ..observers.audit import AuditLog
@@ -142,6 +157,8 @@ class _AuditSink:
         self._make: Callable[[], AuditLog] = lambda: AuditLog(
             path, max_bytes=max_bytes, backups=backups
         )
+
+    def open(self) -> None:
         self.log = self._make()
 
     def __call__(self, event: Any, /) -> None:

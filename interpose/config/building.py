@@ -33,8 +33,10 @@ def build_pipeline(
     source: str = "<config>",
     tracing: TracingLevel | None = None,
     tracer_provider: TracerProvider | None = None,
+    observers: bool = True,
 ) -> Pipeline:
-    """Build the pipeline a config describes.
+    """Build the pipeline a config describes, once: every value is checked before the
+    audit log is opened or a plugin called, and a rejected config leaves nothing open.
 
     Order of registration (it decides the order of interceptors with equal priority):
     the guards, the policies, the process hooks and the command hooks in file order,
@@ -49,6 +51,8 @@ def build_pipeline(
         source: the file name errors are reported under.
         tracing: overrides ``[tracing] level``.
         tracer_provider: trace to this provider (overrides ``[observers.otlp]``).
+        observers: attach ``[observers]`` (False: check their tables, attach none, as a
+            replay does: it writes no audit log and exports nothing).
 
     Raises:
         ConfigFileError: a value is rejected (a command that does not exist, a regex that
@@ -64,6 +68,7 @@ def build_pipeline(
         run_plugins=True,
         tracing=tracing,
         tracer_provider=tracer_provider,
+        observers=observers,
     )
     built = builder.build()
     for note in built.notes:
@@ -100,6 +105,19 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps):
     # -- the whole stack ----------------------------------------------------------------
 
     def build(self) -> Built:
+        """The stack, checked as it is built; then the deferred steps (the audit log
+        opened, the plugins called).  On a failure, what was started is undone."""
+        try:
+            built = self.stack()
+            for step in self.deferred:
+                step()
+        except BaseException:
+            for undo in reversed(self.started):
+                undo()
+            raise
+        return built
+
+    def stack(self) -> Built:
         from ..pipeline.pipeline import Pipeline
 
         config = self.config
@@ -174,5 +192,10 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps):
             plugin = load_plugin(name)
         if self.run_plugins:
             options = {key: value for key, value in table.items() if key != "enabled"}
-            with self.at(where):
-                apply_plugin(name, plugin, pipe, options)
+
+            def apply() -> None:
+                with self.at(where):
+                    apply_plugin(name, plugin, pipe, options)
+
+            # called once every plugin is found and every other value checked
+            self.deferred.append(apply)

@@ -66,18 +66,14 @@ def build_candidate(config_path: str | os.PathLike[str]) -> tuple[Pipeline, Prob
     Raises:
         ConfigError: the file is invalid (the message names the field).
     """
-    from ..config import build_pipeline, load_config
-    from ..config.schema import ObserversConfig
+    from ..config import pipeline_from_file
 
-    config = load_config(config_path)
-    config = msgspec.structs.replace(config, observers=ObserversConfig())
     probe = ProbeProvider()
-    pipe = build_pipeline(
-        config,
-        base_dir=os.path.dirname(os.path.abspath(config_path)),
-        source=os.fspath(config_path),
+    pipe = pipeline_from_file(
+        config_path,
         tracing="interceptor",
         tracer_provider=probe,  # no span is exported: a replay only reads decisions
+        observers=False,  # checked, not attached
     )
     return pipe, probe
 
