@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 from ..bus.fleet_cli import add_parsers as add_fleet_parsers
 from ..errors import UsageError
+from ..observers.audit import AuditLog
 from . import bench, check, demo, hook_test, mcp_proxy, replay
 
 __all__ = ["main", "parser"]
@@ -47,8 +49,9 @@ def parser() -> argparse.ArgumentParser:
     replay.add_parser(sub)
     mcp_proxy.add_parser(sub)
     # tail and audit: their parser is built beside what they run, in the bus layer
-    # (``interpose.bus.fleet_cli.add_parsers`` is a public name; see that module)
-    add_fleet_parsers(sub)
+    # (``interpose.bus.fleet_cli.add_parsers`` is a public name; see that module), which
+    # gets the audit log writer of the observers layer from here
+    add_fleet_parsers(sub, open_log=partial(AuditLog, max_bytes=None))
     return top
 
 

@@ -95,7 +95,7 @@ def run_check(args: argparse.Namespace) -> int:
     Exits 0 when the file is valid, 1 (each problem on a line of stderr) when it is not,
     2 when there is no such file.
     """
-    from ..adapters.mcp.config import check_servers
+    from ..config.mcp import check_servers
 
     existing(args.file)
     loaded = _load(args.file)
@@ -116,7 +116,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _server_lines(config: Config, base_dir: Path) -> list[str]:
     """The MCP servers of ``interpose mcp-proxy``, each with how it is reached."""
-    from ..adapters.mcp.config import describe_server
+    from ..config.mcp import describe_server
 
     servers = config.mcp.servers
     if not servers:

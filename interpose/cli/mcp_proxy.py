@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
 def _add_command_line_server(args: argparse.Namespace, command: list[str], config: Config) -> str:
     """Add the server of ``-- COMMAND`` or ``--upstream-url`` to ``config``'s servers;
     what is wrong ("" when nothing is)."""
-    from ..adapters.mcp.config import McpServerConfig, server_key
+    from ..config.mcp import McpServerConfig, server_key
 
     if command or args.upstream_url:
         name = args.name or (_default_name(command) if command else "upstream")

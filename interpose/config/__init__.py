@@ -21,6 +21,7 @@ are integer milliseconds (``*_ms``).
 The modules, one concern each:
 
 - ``schema``: the structs, one per table (a new section of the file goes there);
+  ``mcp``: the ``[mcp]`` table (the servers of ``interpose mcp-proxy``) and its checks;
 - ``loading``: reading and decoding a file (``load_config``, ``parse_config``,
   ``decode_config``); ``picoclaw``: PicoClaw's forms rewritten to interpose's before
   decoding (a Claude Code settings file is recognised by ``interpose.middleware.claude_code``);
@@ -34,12 +35,10 @@ The modules, one concern each:
 
 from __future__ import annotations
 
-# importable from here since config was one module, though not in __all__: the
-# type aliases and the command-hook filter tables (``X as X`` re-exports them)
-from ..adapters.mcp.config import McpConfig
 from .building import Built, build_pipeline, describe
 from .explain import ConfigFileError
 from .loading import decode_config, load_config, parse_config, pipeline_from_file
+from .mcp import McpConfig
 from .reference import reference
 from .schema import (
     AuditConfig,
@@ -65,6 +64,9 @@ from .schema import (
     ToolFilterConfig,
     TracingConfig,
 )
+
+# importable from here since config was one module, though not in __all__: the
+# type aliases and the command-hook filter tables (``X as X`` re-exports them)
 from .schema import (
     CommandEvent as CommandEvent,
 )
