@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from interpose.cli import _parser
+from interpose.cli._main import parser as _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -249,7 +249,7 @@ def test_bench_runs_from_an_installed_wheel_in_any_directory(tmp_path: Path) -> 
     elsewhere.mkdir()
     env = dict(os.environ, PYTHONPATH=str(site))
     where = subprocess.run(
-        [sys.executable, "-c", "import interpose.cli as c; print(c._find_benchmarks())"],
+        [sys.executable, "-c", "import interpose.cli.bench as c; print(c.find_benchmarks())"],
         cwd=elsewhere,
         env=env,
         capture_output=True,

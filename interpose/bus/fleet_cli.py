@@ -13,6 +13,10 @@ format of ``interpose.observers.AuditLog``.  Run again, it goes on where it stop
 Both check their arguments, then PING Redis, before they print or create anything: a
 bad argument is one line and exit 2, a Redis that does not answer one line naming its
 URL and exit 1 (``EXIT_CODES``).
+
+The ``interpose`` command (``interpose.cli``) adds these two subcommands with
+``add_parsers``, passing the audit log writer (``AuditLog``, of the observers layer):
+this module is of the bus layer and imports nothing above it.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import UsageError
 
@@ -44,8 +50,30 @@ EXIT_CODES = """exit codes:
 _COLUMNS = (("time", 12), ("agent", 14), ("tool", 16), ("decision", 10), ("duration", 10))
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``tail`` and ``audit`` subcommands."""
+class EventLog(Protocol):
+    """What ``interpose audit`` appends events to (``interpose.observers.AuditLog``): a
+    callable taking an event, closed when the ``with`` block ends."""
+
+    def __call__(self, event: Event, /) -> None: ...
+
+    def __enter__(self) -> EventLog: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    open_log: Callable[[Path], EventLog] | None = None,
+) -> None:
+    """The ``tail`` and ``audit`` subcommands.  ``open_log`` opens (creates) the file
+    ``audit`` appends to, e.g. ``partial(AuditLog, max_bytes=None)``; without it
+    ``audit`` refuses to run."""
     tail = sub.add_parser(
         "tail",
         help="print what a fleet's agents do, from a Redis Stream, as a live table",
@@ -89,7 +117,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="this consumer's name in the group (default: audit:<host>); keep it stable so "
         "that a restart finds what it had read and not acked",
     )
-    audit.set_defaults(func=run_audit)
+    audit.set_defaults(func=run_audit, open_log=open_log)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -179,8 +207,9 @@ def run_audit(args: argparse.Namespace) -> int:
     2 on a bad argument or an output file that cannot be opened (``EXIT_CODES``).  The
     file is opened (created) only once Redis answered; a run that failed before it
     appended anything removes the file it created."""
-    from ..observers.audit import AuditLog
-
+    open_log: Callable[[Path], EventLog] | None = getattr(args, "open_log", None)
+    if open_log is None:
+        raise UsageError("no audit log writer: add_parsers(sub, open_log=...) passes one")
     out = _out_path(args.out)
     consumer = _consumer(
         args, args.group, args.consumer or f"audit:{socket.gethostname()}", dedup=True
@@ -188,7 +217,7 @@ def run_audit(args: argparse.Namespace) -> int:
     _ping(consumer.url)
     created = not out.exists()
     try:
-        log = AuditLog(out, max_bytes=None)
+        log = open_log(out)
     except OSError as exc:
         raise UsageError(f"--out: {exc}") from None
     with log:

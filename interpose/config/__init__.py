@@ -10,30 +10,35 @@ was expected (``interpose.toml: hooks.processes.gate.priority: expected int, got
    regexes compile, tool matchers match a tool, plugins are installed) is checked by
    building the stack once, without opening files or exporters, into a scratch pipeline.
 
-``build_pipeline`` then builds the real ``Pipeline``; ``Pipeline.from_config(path)`` does
-both.  Relative paths (commands, ``cwd``, the audit log) resolve against the directory of
-the config file.  Durations in the file are integer milliseconds (``*_ms``).
+``build_pipeline`` then builds the real ``Pipeline``, checking the same way as it builds
+(once: the audit log is opened and the plugins called only when everything else passed);
+``pipeline_from_file(path)`` reads and builds in one pass (``Pipeline.from_config(path)``).
+``load_config`` is for checking a file without building it (``interpose check`` uses
+``describe``, which checks as it builds, also once).  Relative paths (commands, ``cwd``,
+the audit log) resolve against the directory of the config file.  Durations in the file
+are integer milliseconds (``*_ms``).
 
 The modules, one concern each:
 
 - ``schema``: the structs, one per table (a new section of the file goes there);
+  ``mcp``: the ``[mcp]`` table (the servers of ``interpose mcp-proxy``) and its checks;
 - ``loading``: reading and decoding a file (``load_config``, ``parse_config``,
   ``decode_config``); ``picoclaw``: PicoClaw's forms rewritten to interpose's before
   decoding (a Claude Code settings file is recognised by ``interpose.middleware.claude_code``);
 - ``explain``: ``ConfigFileError`` and msgspec's errors rewritten as field paths;
-- ``building``: the pipeline a config describes (``build_pipeline``, ``describe``);
+- ``building``: the pipeline a config describes (``build_pipeline``, ``describe``), its
+  steps by concept in ``_builtins`` (guards, policies), ``_hooks`` (process and command
+  hooks), ``_observers`` (observers, export) over ``_builder`` (what they share);
 - ``reference``: docs/config.md's reference, generated from the schema (a test keeps the
   page up to date).
 """
 
 from __future__ import annotations
 
-# importable from here since config was one module, though not in __all__: the
-# type aliases and the command-hook filter tables (``X as X`` re-exports them)
-from ..adapters.mcp.config import McpConfig
 from .building import Built, build_pipeline, describe
 from .explain import ConfigFileError
-from .loading import decode_config, load_config, parse_config
+from .loading import decode_config, load_config, parse_config, pipeline_from_file
+from .mcp import McpConfig
 from .reference import reference
 from .schema import (
     AuditConfig,
@@ -59,6 +64,9 @@ from .schema import (
     ToolFilterConfig,
     TracingConfig,
 )
+
+# importable from here since config was one module, though not in __all__: the
+# type aliases and the command-hook filter tables (``X as X`` re-exports them)
 from .schema import (
     CommandEvent as CommandEvent,
 )
@@ -109,5 +117,6 @@ __all__ = [
     "describe",
     "load_config",
     "parse_config",
+    "pipeline_from_file",
     "reference",
 ]

@@ -51,7 +51,7 @@ class _Step:
         self.name = name
 
 
-def _explain(error: str, data: Any, table: str) -> tuple[str, str]:
+def explain_error(error: str, data: Any, table: str) -> tuple[str, str]:
     """(field path, problem) for a msgspec validation error about ``data``."""
     match = _AT.match(error)
     # msgspec locates nothing at the top level itself ("$" is implied)
@@ -117,7 +117,7 @@ def _locate(raw: str, data: Any) -> tuple[list[_Step], Any, Any]:
     return steps, _concrete(typ, value), value
 
 
-def _strip(typ: Any) -> Any:
+def strip_annotations(typ: Any) -> Any:
     while _origin(typ) is Annotated:
         typ = get_args(typ)[0]
     return typ
@@ -125,10 +125,10 @@ def _strip(typ: Any) -> Any:
 
 def _concrete(typ: Any, value: Any) -> Any:
     """``typ`` without Annotated, and of a union the member ``value`` was meant as."""
-    typ = _strip(typ)
+    typ = strip_annotations(typ)
     args = get_args(typ)
     if _origin(typ) is Union or isinstance(typ, types.UnionType):
-        members = [_strip(a) for a in args if a is not type(None)]
+        members = [strip_annotations(a) for a in args if a is not type(None)]
         for member in members:
             if isinstance(value, dict) and (_is_struct(member) or _origin(member) is dict):
                 return member
@@ -204,7 +204,7 @@ def _problem(message: str, typ: Any, value: Any, table: str, *, what: str = "val
 
     enum = re.fullmatch(r"Invalid enum value (.*)", message)
     if enum is not None:
-        choices = _literal_values(typ)
+        choices = literal_values(typ)
         if choices:
             return f"expected one of {', '.join(map(repr, choices))}, got {enum.group(1)}"
         return f"invalid value {enum.group(1)}"
@@ -217,12 +217,12 @@ def _problem(message: str, typ: Any, value: Any, table: str, *, what: str = "val
     return text
 
 
-def _literal_values(typ: Any) -> tuple[Any, ...]:
-    typ = _strip(typ)
+def literal_values(typ: Any) -> tuple[Any, ...]:
+    typ = strip_annotations(typ)
     if _origin(typ) is Literal:
         return get_args(typ)
     for member in get_args(typ):  # e.g. Literal[...] | None
-        values = _literal_values(member)
+        values = literal_values(member)
         if values:
             return values
     return ()
@@ -233,5 +233,5 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _key(name: str) -> str:
+def field_key(name: str) -> str:
     return name if _BARE_KEY.fullmatch(name) else json.dumps(name)

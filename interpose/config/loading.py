@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -15,10 +15,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found]
 
-from .building import _Builder
-from .explain import ConfigFileError, _explain
+from .building import Builder, build_pipeline
+from .explain import ConfigFileError, explain_error
 from .picoclaw import _picoclaw
 from .schema import Config, HooksConfig
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from ..pipeline.pipeline import Pipeline
+    from ..pipeline.tracing import TracingLevel
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
@@ -35,8 +41,36 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     """
     file = os.fspath(path)
     config = parse_config(file)
-    _Builder(config, Path(file).resolve().parent, file, dry=True, run_plugins=False).build()
+    Builder(config, Path(file).resolve().parent, file, dry=True, run_plugins=False).build()
     return config
+
+
+def pipeline_from_file(
+    path: str | os.PathLike[str],
+    *,
+    tracing: TracingLevel | None = None,
+    tracer_provider: TracerProvider | None = None,
+    observers: bool = True,
+) -> Pipeline:
+    """Read a config file and build the pipeline it describes, building it once
+    (``Pipeline.from_config(path)``): the checks of ``load_config`` are those of the
+    build, made before the audit log is opened or a plugin called.  Relative commands
+    and paths resolve against the file's directory.  The keywords are
+    ``build_pipeline``'s.
+
+    Raises:
+        ConfigFileError: as ``load_config``; the message names the file, the field and
+            what was expected.
+    """
+    file = os.fspath(path)
+    return build_pipeline(
+        parse_config(file),
+        base_dir=os.path.dirname(os.path.abspath(file)),
+        source=file,
+        tracing=tracing,
+        tracer_provider=tracer_provider,
+        observers=observers,
+    )
 
 
 def parse_config(path: str | os.PathLike[str]) -> Config:
@@ -91,7 +125,7 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
     try:
         config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
-        field, problem = _explain(str(exc), data, table)
+        field, problem = explain_error(str(exc), data, table)
         for flat, nested in moved.items():  # a key that came from a builtin's `config`
             if field == flat or field.startswith((flat + ".", flat + "[")):
                 field = nested + field[len(flat) :]

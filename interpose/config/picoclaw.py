@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .explain import ConfigFileError, _key
-from .schema import BuiltinsConfig, Config, _fields_of
+from .explain import ConfigFileError
+from .explain import field_key as _key
+from .schema import BuiltinsConfig, Config
+from .schema import fields_of as _fields_of
 
 _PICOCLAW_PROCESS_KEYS = ("transport", "dir", "trusted")
 

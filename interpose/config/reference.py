@@ -11,7 +11,7 @@ from typing import get_origin as _origin
 import msgspec
 
 from ..bus.events import EVENT_KINDS, EventKind
-from .explain import _literal_values, _strip
+from .explain import literal_values, strip_annotations
 from .schema import Config
 
 
@@ -141,7 +141,7 @@ def _type_name(t: msgspec.inspect.Type, annotation: Any = None) -> str:
         members = [m for m in t.types if not isinstance(m, msgspec.inspect.NoneType)]
         return " or ".join(_type_name(m, annotation) for m in members)
     if isinstance(t, msgspec.inspect.LiteralType):
-        values = _literal_values(annotation) or t.values
+        values = literal_values(annotation) or t.values
         if set(values) == EVENT_KINDS:
             return "event kind"
         return " \\| ".join(f'`"{v}"`' for v in values)
@@ -172,10 +172,10 @@ def _type_name(t: msgspec.inspect.Type, annotation: Any = None) -> str:
 
 def _item_annotation(annotation: Any) -> Any:
     """The item type of a ``list[...]`` annotation (through Annotated and Optional)."""
-    annotation = _strip(annotation)
+    annotation = strip_annotations(annotation)
     if _origin(annotation) is list:
         return get_args(annotation)[0]
     for member in get_args(annotation):
-        if _origin(_strip(member)) is list:
-            return get_args(_strip(member))[0]
+        if _origin(strip_annotations(member)) is list:
+            return get_args(strip_annotations(member))[0]
     return None

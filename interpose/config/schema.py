@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
-from ..adapters.mcp.config import McpConfig
 from ..bus.events import EventKind
+from .mcp import McpConfig
 
 
 def _doc(text: str, **constraints: Any) -> msgspec.Meta:
@@ -509,7 +509,7 @@ class Config(_Table, dict=True):
         _notes = ()
 
 
-def _fields_of(cls: type[msgspec.Struct]) -> list[msgspec.inspect.Field]:
+def fields_of(cls: type[msgspec.Struct]) -> list[msgspec.inspect.Field]:
     info = msgspec.inspect.type_info(cls)
     assert isinstance(info, msgspec.inspect.StructType)
     return list(info.fields)

@@ -905,12 +905,9 @@ class Pipeline:
                 what was expected (``interpose.toml: hooks.processes.gate.priority:
                 expected int, got str``).
         """
-        from ..config import build_pipeline, load_config
+        from ..config import pipeline_from_file
 
-        config = load_config(path)
-        return build_pipeline(
-            config, base_dir=os.path.dirname(os.path.abspath(path)), source=os.fspath(path)
-        )
+        return pipeline_from_file(path)
 
 
 # -- helpers ------------------------------------------------------------------------------

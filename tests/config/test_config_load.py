@@ -258,6 +258,35 @@ async def test_the_audit_log_records_while_entered_and_closes_on_exit(tmp_path: 
     ] * 2
 
 
+def test_from_config_builds_the_stack_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interpose.config.building import Builder
+
+    stacks: list[bool] = []
+    build = Builder.stack
+
+    def counted(self: Builder) -> Any:
+        stacks.append(self.dry)
+        return build(self)
+
+    monkeypatch.setattr(Builder, "stack", counted)
+    path = write_config(tmp_path, "[hooks.builtins.loop-guard]\nmax_repeats = 3\n")
+    pipe = Pipeline.from_config(path)
+    assert stacks == [False]  # one real build, no dry check before it
+    assert "builtin:loop-guard" in ids(pipe, "tool.before")
+
+
+def test_a_rejected_config_opens_no_audit_log(tmp_path: Path) -> None:
+    from interpose.errors import ConfigError
+
+    path = write_config(
+        tmp_path,
+        '[observers.audit]\npath = "audit.jsonl"\n[plugins.no-such-plugin-of-interpose]\n',
+    )
+    with pytest.raises(ConfigError, match=r"plugins\.no-such-plugin-of-interpose"):
+        Pipeline.from_config(path)
+    assert not (tmp_path / "audit.jsonl").exists()  # checked before anything is opened
+
+
 async def test_the_logging_observer_logs_what_the_file_selects(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from interpose.cli import _unreachable
+from interpose.cli.demo import unreachable as _unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBPROCESS_TIMEOUT = 60  # s

@@ -372,7 +372,7 @@ def test_an_unrecorded_log_is_counted_turn_by_turn(tmp_path: Path) -> None:
 def test_without_turn_events_what_waits_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("interpose.replay.PENDING_LIMIT", 20)
+    monkeypatch.setattr("interpose.replay._log.PENDING_LIMIT", 20)
     reader = Watched(plain_turns(tmp_path, 300, turn_events=False))
     assert b"turn_ended" not in Path(reader.paths[0]).read_bytes()
     assert list(reader) == []

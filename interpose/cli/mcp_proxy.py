@@ -1,23 +1,23 @@
-"""``interpose mcp-proxy``: build the pipeline and the proxy from the command line and the
-config file, then serve MCP on stdio or streamable HTTP."""
+"""``interpose mcp-proxy``: its arguments; the pipeline and the proxy built from the command
+line and the config file, then run by ``interpose.adapters.mcp.launch`` (stdio or
+streamable HTTP)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import importlib.util
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._common import Subparsers
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 __all__ = ["add_parser", "run"]
 
-log = logging.getLogger("interpose.mcp")
-
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-EXIT_UPSTREAM = 1  # an upstream did not start, or died during its handshake
 DESCRIPTION = """\
 Put interpose's pipeline between an MCP client and its MCP servers: the client starts
 the proxy instead of the server, the proxy starts the server (-- COMMAND) or connects
@@ -63,7 +63,7 @@ def _size(text: str) -> int:
     return int(digits) * unit
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subparsers) -> None:
     """The ``mcp-proxy`` subcommand."""
     proxy = sub.add_parser(
         "mcp-proxy",
@@ -130,18 +130,9 @@ def _default_name(command: list[str]) -> str:
     return Path(command[0]).stem or "upstream"
 
 
-def _uvloop(choice: str) -> bool | None:
-    """Whether to run on uvloop; None: ``--loop uvloop`` but it is not installed."""
-    if choice == "asyncio" or sys.platform == "win32":
-        return False
-    found = importlib.util.find_spec("uvloop") is not None
-    if choice == "uvloop" and not found:
-        return None
-    return found
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run the proxy until the client disconnects (stdio) or the process is stopped.
+    """Build the pipeline and the proxy from the command line and the config file, then
+    run the proxy until the client disconnects (stdio) or the process is stopped.
 
     Exits 2 on a usage or config error, 1 when an upstream did not start (both said
     in one line on stderr), 0 otherwise.
@@ -154,12 +145,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    import anyio
-
-    from ...config import Config, build_pipeline, parse_config
-    from ...errors import ConfigError, UsageError
-    from .config import McpServerConfig, server_key
-    from .proxy import McpProxy, UpstreamError, UpstreamSpec, stderr_logging
+    from ..adapters.mcp.launch import find_uvloop, run_proxy
+    from ..adapters.mcp.proxy import McpProxy, UpstreamSpec, stderr_logging
+    from ..config import Config, build_pipeline, parse_config
+    from ..errors import ConfigError, UsageError
 
     try:
         stderr_logging(args.log_level, args.log_file)
@@ -177,17 +166,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
         return 2
     base_dir = Path(args.config).resolve().parent if args.config else Path.cwd()
-    if command or args.upstream_url:
-        name = args.name or (_default_name(command) if command else "upstream")
-        if any(server_key(name) == server_key(known) for known in config.mcp.servers):
-            return _usage(f"--name {name}: {args.config} has this server already; choose another")
-        config.mcp.servers[name] = (
-            McpServerConfig(url=args.upstream_url)
-            if args.upstream_url
-            else McpServerConfig(command=command[0], args=command[1:], cwd=str(Path.cwd()))
-        )
-    if not config.mcp.servers:
-        return _usage("no upstream: give -- COMMAND, --upstream-url or [mcp.servers] in --config")
+    problem = _add_command_line_server(args, command, config)
+    if problem:
+        return _usage(problem)
     try:
         pipe = build_pipeline(config, base_dir=base_dir, source=args.config or "<command line>")
     except ConfigError as exc:
@@ -200,70 +181,29 @@ def run(args: argparse.Namespace) -> int:
         for name, table in config.mcp.servers.items()
     ]
     proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
-    listen = args.listen
-
-    async def serve() -> None:
-        if listen is None:
-            await proxy.serve_stdio()
-            return
-        host, _, port = listen.rpartition(":")
-        await proxy.serve_http(
-            host or "127.0.0.1",
-            int(port),
-            ready=lambda url: print(
-                f"interpose mcp-proxy: serving MCP on {url}", file=sys.stderr, flush=True
-            ),
-        )
-
-    async def main() -> None:
-        loop = type(asyncio.get_running_loop())
-        log.info("event loop: %s.%s", loop.__module__, loop.__qualname__)
-        async with pipe, anyio.create_task_group() as tg:
-
-            async def stop_on_signal() -> None:
-                # SIGTERM/SIGINT: leave through the task groups, which stop the upstream
-                # servers (stdin closed, then their process groups terminated)
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        log.info("signal %d: stopping", signum)
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(stop_on_signal)
-            await serve()
-            tg.cancel_scope.cancel()
-
-    uvloop = _uvloop(args.loop)
+    uvloop = find_uvloop(args.loop)
     if uvloop is None:
         return _usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
-    try:
-        # uvloop: the loop's own work per relayed call (select, callbacks, pipe and
-        # socket transports) in C; a third less CPU per stdio call than asyncio's loop
-        anyio.run(main, backend_options={"use_uvloop": uvloop})
-    except KeyboardInterrupt:
-        pass
-    except Exception as exc:
-        failed = _found(exc, UpstreamError)
-        if failed is None:
-            failed = _found(exc, UsageError)  # (--listen: cannot listen)
-            if failed is None:
-                raise
-            raise failed from None
-        # an upstream did not start: the client's initialize got this error
-        print(f"interpose mcp-proxy: {failed}", file=sys.stderr)
-        return EXIT_UPSTREAM
-    return 0
+    return run_proxy(pipe, proxy, listen=args.listen, uvloop=uvloop)
 
 
-def _found(exc: BaseException, kind: type[Exception]) -> BaseException | None:
-    """``exc`` if it is a ``kind``, or the first ``kind`` in its exception groups."""
-    if isinstance(exc, kind):
-        return exc
-    for inner in getattr(exc, "exceptions", ()):
-        found = _found(inner, kind)
-        if found is not None:
-            return found
-    return None
+def _add_command_line_server(args: argparse.Namespace, command: list[str], config: Config) -> str:
+    """Add the server of ``-- COMMAND`` or ``--upstream-url`` to ``config``'s servers;
+    what is wrong ("" when nothing is)."""
+    from ..config.mcp import McpServerConfig, server_key
+
+    if command or args.upstream_url:
+        name = args.name or (_default_name(command) if command else "upstream")
+        if any(server_key(name) == server_key(known) for known in config.mcp.servers):
+            return f"--name {name}: {args.config} has this server already; choose another"
+        config.mcp.servers[name] = (
+            McpServerConfig(url=args.upstream_url)
+            if args.upstream_url
+            else McpServerConfig(command=command[0], args=command[1:], cwd=str(Path.cwd()))
+        )
+    if not config.mcp.servers:
+        return "no upstream: give -- COMMAND, --upstream-url or [mcp.servers] in --config"
+    return ""
 
 
 def _usage(message: str) -> int:
