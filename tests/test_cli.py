@@ -175,6 +175,32 @@ def test_bad_input_is_refused_without_a_traceback(
 
 
 @pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["demo", "--otlp-protocol", "x"],
+            "interpose demo: argument --otlp-protocol: invalid choice",
+        ),
+        (["replay"], "interpose replay: the following arguments are required: AUDIT.jsonl"),
+        (
+            ["check", "--no-such-flag", "x.toml"],
+            "interpose: unrecognized arguments: --no-such-flag",
+        ),
+        ([], "interpose: the following arguments are required: COMMAND"),
+    ],
+)
+def test_arguments_argparse_refuses_are_one_line_too(
+    argv: list[str], said: str, tmp_path: Path
+) -> None:
+    done = run(*argv, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(said), line
+    assert line.endswith(" --help")
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["demo", "--workdir", "{tmp}/file.txt"], "--workdir {tmp}/file.txt: not a directory"),

@@ -7,14 +7,23 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
+from typing import NoReturn, TypeAlias
 
 from ..errors import UsageError
 
-__all__ = ["Help", "Subparsers", "command", "existing", "positive", "usage"]
+__all__ = ["Help", "Parser", "Subparsers", "command", "existing", "positive", "usage"]
 
 #: what ``add_parser`` functions receive: the ``interpose`` parser's subcommands
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, refusing bad arguments in one line like every other bad input:
+    ``interpose demo: argument --otlp-protocol: invalid choice: 'x' (choose from 'http',
+    'grpc'); see interpose demo --help``, exit 2 (argparse prints the usage line first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 
 def usage(message: str) -> UsageError:

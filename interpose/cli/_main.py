@@ -13,6 +13,7 @@ from ..bus.fleet_cli import add_parsers as add_fleet_parsers
 from ..errors import UsageError
 from ..observers.audit import AuditLog
 from . import bench, check, demo, hook_test, mcp_proxy, replay
+from ._common import Parser
 
 __all__ = ["main", "parser"]
 
@@ -33,7 +34,7 @@ def version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     """The ``interpose`` command's parser, every subcommand in it."""
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="interpose",
         description="interpose: policy, telemetry and control between an AI agent and "
         "everything it touches. Bad input to any command: one line on stderr, exit code 2.",
