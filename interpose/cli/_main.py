@@ -8,12 +8,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from functools import partial
+from typing import cast
 
 from ..bus.fleet_cli import add_parsers as add_fleet_parsers
 from ..errors import UsageError
 from ..observers.audit import AuditLog
 from . import bench, check, demo, hook_test, mcp_proxy, replay
-from ._common import Parser
+from ._common import Parser, Subparsers
 
 __all__ = ["main", "parser"]
 
@@ -42,7 +43,8 @@ def parser() -> argparse.ArgumentParser:
         "docs/cli.md lists them all.",
     )
     top.add_argument("--version", action="version", version=f"interpose {version()}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # every subcommand's parser is a Parser too (argparse makes them of the top's class)
+    sub = cast(Subparsers, top.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     demo.add_parser(sub)
     bench.add_parser(sub)
     check.add_parsers(sub)  # check, init, schema
