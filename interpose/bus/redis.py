@@ -51,7 +51,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..pipeline.registry import is_async_callable
+from .._callables import is_async_callable
 from .events import Event, InterceptorFailed, decode_event, encode_event
 from .memory import Overflow, check_overflow, event_kinds
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from opentelemetry import metrics
     from redis.asyncio import Redis
 
-    from ..pipeline.pipeline import Pipeline
+    from .host import Host
     from .memory import Subscription
 
 __all__ = [
@@ -612,7 +612,7 @@ class RedisStreamPublisher:
 
     def attach(
         self,
-        pipe: Pipeline,
+        pipe: Host,
         *,
         events: Iterable[str] | None = None,
         buffer: int = 1024,
