@@ -93,7 +93,7 @@ class MetricsObserver:
     """
 
     def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
-        from .. import __version__
+        from .._version import __version__
 
         meter = metrics.get_meter("interpose", __version__, meter_provider=meter_provider)
         self.meter = meter

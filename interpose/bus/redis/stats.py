@@ -81,7 +81,7 @@ class FleetMetrics:
     def __init__(self, meter_provider: metrics.MeterProvider | None) -> None:
         from opentelemetry import metrics
 
-        from ... import __version__
+        from ..._version import __version__
 
         self.publishers: weakref.WeakSet[CountedPublisher] = weakref.WeakSet()
         self.consumers: weakref.WeakSet[CountedConsumer] = weakref.WeakSet()
