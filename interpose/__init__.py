@@ -4,6 +4,7 @@
 >>> pipe = interpose.Pipeline(builtins=False)
 """
 
+from ._version import __version__ as __version__
 from .bus.events import Event
 from .bus.memory import InMemoryBus, Subscription, SubscriptionStats
 from .errors import (
@@ -59,8 +60,6 @@ from .pipeline.redaction import Redactor
 from .pipeline.registry import Interceptor, Middleware, Registry
 from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
 from .pipeline.turn import Turn
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AbortTurn",

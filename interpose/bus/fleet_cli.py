@@ -283,10 +283,10 @@ def _ping(url: str) -> None:
     import anyio
     from redis.exceptions import RedisError
 
-    from .redis import _connect
+    from .redis.common import connect
 
     async def ping() -> None:
-        client = _connect(url, 2, 5.0)
+        client = connect(url, 2, 5.0)
         try:
             with anyio.fail_after(5.0):
                 await client.ping()
@@ -329,9 +329,9 @@ def _run(command: str, consumer: RedisStreamConsumer, follow: bool, temporary: s
 async def _destroy_group(consumer: RedisStreamConsumer, group: str) -> None:
     from redis.exceptions import RedisError
 
-    from .redis import _connect
+    from .redis.common import connect
 
-    client = _connect(consumer.url, 2, 5.0)
+    client = connect(consumer.url, 2, 5.0)
     try:
         await client.xgroup_destroy(consumer.stream, group)
     except (RedisError, OSError):

@@ -27,7 +27,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from ..pipeline.registry import is_async_callable
+from .._callables import is_async_callable
 from .events import EVENT_KINDS, Event
 
 __all__ = ["InMemoryBus", "Overflow", "Subscription", "SubscriptionStats"]

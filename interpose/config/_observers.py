@@ -84,12 +84,13 @@ class ObserverSteps(BuilderBase):
     def redis(self, pipe: Pipeline, table: RedisConfig) -> None:
         """``[observers.redis]``: a ``RedisStreamPublisher`` attached to ``pipe`` (when
         describing, a stand-in subscription of the same name and policy)."""
-        from ..bus.redis import RedisStreamPublisher, _check_url
+        from ..bus.redis import RedisStreamPublisher
+        from ..bus.redis.common import check_url
 
         name = f"redis {table.stream}"
         try:
             with self.at("observers.redis.url"):
-                _check_url(table.url)
+                check_url(table.url)
         except ImportError:  # pragma: no cover - depends on the install
             self.fail("observers.redis", "needs redis-py: pip install 'interpose[redis]'")
         if not self.attach_observers:

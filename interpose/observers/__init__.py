@@ -10,6 +10,9 @@ Ready-made observers, each with an ``attach(pipe)`` that subscribes it:
 - ``MetricsObserver``: tool-call, interceptor and bus-drop metrics through the
   OpenTelemetry metrics API.
 
+``attach`` takes any ``interpose.bus.host.Host`` (a ``Pipeline`` is one): observers sit
+below the pipeline and never import it.
+
 Each is imported on first use: ``import interpose.observers`` loads none of them, and
 only ``MetricsObserver`` loads the OpenTelemetry metrics API (never the SDK).
 """

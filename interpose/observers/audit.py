@@ -25,7 +25,7 @@ from ..bus.events import Event, encode_event
 
 if TYPE_CHECKING:
     from ..bus.memory import Subscription
-    from ..pipeline.pipeline import Pipeline
+    from .recording import RecordingHost
 
 __all__ = ["AuditLog"]
 
@@ -115,7 +115,7 @@ class AuditLog:
 
     def attach(
         self,
-        pipe: Pipeline,
+        pipe: RecordingHost,
         *,
         events: Iterable[str] | None = None,
         buffer: int = 1024,

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._locations import relative_location
 from ..bus.events import Event, InterceptorFailed, ToolExecEnd, ToolExecSkipped, TurnAborted
-from ..pipeline.failures import relative_location
 
 if TYPE_CHECKING:
+    from ..bus.host import Host
     from ..bus.memory import Overflow, Subscription
-    from ..pipeline.pipeline import Pipeline
 
 __all__ = ["LoggingObserver"]
 
@@ -184,7 +184,7 @@ class LoggingObserver:
 
     def attach(
         self,
-        pipe: Pipeline,
+        pipe: Host,
         *,
         events: Iterable[str] | None = None,
         buffer: int = 1024,

@@ -36,8 +36,8 @@ from opentelemetry import metrics
 from ..bus.events import Event, InterceptorFailed, ShadowDecision, ToolExecEnd
 
 if TYPE_CHECKING:
+    from ..bus.host import Host
     from ..bus.memory import InMemoryBus, Overflow, Subscription, SubscriptionStats
-    from ..pipeline.pipeline import Pipeline
 
 __all__ = ["METRIC_EVENTS", "MetricsObserver"]
 
@@ -93,7 +93,7 @@ class MetricsObserver:
     """
 
     def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
-        from .. import __version__
+        from .._version import __version__
 
         meter = metrics.get_meter("interpose", __version__, meter_provider=meter_provider)
         self.meter = meter
@@ -173,7 +173,7 @@ class MetricsObserver:
 
     def attach(
         self,
-        pipe: Pipeline,
+        pipe: Host,
         *,
         buffer: int = 1024,
         overflow: Overflow = "block",

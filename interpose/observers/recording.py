@@ -18,22 +18,52 @@ the call straight on.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from ..bus import events as ev
+from ..bus.host import Host
 from ..errors import AbortTurn, HardAbort
-from ..pipeline.context import LLMContext, ToolContext
+
+# the registration record a registry takes: the one name this module still needs from
+# the pipeline layer, until the registration records live below the observers
 from ..pipeline.registry import Middleware
 
-if TYPE_CHECKING:
-    from ..pipeline.pipeline import Pipeline
-    from ..pipeline.redaction import Redactor
+__all__ = ["RECORD_PRIORITY", "CallRecorder", "RecordingHost", "Redacting"]
 
-__all__ = ["RECORD_PRIORITY", "CallRecorder"]
+
+class Redacting(Protocol):
+    """What recording needs of a redaction (``interpose.pipeline.redaction.Redactor``)."""
+
+    mask: str
+
+    def redact(self, value: Any) -> Any: ...
+
+
+class Registrations(Protocol):
+    """Where the recording layers are registered (a pipeline's ``Registry``)."""
+
+    def add(self, reg: Middleware) -> object: ...
+
+    def remove(self, id: str) -> object: ...
+
+
+class RecordingHost(Host, Protocol):
+    """A pipeline, as the recording layers see it: a ``Host`` with a registry, a
+    redaction and ``emit`` (which stamps ``ts`` and ``seq`` and publishes)."""
+
+    @property
+    def registry(self) -> Registrations: ...
+
+    @property
+    def redactor(self) -> Redacting: ...
+
+    async def emit(
+        self, cls: type[Any], turn_id: str, agent_id: str, session_key: str, **fields: Any
+    ) -> None: ...
+
 
 #: the recording layers wrap every other layer: they see the call as the agent made it
 RECORD_PRIORITY = 1 << 40
@@ -60,7 +90,7 @@ class CallRecorder:
         results: bool = False,
         llm: bool = False,
         messages: bool = False,
-        redactor: Redactor | None = None,
+        redactor: Redacting | None = None,
     ) -> None:
         self.args = args
         self.results = results
@@ -85,7 +115,7 @@ class CallRecorder:
             if on
         )
 
-    def middleware(self, pipe: Pipeline) -> list[Middleware]:
+    def middleware(self, pipe: RecordingHost) -> list[Middleware]:
         """The recording layers for ``pipe``, ids ``audit:record:<stage>``."""
         redactor = self.redactor or pipe.redactor
         recorded = self.recorded
@@ -99,7 +129,7 @@ class CallRecorder:
             layers.append(_layer("params", _message_layer(pipe, redactor, recorded)))
         return layers
 
-    def install(self, pipe: Pipeline) -> list[Middleware]:
+    def install(self, pipe: RecordingHost) -> list[Middleware]:
         """Register the recording layers on ``pipe``; returns them.
 
         Raises:
@@ -152,7 +182,7 @@ def _unchanged(args: dict[str, Any], before: dict[str, Any]) -> bool:
 _MISSING = object()
 
 
-def _request(redactor: Redactor, request: Any) -> Any:
+def _request(redactor: Redacting, request: Any) -> Any:
     """An LLM request as recorded: redacted, and every header's value masked (the
     default keys know ``x-api-key`` and its kin, but a gateway's header can be named
     anything)."""
@@ -163,17 +193,14 @@ def _request(redactor: Redactor, request: Any) -> Any:
     return record
 
 
-async def _publish(pipe: Pipeline, ctx: Any, **fields: Any) -> None:
+async def _publish(pipe: RecordingHost, ctx: Any, **fields: Any) -> None:
     turn = ctx.turn
-    await pipe.bus.publish(
-        ev.CallRecorded(
-            ts=time.time_ns(),
-            seq=next(pipe._seq),
-            turn_id=turn.turn_id if turn is not None else "",
-            agent_id=turn.agent_id if turn is not None else getattr(ctx, "agent_id", ""),
-            session_key=turn.session_key if turn is not None else getattr(ctx, "session_key", ""),
-            **fields,
-        )
+    await pipe.emit(
+        ev.CallRecorded,
+        turn.turn_id if turn is not None else "",
+        turn.agent_id if turn is not None else getattr(ctx, "agent_id", ""),
+        turn.session_key if turn is not None else getattr(ctx, "session_key", ""),
+        **fields,
     )
 
 
@@ -202,9 +229,9 @@ async def _run_and_publish(
 
 
 def _tool_layer(
-    pipe: Pipeline, redactor: Redactor, results: bool, recorded: tuple[str, ...]
+    pipe: RecordingHost, redactor: Redacting, results: bool, recorded: tuple[str, ...]
 ) -> Layer:
-    async def record_tool(ctx: ToolContext, call_next: Callable[[], Awaitable[None]]) -> None:
+    async def record_tool(ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         if "call_recorded" not in pipe.bus.wanted:
             await call_next()
             return
@@ -266,9 +293,9 @@ def _tool_layer(
 
 
 def _llm_layer(
-    pipe: Pipeline, redactor: Redactor, results: bool, recorded: tuple[str, ...]
+    pipe: RecordingHost, redactor: Redacting, results: bool, recorded: tuple[str, ...]
 ) -> Layer:
-    async def record_llm(ctx: LLMContext, call_next: Callable[[], Awaitable[None]]) -> None:
+    async def record_llm(ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         if "call_recorded" not in pipe.bus.wanted:
             await call_next()
             return
@@ -308,7 +335,7 @@ def _llm_layer(
     return record_llm
 
 
-def _message_layer(pipe: Pipeline, redactor: Redactor, recorded: tuple[str, ...]) -> Layer:
+def _message_layer(pipe: RecordingHost, redactor: Redacting, recorded: tuple[str, ...]) -> Layer:
     """The message stage and the params stage alike: their context's ``result`` is the
     output the stack rewrites in place (the params stage records the turn's message
     too, which its hooks see)."""

@@ -21,6 +21,7 @@ import os
 from types import CodeType
 from typing import Any
 
+from .._locations import relative_location
 from .payloads import ToolResult, refusal
 
 __all__ = ["FailureReason", "Fault", "blocked", "debug_env", "relative_location"]
@@ -109,17 +110,6 @@ def blocked(tool: str, reason: str, decided_by: str) -> ToolResult:
 def debug_env() -> bool:
     """Whether ``INTERPOSE_DEBUG`` asks for tracebacks (1, true, yes, on)."""
     return os.environ.get("INTERPOSE_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def relative_location(location: str) -> str:
-    """``file:line`` with the file relative to the working directory when it is under
-    it, for lines people read (events keep the path as the code object has it)."""
-    try:
-        here = os.getcwd()
-    except OSError:  # the working directory was removed
-        return location
-    prefix = here.rstrip(os.sep) + os.sep
-    return location[len(prefix) :] if location.startswith(prefix) else location
 
 
 def _unwrapped(handler: object) -> object:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .._callables import is_async_callable
 from ..errors import RegistrationError
 from .hooks import (
     HOOKS,
@@ -116,14 +117,6 @@ class Entry(Generic[R]):
         return not (
             agent is not None and self.matches_agent is not None and not self.matches_agent(agent)
         )
-
-
-def is_async_callable(fn: object) -> bool:
-    """True if calling ``fn`` returns a coroutine (async def, partial of one, async __call__)."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - we want the bound __call__
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def check_arity(fn: object, arity: int, where: str, expected: str) -> None:

@@ -40,6 +40,7 @@ import anyio.lowlevel
 import msgspec
 from opentelemetry import trace as otel_trace
 
+from .._callables import is_async_callable
 from ..errors import AbortTurn, HardAbort
 from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, OnError
 from .payloads import Approval, ToolResult
@@ -335,8 +336,6 @@ class _Reporter:
 def _wrap_interceptor(
     reg: Interceptor, recorder: ShadowRecorder, timeout: float
 ) -> Callable[..., Any]:
-    from .registry import is_async_callable
-
     fn = reg.handler
     reporter = _Reporter(reg, recorder, timeout)
     hook = reg.hook

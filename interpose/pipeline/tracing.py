@@ -151,7 +151,7 @@ def _off() -> None:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

@@ -38,9 +38,9 @@ from interpose.bus.memory import Overflow
 from interpose.bus.redis import (
     RedisStreamConsumer,
     RedisStreamPublisher,
-    _raw_entries,
     read_entries,
 )
+from interpose.bus.redis.common import raw_entries
 
 WORKER = Path(__file__).with_name("fleet_worker.py")
 pytestmark = pytest.mark.integration
@@ -158,9 +158,9 @@ def test_read_entries_takes_both_reply_shapes() -> None:
     flat = [b"e", b"{}", b"p", b"h:1:x", b"n", b"1"]
     raw2 = [[b"s", [[b"1-0", flat], [b"1-1", flat]]]]
     raw3 = {b"s": [[b"1-0", flat], [b"1-1", flat]]}
-    assert _raw_entries(raw2) == _raw_entries(raw3) == expected
-    assert _raw_entries(None) == _raw_entries([]) == _raw_entries({}) == []
-    assert _raw_entries([[b"s", [[b"1-0", None]]]]) == [(b"1-0", {})]
+    assert raw_entries(raw2) == raw_entries(raw3) == expected
+    assert raw_entries(None) == raw_entries([]) == raw_entries({}) == []
+    assert raw_entries([[b"s", [[b"1-0", None]]]]) == [(b"1-0", {})]
     with pytest.raises(ValueError, match="unexpected XREADGROUP reply"):
         read_entries(42)
     with pytest.raises(ValueError, match="unexpected stream entry"):
@@ -911,7 +911,7 @@ async def _publish_calls(url: str, stream: str, calls: int, maxlen: int) -> None
 async def test_entries_trimmed_before_a_slow_group_read_them_are_counted(
     redis_server: RedisServer, stream: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from interpose.bus.redis import _trimmed_unread
+    from interpose.bus.redis.consumer import trimmed_unread
 
     got: list[Event] = []
     consumer = RedisStreamConsumer(redis_server.url, stream, "slow", "s1")
@@ -932,7 +932,7 @@ async def test_entries_trimmed_before_a_slow_group_read_them_are_counted(
         assert left < 1000
         # its last-delivered id is older than the first entry: every entry left is
         # unread, and all the others it did not read were trimmed
-        assert _trimmed_unread(dict(group), dict(info)) == 1000 - left
+        assert trimmed_unread(dict(group), dict(info)) == 1000 - left
         assert group["lag"] == 1000  # what Redis says: the trimmed ones included
         await consumer.run(until_caught_up=True)
     assert len(got) == 10 + left
