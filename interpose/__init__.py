@@ -4,6 +4,8 @@
 >>> pipe = interpose.Pipeline(builtins=False)
 """
 
+import os as _os
+
 from .bus.events import Event
 from .bus.memory import InMemoryBus, Subscription, SubscriptionStats
 from .errors import (
@@ -14,8 +16,10 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .middleware.builtins import register_builtins as _register_builtins
 from .middleware.command_hooks import CommandHook, CommandHookError
 from .middleware.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
+from .pipeline import defaults as _defaults
 from .pipeline.context import (
     CommandContext,
     CompactContext,
@@ -61,6 +65,21 @@ from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normali
 from .pipeline.turn import Turn
 
 __version__ = "0.1.0"
+
+
+def _pipeline_from_config(path: str | _os.PathLike[str]) -> Pipeline:
+    """``Pipeline.from_config``: the config layer, above the pipeline, builds it."""
+    from .config import build_pipeline, load_config
+
+    config = load_config(path)
+    return build_pipeline(
+        config, base_dir=_os.path.dirname(_os.path.abspath(path)), source=_os.fspath(path)
+    )
+
+
+# the pipeline layer imports nothing above it: the builtins and the config builder
+# are plugged in here, so Pipeline() registers the guards and from_config works
+_defaults.install(builtins=_register_builtins, from_config=_pipeline_from_config)
 
 __all__ = [
     "AbortTurn",

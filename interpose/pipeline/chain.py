@@ -54,6 +54,7 @@ __all__ = [
     "describe",
     "invoke",
     "run_after",
+    "run_after_sync",
     "run_gate",
     "run_gate_sync",
     "run_plain",
@@ -621,6 +622,45 @@ async def run_after(
                 return step
 
 
+def run_after_sync(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    settle: Callable[[Step, Exception, Any, Any], OnError],
+) -> Step | None:
+    """``run_after`` for chains of sync handlers only, with nobody listening: no
+    coroutine, no timing; ``settle`` applies a failed step's policy synchronously.
+
+    Returns the step whose failure asks to block, if any.
+    """
+    it = iter(fns)
+    last: ToolResult = out.result
+    while True:
+        try:
+            for fn in it:
+                if out.result is not last:
+                    last = _settle_result(out, last)
+                if fn(inp, out) is not None:
+                    raise TypeError(_SYNC_RETURNED)
+            if out.result is not last:
+                _settle_result(out, last)
+            return None
+        except _ABORTS as exc:
+            exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
+            raise
+        except Exception as exc:
+            step = steps[len(fns) - length_hint(it) - 1]
+            if settle(step, exc, inp, out) == "block":
+                return step
+
+
+_SYNC_RETURNED = (
+    "a sync handler returned a value; interceptors mutate their output "
+    "and return None (declare it `async def` if it awaits)"
+)
+
+
 def _settle_result(out: Any, last: ToolResult) -> ToolResult:
     """``out.result`` changed from ``last``: keep it if it is a ToolResult, else make the
     value the output of a copy of ``last``.  Returns the result now in ``out``."""
@@ -740,10 +780,7 @@ def run_gate_sync(
         try:
             for fn in it:
                 if fn(inp, out) is not None:
-                    raise TypeError(
-                        "a sync handler returned a value; interceptors mutate their output "
-                        "and return None (declare it `async def` if it awaits)"
-                    )
+                    raise TypeError(_SYNC_RETURNED)
                 if out.block:
                     return steps[len(fns) - length_hint(it) - 1]
             return None

@@ -98,7 +98,7 @@ class ToolContext(Context):
         turn: Turn | None,
         tool_name: str,
         raw_name: str,
-        call_id: str,
+        call_id: str | None,
         args: dict[str, Any],
         call: Callable[[dict[str, Any]], Any],
         agent_id: str,
@@ -109,7 +109,8 @@ class ToolContext(Context):
         self._state = None
         self.tool_name = tool_name
         self.raw_name = raw_name
-        self.call_id = call_id
+        # None only before the tool stage starts: it mints the id of a call given none
+        self.call_id: str = call_id  # type: ignore[assignment]
         self.args = args
         self.call = call
         self.agent_id = agent_id
