@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from collections.abc import Callable
 from inspect import isawaitable
 from typing import Any, Literal
@@ -151,9 +152,9 @@ def _off() -> None:
 
 
 def _version() -> str:
-    from .. import __version__
-
-    return __version__
+    # the package's own __init__ has run before any of its modules (no import of the
+    # package from here: it is the top layer)
+    return str(getattr(sys.modules.get("interpose"), "__version__", ""))
 
 
 # -- spans of a tool call -----------------------------------------------------------------

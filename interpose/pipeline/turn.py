@@ -9,10 +9,10 @@ and every other exception through unchanged.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from opentelemetry import context as otel_context
@@ -52,9 +52,32 @@ from .tool_stage import run_tool
 from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
 
 if TYPE_CHECKING:
-    from .pipeline import Pipeline
+    from ..bus.memory import InMemoryBus
+    from .chain import Step
+    from .runtime import Runtime
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "TurnHost"]
+
+
+class TurnHost(Protocol):
+    """What a turn uses of its pipeline (a ``Pipeline``), typed here so that this
+    module does not import the pipeline's."""
+
+    bus: InMemoryBus
+    runtime: Runtime
+    max_retries: int
+
+    def stage_app(
+        self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
+    ) -> Callable[[Any], Awaitable[None]]: ...
+
+    def hook_steps(
+        self, hook: str, agent_id: str
+    ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]: ...
+
+    async def emit(
+        self, cls: type[Any], turn_id: str, agent_id: str, session_key: str, **fields: Any
+    ) -> None: ...
 
 
 class Turn:
@@ -62,7 +85,7 @@ class Turn:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        pipeline: TurnHost,
         *,
         turn_id: str,
         agent_id: str,
@@ -436,7 +459,7 @@ def _end_chat_span(span: Span, response: LLMResponse, attempts: int) -> None:
 
 
 def _turn(ctx: Any) -> Turn:
-    turn: Turn = ctx.turn
+    turn: Turn = ctx.turn  # a stage of a turn: its context holds the Turn
     return turn
 
 
