@@ -25,7 +25,7 @@ import anyio.abc
 
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
-from ..errors import AbortTurn, HardAbort, RegistrationError
+from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
 from . import defaults
 from .chain import Step, build_onion, callables, compile_steps
 from .context import ToolContext, TurnContext
@@ -34,6 +34,7 @@ from .hooks import HOOKS, STAGES, OnError
 from .payloads import (
     Approval,
     ApprovalRequest,
+    ToolBeforeInput,
     ToolResult,
     error_result,
     refusal,
@@ -548,10 +549,34 @@ class Pipeline:
                             return error_result(exc)
                         return ToolResult(output=value)
                     if chain.quiet:
-                        ctx = ToolContext(
-                            None, chain.tool_name, name, call_id, args, call, agent_id, session_key
+                        inp = ToolBeforeInput(
+                            tool_name=chain.tool_name,
+                            turn_id="",
+                            raw_name=name,
+                            tool_call_id=f"call-{next(rt.call_ids)}"
+                            if call_id is None
+                            else call_id,
+                            agent_id=agent_id,
+                            session_key=session_key,
                         )
-                        return await quiet_path(rt, chain, ctx)
+                        return await quiet_path(rt, chain, inp, args, call)
+                    if chain.app is not None:
+                        # the middleware onion, without run_tool's coroutine frame
+                        rt.check_running()  # services need the pipeline entered
+                        ctx = ToolContext(
+                            None,
+                            chain.tool_name,
+                            name,
+                            f"call-{next(rt.call_ids)}" if call_id is None else call_id,
+                            args,
+                            call,
+                            agent_id,
+                            session_key,
+                        )
+                        await chain.app(ctx)
+                        if ctx.result is None:  # a plain layer returned without one
+                            raise MiddlewareError("tool")
+                        return ctx.result
                 ctx = ToolContext(None, "", name, call_id, args, call, agent_id, session_key)
                 return await run_tool(rt, ctx)
             except AbortTurn as exc:

@@ -22,11 +22,12 @@ The functions take the pipeline's ``Runtime`` (the registry's settings, the bus,
 failure policy and counters, the chain cache) and the chain; this module keeps the
 path of a call.
 
-"Call the tool, await it, wrap the error" is written out in three places, each on a
+"Call the tool, await it, wrap the error" is written out in four places, each on a
 row of ``benchmarks/bench_tool_call.py`` that one coroutine more would slow down:
 ``Pipeline.call_tool`` (the empty pipeline), ``quiet_path`` (sync interceptors, sync
-pairs) and ``_core`` (everything else: async handlers, layers, events); every other
-caller (a retry, a traced quiet call, the first call of a chain) uses ``chain.invoke``.
+pairs), the bare core of ``_core_of`` (middleware layers) and ``_core`` (async
+handlers, approvers, observers); every other caller (a retry, a traced quiet call,
+the first call of a chain) uses ``chain.invoke``.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ async def run_tool(rt: Runtime, ctx: ToolContext) -> ToolResult:
         result, _ = await invoke(ctx.call, args)
         return result
     if chain.quiet and not wanted and tracer is None:
-        return await quiet_path(rt, chain, ctx)
+        return await quiet_path(rt, chain, _before_input(rt, chain, ctx), args, ctx.call)
     rt.check_running()
     if ctx.call_id is None:
         ctx.call_id = f"call-{next(rt.call_ids)}"
@@ -200,18 +201,27 @@ def _before_input(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolBefore
         tool_name=chain.tool_name,
         turn_id=turn.turn_id if turn is not None else "",
         raw_name=chain.raw_name,
-        tool_call_id=ctx.call_id or f"call-{next(rt.call_ids)}",
+        tool_call_id=f"call-{next(rt.call_ids)}" if ctx.call_id is None else ctx.call_id,
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
     )
 
 
-async def quiet_path(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResult:
+async def quiet_path(
+    rt: Runtime,
+    chain: ToolChain,
+    inp: ToolBeforeInput,
+    args: dict[str, Any],
+    call: ToolCallable,
+) -> ToolResult:
     """The tool stage for a chain of sync tool.before / tool.after handlers when
     nobody listens: no events, no timing but the tool's duration for the after-hooks,
-    no responder tracking (there are no approvers)."""
-    inp = _before_input(rt, chain, ctx)
-    args = ctx.args
+    no responder tracking (there are no approvers).
+
+    The call's record here is its handlers' input ``inp``, with the args and the
+    tool beside it: a ``ToolContext`` on top would cost this path (the "sync
+    interceptors" rows) a quarter of its time, and nothing here reads one.
+    """
     result: ToolResult | None = None
     if chain.before:
         out = ToolBeforeOutput(args=args)
@@ -232,7 +242,7 @@ async def quiet_path(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolRes
         # for the after-hooks
         start = perf_counter_ns() if after else 0
         try:
-            value = ctx.call(args)
+            value = call(args)
             if type(value) is CoroutineType or isawaitable(value):
                 value = await value
         except _ABORTS:
@@ -262,7 +272,7 @@ async def quiet_path(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolRes
         if not (out_after.retry and failer is None and attempt and attempt <= rt.host.max_retries):
             return result
         attempt += 1
-        result, duration = await invoke(ctx.call, args)
+        result, duration = await invoke(call, args)
 
 
 async def _traced(rt: Runtime, tracer: Tracer, chain: ToolChain, ctx: ToolContext) -> ToolResult:
@@ -770,17 +780,28 @@ def compile_tool(
 
 def _core_of(rt: Runtime, chain: ToolChain) -> Callable[[ToolContext], Awaitable[None]]:
     """The innermost function of the onion of ``chain``: ``_core``, or, when the tool
-    has no handlers, the tool itself while nobody listens (the "middleware layer"
-    rows: no handler input, no before-output to build)."""
+    has no handlers and nobody listens, the tool itself (no handler input, no
+    before-output to build)."""
     bare = not (chain.before or chain.approvers or chain.after)
     bus = rt.bus
 
     async def core(ctx: ToolContext) -> None:
         try:
             if bare and not bus.wanted:
-                if type(ctx.args) is not dict:
-                    _check_rewritten_args(ToolBeforeOutput(args=ctx.args), ctx.args)
-                ctx.result, _ = await invoke(ctx.call, ctx.args)
+                args = ctx.args
+                if type(args) is not dict:
+                    _check_rewritten_args(ToolBeforeOutput(args=args), args)
+                # the tool, inline: the "middleware layer" rows (no coroutine more)
+                try:
+                    value = ctx.call(args)
+                    if type(value) is CoroutineType or isawaitable(value):
+                        value = await value
+                except _ABORTS:
+                    raise
+                except Exception as exc:
+                    ctx.result = error_result(exc)
+                else:
+                    ctx.result = ToolResult(output=value)
             else:
                 ctx.result = await _core(rt, chain, ctx)
         except Exception as exc:
