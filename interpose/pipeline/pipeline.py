@@ -12,9 +12,7 @@ import logging
 import os
 import re
 import secrets
-import sys
 import time
-from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
@@ -27,10 +25,11 @@ from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
 from . import defaults
-from .chain import Step, build_onion, callables, compile_steps
+from .chain import Step, callables, compile_steps
 from .context import ToolContext, TurnContext
 from .failures import PipelineStats
 from .hooks import HOOKS, STAGES, OnError
+from .onion import build_onion
 from .payloads import (
     Approval,
     ApprovalRequest,
@@ -41,7 +40,7 @@ from .payloads import (
 )
 from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
-from .runtime import Runtime
+from .runtime import Runtime, event_loop_running
 from .shadow import Mode, ShadowVerdict
 from .tool_stage import ToolCallable, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
@@ -615,7 +614,7 @@ class Pipeline:
                 services, is entered in another thread's event loop.
             TypeError: as ``call_tool``.
         """
-        if _event_loop_running():
+        if event_loop_running():
             raise RuntimeError(
                 "call_tool_sync() cannot run inside a running event loop: use "
                 "`await pipe.call_tool(...)` there"
@@ -779,20 +778,6 @@ async def _close_all(services: list[Service]) -> None:
                 log.warning("closing %r failed too: %s: %s", service, type(exc).__name__, exc)
     if first is not None:
         raise first
-
-
-def _event_loop_running() -> bool:
-    """Whether an event loop (asyncio's, or trio's) runs in this thread."""
-    if _get_running_loop() is not None:
-        return True
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _qualname(fn: object) -> str:

@@ -11,6 +11,8 @@ construction (``max_retries``, the timeouts, ``human_approval``) are read throug
 from __future__ import annotations
 
 import itertools
+import sys
+from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from ..bus.memory import InMemoryBus
     from .payloads import Approval, ApprovalRequest
 
-__all__ = ["Host", "Runtime"]
+__all__ = ["Host", "Runtime", "event_loop_running"]
 
 
 class Host(Protocol):
@@ -85,3 +87,17 @@ class Runtime:
                 "this pipeline has services (process hooks...): enter it with `async with "
                 "pipe:` before calling it, so that they are started"
             )
+
+
+def event_loop_running() -> bool:
+    """Whether an event loop (asyncio's, or trio's) runs in this thread."""
+    if _get_running_loop() is not None:
+        return True
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True

@@ -47,19 +47,16 @@ from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .chain import (
     Step,
     Timings,
-    Watch,
-    build_onion,
-    callables,
-    compile_steps,
     invoke,
     run_after,
     run_after_sync,
     run_gate,
     run_gate_sync,
-    watch_here,
 )
 from .context import ToolContext
+from .deadlines import Watch, watch_here
 from .failures import Failures, Fault, blocked
+from .onion import build_onion
 from .payloads import (
     Approval,
     ApprovalRequest,
@@ -73,15 +70,13 @@ from .payloads import (
     refusal,
 )
 from .span_content import tool_input
-from .tools import normalize_tool_name
+from .tool_chain import ToolChain, compile_tool
 from .tracing import (
     INTERNAL,
     end_tool_span,
     fail_span,
-    instrument,
     run_gate_sync_tracked,
     tool_span_attributes,
-    tool_span_base,
 )
 
 if TYPE_CHECKING:
@@ -89,59 +84,12 @@ if TYPE_CHECKING:
 
     from .runtime import Host, Runtime
 
-__all__ = ["ToolCallable", "ToolChain", "compile_tool", "quiet_path", "run_tool"]
+__all__ = ["ToolCallable", "quiet_path", "run_tool"]
 
 ToolCallable = Callable[[dict[str, Any]], Any]
 log = logging.getLogger("interpose")
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
-
-
-class ToolChain:
-    """Everything a call of one tool by one agent needs, compiled once per version."""
-
-    __slots__ = (
-        "after",
-        "after_steps",
-        "app",
-        "approver_steps",
-        "approvers",
-        "before",
-        "before_steps",
-        "empty",
-        "quiet",
-        "raw_name",
-        "span_base",
-        "tool_name",
-        "track_responders",
-        "variants",
-        "version",
-        "watched",
-    )
-
-    def __init__(self, version: int, raw_name: str, tool_name: str) -> None:
-        self.version = version
-        self.raw_name = raw_name
-        self.tool_name = tool_name
-        self.before: tuple[Callable[..., Any], ...] = ()
-        self.before_steps: tuple[Step, ...] = ()
-        self.approvers: tuple[Callable[..., Any], ...] = ()
-        self.approver_steps: tuple[Step, ...] = ()
-        self.after: tuple[Callable[..., Any], ...] = ()
-        self.after_steps: tuple[Step, ...] = ()
-        self.app: Callable[[ToolContext], Awaitable[None]] | None = None
-        self.empty = True
-        # only sync tool.before handlers: run them without a coroutine when nobody listens
-        self.quiet = False
-        # track which before-step responds: a trusted one may respond past the
-        # approvers, and reports (events, spans) name the responder
-        self.track_responders = False
-        # the same chain for traced calls, by the tracer of interceptor spans (or None)
-        self.variants: dict[Tracer | None, ToolChain] = {}
-        self.span_base: dict[str, Any] = {}  # execute_tool attributes shared by every call
-        # some tool.before or tool.after handler is async with a timeout: under asyncio,
-        # one chain._Watch per call gives them their deadlines if they suspend
-        self.watched = False
 
 
 # -- the entry and its paths ----------------------------------------------------------
@@ -164,7 +112,7 @@ async def run_tool(rt: Runtime, ctx: ToolContext) -> ToolResult:
     chains = rt.chains.get(ctx.agent_id)
     chain = chains.get(ctx.raw_name) if chains is not None else None
     if chain is None or chain.version != rt.host.registry.version:
-        chain = compile_tool(rt, ctx.raw_name, ctx.agent_id)
+        chain = _compile(rt, ctx.raw_name, ctx.agent_id)
     if not callable(ctx.call):
         raise TypeError(f"call must be callable, got {type(ctx.call).__name__}")
     ctx.tool_name = chain.tool_name
@@ -182,9 +130,7 @@ async def run_tool(rt: Runtime, ctx: ToolContext) -> ToolResult:
         ctx.call_id = f"call-{next(rt.call_ids)}"
     if tracer is not None:
         spans = tracer if rt.trace.level == "interceptor" else None
-        chain = chain.variants.get(spans) or compile_tool(
-            rt, ctx.raw_name, ctx.agent_id, spans, chain
-        )
+        chain = chain.variants.get(spans) or _compile(rt, ctx.raw_name, ctx.agent_id, spans, chain)
         return await _traced(rt, tracer, chain, ctx)
     if chain.app is None:
         return await _core(rt, chain, ctx)
@@ -716,65 +662,19 @@ def _tool_end(
 # -- compiling a chain ----------------------------------------------------------------
 
 
-def compile_tool(
+def _compile(
     rt: Runtime,
     raw_name: str,
     agent_id: str,
     spans: Tracer | None = None,
     base: ToolChain | None = None,
 ) -> ToolChain:
-    """Compile the chain of ``raw_name`` for ``agent_id`` and cache it in ``rt``; with
-    ``base``, its variant for traced calls (a span per step with ``spans``), cached on it.
-
-    Raises:
-        TypeError: ``raw_name`` is not a str.
-    """
-    if not isinstance(raw_name, str):
-        raise TypeError(f"tool name must be a str, got {type(raw_name).__name__}")
-    host = rt.host
-    reg = host.registry
-    tool = normalize_tool_name(raw_name)
-    chain = ToolChain(reg.version, raw_name, tool)
-
-    def compiled(hook: str, timeout: float | None) -> tuple[Any, tuple[Step, ...]]:
-        fns, steps = compile_steps(reg.entries(hook, tool=tool, agent=agent_id), timeout)
-        if spans is None:
-            return fns, steps
-        steps = tuple(instrument(s, spans) for s in steps)
-        return callables(steps), steps
-
-    chain.before, chain.before_steps = compiled("tool.before", host.interceptor_timeout)
-    chain.approvers, chain.approver_steps = compiled("tool.approve", host.approval_timeout)
-    chain.after, chain.after_steps = compiled("tool.after", host.interceptor_timeout)
-    _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
-    if spans is not None:
-        layers = tuple(instrument(s, spans, layer=True) for s in layers)
-    if layers:
-        core = _core_of(rt, chain)
-        chain.app = build_onion(layers, core, rt.failures.layer_failed, core_marks=True)
-    chain.empty = not (chain.before or chain.approvers or chain.after or layers)
-    chain.watched = any(s.watched for s in chain.before_steps + chain.after_steps)
-    chain.quiet = (
-        bool(chain.before or chain.after)
-        and not (chain.approvers or layers)
-        and not any(s.is_async for s in chain.before_steps + chain.after_steps)
-    )
-    if base is not None:
-        chain.span_base = tool_span_base(tool, raw_name, agent_id)
-    chain.track_responders = base is not None or (
-        bool(chain.approvers) and any(s.trusted for s in chain.before_steps)
-    )
-    if base is not None:
-        base.variants[spans] = chain
-        return chain
-    chains = rt.chains.get(agent_id)
-    if chains is None:
-        if len(rt.chains) >= _CACHE_LIMIT:
-            rt.chains.clear()
-        chains = rt.chains[agent_id] = {}
-    elif len(chains) >= _CACHE_LIMIT:
-        chains.clear()
-    chains[raw_name] = chain
+    """``tool_chain.compile_tool``, with the middleware onion around this stage's core."""
+    chain = compile_tool(rt, raw_name, agent_id, spans, base)
+    if chain.layers:
+        chain.app = build_onion(
+            chain.layers, _core_of(rt, chain), rt.failures.layer_failed, core_marks=True
+        )
     return chain
 
 
