@@ -4,6 +4,8 @@
 >>> pipe = interpose.Pipeline(builtins=False)
 """
 
+import os as _os
+
 from ._version import __version__ as __version__
 from .bus.events import Event
 from .bus.memory import InMemoryBus, Subscription, SubscriptionStats
@@ -15,8 +17,10 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .middleware.builtins import register_builtins as _register_builtins
 from .middleware.command_hooks import CommandHook, CommandHookError
 from .middleware.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
+from .pipeline import defaults as _defaults
 from .pipeline.context import (
     CommandContext,
     CompactContext,
@@ -60,6 +64,18 @@ from .pipeline.redaction import Redactor
 from .pipeline.registry import Interceptor, Middleware, Registry
 from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normalize_tool_name
 from .pipeline.turn import Turn
+
+
+def _pipeline_from_config(path: str | _os.PathLike[str]) -> Pipeline:
+    """``Pipeline.from_config``: the config layer, above the pipeline, builds it."""
+    from .config import pipeline_from_file
+
+    return pipeline_from_file(path)
+
+
+# the pipeline layer imports nothing above it: the builtins and the config builder
+# are plugged in here, so Pipeline() registers the guards and from_config works
+_defaults.install(builtins=_register_builtins, from_config=_pipeline_from_config)
 
 __all__ = [
     "AbortTurn",

@@ -7,12 +7,23 @@ goes into ``ctx.state`` (created on first use) or into its own locals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .payloads import CompactOutput, LLMRequest, LLMResponse, MessageBeforeOutput, ToolResult
 
-if TYPE_CHECKING:
-    from .turn import Turn
+
+class TurnInfo(Protocol):
+    """The turn a context belongs to, as a layer reads it (a ``Turn``; typed here so
+    that this module does not import the turn's)."""
+
+    turn_id: str
+    agent_id: str
+    session_key: str
+    provider: str
+    model: str
+    user_message: str
+    metadata: dict[str, Any]
+
 
 __all__ = [
     "CommandContext",
@@ -23,6 +34,7 @@ __all__ = [
     "ParamsContext",
     "ToolContext",
     "TurnContext",
+    "TurnInfo",
 ]
 
 
@@ -40,7 +52,7 @@ class Context:
 
     stage = ""
 
-    def __init__(self, turn: Turn | None) -> None:
+    def __init__(self, turn: TurnInfo | None) -> None:
         self.turn = turn
         self._state: dict[str, Any] | None = None
 
@@ -67,11 +79,11 @@ class Context:
 class TurnContext(Context):
     """Context of the ``turn`` stage; ``result`` is what the turn body returned."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("body", "result")
     stage = "turn"
 
-    def __init__(self, turn: Turn, body: Callable[[Turn], Any]) -> None:
+    def __init__(self, turn: TurnInfo, body: Callable[[Any], Any]) -> None:
         super().__init__(turn)
         self.body = body
         self.result: Any = None
@@ -95,10 +107,10 @@ class ToolContext(Context):
 
     def __init__(
         self,
-        turn: Turn | None,
+        turn: TurnInfo | None,
         tool_name: str,
         raw_name: str,
-        call_id: str,
+        call_id: str | None,
         args: dict[str, Any],
         call: Callable[[dict[str, Any]], Any],
         agent_id: str,
@@ -109,7 +121,8 @@ class ToolContext(Context):
         self._state = None
         self.tool_name = tool_name
         self.raw_name = raw_name
-        self.call_id = call_id
+        # None only before the tool stage starts: it mints the id of a call given none
+        self.call_id: str = call_id  # type: ignore[assignment]
         self.args = args
         self.call = call
         self.agent_id = agent_id
@@ -123,11 +136,11 @@ class ToolContext(Context):
 class LLMContext(Context):
     """Context of the ``llm`` stage: the (mutable) request, the response once there."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("attempt", "request", "response")
     stage = "llm"
 
-    def __init__(self, turn: Turn, request: LLMRequest) -> None:
+    def __init__(self, turn: TurnInfo, request: LLMRequest) -> None:
         super().__init__(turn)
         self.request = request
         self.response: LLMResponse | None = None
@@ -140,11 +153,11 @@ class LLMContext(Context):
 class MessageContext(Context):
     """Context of the ``message`` stage; ``message`` and ``metadata`` are the output's."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("result",)
     stage = "message"
 
-    def __init__(self, turn: Turn, result: MessageBeforeOutput) -> None:
+    def __init__(self, turn: TurnInfo, result: MessageBeforeOutput) -> None:
         super().__init__(turn)
         self.result = result
 
@@ -165,11 +178,11 @@ class ParamsContext(Context):
     """Context of the ``params`` stage; attribute access reads and writes the output's
     fields (provider, model, think_level, temperature, …)."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("result",)
     stage = "params"
 
-    def __init__(self, turn: Turn, result: Any) -> None:
+    def __init__(self, turn: TurnInfo, result: Any) -> None:
         super().__init__(turn)
         self.result = result
 
@@ -192,13 +205,13 @@ class ParamsContext(Context):
 class CommandContext(Context):
     """Context of the ``command`` stage."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("agent_id", "args", "call", "command", "result", "session_key")
     stage = "command"
 
     def __init__(
         self,
-        turn: Turn,
+        turn: TurnInfo,
         command: str,
         args: dict[str, Any],
         call: Callable[[dict[str, Any]], Any],
@@ -218,12 +231,12 @@ class CommandContext(Context):
 class CompactContext(Context):
     """Context of the ``compact`` stage: the history and, once set, the CompactOutput."""
 
-    turn: Turn
+    turn: TurnInfo
     __slots__ = ("call", "messages", "reason", "result")
     stage = "compact"
 
     def __init__(
-        self, turn: Turn, messages: list[Any], reason: str, call: Callable[..., Any]
+        self, turn: TurnInfo, messages: list[Any], reason: str, call: Callable[..., Any]
     ) -> None:
         super().__init__(turn)
         self.messages = messages

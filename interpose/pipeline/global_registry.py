@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from .defaults import register_builtins
 from .registry import Registry
 
 __all__ = [
@@ -24,9 +25,8 @@ def initialize_global_interceptors() -> Registry:
     global _registry
     with _lock:
         if _registry is None:
-            from ..middleware.builtins import register_builtins
-
             registry = Registry()
+            # installed by the package (interpose/__init__.py): a layer above this one
             register_builtins(registry)
             _registry = registry
         return _registry

@@ -12,6 +12,8 @@ from typing import Literal, NamedTuple, TypeAlias
 from . import payloads as p
 
 __all__ = [
+    "MODES",
+    "Mode",
     "HOOKS",
     "MIDDLEWARE_DEFAULT_ON_ERROR",
     "STAGES",
@@ -22,6 +24,9 @@ __all__ = [
 
 OnError: TypeAlias = Literal["block", "skip", "raise"]
 ON_ERROR_VALUES: frozenset[str] = frozenset({"block", "skip", "raise"})
+# a registration's mode: enforce its decisions, or only record them (shadow mode)
+Mode: TypeAlias = Literal["enforce", "shadow"]
+MODES: frozenset[str] = frozenset({"enforce", "shadow"})
 
 
 class HookSpec(NamedTuple):

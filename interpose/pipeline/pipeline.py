@@ -12,9 +12,7 @@ import logging
 import os
 import re
 import secrets
-import sys
 import time
-from asyncio.events import _get_running_loop
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
@@ -25,23 +23,26 @@ import anyio.abc
 
 from ..bus import events as ev
 from ..bus.memory import InMemoryBus, Overflow, Subscription
-from ..errors import AbortTurn, HardAbort, RegistrationError
-from .chain import Step, build_onion, callables, compile_steps, describe
-from .context import Context, TurnContext
-from .failures import FailureReason, Fault, debug_env
+from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
+from . import defaults
+from .chain import Step, callables, compile_steps
+from .context import ToolContext, TurnContext
+from .failures import PipelineStats
 from .hooks import HOOKS, STAGES, OnError
+from .onion import build_onion
 from .payloads import (
     Approval,
     ApprovalRequest,
-    ToolAfterOutput,
+    ToolBeforeInput,
     ToolResult,
     error_result,
     refusal,
 )
 from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
+from .runtime import Runtime, event_loop_running
 from .shadow import Mode, ShadowVerdict
-from .tool_stage import ToolCallable, ToolChain, quiet_path, run_tool
+from .tool_stage import ToolCallable, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
     Tracing,
@@ -69,19 +70,6 @@ class Service(Protocol):
     async def start(self, tg: anyio.abc.TaskGroup) -> None: ...
 
     async def aclose(self) -> None: ...
-
-
-class PipelineStats:
-    """Failure counters: per registration id, and how many were timeouts."""
-
-    __slots__ = ("failures", "timeouts")
-
-    def __init__(self) -> None:
-        self.failures: dict[str, int] = {}
-        self.timeouts: dict[str, int] = {}
-
-    def __repr__(self) -> str:
-        return f"PipelineStats(failures={self.failures}, timeouts={self.timeouts})"
 
 
 class Pipeline:
@@ -133,8 +121,6 @@ class Pipeline:
         debug: bool = False,
     ) -> None:
         self._trace = Tracing(tracing, tracer_provider, trace_content, redactor or Redactor())
-        # the tracer check for the current level: swapped when the level changes
-        self._tracer = self._trace.tracer
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         for name, value in (
@@ -149,9 +135,9 @@ class Pipeline:
         if registry is None:
             registry = Registry()
             if builtins:
-                from ..middleware.builtins import register_builtins
-
-                register_builtins(registry)
+                # installed by the package (interpose/__init__.py): the builtins are
+                # a layer above this one
+                defaults.register_builtins(registry)
         self.registry = registry
         self.interceptor_timeout = interceptor_timeout
         self.approval_timeout = approval_timeout
@@ -159,13 +145,14 @@ class Pipeline:
         self.drain_grace = drain_grace
         self.max_retries = max_retries
         self.human_approval = human_approval
-        self.debug = debug
-        self._hinted = False  # a failure's log line said how to get tracebacks
-        self.stats = PipelineStats()
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
-        self.bus.failure_hook = self._observer_failed
+        self._services: list[Service] = []
+        # what the stages read: the bus, the failure policy and counters, the caches
+        self.runtime = Runtime(self, self.bus, self._trace, self._services)
+        self.runtime.failures.debug = debug
+        self.bus.failure_hook = self.runtime.failures.observer_failed
         # agent id -> tool name as called -> its compiled chain (no key tuple per call)
-        self._tool_chains: dict[str, dict[str, ToolChain]] = {}
+        self._tool_chains = self.runtime.chains
         # keyed by (stage or hook, agent id, the tracer when interceptors get spans)
         self._stage_apps: dict[
             tuple[str, str, Tracer | None], tuple[int, Callable[[Any], Awaitable[None]]]
@@ -176,10 +163,8 @@ class Pipeline:
         ] = {}
         self._prefix = secrets.token_hex(3)
         self._turn_ids = itertools.count(1)
-        self._call_ids = itertools.count(1)
-        self._seq = itertools.count(1)
+        self._seq = self.runtime.seq  # the events' sequence numbers
         self._tg: anyio.abc.TaskGroup | None = None
-        self._services: list[Service] = []
 
     def __repr__(self) -> str:
         return f"<Pipeline {len(self.registry)} registrations, tracing={self.tracing!r}>"
@@ -192,7 +177,20 @@ class Pipeline:
     @tracing.setter
     def tracing(self, level: TracingLevel) -> None:
         self._trace.level = level  # raises ValueError for an unknown level
-        self._tracer = self._trace.tracer
+
+    @property
+    def stats(self) -> PipelineStats:
+        """Failure counters of the handlers and observers (per id, and timeouts)."""
+        return self.runtime.failures.stats
+
+    @property
+    def debug(self) -> bool:
+        """Whether every handler failure is logged with its traceback."""
+        return self.runtime.failures.debug
+
+    @debug.setter
+    def debug(self, value: bool) -> None:
+        self.runtime.failures.debug = value
 
     @property
     def redactor(self) -> Redactor:
@@ -379,6 +377,7 @@ class Pipeline:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
+        self.runtime.entered = True
         self.bus.start(tg)
         self.registry.shadow.attach(self._prefix, self._shadow_decided)
         started: list[Service] = []
@@ -426,6 +425,7 @@ class Pipeline:
             finally:
                 self.registry.shadow.detach(self._shadow_decided)
                 self._tg = None
+                self.runtime.entered = False
                 if drain and not self.bus.idle:
                     # what a service reported while closing (a Redis publisher's lost
                     # events) still reaches the other observers, within the grace
@@ -456,20 +456,6 @@ class Pipeline:
                 raise
         with anyio.move_on_after(self.drain_grace, shield=True):
             await self.bus.drain()
-
-    def _check_running(self) -> None:
-        if self._tg is not None:
-            return
-        if self.bus.subscriptions:
-            raise RuntimeError(
-                "this pipeline has subscribers: enter it with `async with pipe:` before "
-                "calling it, so that observers run and are drained"
-            )
-        if self._services:
-            raise RuntimeError(
-                "this pipeline has services (process hooks...): enter it with `async with "
-                "pipe:` before calling it, so that they are started"
-            )
 
     # -- turns --------------------------------------------------------------------
 
@@ -536,19 +522,21 @@ class Pipeline:
         """
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
-            chains = self._tool_chains.get(agent_id)
+            rt = self.runtime
+            chains = rt.chains.get(agent_id)
             chain = chains.get(name) if chains is not None else None
             try:
                 if (
                     chain is not None
                     and chain.version == self.registry.version
                     and type(args) is dict
-                    and self._tracer() is None
+                    and self._trace.tracer() is None
                     and callable(call)
                 ):
                     # the two cheapest paths of run_tool without its coroutine frame
-                    # and its lookups: nothing registered for this tool (inlined), or
-                    # only sync tool.before handlers (the quiet path)
+                    # and its lookups: nothing registered for this tool (inlined: the
+                    # "empty pipeline" row, no record built), or only sync tool.before
+                    # and tool.after handlers (the quiet path)
                     if chain.empty:
                         try:
                             value = call(args)
@@ -560,10 +548,36 @@ class Pipeline:
                             return error_result(exc)
                         return ToolResult(output=value)
                     if chain.quiet:
-                        return await quiet_path(
-                            self, chain, None, call_id, args, call, agent_id, session_key
+                        inp = ToolBeforeInput(
+                            tool_name=chain.tool_name,
+                            turn_id="",
+                            raw_name=name,
+                            tool_call_id=f"call-{next(rt.call_ids)}"
+                            if call_id is None
+                            else call_id,
+                            agent_id=agent_id,
+                            session_key=session_key,
                         )
-                return await run_tool(self, None, name, args, call, call_id, agent_id, session_key)
+                        return await quiet_path(rt, chain, inp, args, call)
+                    if chain.app is not None:
+                        # the middleware onion, without run_tool's coroutine frame
+                        rt.check_running()  # services need the pipeline entered
+                        ctx = ToolContext(
+                            None,
+                            chain.tool_name,
+                            name,
+                            f"call-{next(rt.call_ids)}" if call_id is None else call_id,
+                            args,
+                            call,
+                            agent_id,
+                            session_key,
+                        )
+                        await chain.app(ctx)
+                        if ctx.result is None:  # a plain layer returned without one
+                            raise MiddlewareError("tool")
+                        return ctx.result
+                ctx = ToolContext(None, "", name, call_id, args, call, agent_id, session_key)
+                return await run_tool(rt, ctx)
             except AbortTurn as exc:
                 return refusal(
                     "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
@@ -600,7 +614,7 @@ class Pipeline:
                 services, is entered in another thread's event loop.
             TypeError: as ``call_tool``.
         """
-        if _event_loop_running():
+        if event_loop_running():
             raise RuntimeError(
                 "call_tool_sync() cannot run inside a running event loop: use "
                 "`await pipe.call_tool(...)` there"
@@ -643,7 +657,8 @@ class Pipeline:
             )
             if spans is not None:
                 layers = tuple(instrument(s, spans, layer=True) for s in layers)
-            app = build_onion(layers, core, self._layer_failed) if layers else core
+            failed = self.runtime.failures.layer_failed
+            app = build_onion(layers, core, failed) if layers else core
             cached = (self.registry.version, app)
             if len(self._stage_apps) >= _CACHE_LIMIT:
                 self._stage_apps.clear()
@@ -670,148 +685,7 @@ class Pipeline:
             self._hook_steps[key] = cached
         return cached[1], cached[2]
 
-    # -- failures and events ------------------------------------------------------
-
-    async def _hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
-        """A handler raised: publish it, then settle it (see ``_settle``)."""
-        fault = self._fault(step, exc)
-        if "interceptor_failed" in self.bus.wanted:
-            await self._emit_failure(
-                step,
-                exc,
-                fault,
-                inp.turn_id,
-                inp.agent_id,
-                inp.session_key,
-                _subject(inp),
-                getattr(inp, "tool_call_id", ""),
-            )
-        return self._settle(step, exc, inp, out, fault)
-
-    def _settle(
-        self, step: Step, exc: Exception, inp: Any, out: Any, fault: Fault | None = None
-    ) -> OnError:
-        """Count and log a handler failure, apply its policy to ``out``, return the
-        policy; re-raises for "raise".  Synchronous, for the quiet path."""
-        if fault is None:
-            fault = self._fault(step, exc)
-        tool = _subject(inp)
-        self._count_failure(step, exc, tool, fault)
-        if step.on_error == "raise":
-            raise exc
-        if step.on_error == "block":
-            reason = f"interceptor '{step.id}' failed: {fault.error}"
-            if isinstance(out, ToolAfterOutput):
-                out.result = refusal(
-                    "blocked", tool, reason, decided_by=step.id, failure=fault.details()
-                )
-            else:
-                # the stage builds the refusal from the reason (failures.blocked)
-                out.block, out.block_reason = True, FailureReason(reason, fault)
-        return step.on_error
-
-    async def _layer_failed(self, step: Step, exc: Exception, ctx: Context) -> OnError:
-        name = getattr(ctx, "tool_name", getattr(ctx, "command", ""))
-        turn = ctx.turn
-        fault = await self._record_failure(
-            step,
-            exc,
-            turn.turn_id if turn is not None else "",
-            turn.agent_id if turn is not None else getattr(ctx, "agent_id", ""),
-            turn.session_key if turn is not None else getattr(ctx, "session_key", ""),
-            name,
-            getattr(ctx, "call_id", ""),
-        )
-        if step.on_error == "raise":
-            raise exc
-        if step.on_error == "block":
-            ctx.result = refusal(  # type: ignore[attr-defined]
-                "blocked",
-                name,
-                f"middleware '{step.id}' failed: {fault.error}",
-                decided_by=step.id,
-                failure=fault.details(),
-            )
-        return step.on_error
-
-    async def _record_failure(
-        self,
-        step: Step,
-        exc: Exception,
-        turn_id: str,
-        agent_id: str,
-        session_key: str,
-        tool_name: str,
-        call_id: str,
-    ) -> Fault:
-        """Count, log and publish a handler failure; returns where it happened."""
-        fault = self._fault(step, exc)
-        self._count_failure(step, exc, tool_name, fault)
-        if "interceptor_failed" in self.bus.wanted:
-            await self._emit_failure(
-                step, exc, fault, turn_id, agent_id, session_key, tool_name, call_id
-            )
-        return fault
-
-    def _debugging(self) -> bool:
-        """Whether failures are logged with their traceback: ``debug=True``, or
-        ``INTERPOSE_DEBUG=1`` (also true, yes, on) in the environment now."""
-        return self.debug or debug_env()
-
-    @staticmethod
-    def _fault(step: Step, exc: Exception) -> Fault:
-        # an empty TimeoutError under a timeout: the deadline's (as ``describe`` reads it)
-        deadline = isinstance(exc, TimeoutError) and step.timeout is not None and not str(exc)
-        return Fault.of(step.handler, exc, describe(exc, step), deadline=deadline)
-
-    def _count_failure(self, step: Step, exc: Exception, tool_name: str, fault: Fault) -> None:
-        self.stats.failures[step.id] = self.stats.failures.get(step.id, 0) + 1
-        if isinstance(exc, TimeoutError):
-            self.stats.timeouts[step.id] = self.stats.timeouts.get(step.id, 0) + 1
-        debug = self._debugging()
-        # the first failure's line says how to see tracebacks; the next ones need not
-        hint = not (debug or self._hinted)
-        self._hinted = True
-        log.warning(
-            "%s '%s' failed (%s, policy %s): %s [%s]%s",
-            step.hook,
-            step.id,
-            tool_name or "-",
-            step.on_error,
-            fault.error,
-            fault.where(),
-            " (INTERPOSE_DEBUG=1 logs the traceback)" if hint else "",
-            exc_info=exc if debug else None,
-        )
-
-    async def _emit_failure(
-        self,
-        step: Step,
-        exc: Exception,
-        fault: Fault,
-        turn_id: str,
-        agent_id: str,
-        session_key: str,
-        tool_name: str,
-        call_id: str,
-    ) -> None:
-        await self.emit(
-            ev.InterceptorFailed,
-            turn_id,
-            agent_id,
-            session_key,
-            hook=step.hook,
-            interceptor_id=step.id,
-            error_type=fault.error_type,
-            error=fault.error,
-            policy=step.on_error,
-            timed_out=isinstance(exc, TimeoutError),
-            tool_name=tool_name,
-            tool_call_id=call_id,
-            handler=fault.handler,
-            defined_at=fault.defined_at,
-            raised_at=fault.raised_at,
-        )
+    # -- events -------------------------------------------------------------------
 
     def _shadow_decided(self, verdict: ShadowVerdict) -> None:
         """A shadow registration decided something (see ``interpose.pipeline.shadow``):
@@ -834,34 +708,6 @@ class Pipeline:
                     tool_name=verdict.tool_name,
                     tool_call_id=verdict.tool_call_id,
                     source=verdict.source,
-                )
-            )
-
-    def _observer_failed(
-        self, sub: Subscription, event: Any, exc: Exception, timed_out: bool
-    ) -> None:
-        key = f"observer:{sub.name}"
-        self.stats.failures[key] = self.stats.failures.get(key, 0) + 1
-        if timed_out:
-            self.stats.timeouts[key] = self.stats.timeouts.get(key, 0) + 1
-        if event.kind == "interceptor_failed" and event.hook == "observer":
-            return  # never report a failure about reporting a failure
-        if "interceptor_failed" in self.bus.wanted:
-            self.bus.publish_now(
-                ev.InterceptorFailed(
-                    ts=time.time_ns(),
-                    seq=next(self._seq),
-                    turn_id=event.turn_id,
-                    agent_id=event.agent_id,
-                    session_key=event.session_key,
-                    hook="observer",
-                    interceptor_id=sub.name,
-                    error_type=type(exc).__name__,
-                    error=str(exc) or type(exc).__name__,
-                    policy="skip",
-                    timed_out=timed_out,
-                    tool_name=getattr(event, "tool_name", ""),
-                    tool_call_id=getattr(event, "tool_call_id", ""),
                 )
             )
 
@@ -905,9 +751,9 @@ class Pipeline:
                 what was expected (``interpose.toml: hooks.processes.gate.priority:
                 expected int, got str``).
         """
-        from ..config import pipeline_from_file
-
-        return pipeline_from_file(path)
+        # the config layer, above this one, installs the builder (interpose/__init__.py)
+        pipe: Pipeline = defaults.build_from_config(path)
+        return pipe
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -934,27 +780,8 @@ async def _close_all(services: list[Service]) -> None:
         raise first
 
 
-def _event_loop_running() -> bool:
-    """Whether an event loop (asyncio's, or trio's) runs in this thread."""
-    if _get_running_loop() is not None:
-        return True
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        return False
-    return True
-
-
 def _qualname(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
-
-
-def _subject(inp: Any) -> str:
-    """The tool or command a hook input is about ("" for the other hooks)."""
-    return str(getattr(inp, "tool_name", None) or getattr(inp, "command", ""))
 
 
 async def _turn_core(ctx: TurnContext) -> None:

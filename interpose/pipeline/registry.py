@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -23,69 +22,36 @@ from .hooks import (
     MIDDLEWARE_DEFAULT_ON_ERROR,
     ON_ERROR_VALUES,
     STAGES,
+    Mode,
     OnError,
 )
-from .shadow import MODES, Mode, ShadowRecorder, shadowed
+from .registrations import (
+    Handler,
+    Interceptor,
+    Middleware,
+    Registration,
+)
+from .shadow import MODES, ShadowRecorder, shadowed
 from .tools import (
     KNOWN_TOOL_NAMES,
-    ToolMatcher,
     compile_agent_matcher,
     compile_tool_matcher,
     normalize_tool_name,
 )
 
-__all__ = ["Interceptor", "Middleware", "Registration", "Registry"]
-
-Handler = Callable[..., Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Interceptor:
-    """An interceptor registration: ``handler(input, output)`` on one hook.
-
-    ``tool.approve`` handlers take one argument, the ``ApprovalRequest``.  ``on_error``
-    and ``timeout`` default to the hook's policy and the pipeline's timeouts;
-    ``timeout=math.inf`` means none (for a handler that bounds its own waits).  A
-    ``trusted`` interceptor that responds (sets ``output.result``) skips the approvers.
-    ``mode="shadow"`` runs the handler on copies and records what it decided (a
-    ``shadow_decision`` event) without enforcing it (see ``interpose.pipeline.shadow``).
-    """
-
-    id: str
-    hook: str
-    handler: Handler
-    priority: int = 0
-    tool_matcher: ToolMatcher | None = None
-    agent_matcher: str | re.Pattern[str] | None = None
-    on_error: OnError | None = None
-    timeout: float | None = None
-    trusted: bool = False
-    source: str = "code"
-    mode: Mode = "enforce"
+# Interceptor, Middleware and Registration live in registrations (is_async_callable in
+# the leaf interpose._callables)
+# (shadow reads them too); they are imported from here as well
+__all__ = [
+    "Handler",
+    "Interceptor",
+    "Middleware",
+    "Registration",
+    "Registry",
+    "is_async_callable",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class Middleware:
-    """A middleware registration: ``async handler(ctx, call_next)`` wrapping a stage.
-
-    ``mode="shadow"``: the layer runs on a copy of the context and its ``call_next``
-    runs the real inner layers once; what it would have changed is recorded, the
-    stage's outcome is the one without it.
-    """
-
-    id: str
-    stage: str
-    handler: Handler
-    priority: int = 0
-    tool_matcher: ToolMatcher | None = None
-    agent_matcher: str | re.Pattern[str] | None = None
-    on_error: OnError | None = None
-    timeout: float | None = None
-    source: str = "code"
-    mode: Mode = "enforce"
-
-
-Registration = Interceptor | Middleware
 R = TypeVar("R", Interceptor, Middleware)
 
 

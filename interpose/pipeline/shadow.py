@@ -33,7 +33,7 @@ import functools
 import math
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -42,12 +42,10 @@ from opentelemetry import trace as otel_trace
 
 from .._callables import is_async_callable
 from ..errors import AbortTurn, HardAbort
-from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, OnError
+from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, MODES, Mode, OnError
 from .payloads import Approval, ToolResult
+from .registrations import Interceptor, Middleware
 from .worker import Worker
-
-if TYPE_CHECKING:
-    from .registry import Interceptor, Middleware
 
 __all__ = [
     "DEFAULT_SHADOW_TIMEOUT",
@@ -59,8 +57,6 @@ __all__ = [
     "shadowed",
 ]
 
-Mode: TypeAlias = Literal["enforce", "shadow"]
-MODES: frozenset[str] = frozenset({"enforce", "shadow"})
 
 #: how long (s) a shadow handler without a timeout of its own may take
 DEFAULT_SHADOW_TIMEOUT = 5.0
@@ -155,8 +151,6 @@ def shadowed(reg: Interceptor | Middleware, recorder: ShadowRecorder) -> Interce
     id, hook and priority, a recording handler that never refuses, fails or times out
     (it bounds its own time), ``on_error="skip"`` for interceptors and ``"raise"`` for
     middleware (whatever leaves it came from the layers inside it)."""
-    from .registry import Interceptor
-
     timeout = DEFAULT_SHADOW_TIMEOUT if reg.timeout is None else reg.timeout
     if isinstance(reg, Interceptor):
         handler = _wrap_interceptor(reg, recorder, timeout)
@@ -171,8 +165,6 @@ def shadowed(reg: Interceptor | Middleware, recorder: ShadowRecorder) -> Interce
 def declared_policy(reg: Interceptor | Middleware) -> OnError:
     """The error policy ``reg`` declares (its hook's or stage's default when unset):
     what its failure would do if it were enforced."""
-    from .registry import Interceptor
-
     if reg.on_error is not None:
         return reg.on_error
     if isinstance(reg, Interceptor):

@@ -9,10 +9,10 @@ and every other exception through unchanged.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from opentelemetry import context as otel_context
@@ -22,7 +22,14 @@ from opentelemetry.trace import Span, Status, StatusCode
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
 from .chain import invoke, run_gate, run_plain
-from .context import CommandContext, CompactContext, LLMContext, MessageContext, ParamsContext
+from .context import (
+    CommandContext,
+    CompactContext,
+    LLMContext,
+    MessageContext,
+    ParamsContext,
+    ToolContext,
+)
 from .failures import blocked
 from .payloads import (
     CommandBeforeInput,
@@ -45,9 +52,32 @@ from .tool_stage import run_tool
 from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
 
 if TYPE_CHECKING:
-    from .pipeline import Pipeline
+    from ..bus.memory import InMemoryBus
+    from .chain import Step
+    from .runtime import Runtime
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "TurnHost"]
+
+
+class TurnHost(Protocol):
+    """What a turn uses of its pipeline (a ``Pipeline``), typed here so that this
+    module does not import the pipeline's."""
+
+    bus: InMemoryBus
+    runtime: Runtime
+    max_retries: int
+
+    def stage_app(
+        self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]
+    ) -> Callable[[Any], Awaitable[None]]: ...
+
+    def hook_steps(
+        self, hook: str, agent_id: str
+    ) -> tuple[tuple[Callable[..., Any], ...], tuple[Step, ...]]: ...
+
+    async def emit(
+        self, cls: type[Any], turn_id: str, agent_id: str, session_key: str, **fields: Any
+    ) -> None: ...
 
 
 class Turn:
@@ -55,7 +85,7 @@ class Turn:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        pipeline: TurnHost,
         *,
         turn_id: str,
         agent_id: str,
@@ -85,9 +115,9 @@ class Turn:
     # -- lifecycle ------------------------------------------------------------------
 
     async def __aenter__(self) -> Turn:
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         self._started = time.perf_counter_ns()
-        tracer = self.pipeline._tracer()
+        tracer = self.pipeline.runtime.trace.tracer()
         if tracer is not None:
             # current for the whole turn: the chat and execute_tool spans nest in it
             self._span = span = tracer.start_span(
@@ -133,7 +163,7 @@ class Turn:
         otel_context.detach(self._context_token)  # type: ignore[arg-type]
         if self.model:
             span.set_attribute("gen_ai.request.model", self.model)
-        trace = self.pipeline._trace
+        trace = self.pipeline.runtime.trace
         if self.user_message and trace.content and span.is_recording():
             span.set_attributes(turn_input(self.user_message, trace.redactor))
         if isinstance(exc, AbortTurn | HardAbort):
@@ -159,7 +189,7 @@ class Turn:
         """Run the message stage on a user message; returns the (rewritten) output."""
         if not isinstance(text, str):
             raise TypeError(f"message must be a str, got {type(text).__name__}")
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         ctx = MessageContext(self, MessageBeforeOutput(message=text, metadata=dict(metadata or {})))
         await self.pipeline.stage_app("message", self.agent_id, _message_core)(ctx)
         self.user_message, self.metadata = ctx.result.message, ctx.result.metadata
@@ -169,7 +199,7 @@ class Turn:
 
     async def params(self) -> ParamsBeforeOutput:
         """Run the params stage; provider/model overrides are applied to the turn."""
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         ctx = ParamsContext(self, ParamsBeforeOutput(provider=self.provider, model=self.model))
         await self.pipeline.stage_app("params", self.agent_id, _params_core)(ctx)
         out: ParamsBeforeOutput = ctx.result
@@ -202,11 +232,11 @@ class Turn:
         """
         if not isinstance(request, LLMRequest):
             request = _llm_request(request)
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         ctx = LLMContext(self, request)
         ctx.state["call"] = call
         app = self.pipeline.stage_app("llm", self.agent_id, _llm_core)
-        tracer = self.pipeline._tracer()
+        tracer = self.pipeline.runtime.trace.tracer()
         if tracer is None:
             await app(ctx)
         else:
@@ -227,7 +257,7 @@ class Turn:
                     if ctx.response is not None:
                         _end_chat_span(span, ctx.response, ctx.attempt)
                 finally:
-                    trace = self.pipeline._trace
+                    trace = self.pipeline.runtime.trace
                     if trace.content and span.is_recording():
                         span.set_attributes(chat_content(ctx.request, ctx.response, trace.redactor))
         if ctx.response is None:
@@ -244,7 +274,8 @@ class Turn:
     ) -> ToolResult:
         """Run one tool call through the tool stage (see ``Pipeline.call_tool``)."""
         return await run_tool(
-            self.pipeline, self, name, args, call, call_id, self.agent_id, self.session_key
+            self.pipeline.runtime,
+            ToolContext(self, "", name, call_id, args, call, self.agent_id, self.session_key),
         )
 
     async def run_command(
@@ -253,7 +284,7 @@ class Turn:
         """Run a slash command through the command stage (command.before may block it)."""
         if not isinstance(args, dict):
             raise TypeError(f"command arguments must be a dict, got {type(args).__name__}")
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         ctx = CommandContext(self, name, args, call)
         await self.pipeline.stage_app("command", self.agent_id, _command_core)(ctx)
         if ctx.result is None:
@@ -270,7 +301,7 @@ class Turn:
         """Run the compact stage.  session.compact may choose the messages to keep and
         supply the summary; otherwise ``call(messages_to_summarize, instructions)``
         writes it."""
-        self.pipeline._check_running()
+        self.pipeline.runtime.check_running()
         ctx = CompactContext(self, list(messages), reason, call)
         await self.pipeline.stage_app("compact", self.agent_id, _compact_core)(ctx)
         if ctx.result is None:
@@ -293,7 +324,7 @@ async def _message_core(ctx: MessageContext) -> None:
             provider=turn.provider,
             model=turn.model,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe._hook_failed)
+        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.failures.hook_failed)
 
 
 async def _params_core(ctx: ParamsContext) -> None:
@@ -308,14 +339,14 @@ async def _params_core(ctx: ParamsContext) -> None:
             message=turn.user_message,
             metadata=turn.metadata,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe._hook_failed)
+        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.failures.hook_failed)
 
 
 async def _llm_core(ctx: LLMContext) -> None:
     turn = _turn(ctx)
     pipe = turn.pipeline
     call = ctx.state["call"]
-    failed = pipe._hook_failed
+    failed = pipe.runtime.failures.hook_failed
     fns, steps = pipe.hook_steps("llm.before", turn.agent_id)
     if fns:
         inp = LLMBeforeInput(
@@ -375,7 +406,7 @@ async def _command_core(ctx: CommandContext) -> None:
             agent_id=turn.agent_id,
             session_key=turn.session_key,
         )
-        blocker, _ = await run_gate(fns, steps, inp, out, pipe._hook_failed)
+        blocker, _ = await run_gate(fns, steps, inp, out, pipe.runtime.failures.hook_failed)
         if blocker is not None:
             reason = out.block_reason or f"blocked by {blocker.id}"
             ctx.result = blocked(ctx.command, reason, blocker.id)
@@ -403,7 +434,7 @@ async def _compact_core(ctx: CompactContext) -> None:
             reason=ctx.reason,
             messages=ctx.messages,
         )
-        await run_plain(fns, steps, inp, out, pipe._hook_failed)
+        await run_plain(fns, steps, inp, out, pipe.runtime.failures.hook_failed)
     if out.summary is None:
         kept = out.messages
         rest = [m for m in ctx.messages if m not in kept]
@@ -428,7 +459,7 @@ def _end_chat_span(span: Span, response: LLMResponse, attempts: int) -> None:
 
 
 def _turn(ctx: Any) -> Turn:
-    turn: Turn = ctx.turn
+    turn: Turn = ctx.turn  # a stage of a turn: its context holds the Turn
     return turn
 
 
