@@ -28,7 +28,7 @@ wait never yields to the event loop).  Consumers deliver the backlog when the ca
 ``async with bus`` / ``async with pipe``, after the clock has stopped; the observers
 count what they receive, and the run fails if any event went missing.
 
-Methodology (as in bench_tool_call.py): each case is calibrated to a loop count ``n``
+Methodology (harness.py's, as in bench_tool_call.py): each case is calibrated to a loop count ``n``
 whose run lasts about ``--target-ms``, then warmed up; each round runs every case once, in
 a shuffled order, with the garbage collector disabled; a case's ns/event is the median
 over rounds.  Ratios compare numbers measured in the same run, so they hold on any
@@ -46,8 +46,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 # the house harness: calibration, interleaved rounds, machine description
-from bench_tool_call import Case as HarnessCase
-from bench_tool_call import Loop, measure, option_parser, print_header, run_settings, write_results
+from harness import Case as HarnessCase
+from harness import Loop, measure, option_parser, print_header, run_settings, write_results
 
 from interpose import Pipeline
 from interpose.bus import InMemoryBus

@@ -47,7 +47,7 @@ Every case is checked once before timing (the guards allow what they should and 
 ``rm -rf /``; the repeated cases really answer from the guard's memory, the others never
 do; the result cache case really answers from the cache).
 
-Methodology (the harness of ``bench_tool_call.py``): each case is calibrated to a loop
+Methodology (the shared ``harness.py``): each case is calibrated to a loop
 count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
 runs every case once in a shuffled order with the garbage collector disabled during the
 timed loop; a case's number is the median over rounds.
@@ -68,7 +68,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench_tool_call import (
+from harness import (
     Case,
     Loop,
     measure,

@@ -29,7 +29,7 @@ the same run.  Target: a replay of at least 2,000 recorded calls per second (rea
 replay), so that a week of traffic of a busy agent (100,000 tool calls) replays in under
 a minute.
 
-Methodology (the harness of ``bench_tool_call.py``): each case is calibrated to a loop
+Methodology (the shared ``harness.py``): each case is calibrated to a loop
 count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
 runs every case once in a shuffled order with the garbage collector disabled during the
 timed loop; a case's number is the median over rounds.
@@ -49,7 +49,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from bench_tool_call import (
+from harness import (
     Case,
     measure,
     option_parser,

@@ -44,7 +44,7 @@ from typing import Any
 
 import anyio
 from bench_replay import SESSION, tool
-from bench_tool_call import machine
+from harness import machine
 
 from interpose import Pipeline
 from interpose.observers import AuditLog

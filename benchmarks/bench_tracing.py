@@ -2,7 +2,7 @@
 
 What it measures (ns per tool call; every case is an ``async def`` loop awaiting the thing
 ``n`` times on one asyncio event loop, timed with ``time.perf_counter_ns``, exactly as in
-``bench_tool_call.py``, whose harness this script imports):
+``bench_tool_call.py``, with the shared ``harness.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - references, on the same SDK tracer provider as the traced pipelines:
@@ -83,25 +83,22 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from bench_tool_call import (
-    ARGS,
-    TOOL,
+from harness import (
     Case,
     Loop,
     Row,
     measure,
-    mw,
     option_parser,
     print_header,
     render,
     run_settings,
-    tool,
     write_results,
 )
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
+from tool_call_cases import ARGS, TOOL, mw, tool
 
 from interpose import Pipeline
 from interpose.pipeline.tracing import TracingLevel
