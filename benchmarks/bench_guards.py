@@ -70,11 +70,14 @@ from typing import Any
 
 from harness import (
     Case,
+    Column,
     Loop,
     measure,
     option_parser,
     print_header,
     run_settings,
+    table,
+    verdict,
     write_results,
 )
 
@@ -545,10 +548,6 @@ class Row:
     result: str = ""
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def analyse(cases: list[Case]) -> list[Row]:
     """Turn the medians (ns) into table rows (µs), with the targets checked.
 
@@ -564,15 +563,13 @@ def analyse(cases: list[Case]) -> list[Row]:
         key = f"cmd{i}"
         direct = t[f"d_{key}"]
         rows.append(
-            Row(label[f"d_{key}"], direct, "direct", direct, target, _verdict(direct < TARGET_US))
+            Row(label[f"d_{key}"], direct, "direct", direct, target, verdict(direct < TARGET_US))
         )
         rows.append(Row(label[f"g_{key}"], t[f"g_{key}"]))
         rows.append(Row(label[f"b_{key}"], t[f"b_{key}"]))
         situ = t[f"g_{key}"] - t[f"b_{key}"]
         rows.append(
-            Row(
-                "  guard in situ", None, "builtins - none", situ, target, _verdict(situ < TARGET_US)
-            )
+            Row("  guard in situ", None, "builtins - none", situ, target, verdict(situ < TARGET_US))
         )
         again = t[f"r_{key}"]
         rows.append(
@@ -582,7 +579,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 "direct",
                 again,
                 f"< {REPEAT_US:g} us",
-                _verdict(again < REPEAT_US),
+                verdict(again < REPEAT_US),
             )
         )
         rows.append(Row(label[f"rg_{key}"], t[f"rg_{key}"]))
@@ -789,7 +786,7 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
                 max(samples[key]),
                 median / short,
                 f"<= {limit:g} ms",
-                _verdict(median <= limit),
+                verdict(median <= limit),
                 decisions[key],
                 _peak_kib(guard, command),
             )
@@ -812,35 +809,33 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
     return rows
 
 
+BUDGET_COLUMNS = (
+    Column("input", 44, "case", cut=True),
+    Column("chars", 8, "chars", "d"),
+    Column("median ms", 10, "median_ms", ".3f"),
+    Column("max ms", 8, "max_ms", ".2f"),
+    Column("x short", 9, "x_short", ".1f"),
+    Column("target", 12, "target", gap="  "),
+    Column("result", 6, "result"),
+    Column("peak KiB", 9, "peak_kib", ".0f"),
+    Column("decision", 0, "decision", gap="  "),
+)
+COLUMNS = (
+    Column("case", 46, "case"),
+    Column("us/call", 9, "us_per_call", "9.2f"),
+    Column("measure", 20, "measure", gap="  "),
+    Column("value us", 9, "value_us", "9.2f"),
+    Column("target", 9, "target", gap="  "),
+    Column("result", 0, "result"),
+)
+
+
 def render_budget(rows: list[BudgetRow]) -> str:
-    header = (
-        f"{'input':<44} {'chars':>8} {'median ms':>10} {'max ms':>8} {'x short':>9}  "
-        f"{'target':<12} {'result':<6} {'peak KiB':>9}  decision"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case[:44]:<44} {r.chars:>8} {r.median_ms:>10.3f} {r.max_ms:>8.2f} "
-            f"{r.x_short:>9.1f}  {r.target:<12} {r.result:<6} {r.peak_kib:>9.0f}  {r.decision}"
-        )
-    return "\n".join(lines)
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:9.2f}"
+    return table(BUDGET_COLUMNS, rows)
 
 
 def render(rows: list[Row]) -> str:
-    header = (
-        f"{'case':<46} {'us/call':>9}  {'measure':<20} {'value us':>9}  {'target':<9} {'result'}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case:<46} {_num(r.us_per_call):>9}  {r.measure:<20} {_num(r.value_us):>9}  "
-            f"{r.target:<9} {r.result}".rstrip()
-        )
-    return "\n".join(lines)
+    return table(COLUMNS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,10 +51,12 @@ import anyio
 import msgspec
 from harness import (
     Case,
+    Column,
     measure,
     option_parser,
     print_header,
     run_settings,
+    table,
     write_results,
 )
 
@@ -244,15 +246,18 @@ def analyse(cases: list[Case]) -> list[Row]:
     return rows
 
 
+COLUMNS = (
+    Column("case", 44, "case"),
+    Column("us/call", 9, "us_per_call", ".2f"),
+    Column("calls/s", 10, "calls_per_s", ",.0f"),
+    Column("x live", 7, "ratio_to_live", ".2f"),
+    Column("target", 12, "target", gap="  "),
+    Column("result", 0, "result"),
+)
+
+
 def render(rows: list[Row]) -> str:
-    header = f"{'case':<44} {'us/call':>9} {'calls/s':>10} {'x live':>7}  {'target':<12} result"
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case:<44} {r.us_per_call:>9.2f} {r.calls_per_s:>10,.0f} {r.ratio_to_live:>7.2f}  "
-            f"{r.target:<12} {r.result}".rstrip()
-        )
-    return "\n".join(lines)
+    return table(COLUMNS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

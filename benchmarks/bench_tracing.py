@@ -92,6 +92,7 @@ from harness import (
     print_header,
     render,
     run_settings,
+    verdict,
     write_results,
 )
 from opentelemetry import trace
@@ -421,10 +422,6 @@ def check(provider: Provider, pipes: dict[str, Pipeline], refs: dict[str, Loop])
 # -- reporting ----------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def paired(a: Case, b: Case, ref: Case | None = None, scale: int = 1) -> tuple[float, float]:
     """The median over rounds of ``a - b``, and of ``(a - b) / (scale * ref)``, each
     computed within one round (a burst of load that slows a whole round cancels out).
@@ -478,7 +475,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                     diff,
                     1 + ratio,
                     "<= 50 ns",
-                    _verdict(diff <= 50),
+                    verdict(diff <= 50),
                 )
             )
         tool_case = c[f"tool{suffix}"]
@@ -492,7 +489,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 diff,
                 ratio,
                 "<= 1.2x",
-                _verdict(ratio <= 1.2),
+                verdict(ratio <= 1.2),
             )
         )
         icpt = c[f"icpt{suffix}"]
@@ -507,7 +504,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 diff,
                 ratio,
                 "<= 1.2x",
-                _verdict(ratio <= 1.2),
+                verdict(ratio <= 1.2),
             )
         )
         _, ratio = paired(icpt, off, c["bare"], spans)
@@ -530,7 +527,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 statistics.median(diffs),
                 statistics.median(ratios),
                 "<= 1.2x",
-                _verdict(statistics.median(ratios) <= 1.2),
+                verdict(statistics.median(ratios) <= 1.2),
             )
         )
     return rows

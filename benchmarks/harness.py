@@ -229,24 +229,61 @@ def analyse(
     return combined
 
 
-def num(x: float | None, fmt: str) -> str:
-    return "" if x is None else format(x, fmt)
+@dataclass(frozen=True)
+class Column:
+    """A column of a results table: its title and width, the row attribute it shows,
+    and for a number its format spec (right-aligned, ``suffix`` after it); ``gap`` is
+    the space before it."""
+
+    title: str
+    width: int
+    attr: str
+    fmt: str = ""
+    suffix: str = ""
+    gap: str = " "
+    cut: bool = False
+
+    def cell(self, row: object) -> str:
+        value = getattr(row, self.attr)
+        if not self.fmt:  # text, left-aligned (cut to the column if ``cut``)
+            text = str(value)[: self.width] if self.cut else str(value)
+            return f"{text:<{self.width}}"
+        text = "" if value is None else format(value, self.fmt) + self.suffix
+        return f"{text:>{self.width}}"
+
+    def head(self) -> str:
+        return f"{self.title:>{self.width}}" if self.fmt else f"{self.title:<{self.width}}"
 
 
-def render(rows: list[Row]) -> str:
-    header = (
-        f"{'case':<44} {'ns/call':>9} {'+floor':>9}  {'measure':<34} {'value ns':>9} "
-        f"{'ratio':>8}  {'target':<10} {'result':<6}"
-    )
+def table(columns: Sequence[Column], rows: Sequence[object]) -> str:
+    """The rows as a table: a header line, a rule, a line per row (a blank cell for a
+    number that is None)."""
+
+    def line(cells: Sequence[str]) -> str:
+        text = "".join(c.gap + cell for c, cell in zip(columns, cells, strict=True))
+        return text[len(columns[0].gap) :].rstrip()
+
+    header = line([c.head() for c in columns])
     lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case:<44} {num(r.ns_per_call, '9.1f'):>9} {num(r.above_floor, '9.1f'):>9}  "
-            f"{r.measure:<34} {num(r.value, '9.1f'):>9} "
-            f"{num(r.ratio, '5.2f') + ('x' if r.ratio is not None else ''):>8}  "
-            f"{r.target:<10} {r.result:<6}".rstrip()
-        )
+    lines += [line([c.cell(r) for c in columns]) for r in rows]
     return "\n".join(lines)
+
+
+ROW_COLUMNS = (
+    Column("case", 44, "case"),
+    Column("ns/call", 9, "ns_per_call", "9.1f"),
+    Column("+floor", 9, "above_floor", "9.1f"),
+    Column("measure", 36, "measure", gap="  "),
+    Column("value ns", 9, "value", "9.1f"),
+    Column("ratio", 8, "ratio", "5.2f", "x"),
+    Column("target", 10, "target", gap="  "),
+    Column("result", 6, "result"),
+)
+
+
+def render(rows: Sequence[Row]) -> str:
+    """The table of ``Row``s (ns per call, above the floor, the derived value)."""
+    return table(ROW_COLUMNS, rows)
 
 
 def cpu_model() -> str:
