@@ -50,6 +50,7 @@ from harness import Case as HarnessCase
 from harness import (
     Column,
     Loop,
+    empty_loop_case,
     measure,
     option_parser,
     print_header,
@@ -119,16 +120,6 @@ class Case(HarnessCase):
     """A case of the harness, with the deliveries its observers must have received."""
 
     delivery: Delivery = field(default_factory=Delivery)
-
-
-def empty_loop_case() -> Loop:
-    async def loop(n: int) -> int:
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            pass
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def attribute_check_case() -> Loop:

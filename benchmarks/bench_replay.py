@@ -52,11 +52,13 @@ import msgspec
 from harness import (
     Case,
     Column,
+    floor_case,
     measure,
     option_parser,
     print_header,
     run_settings,
     table,
+    tool,
     write_results,
 )
 
@@ -86,22 +88,6 @@ SESSION: list[tuple[str, Args]] = [
     ("web_fetch", {"url": "https://example.com/docs"}),
     ("exec", {"command": "pytest -q"}),
 ]
-
-
-async def tool(args: Args) -> Args:
-    """The tool of every case: the cheapest awaitable that does something with args."""
-    return args
-
-
-def floor_case() -> Any:
-    async def loop(n: int) -> int:
-        args = SESSION[0][1]
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            await tool(args)
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def no_push(inp: Any, out: Any) -> None:
@@ -136,21 +122,28 @@ def live_case(
     return loop
 
 
-def recorded_session() -> list[CallRecorded]:
-    """The session's calls as an audit log records them (through the default guards)."""
+def record_session(path: Path, events: set[str] | None = None) -> None:
+    """Run the session through ``Pipeline()`` (the default guards) in one turn (id
+    ``t1``, call ids ``c0``...), recorded with args and results into the audit log at
+    ``path`` (only ``events`` if given)."""
 
-    async def record(path: Path) -> None:
+    async def record() -> None:
         pipe = Pipeline()
-        log = AuditLog(path)
-        log.attach(pipe, record_args=True, record_results=True, events={"call_recorded"})
+        log = AuditLog(path, max_bytes=None)
+        log.attach(pipe, record_args=True, record_results=True, events=events)
         async with pipe, pipe.turn(agent_id="bench", turn_id="t1") as turn:
             for i, (name, args) in enumerate(SESSION):
                 await turn.call_tool(name, dict(args), call=tool, call_id=f"c{i}")
         log.close()
 
+    anyio.run(record)
+
+
+def recorded_session() -> list[CallRecorded]:
+    """The session's calls as an audit log records them (through the default guards)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.jsonl"
-        anyio.run(record, path)
+        record_session(path, events={"call_recorded"})
         events = [c.event for c in read_log(path).calls]
     if len(events) != len(SESSION):
         raise RuntimeError(f"recorded {len(events)} calls, expected {len(SESSION)}")
@@ -278,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         config = scratch / "same.toml"
         config.write_text("# the default guards\n", encoding="utf-8")
         cases = [
-            Case("floor", "floor: await tool(args)", floor_case()),
+            Case("floor", "floor: await tool(args)", floor_case(SESSION[0][1])),
             Case("live", "live: Pipeline(), one turn", live_case()),
             Case("enforced", "live + a sync rule, enforce", live_case(rule="enforce")),
             Case("shadowed", "live + the same rule, shadow", live_case(rule="shadow")),

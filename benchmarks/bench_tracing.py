@@ -87,11 +87,13 @@ from harness import (
     Case,
     Loop,
     Row,
+    floor_case,
     measure,
     option_parser,
     print_header,
     render,
     run_settings,
+    tool,
     verdict,
     write_results,
 )
@@ -99,7 +101,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
-from tool_call_cases import ARGS, TOOL, mw, tool
+from tool_call_cases import ARGS, TOOL, mw
 
 from interpose import Pipeline
 from interpose.pipeline.tracing import TracingLevel
@@ -203,18 +205,6 @@ class Provider:
 
 
 # -- the cases ----------------------------------------------------------------------------
-
-
-def floor_case() -> Loop:
-    async def loop(n: int) -> int:
-        t = tool
-        args = ARGS
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            await t(args)
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def bare_span_case(tracer: Tracer, flush: Callable[[], None], attrs: bool = True) -> Loop:
@@ -559,7 +549,7 @@ def build(provider: Provider, tuned_provider: Provider) -> list[Case]:
     }
     check(provider, pipes, refs)
     cases = [
-        Case("floor", "floor: await tool(args)", floor_case()),
+        Case("floor", "floor: await tool(args)", floor_case(ARGS)),
         Case("noop", "API no-op span, no SDK installed", noop_span_case()),
         Case(
             "bare0", "bare SDK span, no attributes", bare_span_case(provider.tracer, flush, False)

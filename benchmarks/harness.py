@@ -66,6 +66,41 @@ class Case:
         return statistics.median(self.samples)
 
 
+# -- the floor and the empty loop, which every benchmark measures in its run ---------------
+
+Args = dict[str, Any]
+
+
+async def tool(args: Args) -> Args:
+    """The tool of every case: the cheapest awaitable that does something with args."""
+    return args
+
+
+def floor_case(args: Args) -> Loop:
+    """The floor: ``await tool(args)``, ``n`` times."""
+
+    async def loop(n: int) -> int:
+        t = tool
+        start = clock()
+        for _ in range(n):
+            await t(args)
+        return clock() - start
+
+    return loop
+
+
+def empty_loop_case() -> Loop:
+    """An empty loop iteration, ``n`` times."""
+
+    async def loop(n: int) -> int:
+        start = clock()
+        for _ in range(n):
+            pass
+        return clock() - start
+
+    return loop
+
+
 # -- timing -------------------------------------------------------------------------------
 
 

@@ -11,13 +11,12 @@ from typing import Any, Literal
 
 import harness
 import pluggy
-from harness import Case, Loop
+from harness import Args, Case, Loop, empty_loop_case, floor_case, tool
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from interpose import Pipeline, ToolResult
 
-Args = dict[str, Any]
 DEPTHS = (1, 5, 10)
 PAIRS = (1, 10)
 PAIR_KEYS = {
@@ -32,11 +31,6 @@ ARGS: Args = {"command": "ls -la", "cwd": "/tmp"}
 
 
 # -- the operations being measured ------------------------------------------------------
-
-
-async def tool(args: Args) -> Args:
-    """The tool of every case: the cheapest awaitable that does something with args."""
-    return args
 
 
 def sync_handler(inp: object, out: object) -> None:
@@ -74,28 +68,6 @@ class _Payload:
 
 
 # -- building the cases -------------------------------------------------------------------
-
-
-def floor_case() -> Loop:
-    async def loop(n: int) -> int:
-        t = tool
-        args = ARGS
-        start = harness.clock()
-        for _ in range(n):
-            await t(args)
-        return harness.clock() - start
-
-    return loop
-
-
-def empty_loop_case() -> Loop:
-    async def loop(n: int) -> int:
-        start = harness.clock()
-        for _ in range(n):
-            pass
-        return harness.clock() - start
-
-    return loop
 
 
 def plain_call_case() -> Loop:
@@ -465,7 +437,7 @@ def build_cases() -> list[Case]:
         RuntimeError: a pipeline does not return the tool's output unchanged.
     """
     cases = [
-        Case("floor", "floor: await tool(args)", floor_case()),
+        Case("floor", "floor: await tool(args)", floor_case(ARGS)),
         Case("loop", "empty loop iteration", empty_loop_case()),
         Case("call", "plain call h(inp, out) (with loop)", plain_call_case()),
         Case("fns1", "handler loop, 1 fn", handler_loop_case(1)),

@@ -135,7 +135,7 @@ def test_the_cases_a_value_compares_run_in_one_group() -> None:
     cases = _benchmark_module("tool_call_cases")
 
     def case(key: str) -> Any:
-        return cases.Case(key, key, cases.floor_case())
+        return cases.Case(key, key, cases.floor_case(cases.ARGS))
 
     group = cases.group_of
     assert group(case("mw10")) == group(case("free1")) == group(case("guard5"))
