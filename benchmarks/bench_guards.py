@@ -47,10 +47,8 @@ Every case is checked once before timing (the guards allow what they should and 
 ``rm -rf /``; the repeated cases really answer from the guard's memory, the others never
 do; the result cache case really answers from the cache).
 
-Methodology (the shared ``harness.py``): each case is calibrated to a loop
-count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
-runs every case once in a shuffled order with the garbage collector disabled during the
-timed loop; a case's number is the median over rounds.
+Methodology: ``harness.py``'s (calibrated loops, warm-up, rounds in a shuffled order
+with the garbage collector off, a case's number the median over rounds).
 
 Run it with ``python benchmarks/bench_guards.py [--quick] [--json out.json]``.
 """

@@ -29,10 +29,8 @@ the same run.  Target: a replay of at least 2,000 recorded calls per second (rea
 replay), so that a week of traffic of a busy agent (100,000 tool calls) replays in under
 a minute.
 
-Methodology (the shared ``harness.py``): each case is calibrated to a loop
-count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
-runs every case once in a shuffled order with the garbage collector disabled during the
-timed loop; a case's number is the median over rounds.
+Methodology: ``harness.py``'s (calibrated loops, warm-up, rounds in a shuffled order
+with the garbage collector off, a case's number the median over rounds).
 
 Run it with ``python benchmarks/bench_replay.py [--quick] [--json out.json]``.
 """
