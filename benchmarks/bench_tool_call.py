@@ -123,6 +123,27 @@ def per_layer(t: Mapping[str, float], key: str) -> float:
     return (t[f"{key}10"] - t[f"{key}1"]) / 9
 
 
+def depth_rows(
+    t: Mapping[str, float],
+    key: str,
+    label: str,
+    zero: str,
+    measure: str,
+    reference: Mapping[int, float] | None = None,
+) -> list[Row]:
+    """A row per depth N of ``key`` (its label ``label`` with N for ``{}``): the time per
+    call, above the floor, and ``(t_N - t_zero) / N``, informational (against
+    ``reference[N]`` if given); an ``(s)`` in the label is a plural for N > 1."""
+    rows = []
+    for d in DEPTHS:
+        per = (t[f"{key}{d}"] - t[zero]) / d
+        ratio = per / reference[d] if reference is not None else None
+        name = label.format(d).replace("(s)", "s" if d > 1 else "")
+        rows.append(Row(name, t[f"{key}{d}"], t[f"{key}{d}"] - t["floor"], measure, per, ratio))
+        rows[-1].target = "info"
+    return rows
+
+
 def contract_rows(t: Mapping[str, float]) -> list[Row]:
     """The performance contract's rows (DESIGN.md), each with its target."""
     floor, empty = t["floor"], t["empty"]
@@ -259,19 +280,14 @@ def interceptor_rows(t: Mapping[str, float]) -> list[Row]:
     plain = t["call"] - t["loop"]
     per_fn = per_layer(t, "fns")  # the target's reference: one iteration + call
     rows: list[Row] = []
-    for d in DEPTHS:
-        per = (t[f"sync{d}"] - empty) / d
-        rows.append(
-            Row(
-                f"interpose, {d} sync interceptor{'s' if d > 1 else ''}",
-                t[f"sync{d}"],
-                t[f"sync{d}"] - floor,
-                "(t_N - t_empty)/N vs loop per fn",
-                per,
-                per / per_fn,
-                "info",
-            )
-        )
+    rows = depth_rows(
+        t,
+        "sync",
+        "interpose, {} sync interceptor(s)",
+        "empty",
+        "(t_N - t_empty)/N vs loop per fn",
+        dict.fromkeys(DEPTHS, per_fn),
+    )
     slope = per_layer(t, "sync")
     rows += [
         Row(
@@ -339,19 +355,7 @@ def onion_rows(t: Mapping[str, float]) -> list[Row]:
         )
     rows.append(Row("  slope 1->10 per layer", None, None, "onion slope (reference)", free_slope))
     rows.append(Row("closure onion, 0 layers (core + ctx)", t["onion0"], t["onion0"] - floor))
-    for d in DEPTHS:
-        per = (t[f"onion{d}"] - t["onion0"]) / d
-        rows.append(
-            Row(
-                f"closure onion, {d} layers",
-                t[f"onion{d}"],
-                t[f"onion{d}"] - floor,
-                "(t_N - t_0)/N",
-                per,
-                per / free_per[d],
-                "info",
-            )
-        )
+    rows += depth_rows(t, "onion", "closure onion, {} layers", "onion0", "(t_N - t_0)/N", free_per)
     onion_slope = per_layer(t, "onion")
     rows.append(
         Row(
@@ -364,19 +368,8 @@ def onion_rows(t: Mapping[str, float]) -> list[Row]:
             "info",
         )
     )
-    for d in DEPTHS:
-        per = (t[f"guard{d}"] - t["free0"]) / d
-        rows.append(
-            Row(
-                f"guarded onion, {d} layers",
-                t[f"guard{d}"],
-                t[f"guard{d}"] - floor,
-                "(t_N - t_0)/N vs onion /N",
-                per,
-                per / free_per[d],
-                "info",
-            )
-        )
+    measure = "(t_N - t_0)/N vs onion /N"
+    rows += depth_rows(t, "guard", "guarded onion, {} layers", "free0", measure, free_per)
     guard_slope = per_layer(t, "guard")
     rows.append(
         Row(
@@ -395,23 +388,12 @@ def onion_rows(t: Mapping[str, float]) -> list[Row]:
 def middleware_rows(t: Mapping[str, float]) -> list[Row]:
     """interpose's middleware layers, default and ``on_error="raise"``, against the
     onions (the contract's targets are in ``contract_rows``)."""
-    floor, empty = t["floor"], t["empty"]
+    empty = t["empty"]
     free_per = {d: (t[f"free{d}"] - t["free0"]) / d for d in DEPTHS}
     rows: list[Row] = []
     for key, label in (("mw", "block"), ("mwraise", "raise")):
-        for d in DEPTHS:
-            per = (t[f"{key}{d}"] - empty) / d
-            rows.append(
-                Row(
-                    f"interpose, {d} middleware ({label})",
-                    t[f"{key}{d}"],
-                    t[f"{key}{d}"] - floor,
-                    "(t_N - t_empty)/N vs onion /N",
-                    per,
-                    per / free_per[d],
-                    "info",
-                )
-            )
+        name = f"interpose, {{}} middleware ({label})"
+        rows += depth_rows(t, key, name, "empty", "(t_N - t_empty)/N vs onion /N", free_per)
         slope = per_layer(t, key)
         for reference, name in (
             ("free", "allocation-free onion"),
@@ -445,21 +427,9 @@ def middleware_rows(t: Mapping[str, float]) -> list[Row]:
 
 def async_rows(t: Mapping[str, float]) -> list[Row]:
     """Async interceptors with and without the default timeout; informational."""
-    floor, empty = t["floor"], t["empty"]
     rows: list[Row] = []
     for key, label in (("async", "timeout 5s"), ("asyncnt", "no timeout")):
-        for d in DEPTHS:
-            rows.append(
-                Row(
-                    f"interpose, {d} async ({label})",
-                    t[f"{key}{d}"],
-                    t[f"{key}{d}"] - floor,
-                    "(t_N - t_empty)/N",
-                    (t[f"{key}{d}"] - empty) / d,
-                    None,
-                    "info",
-                )
-            )
+        rows += depth_rows(t, key, f"interpose, {{}} async ({label})", "empty", "(t_N - t_empty)/N")
         slope = per_layer(t, key)
         rows.append(
             Row(
