@@ -28,7 +28,7 @@ wait never yields to the event loop).  Consumers deliver the backlog when the ca
 ``async with bus`` / ``async with pipe``, after the clock has stopped; the observers
 count what they receive, and the run fails if any event went missing.
 
-Methodology (as in bench_tool_call.py): each case is calibrated to a loop count ``n``
+Methodology (harness.py's, as in bench_tool_call.py): each case is calibrated to a loop count ``n``
 whose run lasts about ``--target-ms``, then warmed up; each round runs every case once, in
 a shuffled order, with the garbage collector disabled; a case's ns/event is the median
 over rounds.  Ratios compare numbers measured in the same run, so they hold on any
@@ -46,8 +46,19 @@ from collections import deque
 from dataclasses import dataclass, field
 
 # the house harness: calibration, interleaved rounds, machine description
-from bench_tool_call import Case as HarnessCase
-from bench_tool_call import Loop, measure, option_parser, print_header, run_settings, write_results
+from harness import Case as HarnessCase
+from harness import (
+    Column,
+    Loop,
+    empty_loop_case,
+    measure,
+    option_parser,
+    print_header,
+    run_settings,
+    table,
+    verdict,
+    write_results,
+)
 
 from interpose import Pipeline
 from interpose.bus import InMemoryBus
@@ -109,16 +120,6 @@ class Case(HarnessCase):
     """A case of the harness, with the deliveries its observers must have received."""
 
     delivery: Delivery = field(default_factory=Delivery)
-
-
-def empty_loop_case() -> Loop:
-    async def loop(n: int) -> int:
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            pass
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def attribute_check_case() -> Loop:
@@ -333,10 +334,6 @@ class Row:
     result: str = ""
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def analyse(cases: list[Case]) -> list[Row]:
     """Turn the medians into table rows, with the targets checked.
 
@@ -376,7 +373,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                     above,
                     above / append_per[s],
                     f"<= {TARGET_PER_SUBSCRIBER_NS:.0f} ns",
-                    _verdict(above <= TARGET_PER_SUBSCRIBER_NS),
+                    verdict(above <= TARGET_PER_SUBSCRIBER_NS),
                 )
             )
             rows.append(
@@ -388,7 +385,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                     whole,
                     None,
                     f"<= {TARGET_PER_SUBSCRIBER_NS:.0f} ns",
-                    _verdict(whole <= TARGET_PER_SUBSCRIBER_NS),
+                    verdict(whole <= TARGET_PER_SUBSCRIBER_NS),
                 )
             )
         slope = (t[f"{key}4"] - t[f"{key}1"]) / 3
@@ -413,7 +410,7 @@ def analyse(cases: list[Case]) -> list[Row]:
             nobody,
             t["emit0"] / attr,
             f"<= {TARGET_NOBODY_NS:.0f} ns",
-            _verdict(nobody <= TARGET_NOBODY_NS),
+            verdict(nobody <= TARGET_NOBODY_NS),
         )
     )
     rows.append(
@@ -444,24 +441,20 @@ def analyse(cases: list[Case]) -> list[Row]:
     return rows
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "" if x is None else format(x, fmt)
+COLUMNS = (
+    Column("case", 40, "case"),
+    Column("ns/event", 9, "ns_per_event", "9.1f"),
+    Column("ns/ev/sub", 9, "per_subscriber", "9.1f"),
+    Column("measure", 32, "measure", gap="  "),
+    Column("value ns", 9, "value", "9.1f"),
+    Column("ratio", 8, "ratio", "5.2f", "x"),
+    Column("target", 9, "target", gap="  "),
+    Column("result", 6, "result"),
+)
 
 
 def render(rows: list[Row]) -> str:
-    header = (
-        f"{'case':<40} {'ns/event':>9} {'ns/ev/sub':>9}  {'measure':<32} {'value ns':>9} "
-        f"{'ratio':>8}  {'target':<9} {'result':<6}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        ratio = _num(r.ratio, "5.2f") + ("x" if r.ratio is not None else "")
-        lines.append(
-            f"{r.case:<40} {_num(r.ns_per_event, '9.1f'):>9} "
-            f"{_num(r.per_subscriber, '9.1f'):>9}  {r.measure:<32} "
-            f"{_num(r.value, '9.1f'):>9} {ratio:>8}  {r.target:<9} {r.result:<6}".rstrip()
-        )
-    return "\n".join(lines)
+    return table(COLUMNS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

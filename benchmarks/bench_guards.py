@@ -47,10 +47,8 @@ Every case is checked once before timing (the guards allow what they should and 
 ``rm -rf /``; the repeated cases really answer from the guard's memory, the others never
 do; the result cache case really answers from the cache).
 
-Methodology (the harness of ``bench_tool_call.py``): each case is calibrated to a loop
-count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
-runs every case once in a shuffled order with the garbage collector disabled during the
-timed loop; a case's number is the median over rounds.
+Methodology: ``harness.py``'s (calibrated loops, warm-up, rounds in a shuffled order
+with the garbage collector off, a case's number the median over rounds).
 
 Run it with ``python benchmarks/bench_guards.py [--quick] [--json out.json]``.
 """
@@ -59,22 +57,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
-import statistics
 import sys
 import time
-import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench_tool_call import (
+from guard_budget import FreshCommandGuard, measure_budget, render_budget
+from harness import (
+    Args,
     Case,
+    Column,
     Loop,
+    floor_case,
     measure,
     option_parser,
     print_header,
     run_settings,
+    table,
+    tool,
+    verdict,
     write_results,
 )
 
@@ -89,12 +91,10 @@ from interpose.middleware.builtins import (
     ResultCache,
     SecurityAudit,
     ToolFilter,
-    analyze_command,
     builtin_interceptors,
 )
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
-Args = dict[str, Any]
 TARGET_US = 50.0
 REPEAT_US = 2.0  # a repeated short command, judged directly
 SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/")
@@ -250,12 +250,6 @@ CLEAN_OUTPUT = "".join(f"{n:04d} src/module_{n}.py: ok, 12 tests passed\n" for n
 # -- the operations being measured ------------------------------------------------------
 
 
-class FreshCommandGuard(CommandSafetyGuard):
-    """The command guard without its memory: every call analyzes the command."""
-
-    CACHE_SIZE = 0
-
-
 class FreshPathGuard(SecurityAudit):
     """The path guard without its memory: every call checks the path."""
 
@@ -273,23 +267,6 @@ def fresh_builtins() -> Pipeline:
     for reg in builtin_interceptors():
         pipe.registry.add(dataclasses.replace(reg, handler=fresh[type(reg.handler)]))
     return pipe
-
-
-async def tool(args: Args) -> Args:
-    """The tool of every case: the cheapest awaitable that does something with args."""
-    return args
-
-
-def floor_case() -> Loop:
-    async def loop(n: int) -> int:
-        t = tool
-        args: Args = {"command": "git status"}
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            await t(args)
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def direct_case(guard: Any, tool_name: str, args: Args) -> Loop:
@@ -404,7 +381,7 @@ def build_cases() -> list[Case]:
     commands = {f"cmd{i}": c for i, c in enumerate(SHORT_COMMANDS)}
     commands["script"] = SCRIPT_4K
     commands["refused"] = REFUSED_COMMAND
-    cases = [Case("floor", "floor: await tool(args)", floor_case())]
+    cases = [Case("floor", "floor: await tool(args)", floor_case({"command": "git status"}))]
     for key, command in commands.items():
         args: Args = {"command": command}
         name = _name(command)
@@ -545,10 +522,6 @@ class Row:
     result: str = ""
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def analyse(cases: list[Case]) -> list[Row]:
     """Turn the medians (ns) into table rows (µs), with the targets checked.
 
@@ -564,15 +537,13 @@ def analyse(cases: list[Case]) -> list[Row]:
         key = f"cmd{i}"
         direct = t[f"d_{key}"]
         rows.append(
-            Row(label[f"d_{key}"], direct, "direct", direct, target, _verdict(direct < TARGET_US))
+            Row(label[f"d_{key}"], direct, "direct", direct, target, verdict(direct < TARGET_US))
         )
         rows.append(Row(label[f"g_{key}"], t[f"g_{key}"]))
         rows.append(Row(label[f"b_{key}"], t[f"b_{key}"]))
         situ = t[f"g_{key}"] - t[f"b_{key}"]
         rows.append(
-            Row(
-                "  guard in situ", None, "builtins - none", situ, target, _verdict(situ < TARGET_US)
-            )
+            Row("  guard in situ", None, "builtins - none", situ, target, verdict(situ < TARGET_US))
         )
         again = t[f"r_{key}"]
         rows.append(
@@ -582,7 +553,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 "direct",
                 again,
                 f"< {REPEAT_US:g} us",
-                _verdict(again < REPEAT_US),
+                verdict(again < REPEAT_US),
             )
         )
         rows.append(Row(label[f"rg_{key}"], t[f"rg_{key}"]))
@@ -613,234 +584,18 @@ def analyse(cases: list[Case]) -> list[Row]:
     return rows
 
 
-# -- the analysis budget --------------------------------------------------------------------
-
-KB64 = 64 * 1024
-MIB = 1 << 20
-SHORT_MS = 50.0  # target for any input of at most 64 KB
-MIB_MS = 1000.0  # target for a 1 MiB input
-
-_SHORT_LINES = (
-    "cd src && make -j4 all",
-    'echo "building $TARGET" | tee -a build.log',
-    "ls -la /tmp/cache | grep -v lock > out.txt",
-    "git status --short | head -n 20",
-    "python3 -m pytest -q tests/unit || exit 1",
-    'export PATH="$HOME/.local/bin:$PATH"',
+COLUMNS = (
+    Column("case", 46, "case"),
+    Column("us/call", 9, "us_per_call", "9.2f"),
+    Column("measure", 20, "measure", gap="  "),
+    Column("value us", 9, "value_us", "9.2f"),
+    Column("target", 9, "target", gap="  "),
+    Column("result", 0, "result"),
 )
 
 
-def _repeat(unit: str, size: int) -> str:
-    """``unit`` repeated to at most ``size`` characters, cut at a whole unit."""
-    return unit * (size // len(unit))
-
-
-def _script(size: int) -> str:
-    """A script of short commands of at most ``size`` characters."""
-    return _repeat("\n".join(_SHORT_LINES) + "\n", size)
-
-
-def _largest_script() -> str:
-    """The longest :func:`_script` the words budget lets through (a binary search)."""
-    unit = len("\n".join(_SHORT_LINES)) + 1
-    low, high = 1, KB64 // unit  # low: allowed; high: refused
-    while high - low > 1:
-        mid = (low + high) // 2
-        finding = analyze_command(_script(mid * unit))
-        low, high = (mid, high) if finding is None else (low, mid)
-    return _script(low * unit)
-
-
-def budget_inputs() -> dict[str, tuple[str, str]]:
-    """key -> (label, command); keys start with the size class: ``s`` (short), ``k``
-    (at most 64 KB), ``m`` (about 1 MiB)."""
-    doubling = {
-        f"k_double{n}": (f"x='rm '; x=\"$x$x\" x{n}", "x='rm '; " + 'x="$x$x"; ' * n + "$x")
-        for n in (20, 30, 40)
-    }
-    echo_doubling = {
-        f"k_echo{n}": (f"X=$(echo $X $X) x{n}", "X=a; " + "X=$(echo $X $X); " * n + "$X")
-        for n in (20, 30, 40)
-    }
-    return {
-        "s_short": ("typical short command: git status", "git status"),
-        **doubling,
-        **echo_doubling,
-        "k_braces": ("500 nested ${", "echo " + "${x:-" * 500 + "a" + "}" * 500),
-        "k_substs": ("100 nested $(", "echo " + "$(echo " * 100 + "x" + ")" * 100),
-        "k_script": ("64 KB script of short commands", _script(KB64)),
-        "k_words": ("largest script of short commands allowed", _largest_script()),
-        "k_dynamic": ("$X with 2,000 arguments", "$X " + _repeat("/etc/x$y ", 18_000)),
-        "k_python": (
-            "64 KB python -c program",
-            "python3 -c '" + _repeat('import os; print(open("/tmp/x").read()); ', KB64 - 20) + "'",
-        ),
-        "k_braced": ("64 KB of ${x:-a} words", "echo " + _repeat("${x:-a} ", KB64 - 8)),
-        "k_ansi": ("64 KB $'...' string", "echo $'" + _repeat("\\x41", KB64 - 10) + "'"),
-        "k_heredoc": (
-            "64 KB here-document with $(...)",
-            "cat > f <<EOF\n" + _repeat("line $x $(date) text\n", KB64 - 20) + "EOF\n",
-        ),
-        "k_printf": (
-            "64 KB printf ... | sh",
-            "printf '" + _repeat("echo hi; ", KB64 - 20) + "' | sh",
-        ),
-        "m_script": ("1 MiB script of short commands", _script(MIB)),
-        "m_quoted": ("1 MiB quoted string", "echo '" + _repeat("a b ", MIB - 8) + "'"),
-        "m_heredoc": (
-            "1 MiB here-document",
-            "cat > f <<'EOF'\n" + _repeat("some text line\n", MIB - 24) + "EOF\n",
-        ),
-        "m_word": ("1 MiB single word", "echo " + "a" * (MIB - 5)),
-        "m_ansi": ("1 MiB $'...' string", "echo $'" + _repeat("\\x41", MIB - 8) + "'"),
-        "m_python": (
-            "1 MiB python -c program",
-            "python3 -c '" + _repeat('x = "a/b"; ', MIB - 16) + "'",
-        ),
-        "m_oversize": ("1 MiB + 1 character (size)", "echo " + "a" * (MIB - 4)),
-    }
-
-
-@dataclass
-class BudgetRow:
-    case: str
-    chars: int
-    median_ms: float
-    max_ms: float
-    x_short: float
-    target: str
-    result: str
-    decision: str
-    peak_kib: float
-
-
-def _decide(guard: CommandSafetyGuard, command: str) -> str:
-    out = ToolBeforeOutput(args={"command": command})
-    guard(ToolBeforeInput(tool_name="exec"), out)
-    if not out.block:
-        return "allowed"
-    rule = out.block_reason.split(": ", 2)[1]
-    if rule == "too-complex":
-        return "refused: " + out.block_reason.split("(", 1)[1].split(":", 1)[0]
-    return f"refused: {rule}"
-
-
-def _time_ms(guard: CommandSafetyGuard, command: str, rounds: int) -> list[float]:
-    inp = ToolBeforeInput(tool_name="exec")
-    out = ToolBeforeOutput(args={"command": command})
-    samples: list[float] = []
-    for _ in range(rounds):
-        out.block = False
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter_ns()
-            guard(inp, out)
-            samples.append((time.perf_counter_ns() - start) / 1e6)
-        finally:
-            gc.enable()
-    return samples
-
-
-def _peak_kib(guard: CommandSafetyGuard, command: str) -> float:
-    out = ToolBeforeOutput(args={"command": command})
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        guard(ToolBeforeInput(tool_name="exec"), out)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return (peak - before) / 1024
-
-
-def measure_budget(rounds: int) -> list[BudgetRow]:
-    """Time every budget input ``rounds`` times, interleaved; one row each, and the worst
-    64 KB input again as its own row.
-
-    Raises:
-        RuntimeError: a review case is not refused.
-    """
-    guard = FreshCommandGuard()  # every round analyzes
-    inputs = budget_inputs()
-    decisions = {key: _decide(guard, command) for key, (_, command) in inputs.items()}
-    for key in ("k_double30", "k_double40", "k_echo30", "k_echo40", "k_braces", "k_substs"):
-        if not decisions[key].startswith("refused: "):
-            raise RuntimeError(f"{key} should be refused, got {decisions[key]}")
-    samples: dict[str, list[float]] = {key: [] for key in inputs}
-    for _ in range(rounds):  # interleaved, so a noisy moment is spread over all inputs
-        for key, (_, command) in inputs.items():
-            samples[key] += _time_ms(guard, command, 1)
-    for key, (_, command) in inputs.items():
-        again = _decide(guard, command)
-        if again != decisions[key]:  # only the wall-time backstop can make it differ
-            decisions[key] += f" / {again}"
-    short = statistics.median(samples["s_short"])
-    rows: list[BudgetRow] = []
-    for key, (label, command) in inputs.items():
-        median = statistics.median(samples[key])
-        limit = MIB_MS if key.startswith("m_") else SHORT_MS
-        rows.append(
-            BudgetRow(
-                label,
-                len(command),
-                median,
-                max(samples[key]),
-                median / short,
-                f"<= {limit:g} ms",
-                _verdict(median <= limit),
-                decisions[key],
-                _peak_kib(guard, command),
-            )
-        )
-    sized = [row for row, key in zip(rows, inputs, strict=True) if key.startswith("k_")]
-    worst = max(sized, key=lambda row: row.median_ms)
-    rows.append(
-        BudgetRow(
-            f"worst case at <= 64 KB: {worst.case}",
-            worst.chars,
-            worst.median_ms,
-            worst.max_ms,
-            worst.x_short,
-            worst.target,
-            worst.result,
-            worst.decision,
-            worst.peak_kib,
-        )
-    )
-    return rows
-
-
-def render_budget(rows: list[BudgetRow]) -> str:
-    header = (
-        f"{'input':<44} {'chars':>8} {'median ms':>10} {'max ms':>8} {'x short':>9}  "
-        f"{'target':<12} {'result':<6} {'peak KiB':>9}  decision"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case[:44]:<44} {r.chars:>8} {r.median_ms:>10.3f} {r.max_ms:>8.2f} "
-            f"{r.x_short:>9.1f}  {r.target:<12} {r.result:<6} {r.peak_kib:>9.0f}  {r.decision}"
-        )
-    return "\n".join(lines)
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:9.2f}"
-
-
 def render(rows: list[Row]) -> str:
-    header = (
-        f"{'case':<46} {'us/call':>9}  {'measure':<20} {'value us':>9}  {'target':<9} {'result'}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case:<46} {_num(r.us_per_call):>9}  {r.measure:<20} {_num(r.value_us):>9}  "
-            f"{r.target:<9} {r.result}".rstrip()
-        )
-    return "\n".join(lines)
+    return table(COLUMNS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from bench_tool_call import (
+from harness import (
     Case,
     Loop,
     child_bench_main,

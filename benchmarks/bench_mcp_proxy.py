@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as mt
-from bench_tool_call import (
+from harness import (
     Case,
     Loop,
     child_bench_main,

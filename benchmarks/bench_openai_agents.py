@@ -60,7 +60,7 @@ from agents import (
     tool_input_guardrail,
 )
 from agents.testing import assistant_message, function_call
-from bench_tool_call import Case, Loop, child_bench_main, ratio_lines
+from harness import Case, Loop, child_bench_main, ratio_lines
 
 from interpose import Pipeline, ToolBeforeInput, ToolBeforeOutput
 from interpose.adapters.openai_agents import InterposeRunner, interpose_agent

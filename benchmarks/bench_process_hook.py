@@ -36,7 +36,7 @@ own session as ProcessHook starts its children):
   latency of single calls (median and 99th percentile, each call timed on its own, in
   a separate pass after the timed rounds).
 
-Methodology (as in bench_tool_call.py, but every case runs inside one anyio event loop,
+Methodology (harness.py's, but every case runs inside one anyio event loop,
 because the children and the entered pipeline live in it): every case is calibrated to
 a call count whose run lasts about ``--target-ms``, warmed up, then each round runs
 every case once in a shuffled order, with the garbage collector disabled during the
@@ -67,7 +67,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 # the house harness's case record and machine description (its timing loop is
 # synchronous: these cases run inside one event loop, so they are timed below)
-from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
+from harness import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 
 import interpose.middleware.process as process_module
 from interpose import Pipeline

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from bench_tool_call import option_parser, print_header, run_settings
+from harness import option_parser, print_header, run_settings
 
 from interpose import Pipeline
 from interpose.bus.events import ToolExecEnd, encode_event

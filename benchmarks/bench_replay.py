@@ -29,10 +29,8 @@ the same run.  Target: a replay of at least 2,000 recorded calls per second (rea
 replay), so that a week of traffic of a busy agent (100,000 tool calls) replays in under
 a minute.
 
-Methodology (the harness of ``bench_tool_call.py``): each case is calibrated to a loop
-count whose run lasts about ``--target-ms``, all cases are warmed up, then each round
-runs every case once in a shuffled order with the garbage collector disabled during the
-timed loop; a case's number is the median over rounds.
+Methodology: ``harness.py``'s (calibrated loops, warm-up, rounds in a shuffled order
+with the garbage collector off, a case's number the median over rounds).
 
 Run it with ``python benchmarks/bench_replay.py [--quick] [--json out.json]``.
 """
@@ -49,12 +47,16 @@ from typing import Any
 
 import anyio
 import msgspec
-from bench_tool_call import (
+from harness import (
     Case,
+    Column,
+    floor_case,
     measure,
     option_parser,
     print_header,
     run_settings,
+    table,
+    tool,
     write_results,
 )
 
@@ -84,22 +86,6 @@ SESSION: list[tuple[str, Args]] = [
     ("web_fetch", {"url": "https://example.com/docs"}),
     ("exec", {"command": "pytest -q"}),
 ]
-
-
-async def tool(args: Args) -> Args:
-    """The tool of every case: the cheapest awaitable that does something with args."""
-    return args
-
-
-def floor_case() -> Any:
-    async def loop(n: int) -> int:
-        args = SESSION[0][1]
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            await tool(args)
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def no_push(inp: Any, out: Any) -> None:
@@ -134,21 +120,28 @@ def live_case(
     return loop
 
 
-def recorded_session() -> list[CallRecorded]:
-    """The session's calls as an audit log records them (through the default guards)."""
+def record_session(path: Path, events: set[str] | None = None) -> None:
+    """Run the session through ``Pipeline()`` (the default guards) in one turn (id
+    ``t1``, call ids ``c0``...), recorded with args and results into the audit log at
+    ``path`` (only ``events`` if given)."""
 
-    async def record(path: Path) -> None:
+    async def record() -> None:
         pipe = Pipeline()
-        log = AuditLog(path)
-        log.attach(pipe, record_args=True, record_results=True, events={"call_recorded"})
+        log = AuditLog(path, max_bytes=None)
+        log.attach(pipe, record_args=True, record_results=True, events=events)
         async with pipe, pipe.turn(agent_id="bench", turn_id="t1") as turn:
             for i, (name, args) in enumerate(SESSION):
                 await turn.call_tool(name, dict(args), call=tool, call_id=f"c{i}")
         log.close()
 
+    anyio.run(record)
+
+
+def recorded_session() -> list[CallRecorded]:
+    """The session's calls as an audit log records them (through the default guards)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.jsonl"
-        anyio.run(record, path)
+        record_session(path, events={"call_recorded"})
         events = [c.event for c in read_log(path).calls]
     if len(events) != len(SESSION):
         raise RuntimeError(f"recorded {len(events)} calls, expected {len(SESSION)}")
@@ -244,15 +237,18 @@ def analyse(cases: list[Case]) -> list[Row]:
     return rows
 
 
+COLUMNS = (
+    Column("case", 44, "case"),
+    Column("us/call", 9, "us_per_call", ".2f"),
+    Column("calls/s", 10, "calls_per_s", ",.0f"),
+    Column("x live", 7, "ratio_to_live", ".2f"),
+    Column("target", 12, "target", gap="  "),
+    Column("result", 0, "result"),
+)
+
+
 def render(rows: list[Row]) -> str:
-    header = f"{'case':<44} {'us/call':>9} {'calls/s':>10} {'x live':>7}  {'target':<12} result"
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.case:<44} {r.us_per_call:>9.2f} {r.calls_per_s:>10,.0f} {r.ratio_to_live:>7.2f}  "
-            f"{r.target:<12} {r.result}".rstrip()
-        )
-    return "\n".join(lines)
+    return table(COLUMNS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         config = scratch / "same.toml"
         config.write_text("# the default guards\n", encoding="utf-8")
         cases = [
-            Case("floor", "floor: await tool(args)", floor_case()),
+            Case("floor", "floor: await tool(args)", floor_case(SESSION[0][1])),
             Case("live", "live: Pipeline(), one turn", live_case()),
             Case("enforced", "live + a sync rule, enforce", live_case(rule="enforce")),
             Case("shadowed", "live + the same rule, shadow", live_case(rule="shadow")),

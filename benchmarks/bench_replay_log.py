@@ -42,12 +42,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-from bench_replay import SESSION, tool
-from bench_tool_call import machine
-
-from interpose import Pipeline
-from interpose.observers import AuditLog
+from bench_replay import SESSION, record_session
+from harness import machine
 
 MIB = 1024 * 1024
 RSS_GROWTH_MIB = 64.0
@@ -97,19 +93,9 @@ def size(text: str) -> int:
 
 def recorded_turn() -> bytes:
     """The session's audit lines (one turn, id ``t1``, call ids ``c0``... ``c7``)."""
-
-    async def record(path: Path) -> None:
-        pipe = Pipeline()
-        log = AuditLog(path, max_bytes=None)
-        log.attach(pipe, record_args=True, record_results=True)
-        async with pipe, pipe.turn(agent_id="bench", turn_id="t1") as turn:
-            for i, (name, args) in enumerate(SESSION):
-                await turn.call_tool(name, dict(args), call=tool, call_id=f"c{i}")
-        log.close()
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.jsonl"
-        anyio.run(record, path)
+        record_session(path)
         return path.read_bytes()
 
 

@@ -2,7 +2,7 @@
 
 What it measures (ns per tool call; every case is an ``async def`` loop awaiting the thing
 ``n`` times on one asyncio event loop, timed with ``time.perf_counter_ns``, exactly as in
-``bench_tool_call.py``, whose harness this script imports):
+``bench_tool_call.py``, with the shared ``harness.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - references, on the same SDK tracer provider as the traced pipelines:
@@ -83,25 +83,25 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from bench_tool_call import (
-    ARGS,
-    TOOL,
+from harness import (
     Case,
     Loop,
     Row,
+    floor_case,
     measure,
-    mw,
     option_parser,
     print_header,
     render,
     run_settings,
     tool,
+    verdict,
     write_results,
 )
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Tracer
+from tool_call_cases import ARGS, TOOL, mw
 
 from interpose import Pipeline
 from interpose.pipeline.tracing import TracingLevel
@@ -205,18 +205,6 @@ class Provider:
 
 
 # -- the cases ----------------------------------------------------------------------------
-
-
-def floor_case() -> Loop:
-    async def loop(n: int) -> int:
-        t = tool
-        args = ARGS
-        start = time.perf_counter_ns()
-        for _ in range(n):
-            await t(args)
-        return time.perf_counter_ns() - start
-
-    return loop
 
 
 def bare_span_case(tracer: Tracer, flush: Callable[[], None], attrs: bool = True) -> Loop:
@@ -424,10 +412,6 @@ def check(provider: Provider, pipes: dict[str, Pipeline], refs: dict[str, Loop])
 # -- reporting ----------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def paired(a: Case, b: Case, ref: Case | None = None, scale: int = 1) -> tuple[float, float]:
     """The median over rounds of ``a - b``, and of ``(a - b) / (scale * ref)``, each
     computed within one round (a burst of load that slows a whole round cancels out).
@@ -481,7 +465,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                     diff,
                     1 + ratio,
                     "<= 50 ns",
-                    _verdict(diff <= 50),
+                    verdict(diff <= 50),
                 )
             )
         tool_case = c[f"tool{suffix}"]
@@ -495,7 +479,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 diff,
                 ratio,
                 "<= 1.2x",
-                _verdict(ratio <= 1.2),
+                verdict(ratio <= 1.2),
             )
         )
         icpt = c[f"icpt{suffix}"]
@@ -510,7 +494,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 diff,
                 ratio,
                 "<= 1.2x",
-                _verdict(ratio <= 1.2),
+                verdict(ratio <= 1.2),
             )
         )
         _, ratio = paired(icpt, off, c["bare"], spans)
@@ -533,7 +517,7 @@ def analyse(cases: list[Case]) -> list[Row]:
                 statistics.median(diffs),
                 statistics.median(ratios),
                 "<= 1.2x",
-                _verdict(statistics.median(ratios) <= 1.2),
+                verdict(statistics.median(ratios) <= 1.2),
             )
         )
     return rows
@@ -565,7 +549,7 @@ def build(provider: Provider, tuned_provider: Provider) -> list[Case]:
     }
     check(provider, pipes, refs)
     cases = [
-        Case("floor", "floor: await tool(args)", floor_case()),
+        Case("floor", "floor: await tool(args)", floor_case(ARGS)),
         Case("noop", "API no-op span, no SDK installed", noop_span_case()),
         Case(
             "bare0", "bare SDK span, no attributes", bare_span_case(provider.tracer, flush, False)

@@ -115,34 +115,43 @@ def _bench_tool_call() -> Any:
     return bench_tool_call
 
 
+def _benchmark_module(name: str) -> Any:
+    """A module of benchmarks/ (the harness, the tool-call cases) by name."""
+    _bench_tool_call()  # it imports the harness and its cases
+    return sys.modules[name]
+
+
 def test_a_target_is_read_from_its_row() -> None:
-    bench = _bench_tool_call()
-    assert bench._meets("<= 1000 ns", 999.0, None) is True
-    assert bench._meets("<= 1000 ns", 1001.0, 0.5) is False
-    assert bench._meets("<= 1.5x", 2000.0, 1.5) is True
-    assert bench._meets("< 1.0x", 10.0, 1.0) is False
-    assert bench._meets("info", 1.0, 1.0) is None
-    assert bench._meets("<= 2.0x", 1.0, None) is None
+    harness = _benchmark_module("harness")
+    assert harness.meets("<= 1000 ns", 999.0, None) is True
+    assert harness.meets("<= 1000 ns", 1001.0, 0.5) is False
+    assert harness.meets("<= 1.5x", 2000.0, 1.5) is True
+    assert harness.meets("< 1.0x", 10.0, 1.0) is False
+    assert harness.meets("info", 1.0, 1.0) is None
+    assert harness.meets("<= 2.0x", 1.0, None) is None
 
 
 def test_the_cases_a_value_compares_run_in_one_group() -> None:
-    bench = _bench_tool_call()
+    cases = _benchmark_module("tool_call_cases")
 
     def case(key: str) -> Any:
-        return bench.Case(key, key, bench.floor_case())
+        return cases.Case(key, key, cases.floor_case(cases.ARGS))
 
-    group = bench.group_of
+    group = cases.group_of
     assert group(case("mw10")) == group(case("free1")) == group(case("guard5"))
     assert group(case("apair10")) == group(case("spair1")) == group(case("hasync1"))
     assert group(case("sync10")) == group(case("fns1")) == group(case("empty"))
     assert group(case("mw1")) != group(case("sync1"))
+    # each switch-on cost compares with an empty pipeline timed in its own group
+    assert group(case("emptym")) == group(case("mw1"))
+    assert group(case("emptyp")) == group(case("spair1"))
 
 
 def test_derived_values_are_the_median_of_each_rounds_value() -> None:
     # a burst of load that lifts every case of one round changes that round's values,
     # not the median over rounds; the verdict is taken on the median
     bench = _bench_tool_call()
-    cases = bench.build_cases()
+    cases = _benchmark_module("tool_call_cases").build_cases()
     # distinct times, so that no reference difference is zero
     base = {c.key: 1000.0 + 37.0 * i + 50.0 * len(c.key) for i, c in enumerate(cases)}
     base.update(floor=100.0, empty=400.0, fns1=150.0, fns10=600.0, sync1=800.0, sync10=1200.0)
@@ -163,7 +172,7 @@ def test_derived_values_are_the_median_of_each_rounds_value() -> None:
 
 def test_a_round_whose_reference_measured_no_difference_is_left_out() -> None:
     bench = _bench_tool_call()
-    cases = bench.build_cases()
+    cases = _benchmark_module("tool_call_cases").build_cases()
     base = {c.key: 1000.0 + 37.0 * i + 50.0 * len(c.key) for i, c in enumerate(cases)}
     base.update(floor=100.0, fns1=150.0, fns10=600.0, sync1=800.0, sync10=1200.0)
     for _ in range(3):
@@ -173,3 +182,32 @@ def test_a_round_whose_reference_measured_no_difference_is_left_out() -> None:
         c.samples.append(150.0 if c.key in ("fns1", "fns10") else base[c.key])
     rows = {row.case: row for row in bench.analyse(cases)}
     assert rows["  slope 1->10 per interceptor"].ratio == pytest.approx(400 / 450)
+
+
+def test_the_contract_rows_carry_the_design_targets() -> None:
+    # DESIGN.md's performance contract: printed first, each row with its target
+    bench = _bench_tool_call()
+    cases = _benchmark_module("tool_call_cases").build_cases()
+    base = {c.key: 1000.0 + 37.0 * i + 50.0 * len(c.key) for i, c in enumerate(cases)}
+    base.update(floor=100.0, empty=400.0, emptym=410.0, emptyp=420.0, mw1=1200.0, spair1=1300.0)
+    for c in cases:
+        c.samples.append(base[c.key])
+    rows = bench.analyse(cases)
+    contract = {row.case: row for row in rows[:8]}
+    assert {name: row.target for name, row in contract.items()} == {
+        "interpose, empty pipeline": "<= 1000 ns",
+        "  same, against issue 11's bound": "<= 500 ns",
+        "  switch-on: first sync pair": "<= 1000 ns",
+        "  switch-on: first middleware layer": "<= 1000 ns",
+        "default (fail-closed) middleware layer": "<= 1.2x",
+        'on_error="raise" middleware layer': "<= 1.2x",
+        "sync before/after pair": "<= 1.2x",
+        "async pair (timeout 5s, not suspending)": "<= 1.2x",
+    }
+    assert contract["  switch-on: first sync pair"].value == pytest.approx(1300.0 - 420.0)
+    assert contract["  switch-on: first middleware layer"].value == pytest.approx(1200.0 - 410.0)
+    assert contract["  switch-on: first middleware layer"].result == "PASS"
+    pair = (base["spair10"] - base["spair1"]) / (base["hsync10"] - base["hsync1"])
+    assert contract["sync before/after pair"].ratio == pytest.approx(pair)
+    layer = (base["mw10"] - base["mw1"]) / (base["guard10"] - base["guard1"])
+    assert contract["default (fail-closed) middleware layer"].ratio == pytest.approx(layer)
