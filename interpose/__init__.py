@@ -14,8 +14,8 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .external.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
 from .middleware.command_hooks import CommandHook, CommandHookError
-from .middleware.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
 from .pipeline.context import (
     CommandContext,
     CompactContext,
@@ -61,6 +61,11 @@ from .pipeline.tools import KNOWN_TOOL_NAMES, TOOL_ALIASES, TOOL_GROUPS, normali
 from .pipeline.turn import Turn
 
 __version__ = "0.1.0"
+
+# ``interpose.external`` (the out-of-process hooks) is reached through the names above
+# and its own import path; the package attribute its import leaves here is removed, so
+# that this namespace holds only ``__all__`` and the subsystems (tests/test_public_api.py)
+del external  # type: ignore[name-defined]  # noqa: F821
 
 __all__ = [
     "AbortTurn",

@@ -450,8 +450,8 @@ class _Builder:
     # -- out-of-process hooks -------------------------------------------------------------
 
     def process(self, pipe: Pipeline, built: Built, name: str, table: ProcessHookConfig) -> None:
-        from ..middleware.picoclaw import resolve_observe
-        from ..middleware.process import ProcessHook
+        from ..external.process import ProcessHook
+        from ..external.process.picoclaw import resolve_observe
 
         where = f"hooks.processes.{_key(name)}"
         if table.dir is not None and table.cwd is not None:

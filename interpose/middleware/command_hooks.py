@@ -78,7 +78,7 @@ from ..pipeline.payloads import (
 from ..pipeline.registry import Interceptor, Registry
 from ..pipeline.shadow import MODES, Mode
 from ..pipeline.tools import TOOL_ALIASES, TOOL_GROUPS, in_namespace, normalize_tool_name
-from ._process_group import kill_group, wait_exited
+from ..external._process_group import kill_group, wait_exited
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline

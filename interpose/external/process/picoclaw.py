@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from ..bus.events import EVENT_KINDS
-from ..errors import ConfigError
+from ...bus.events import EVENT_KINDS
+from ...errors import ConfigError
 
 __all__ = [
     "EVENT_METHODS",
