@@ -14,8 +14,8 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .external.command.runner import CommandHook, CommandHookError
 from .external.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
-from .middleware.command_hooks import CommandHook, CommandHookError
 from .pipeline.context import (
     CommandContext,
     CompactContext,

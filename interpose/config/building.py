@@ -31,7 +31,7 @@ from .schema import (
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from ..middleware.claude_code import ToolMapping
+    from ..external.command.tool_mapping import ToolMapping
     from ..pipeline.pipeline import Pipeline
     from ..pipeline.tracing import TracingLevel
 
@@ -522,7 +522,7 @@ class _Builder:
                 raise ConfigError(f"{script} does not exist (the script given to {name})")
 
     def command(self, pipe: Pipeline, built: Built, index: int, table: CommandHookConfig) -> None:
-        from ..middleware.command_hooks import CommandHook
+        from ..external.command.runner import CommandHook
 
         where = f"hooks.commands[{index}]"
         cwd = self.directory(where + ".cwd", table.cwd)
@@ -559,7 +559,7 @@ class _Builder:
     def claude_tools(self) -> ToolMapping:
         """The claude-code dialect's tool table, with ``[hooks.claude_tools]`` added."""
         if self._claude_tools is None:
-            from ..middleware.claude_code import ClaudeTool, default_tool_mapping
+            from ..external.command.tool_mapping import ClaudeTool, default_tool_mapping
 
             mapping = default_tool_mapping()
             for name, table in self.config.hooks.claude_tools.items():
@@ -570,7 +570,7 @@ class _Builder:
 
     def claude_settings(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
         """Install the hooks of a Claude Code settings file; its own errors name it."""
-        from ..middleware.claude_code import ClaudeSettings
+        from ..external.command.claude_settings import ClaudeSettings
 
         path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
         if not path.is_file():

@@ -72,7 +72,7 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
         except _DuplicateKey as exc:
             raise ConfigFileError(file, "", f"invalid JSON: duplicate key {exc.key!r}") from None
     if suffix == ".json":
-        from ..middleware.claude_code import is_claude_settings
+        from ..external.command.claude_settings import is_claude_settings
 
         if is_claude_settings(data, file):
             # a Claude Code settings file: its hooks, behind interpose's default stack
