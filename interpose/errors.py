@@ -19,6 +19,9 @@ pipe.turn(...)``) or turned into a ``status="aborted"`` result by ``Pipeline.cal
 
 from __future__ import annotations
 
+import json
+import re
+
 __all__ = [
     "AbortTurn",
     "ConfigError",
@@ -28,6 +31,7 @@ __all__ = [
     "MiddlewareError",
     "RegistrationError",
     "UsageError",
+    "field_key",
 ]
 
 
@@ -70,6 +74,15 @@ class ConfigFileError(ConfigError):
         self.file = file
         self.field = field
         self.problem = problem
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def field_key(name: str) -> str:
+    """One key of a ``ConfigFileError.field`` path: as it is when it is letters, digits,
+    ``_`` and ``-``, else JSON-quoted (``hooks.processes."my gate"``)."""
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
 
 
 class UsageError(InterposeError, ValueError):

@@ -13,6 +13,7 @@ from typing import get_origin as _origin
 import msgspec
 
 from ..errors import ConfigFileError as ConfigFileError  # documented here
+from ..errors import field_key
 from .schema import Config
 
 _AT = re.compile(r"^(?P<message>.*?) - at `(?P<path>[^`]*)`(?: in `(?P<container>[^`]*)`)?$", re.S)
@@ -213,5 +214,4 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _key(name: str) -> str:
-    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
+_key = field_key  # (the one spelling of a key, shared with interpose.external)

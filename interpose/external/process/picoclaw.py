@@ -6,18 +6,23 @@ sent (``agent.tool.exec_start``) and the older names its config still accepts
 interpose's own kinds; ``resolve_observe`` maps them onto interpose's event kinds, and
 ``event_names`` gives the names an interpose event is sent under.
 
+PicoClaw's config files load verbatim: ``rewrite_config`` rewrites their forms to
+interpose's before decoding, with notes on what is left out.  The config layer calls it
+and passes what it needs of interpose's schema (the top-level sections, the builtins'
+names), so that this module imports nothing from ``config``.
+
 The protocol itself (which fields each message carries in each dialect) lives in
-``process.py``; docs/process-hooks.md#compatibility-with-picoclaw compares it with
+``wire.py``; docs/process-hooks.md#compatibility-with-picoclaw compares it with
 upstream field by field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Final
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from ...bus.events import EVENT_KINDS
-from ...errors import ConfigError
+from ...errors import ConfigError, ConfigFileError, field_key
 
 __all__ = [
     "EVENT_METHODS",
@@ -26,6 +31,7 @@ __all__ = [
     "UPSTREAM_KINDS",
     "event_names",
     "resolve_observe",
+    "rewrite_config",
     "uses_runtime_names",
 ]
 
@@ -177,3 +183,155 @@ def uses_runtime_names(names: Iterable[str]) -> bool:
     """Whether an ``observe`` list is written in PicoClaw's runtime names (then its
     events are sent as ``hook.runtime_event``, as current PicoClaw sends them)."""
     return any("." in name for name in names)
+
+
+# -- PicoClaw's config files -------------------------------------------------------------
+
+_PICOCLAW_PROCESS_KEYS = ("transport", "dir", "trusted")
+
+
+def _picoclaw_shaped(data: dict[str, Any]) -> bool:
+    """Whether parsed data is a PicoClaw config: a process hook with one of PicoClaw's
+    own keys (``transport``, ``dir``, ``trusted``), or a builtin with a ``config``."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    processes = hooks.get("processes")
+    if isinstance(processes, dict) and any(
+        isinstance(table, dict) and any(key in table for key in _PICOCLAW_PROCESS_KEYS)
+        for table in processes.values()
+    ):
+        return True
+    builtins = hooks.get("builtins")
+    return isinstance(builtins, dict) and any(
+        isinstance(table, dict) and "config" in table for table in builtins.values()
+    )
+
+
+def rewrite_config(
+    data: Any,
+    file: str,
+    *,
+    json: bool,
+    sections: Collection[str],
+    builtins: Sequence[str],
+) -> tuple[Any, list[str], dict[str, str]]:
+    """Parsed data with PicoClaw's forms rewritten to interpose's; the notes on what
+    was left out, and {flat field: the field it came from} for error messages.
+
+    - ``hooks.builtins.<name>.config`` (PicoClaw's options of a builtin) is merged into
+      its table;
+    - a builtin interpose does not have is left out with a note when it is not enabled
+      (PicoClaw does not look it up either), an error when it is;
+    - in a PicoClaw-shaped file (JSON only: PicoClaw's config is ``config.json``, and an
+      ``interpose.toml`` that uses ``dir`` or ``transport`` stays interpose's),
+      ``hooks.priority_order`` defaults to ``picoclaw`` and top-level sections other than
+      interpose's (``agents``, ``channels``, ...) are left out with a note.
+
+    ``sections`` are interpose's top-level sections, ``builtins`` the names of its
+    builtins (the config layer's schema).
+
+    Raises:
+        ConfigFileError: an enabled builtin interpose does not have; a key given both in
+            a builtin's ``config`` and in its table.
+    """
+    notes: list[str] = []
+    moved: dict[str, str] = {}
+    if not isinstance(data, dict):
+        return data, notes, moved
+    data = dict(data)
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        hooks = data["hooks"] = dict(hooks)
+        if json and _picoclaw_shaped(data):
+            hooks.setdefault("priority_order", "picoclaw")
+            _picoclaw_processes(hooks, notes)
+            defaults = hooks.get("defaults")
+            if isinstance(defaults, dict):
+                # PicoClaw reads a timeout of 0 (Go's zero value) as "the default"
+                hooks["defaults"] = {
+                    key: value
+                    for key, value in defaults.items()
+                    if not (key.endswith("_timeout_ms") and value == 0 and value is not False)
+                }
+            foreign = [key for key in data if key not in sections]
+            for key in foreign:
+                del data[key]
+            if foreign:
+                notes.append(
+                    "PicoClaw settings interpose has no use for were left out: "
+                    + ", ".join(foreign)
+                )
+        table_of_builtins = hooks.get("builtins")
+        if isinstance(table_of_builtins, dict):
+            hooks["builtins"] = _picoclaw_builtins(
+                table_of_builtins,
+                file,
+                notes,
+                moved,
+                known=builtins,
+                shaped=hooks.get("priority_order") == "picoclaw",
+            )
+    return data, notes, moved
+
+
+def _picoclaw_processes(hooks: dict[str, Any], notes: list[str]) -> None:
+    """PicoClaw starts a process hook only when it says ``"enabled": true`` and so does
+    ``hooks`` (Go's zero value is false); interpose's default is on.  In a PicoClaw
+    file, the hooks PicoClaw would not start are not started here either."""
+    processes = hooks.get("processes")
+    if not isinstance(processes, dict):
+        return
+    hooks["processes"] = processes = dict(processes)
+    for name, table in processes.items():
+        if not isinstance(table, dict) or ("enabled" in table and table["enabled"] is not True):
+            continue  # a wrong type is the schema's to report; false stays false
+        if table.get("enabled") is not True or hooks.get("enabled") is not True:
+            why = "it" if table.get("enabled") is not True else "hooks"
+            processes[name] = {**table, "enabled": False}
+            notes.append(
+                f"hooks.processes.{field_key(name)}: not started: PicoClaw starts a process hook "
+                f'only when it and hooks say "enabled": true ({why} does not)'
+            )
+
+
+def _picoclaw_builtins(
+    builtins: dict[str, Any],
+    file: str,
+    notes: list[str],
+    moved: dict[str, str],
+    *,
+    known: Sequence[str],
+    shaped: bool,
+) -> dict[str, Any]:
+    """``hooks.builtins`` with each ``config`` merged; in a PicoClaw-ordered file, the
+    builtins interpose does not have are left out when disabled, an error when enabled
+    (elsewhere the schema reports them: a misspelt name must not pass)."""
+    result: dict[str, Any] = {}
+    for name, table in builtins.items():
+        where = f"hooks.builtins.{field_key(name)}"
+        if name not in known and shaped:
+            if isinstance(table, dict) and table.get("enabled") is not True:
+                notes.append(f"{where}: not an interpose builtin; left out (it is not enabled)")
+                continue
+            raise ConfigFileError(
+                file,
+                where,
+                "not an interpose builtin (a PicoClaw builtin is Go code compiled into "
+                "PicoClaw: run it as a process hook or a plugin instead, or disable it); "
+                f"interpose's builtins: {', '.join(known)}",
+            )
+        if isinstance(table, dict) and isinstance(table.get("config"), dict):
+            table = dict(table)
+            options = table.pop("config")
+            for key, value in options.items():
+                if key in table:
+                    raise ConfigFileError(
+                        file,
+                        f"{where}.config.{field_key(str(key))}",
+                        f"also given as {where}.{field_key(str(key))}: give it once",
+                    )
+                table[key] = value
+                moved[f"{where}.{field_key(str(key))}"] = f"{where}.config.{field_key(str(key))}"
+        result[name] = table
+    return result
