@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from interpose._jsonlines import Oversized
 from interpose.external.process.child import PipeOutput
 
 LINES = [b'{"id":1}', b"", b"x" * 5000, b'{"id":2,"result":{"a":"\\n"}}', b"tail"]
@@ -14,11 +15,11 @@ STREAM = b"".join(line + b"\n" for line in LINES)
 
 class Recorder:
     def __init__(self, stop_after: int | None = None) -> None:
-        self.lines: list[bytes] = []
+        self.lines: list[bytes | Oversized] = []
         self.overflows = 0
         self.stop_after = stop_after
 
-    def on_line(self, line: bytes) -> bool:
+    def on_line(self, line: bytes | Oversized) -> bool:
         self.lines.append(line)
         return self.stop_after is None or len(self.lines) < self.stop_after
 

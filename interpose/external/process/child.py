@@ -45,6 +45,7 @@ import anyio.abc
 import msgspec
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..._jsonlines import LineSplitter, Oversized, ReplyTable
 from .._process_group import kill_group, terminate_group, wait_exited
 from .wire import PREVIEW, ProcessHookError, ProcessHookStats
 
@@ -185,14 +186,16 @@ class PipeOutput(asyncio.Protocol):
     they arrive and each complete line goes straight to ``on_line`` -- no reader task, so
     a reply wakes its caller one loop iteration sooner.
 
-    ``on_line(line)`` returns False to stop reading; a line longer than ``limit`` calls
+    ``on_line(line)`` returns False to stop reading; it gets a whole line longer than
+    ``limit`` as an ``Oversized``; a line that grows past ``limit`` before its end calls
     ``on_overflow()`` and stops reading.  ``closed`` is set when the pipe is closed (the
-    child closed its stdout, or reading stopped).
+    child closed its stdout, or reading stopped).  The lines are cut by the transport
+    shared with the MCP stdio lanes (``interpose._jsonlines.LineSplitter``).
     """
 
     def __init__(
         self,
-        on_line: Callable[[bytes], bool],
+        on_line: Callable[[bytes | Oversized], bool],
         on_overflow: Callable[[], None],
         limit: int,
     ) -> None:
@@ -201,38 +204,28 @@ class PipeOutput(asyncio.Protocol):
         self.limit = limit
         self.closed = anyio.Event()
         self.transport: asyncio.ReadTransport | None = None
-        self.partial = bytearray()
+        self.splitter = LineSplitter(limit)
+
+    @property
+    def partial(self) -> int:
+        """Bytes of a line that has not ended yet."""
+        return self.splitter.pending
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # (uvloop's transports do not derive from asyncio's classes: no isinstance)
         self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
-        partial = self.partial  # the start of a line that has not ended yet
-        if partial:
-            partial += data
-            if b"\n" not in data:
-                if len(partial) > self.limit:
-                    self.on_overflow()
-                    self.close()
-                return
-            data = bytes(partial)
-            partial.clear()
-        start = 0
         on_line = self.on_line
-        while (end := data.find(b"\n", start)) >= 0:
-            if not on_line(data[start:end]):  # on_line checks the length too
+        for line in self.splitter.feed(data):
+            if not on_line(line):  # (an over-long one too: on_line says what it means)
                 self.close()
                 return
-            start = end + 1
-        if start < len(data):
-            partial += data[start:]
-            if len(partial) > self.limit:
-                self.on_overflow()
-                self.close()
+        if self.splitter.overflowing:
+            self.on_overflow()
+            self.close()
 
     def close(self) -> None:
-        self.partial.clear()
         if self.transport is not None:
             self.transport.close()
 
@@ -244,7 +237,6 @@ class Child:
     """One generation of the hook's process and the state of its conversation."""
 
     __slots__ = (
-        "abandoned",
         "clock",
         "deadlines",
         "end_reason",
@@ -275,12 +267,10 @@ class Child:
         self.clock: Callable[[], float] = anyio.current_time if loop is None else loop.time
         # the stdout protocol on asyncio; None: a reader task reads proc.stdout
         self.output: PipeOutput | None = None
-        self.pending: dict[int, Pending] = {}
+        self.pending: ReplyTable[Pending] = ReplyTable(_ABANDONED_KEPT)
         # (deadline, id) of the calls, one queue per timeout: sent in order, so each queue
         # is sorted; entries of answered calls are dropped lazily (see ProcessHook._expire)
         self.deadlines: dict[float, deque[tuple[float, int]]] = {}
-        # ids given up on (timed out, cancelled, failed): their replies are late, not stray
-        self.abandoned: dict[int, None] = {}
         self.ready = False
         self.ready_at = 0.0
         self.replies = 0  # replies received so far: a call that sees none since it was
@@ -309,19 +299,13 @@ class Child:
                 method=method,
             ) from exc
 
-    def abandon(self, rid: int) -> None:
-        self.abandoned[rid] = None
-        if len(self.abandoned) > _ABANDONED_KEPT:
-            del self.abandoned[next(iter(self.abandoned))]
-
     def fail_pending(self, detail: str) -> None:
         """Fail every waiting call with ``detail``."""
-        failed = list(self.pending.items())
-        self.pending.clear()  # in place: the reader and the timer hold this dict
-        for rid, slot in failed:
+        # (the table is emptied in place: the reader and the timer hold it; the ids are
+        # remembered as given up on, so that their late replies are known)
+        for _, slot in self.pending.drain():
             slot.error = detail
             slot.done.set()
-            self.abandon(rid)
 
     def stop(self, reason: str) -> None:
         """End this generation: fail the waiting calls; the supervisor reaps it."""
@@ -390,7 +374,7 @@ class Supervisor:
     async def _handshake(self, child: Child) -> None:
         raise NotImplementedError
 
-    def _take_line(self, child: Child, line: bytes) -> bool:
+    def _take_line(self, child: Child, line: bytes | Oversized) -> bool:
         raise NotImplementedError
 
     def _oversized(self, child: Child) -> None:
@@ -706,25 +690,21 @@ class Supervisor:
     # -- the conversation -----------------------------------------------------------
 
     async def _read(self, child: Child) -> None:
-        """The reader task of the portable path: read lines until stdout ends."""
+        """The reader task of the portable path: read lines until stdout ends (cut as
+        on the asyncio path, by the shared ``LineSplitter``)."""
         stdout = child.proc.stdout
         assert stdout is not None
-        stream = BufferedByteReceiveStream(stdout)
-        limit = self.max_line
+        splitter = LineSplitter(self.max_line)
         take_line = self._take_line
         try:
             while True:
-                if not take_line(child, await stream.receive_until(b"\n", limit)):
+                for line in splitter.feed(await stdout.receive()):
+                    if not take_line(child, line):
+                        return
+                if splitter.overflowing:
+                    self._oversized(child)
                     return
-        except anyio.DelimiterNotFound:
-            self._oversized(child)
-            return
-        except (
-            anyio.IncompleteRead,
-            anyio.EndOfStream,
-            anyio.ClosedResourceError,
-            anyio.BrokenResourceError,
-        ):
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         await self._output_ended(child)
 

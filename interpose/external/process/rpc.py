@@ -30,6 +30,7 @@ from collections import deque
 import anyio
 import msgspec
 
+from ..._jsonlines import Oversized
 from .child import CLOSING, Child, Pending, Supervisor
 from .wire import (
     EMPTY,
@@ -102,7 +103,7 @@ class RpcClient(Supervisor):
 
     # -- the conversation -----------------------------------------------------------
 
-    def _take_line(self, child: Child, line: bytes) -> bool:
+    def _take_line(self, child: Child, line: bytes | Oversized) -> bool:
         """Handle one line of the child's stdout; False: stop reading (it is done for)."""
         if child.ended.is_set() and child.end_reason == CLOSING:
             # closing: drain what it still writes (PicoClaw-style hooks answer the last
@@ -123,8 +124,8 @@ class RpcClient(Supervisor):
         self._log.warning("process hook %r: %s; restarting it", self.name, reason)
         child.stop(reason)
 
-    def _on_line(self, child: Child, line: bytes) -> None:
-        if len(line) > self.max_line:  # found in one read, past the limit
+    def _on_line(self, child: Child, line: bytes | Oversized) -> None:
+        if not isinstance(line, bytes):  # a whole line past the limit, found in one read
             self._oversized(child)
             return
         try:
@@ -143,7 +144,7 @@ class RpcClient(Supervisor):
             self._garbage(child, line, f"reply is not valid UTF-8: {_bad_utf8(exc)}")
             return
         rid = msg.id
-        slot = child.pending.pop(rid, None) if type(rid) is int and msg.method is None else None
+        slot = child.pending.take(rid) if msg.method is None else None
         if slot is None:
             self._stray(child, msg)
             return
@@ -182,7 +183,7 @@ class RpcClient(Supervisor):
                     msg.error.code,
                     msg.error.message,
                 )
-        elif type(rid) is int and rid in child.abandoned:
+        elif child.pending.is_late(rid):
             self.stats.late_replies += 1
             child.replies += 1
             self._log.info(
@@ -217,7 +218,7 @@ class RpcClient(Supervisor):
         sent = child.clock()
         slot = Pending(child.event(), method, sent, child.replies, within, stuck_after)
         pending = child.pending
-        pending[rid] = slot
+        pending.add(rid, slot)
         queue = child.deadlines.get(within)
         if queue is None:
             queue = child.deadlines[within] = deque()
@@ -234,8 +235,7 @@ class RpcClient(Supervisor):
             )
         finally:
             if not slot.done.is_set():  # cancelled, or the line could not be written
-                pending.pop(rid, None)
-                child.abandon(rid)
+                pending.abandon(rid)
                 # cancelled by the caller's timeout (the pipeline's, on approvers), which
                 # began a moment before `sent`: the same as our own timeout
                 if child.clock() - sent >= stuck_after - _SLACK:
@@ -285,8 +285,7 @@ class RpcClient(Supervisor):
             await anyio.sleep(wake - now)
 
     def _expired(self, child: Child, rid: int, slot: Pending) -> None:
-        child.pending.pop(rid, None)
-        child.abandon(rid)
+        child.pending.abandon(rid)
         self.stats.timeouts += 1
         slot.timed_out = True
         slot.done.set()
