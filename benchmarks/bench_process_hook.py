@@ -69,7 +69,6 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 # synchronous: these cases run inside one event loop, so they are timed below)
 from bench_tool_call import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 
-import interpose.external.process.child as process_child
 from interpose import Pipeline
 from interpose.middleware.process import ProcessHook
 
@@ -362,6 +361,9 @@ def process_hook(name: str) -> tuple[Pipeline, ProcessHook]:
 def portable_path() -> Iterator[None]:
     """Process hooks started meanwhile use anyio's streams and a reader task (the path
     they take under trio) although this runs on asyncio."""
+    # (imported here: the children run this file too, and need nothing of interpose's)
+    import interpose.external.process.child as process_child
+
     process_child.ASYNCIO_PIPES = False
     try:
         yield

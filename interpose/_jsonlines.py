@@ -119,6 +119,8 @@ class LineSplitter:
             line, self._partial = bytes(self._partial), bytearray()
             data = data[end + 1 :]
             out.append(self._dropped(line) if len(line) > self.max_line else line)
+        if not data:  # (the piece ended with the line begun earlier)
+            return out
         lines = data.split(b"\n")
         rest = lines.pop()
         found: Sequence[bytes | Oversized] = lines

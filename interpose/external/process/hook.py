@@ -217,28 +217,9 @@ class ProcessHook(RpcClient):
                 f"{where}: max_line must be an int of at least 64 bytes, got {max_line!r}"
             )
         self.max_line = max_line
-        try:
-            low, high = restart_backoff
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"{where}: restart_backoff must be (first, longest) seconds, "
-                f"got {restart_backoff!r}"
-            ) from None
-        _positive(where, "restart_backoff[0]", low)
-        _positive(where, "restart_backoff[1]", high)
-        if low > high:
-            raise ConfigError(f"{where}: restart_backoff: first delay {low} exceeds longest {high}")
-        self.restart_backoff = (float(low), float(high))
+        self.restart_backoff = _backoff(where, restart_backoff)
         self.stats = ProcessHookStats()
-        modes = [] if not kinds else ["observe"]
-        for served_mode, served in (
-            ("llm", ("before_llm", "after_llm")),
-            ("tool", ("before_tool", "after_tool")),
-            ("approve", ("approve_tool",)),
-        ):
-            if any(point in points for point in served):
-                modes.append(served_mode)
-        self._hello = HelloParams(name=name, modes=modes)
+        self._hello = HelloParams(name=name, modes=_modes(points, observes=bool(kinds)))
         #: the name the child gave in its handshake reply ("" before the first one)
         self.child_name = ""
         self._log = logging.getLogger(f"interpose.process.{name}")
@@ -665,6 +646,33 @@ def _names(values: Iterable[str], where: str, what: str) -> tuple[str, ...]:
         if value not in names:
             names.append(value)
     return tuple(names)
+
+
+def _backoff(where: str, restart_backoff: Any) -> tuple[float, float]:
+    try:
+        low, high = restart_backoff
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{where}: restart_backoff must be (first, longest) seconds, got {restart_backoff!r}"
+        ) from None
+    _positive(where, "restart_backoff[0]", low)
+    _positive(where, "restart_backoff[1]", high)
+    if low > high:
+        raise ConfigError(f"{where}: restart_backoff: first delay {low} exceeds longest {high}")
+    return float(low), float(high)
+
+
+def _modes(points: Sequence[str], *, observes: bool) -> list[str]:
+    """What the hook serves, as PicoClaw's hello names it."""
+    modes = [] if not observes else ["observe"]
+    for served_mode, served in (
+        ("llm", ("before_llm", "after_llm")),
+        ("tool", ("before_tool", "after_tool")),
+        ("approve", ("approve_tool",)),
+    ):
+        if any(point in points for point in served):
+            modes.append(served_mode)
+    return modes
 
 
 def _positive(where: str, what: str, value: object) -> float:
