@@ -69,7 +69,6 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 # synchronous: these cases run inside one event loop, so they are timed below)
 from harness import Case, Loop, child_bench_main, paired_ratio, run_once_async, time_rounds
 
-import interpose.middleware.process as process_module
 from interpose import Pipeline
 from interpose.middleware.process import ProcessHook
 
@@ -362,11 +361,14 @@ def process_hook(name: str) -> tuple[Pipeline, ProcessHook]:
 def portable_path() -> Iterator[None]:
     """Process hooks started meanwhile use anyio's streams and a reader task (the path
     they take under trio) although this runs on asyncio."""
-    process_module._ASYNCIO_PIPES = False
+    # (imported here: the children run this file too, and need nothing of interpose's)
+    import interpose.external.process.child as process_child
+
+    process_child.ASYNCIO_PIPES = False
     try:
         yield
     finally:
-        process_module._ASYNCIO_PIPES = True
+        process_child.ASYNCIO_PIPES = True
 
 
 async def check_call(pipe: Pipeline, hook: ProcessHook) -> None:

@@ -17,9 +17,9 @@ from .errors import (
     MiddlewareError,
     RegistrationError,
 )
+from .external.command.runner import CommandHook, CommandHookError
+from .external.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
 from .middleware.builtins import register_builtins as _register_builtins
-from .middleware.command_hooks import CommandHook, CommandHookError
-from .middleware.process import ProcessHook, ProcessHookError, ProcessHookStats, ProcessHookTimeout
 from .pipeline import defaults as _defaults
 from .pipeline.context import (
     CommandContext,
@@ -76,6 +76,11 @@ def _pipeline_from_config(path: str | _os.PathLike[str]) -> Pipeline:
 # the pipeline layer imports nothing above it: the builtins and the config builder
 # are plugged in here, so Pipeline() registers the guards and from_config works
 _defaults.install(builtins=_register_builtins, from_config=_pipeline_from_config)
+
+# ``interpose.external`` (the out-of-process hooks) is reached through the names above
+# and its own import path; the package attribute its import leaves here is removed, so
+# that this namespace holds only ``__all__`` and the subsystems (tests/test_public_api.py)
+del external  # type: ignore[name-defined]  # noqa: F821
 
 __all__ = [
     "AbortTurn",

@@ -5,6 +5,7 @@ The tree, drawn once::
     InterposeError                      base of everything interpose raises
     ├── RegistrationError (ValueError)  a registration was rejected; the registry is unchanged
     ├── ConfigError (ValueError)        a config value is invalid
+    │   └── ConfigFileError             a config file is invalid: <file>: <field>: <problem>
     ├── UsageError (ValueError)         bad command-line input: `interpose` prints one line, exits 2
     ├── MiddlewareError (RuntimeError)  a middleware broke the onion's contract
     ├── AbortTurn                       raised by a handler: end the current turn cleanly
@@ -18,14 +19,19 @@ pipe.turn(...)``) or turned into a ``status="aborted"`` result by ``Pipeline.cal
 
 from __future__ import annotations
 
+import json
+import re
+
 __all__ = [
     "AbortTurn",
     "ConfigError",
+    "ConfigFileError",
     "HardAbort",
     "InterposeError",
     "MiddlewareError",
     "RegistrationError",
     "UsageError",
+    "field_key",
 ]
 
 
@@ -47,6 +53,36 @@ class RegistrationError(InterposeError, ValueError):
 
 class ConfigError(InterposeError, ValueError):
     """A configuration value is invalid; the message names the value and the expectation."""
+
+
+class ConfigFileError(ConfigError):
+    """A config file is invalid.
+
+    The message is ``<file>: <field>: <problem>`` (``<file>: <problem>`` when the problem
+    is the whole file, e.g. a syntax error).  Importable from ``interpose.config``, the
+    documented path; defined here so that every layer that reads a file (the config
+    loader, a Claude Code settings file of ``interpose.external``) raises the same one.
+
+    Attributes:
+        file: the file, as it was given.
+        field: the dotted path of the bad field (``hooks.commands[0].event``), or "".
+        problem: what is wrong, and what was expected.
+    """
+
+    def __init__(self, file: str, field: str, problem: str) -> None:
+        super().__init__(f"{file}: {field}: {problem}" if field else f"{file}: {problem}")
+        self.file = file
+        self.field = field
+        self.problem = problem
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def field_key(name: str) -> str:
+    """One key of a ``ConfigFileError.field`` path: as it is when it is letters, digits,
+    ``_`` and ``-``, else JSON-quoted (``hooks.processes."my gate"``)."""
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
 
 
 class UsageError(InterposeError, ValueError):

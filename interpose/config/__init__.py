@@ -23,8 +23,9 @@ The modules, one concern each:
 - ``schema``: the structs, one per table (a new section of the file goes there);
   ``mcp``: the ``[mcp]`` table (the servers of ``interpose mcp-proxy``) and its checks;
 - ``loading``: reading and decoding a file (``load_config``, ``parse_config``,
-  ``decode_config``); ``picoclaw``: PicoClaw's forms rewritten to interpose's before
-  decoding (a Claude Code settings file is recognised by ``interpose.middleware.claude_code``);
+  ``decode_config``), PicoClaw's forms rewritten to interpose's before decoding (by
+  ``interpose.external.process.picoclaw``; a Claude Code settings file is recognised by
+  ``interpose.external.command.claude_settings``);
 - ``explain``: ``ConfigFileError`` and msgspec's errors rewritten as field paths;
 - ``building``: the pipeline a config describes (``build_pipeline``, ``describe``), its
   steps by concept in ``_builtins`` (guards, policies), ``_hooks`` (process and command

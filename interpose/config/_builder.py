@@ -12,15 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from ..errors import ConfigError, RegistrationError
+from ..errors import ConfigError, ConfigFileError, RegistrationError, field_key
 from ..pipeline.tools import TOOL_GROUPS, compile_tool_matcher, in_namespace, normalize_tool_name
-from .explain import ConfigFileError, field_key
 from .schema import BuiltinsConfig, Config, fields_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from ..middleware.claude_code import ToolMapping
+    from ..external.command.tool_mapping import ToolMapping
     from ..pipeline.pipeline import Pipeline
     from ..pipeline.tracing import TracingLevel
 

@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, field_key
 from ._builder import BuilderBase, Built, seconds
-from .explain import field_key
 
 if TYPE_CHECKING:
-    from ..middleware.claude_code import ToolMapping
+    from ..external.command.tool_mapping import ToolMapping
     from ..pipeline.pipeline import Pipeline
     from .schema import CommandHookConfig, ProcessHookConfig
 
@@ -29,8 +28,8 @@ class HookSteps(BuilderBase):
     that their programs exist."""
 
     def process(self, pipe: Pipeline, built: Built, name: str, table: ProcessHookConfig) -> None:
-        from ..middleware.picoclaw import resolve_observe
-        from ..middleware.process import ProcessHook
+        from ..external.process import ProcessHook
+        from ..external.process.picoclaw import resolve_observe
 
         where = f"hooks.processes.{field_key(name)}"
         if table.dir is not None and table.cwd is not None:
@@ -101,7 +100,7 @@ class HookSteps(BuilderBase):
                 raise ConfigError(f"{script} does not exist (the script given to {name})")
 
     def command(self, pipe: Pipeline, built: Built, index: int, table: CommandHookConfig) -> None:
-        from ..middleware.command_hooks import CommandHook
+        from ..external.command.runner import CommandHook
 
         where = f"hooks.commands[{index}]"
         cwd = self.directory(where + ".cwd", table.cwd)
@@ -138,7 +137,7 @@ class HookSteps(BuilderBase):
     def claude_tools(self) -> ToolMapping:
         """The claude-code dialect's tool table, with ``[hooks.claude_tools]`` added."""
         if self.claude_mapping is None:
-            from ..middleware.claude_code import ClaudeTool, default_tool_mapping
+            from ..external.command.tool_mapping import ClaudeTool, default_tool_mapping
 
             mapping = default_tool_mapping()
             for name, table in self.config.hooks.claude_tools.items():
@@ -149,7 +148,7 @@ class HookSteps(BuilderBase):
 
     def claude_settings(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
         """Install the hooks of a Claude Code settings file; its own errors name it."""
-        from ..middleware.claude_code import ClaudeSettings
+        from ..external.command.claude_settings import ClaudeSettings
 
         path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
         if not path.is_file():

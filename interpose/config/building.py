@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import field_key
 from ._builder import Built, seconds
 from ._builtins import BuiltinSteps
 from ._hooks import HookSteps
 from ._observers import FlushSpans, ObserverSteps
-from .explain import field_key
 from .mcp import McpConfig, mcp_namespace
 from .schema import Config
 

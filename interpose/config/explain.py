@@ -12,28 +12,8 @@ from typing import get_origin as _origin
 
 import msgspec
 
-from ..errors import ConfigError
+from ..errors import ConfigFileError as ConfigFileError  # documented here
 from .schema import Config
-
-
-class ConfigFileError(ConfigError):
-    """A config file is invalid.
-
-    The message is ``<file>: <field>: <problem>`` (``<file>: <problem>`` when the problem
-    is the whole file, e.g. a syntax error).
-
-    Attributes:
-        file: the file, as it was given.
-        field: the dotted path of the bad field (``hooks.commands[0].event``), or "".
-        problem: what is wrong, and what was expected.
-    """
-
-    def __init__(self, file: str, field: str, problem: str) -> None:
-        super().__init__(f"{file}: {field}: {problem}" if field else f"{file}: {problem}")
-        self.file = file
-        self.field = field
-        self.problem = problem
-
 
 _AT = re.compile(r"^(?P<message>.*?) - at `(?P<path>[^`]*)`(?: in `(?P<container>[^`]*)`)?$", re.S)
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
@@ -231,7 +211,3 @@ def literal_values(typ: Any) -> tuple[Any, ...]:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def field_key(name: str) -> str:
-    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)

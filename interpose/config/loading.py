@@ -15,10 +15,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found]
 
+from ..external.process.picoclaw import rewrite_config
 from .building import Builder, build_pipeline
 from .explain import ConfigFileError, explain_error
-from .picoclaw import _picoclaw
-from .schema import Config, HooksConfig
+from .schema import BuiltinsConfig, Config, HooksConfig
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -106,7 +106,7 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
         except _DuplicateKey as exc:
             raise ConfigFileError(file, "", f"invalid JSON: duplicate key {exc.key!r}") from None
     if suffix == ".json":
-        from ..middleware.claude_code import is_claude_settings
+        from ..external.command.claude_settings import is_claude_settings
 
         if is_claude_settings(data, file):
             # a Claude Code settings file: its hooks, behind interpose's default stack
@@ -121,7 +121,9 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
     Raises:
         ConfigFileError: ``data`` does not match the schema.
     """
-    data, notes, moved = _picoclaw(data, file, json=table == "object")
+    data, notes, moved = rewrite_config(
+        data, file, json=table == "object", sections=Config.__struct_fields__, builtins=_BUILTINS
+    )
     try:
         config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
@@ -133,6 +135,10 @@ def decode_config(data: Any, *, file: str = "<config>", table: str = "table") ->
         raise ConfigFileError(file, field, problem) from None
     config._notes = tuple(notes)
     return config
+
+
+# the names of interpose's builtins, as a config file spells them (for PicoClaw's files)
+_BUILTINS = tuple(field.encode_name for field in msgspec.structs.fields(BuiltinsConfig))
 
 
 class _DuplicateKey(ValueError):

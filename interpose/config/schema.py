@@ -498,7 +498,8 @@ class Config(_Table, dict=True):
     plugins: dict[str, dict[str, Any]] = {}
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     # What the loader left out of a PicoClaw-shaped file, one line each, shown by
-    # ``interpose check`` and logged when the pipeline is built (see ``picoclaw``).  Not a
+    # ``interpose check`` and logged when the pipeline is built (see
+    # ``interpose.external.process.picoclaw``).  Not a
     # key of the file: a plain attribute (``dict=True`` lets ``decode_config`` set it on
     # the instance), so msgspec neither decodes nor encodes it and a file that names it
     # gets the unknown-key error.  The class attribute is the default; the annotation,

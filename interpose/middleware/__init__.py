@@ -1,3 +1,4 @@
 """What goes into the onion besides your own handlers: the built-in guards and policies
-(``builtins``), JSON-RPC process hooks (``process``) and Claude-Code-compatible command
-hooks (``command_hooks``)."""
+(``builtins``).  ``process``, ``command_hooks`` and ``claude_code`` are the documented
+import paths of the out-of-process hooks (JSON-RPC process hooks, Claude-Code-compatible
+command hooks), whose code lives in ``interpose.external``."""

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from interpose.middleware import process
+from interpose.external.process import child
 
 
 @pytest.fixture(autouse=True, params=["asyncio-pipes", "anyio-streams"])
 def conversation(request: pytest.FixtureRequest) -> Iterator[str]:
-    saved = process._ASYNCIO_PIPES
-    process._ASYNCIO_PIPES = request.param == "asyncio-pipes"
+    saved = child.ASYNCIO_PIPES
+    child.ASYNCIO_PIPES = request.param == "asyncio-pipes"
     try:
         yield request.param
     finally:
-        process._ASYNCIO_PIPES = saved
+        child.ASYNCIO_PIPES = saved

@@ -17,7 +17,7 @@ import pytest
 
 from interpose import Pipeline, ToolResult
 from interpose.bus.events import InterceptorFailed
-from interpose.middleware import _process_group
+from interpose.external import _process_group
 from interpose.middleware.process import ProcessHook
 
 pytestmark = pytest.mark.integration

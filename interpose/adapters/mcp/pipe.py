@@ -37,6 +37,7 @@ from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
+from ..._jsonlines import ReplyTable
 from .lines import Inbox, LineProtocol, Oversized
 from .rawhttp import BadResponse, EventReader, RawHttp, TooLarge
 
@@ -95,11 +96,17 @@ def _asking_progress(params: dict[str, Any], token: str) -> dict[str, Any]:
     return {**params, "_meta": meta}
 
 
-def _hand_over(waiters: dict[str, asyncio.Future[dict[str, Any]]], answer: dict[str, Any]) -> bool:
+def _hand_over(
+    waiters: ReplyTable[asyncio.Future[dict[str, Any]]] | dict[str, asyncio.Future[dict[str, Any]]],
+    answer: dict[str, Any],
+) -> bool:
     """Give a JSON-RPC response to the future that waits for its (string) id; False:
     none does (the response is somebody else's)."""
     request_id = answer.get("id")
-    waiter = waiters.pop(request_id, None) if isinstance(request_id, str) else None
+    if isinstance(waiters, ReplyTable):
+        waiter = waiters.take(request_id)
+    else:  # (the front's table of its own requests)
+        waiter = waiters.pop(request_id, None) if isinstance(request_id, str) else None
     if waiter is None:
         return False
     if not waiter.done():
@@ -206,7 +213,8 @@ class UpstreamPipe:
         self._process: anyio.abc.Process | None = None
         self._stdin: asyncio.StreamWriter | None = None
         self._inbox: Inbox | None = None
-        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # the raw lane's calls in flight, by their (string) id
+        self._pending: ReplyTable[asyncio.Future[dict[str, Any]]] = ReplyTable()
         self._progress: dict[str, ProgressFn] = {}
         self._count = 0
         self._exit: contextlib.AbstractAsyncContextManager[Streams] | None = None
@@ -443,8 +451,7 @@ class UpstreamPipe:
         return f"; its stderr ends: {tail}" if tail else "; its stderr was empty"
 
     def _fail_pending(self) -> None:
-        pending, self._pending = self._pending, {}
-        for waiter in pending.values():
+        for _, waiter in self._pending.drain():
             if not waiter.done():
                 waiter.set_result(_CLOSED)
 
@@ -488,7 +495,8 @@ class UpstreamPipe:
         if progress is not None:
             params = _asking_progress(params, request_id)
             self._progress[request_id] = progress
-        waiter = self._pending[request_id] = asyncio.get_running_loop().create_future()
+        waiter = asyncio.get_running_loop().create_future()
+        self._pending.add(request_id, waiter)
         answer: dict[str, Any] | None = None
         try:
             body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
@@ -507,7 +515,7 @@ class UpstreamPipe:
             raise MCPError(CONNECTION_CLOSED, "Connection closed") from None
         finally:
             self._progress.pop(request_id, None)
-            abandoned = self._pending.pop(request_id, None) is not None and answer is None
+            abandoned = self._pending.abandon(request_id) is not None and answer is None
             if abandoned and not stdin.is_closing():
                 # a timeout, a cancelled caller: the server may stop working
                 note = _cancelled(request_id, "the caller gave up")
