@@ -159,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     from ...config import Config, build_pipeline, parse_config
     from ...errors import ConfigError, UsageError
     from .config import McpServerConfig, server_key
-    from .proxy import McpProxy, UpstreamError, UpstreamSpec, stderr_logging
+    from .proxy import McpProxy, UpstreamError, UpstreamSpec
+    from .serve import stderr_logging
 
     try:
         stderr_logging(args.log_level, args.log_file)
