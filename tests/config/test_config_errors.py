@@ -17,7 +17,6 @@ import msgspec
 import pytest
 
 from interpose import ConfigError, Pipeline
-from interpose.adapters.mcp.config import McpConfig, McpServerConfig
 from interpose.config import (
     AuditConfig,
     BuiltinsConfig,
@@ -41,6 +40,7 @@ from interpose.config import (
     load_config,
     reference,
 )
+from interpose.config.mcp import McpConfig, McpServerConfig
 
 FILES = Path(__file__).parent / "files"
 INVALID = FILES / "invalid"
