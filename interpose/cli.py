@@ -266,7 +266,7 @@ def _check(args: argparse.Namespace) -> int:
     Exits 0 when the file is valid, 1 (each problem on a line of stderr) when it is not,
     2 when there is no such file.
     """
-    from .config.mcp import check_servers
+    from .adapters.mcp.config import check_servers
 
     _existing(args.file)
     loaded = _load(args.file)
@@ -287,7 +287,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _server_lines(config: Config, base_dir: Path) -> list[str]:
     """The MCP servers of ``interpose mcp-proxy``, each with how it is reached."""
-    from .config.mcp import describe_server
+    from .adapters.mcp.config import describe_server
 
     servers = config.mcp.servers
     if not servers:

@@ -28,13 +28,12 @@ The modules, one concern each:
 
 from __future__ import annotations
 
+# importable from here since config was one module, though not in __all__: the
+# type aliases and the command-hook filter tables (``X as X`` re-exports them)
+from ..adapters.mcp.config import McpConfig
 from .building import Built, build_pipeline, describe
 from .explain import ConfigFileError
 from .loading import decode_config, load_config, parse_config
-
-# importable from here since config was one module, though not in __all__: the
-# type aliases and the command-hook filter tables (``X as X`` re-exports them)
-from .mcp import McpConfig
 from .reference import reference
 from .schema import (
     AuditConfig,

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ..adapters.mcp.config import McpConfig, mcp_namespace
 from ..errors import ConfigError, RegistrationError
 from ..pipeline.tools import TOOL_GROUPS, compile_tool_matcher, in_namespace, normalize_tool_name
 from .explain import ConfigFileError, _key
-from .mcp import McpConfig, mcp_namespace
 from .schema import (
     BuiltinsConfig,
     CommandHookConfig,

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
+from ..adapters.mcp.config import McpConfig
 from ..bus.events import EventKind
-from .mcp import McpConfig
 
 
 def _doc(text: str, **constraints: Any) -> msgspec.Meta:

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import Pipeline
+from interpose.adapters.mcp.config import McpConfig
 from interpose.adapters.mcp.proxy import McpProxy, UpstreamSpec
-from interpose.config.mcp import McpConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from interpose import ConfigError, Pipeline
+from interpose.adapters.mcp.config import McpConfig, McpServerConfig
 from interpose.config import (
     AuditConfig,
     BuiltinsConfig,
@@ -40,7 +41,6 @@ from interpose.config import (
     load_config,
     reference,
 )
-from interpose.config.mcp import McpConfig, McpServerConfig
 
 FILES = Path(__file__).parent / "files"
 INVALID = FILES / "invalid"

@@ -2,7 +2,7 @@
 
 ``McpProxy`` (in ``interpose.adapters.mcp.proxy``) needs the ``mcp`` extra
 (``pip install 'interpose[mcp]'``); the ``[mcp]`` config schema
-(``interpose.config.mcp``) does not.  See docs/mcp.md.
+(``interpose.adapters.mcp.config``) does not.  See docs/mcp.md.
 
 The modules, from the client inward: ``serve`` (serving on stdio or streamable HTTP,
 uvicorn, listening), ``front`` (the stdio fast lane and the HTTP front, typed against
@@ -10,7 +10,6 @@ the proxy's ``Gateway`` Protocol), ``proxy`` (``McpProxy``: the pipeline in fron
 upstreams, tool routing and naming), ``pathguard`` (the security audit's path rules on
 MCP tools), ``upstream`` (``UpstreamSpec``, ``UpstreamError``, starting and supervising
 one upstream server, the sessions), ``pipe`` / ``lines`` / ``rawhttp`` (the raw lanes),
-``config`` (a re-export of the ``[mcp]`` schema, which lives in ``interpose.config.mcp``)
-and ``cli`` (``interpose mcp-proxy``'s arguments).
+``config`` (the ``[mcp]`` schema) and ``cli`` (``interpose mcp-proxy``'s arguments).
 Imports point one way: proxy -> serve -> front -> upstream.
 """

@@ -157,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ...config import Config, build_pipeline, parse_config
-    from ...config.mcp import McpServerConfig, server_key
     from ...errors import ConfigError, UsageError
+    from .config import McpServerConfig, server_key
     from .proxy import McpProxy, UpstreamError, UpstreamSpec
     from .serve import stderr_logging
 

@@ -58,7 +58,6 @@ from opentelemetry import propagate, trace
 from pydantic import BaseModel
 
 from ...bus import events as ev
-from ...config.mcp import McpConfig, mcp_namespace, server_key
 from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
 from ...pipeline.payloads import (
     Approval,
@@ -71,6 +70,7 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from . import serve
+from .config import McpConfig, mcp_namespace, server_key
 from .pathguard import McpPathGuard
 from .upstream import (
     Downstream,

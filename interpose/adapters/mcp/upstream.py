@@ -32,8 +32,8 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from pydantic import BaseModel
 
-from ...config.mcp import McpServerConfig, server_key
 from ...errors import InterposeError
+from .config import McpServerConfig, server_key
 from .pipe import HttpLane, UpstreamPipe
 
 __all__ = [
