@@ -72,6 +72,10 @@ from ...pipeline.tools import normalize_tool_name
 from . import serve
 from .config import McpConfig, mcp_namespace, server_key
 from .pathguard import McpPathGuard
+
+# importable from here as before the split (interpose mcp-proxy's argument handling
+# imports it from this module); it lives in serve.py
+from .serve import stderr_logging as stderr_logging
 from .upstream import (
     Downstream,
     ProgressFn,
