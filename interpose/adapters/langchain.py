@@ -36,6 +36,9 @@ one trace holds the agent, its model calls and its tool calls.  The synchronous 
 run the same coroutines on the middleware's own event loop thread (started on first use,
 stopped by ``close()``), where the pipeline is entered; the model and the tools still run
 in worker threads with the caller's context.
+
+The conversions between LangChain's messages and interpose's payloads live in
+``_langchain_messages.py``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
-import json
 import logging
 import threading
 import uuid
@@ -64,15 +66,9 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
-    BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
 )
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -89,13 +85,21 @@ from ..pipeline.payloads import (
     LLMRequest,
     LLMResponse,
     ParamsBeforeOutput,
-    ToolCall,
-    ToolResult,
     refusal,
 )
 from ..pipeline.pipeline import HumanApproval, Pipeline
 from ..pipeline.tools import normalize_tool_name
 from ..pipeline.turn import Turn
+from ._langchain_messages import (
+    apply_request,
+    copy_payload,
+    name_of_model,
+    to_llm_request,
+    to_llm_response,
+    to_model_response,
+    tool_content,
+    tool_message,
+)
 
 __all__ = ["InterposeMiddleware", "InterposeState"]
 
@@ -107,7 +111,6 @@ _ABORT_KEY = "interpose_abort"
 #: how many invocations may be open at once before the oldest is given up as abandoned
 #: (an invocation that raised somewhere the middleware does not see never ends)
 _MAX_OPEN_RUNS = 1024
-_SETTINGS = ("temperature", "top_p", "max_tokens")
 
 # set while a tool call of a ``hitl="interrupt"`` middleware runs its tool stage: the
 # pipeline's human-approval handler then pauses the graph instead of asking anyone
@@ -581,7 +584,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             return ModelResponse(result=[AIMessage(content=f"[turn aborted: {aborted}]")])
         turn = run.turn
         if not turn.model:
-            turn.model = _model_name(request.model)
+            turn.model = name_of_model(request.model)
         before, after = self._llm_hooked()
         wanted = self.pipe.bus.wanted
         # the full view (messages and tools converted, a copy to see what changed) only
@@ -589,14 +592,14 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         # messages also when the chat span records them
         read = before or after
         messages = read or "llm_request" in wanted or self.pipe.trace_content
-        sent = _llm_request(request, run.params, messages, read)
-        original = _copy(sent) if before else sent
+        sent = to_llm_request(request, run.params, messages, read)
+        original = copy_payload(sent) if before else sent
         last: list[tuple[LLMResponse, ModelResponse[Any]]] = []
 
         async def call(llm_request: LLMRequest) -> LLMResponse:
-            response = await handler(_apply_request(request, llm_request, original))
-            converted = _llm_response(response)
-            last.append((_copy(converted) if after else converted, response))
+            response = await handler(apply_request(request, llm_request, original))
+            converted = to_llm_response(response)
+            last.append((copy_payload(converted) if after else converted, response))
             return converted
 
         try:
@@ -619,7 +622,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         if last and (last[-1][0] is answer or last[-1][0] == answer):
             return last[-1][1]  # what the model said, untouched
         base = last[-1][1] if last else None
-        return _model_response(answer, base)
+        return to_model_response(answer, base)
 
     def _llm_hooked(self) -> tuple[bool, bool]:
         """Whether anything reads or changes the llm stage's request (llm.before or
@@ -698,7 +701,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         call_id = tool_call.get("id") or ""
         if run.abort is not None:
             # a sibling of the call that aborted, which had not started yet
-            return _tool_message(
+            return tool_message(
                 refusal("aborted", normalize_tool_name(seen_as), run.abort.reason), name, call_id
             )
         ran: list[ToolMessage | Command[Any]] = []
@@ -719,7 +722,7 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
         except AbortTurn as exc:
             run.abort = run.abort or exc
             reason = exc.reason or "aborted"
-            message = _tool_message(
+            message = tool_message(
                 refusal("aborted", normalize_tool_name(seen_as), reason), name, call_id
             )
             return Command(update={"messages": [message], _ABORT_KEY: reason})
@@ -732,170 +735,9 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
             produced = ran[-1]
             if isinstance(produced, Command):
                 return (
-                    produced if result.output is produced else _tool_message(result, name, call_id)
+                    produced if result.output is produced else tool_message(result, name, call_id)
                 )
             if result.output is produced.content:
                 return produced  # the tool's own message, untouched
-            return produced.model_copy(update={"content": _content(result.output)})
-        return _tool_message(result, name, call_id)
-
-
-# -- conversions ------------------------------------------------------------------------
-
-
-def _copy(value: T) -> T:
-    """A deep copy of a payload struct (the handlers mutate the one they get)."""
-    return copy.deepcopy(value)
-
-
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-
-def _llm_request(
-    request: ModelRequest[Any],
-    params: ParamsBeforeOutput | None,
-    messages: bool = True,
-    tools: bool = True,
-) -> LLMRequest:
-    """The interpose view of a model request: OpenAI-shaped messages and tools (each
-    left empty when nobody reads it), the model settings (with params.before's
-    temperature/top_p/max_tokens/extra applied)."""
-    settings = dict(request.model_settings)
-    if params is not None:
-        for name in _SETTINGS:
-            value = getattr(params, name)
-            if value is not None:
-                settings[name] = value
-        settings.update(params.extra)
-    return LLMRequest(
-        system=request.system_prompt or "",
-        messages=list(convert_to_openai_messages(list(request.messages))) if messages else [],
-        tools=[_tool_schema(tool) for tool in request.tools] if tools else [],
-        params=settings,
-    )
-
-
-def _tool_schema(tool: Any) -> dict[str, Any]:
-    try:
-        return dict(convert_to_openai_tool(tool))
-    except Exception:  # a provider-specific tool dict interpose cannot describe
-        return dict(tool) if isinstance(tool, dict) else {"name": str(getattr(tool, "name", tool))}
-
-
-def _apply_request(
-    request: ModelRequest[Any], changed: LLMRequest, original: LLMRequest
-) -> ModelRequest[Any]:
-    """``request`` with what llm.before changed (and only that) applied."""
-    overrides: dict[str, Any] = {}
-    if changed.system != original.system:
-        overrides["system_message"] = (
-            SystemMessage(content=changed.system) if changed.system else None
-        )
-    if changed.messages != original.messages:
-        overrides["messages"] = _messages(changed.messages, request.messages, original.messages)
-    if changed.tools != original.tools:
-        by_schema = {
-            json.dumps(schema, sort_keys=True, default=str): tool
-            for schema, tool in zip(original.tools, request.tools, strict=True)
-        }
-        overrides["tools"] = [
-            by_schema.get(json.dumps(schema, sort_keys=True, default=str), schema)
-            for schema in changed.tools
-        ]
-    if changed.params != dict(request.model_settings):
-        overrides["model_settings"] = dict(changed.params)
-    return request.override(**overrides) if overrides else request
-
-
-def _messages(
-    changed: list[dict[str, Any]], messages: list[AnyMessage], original: list[dict[str, Any]]
-) -> list[AnyMessage]:
-    """The LangChain messages for llm.before's message list: an unchanged entry keeps
-    its original message (ids, metadata), a new or edited one is converted."""
-    kept: dict[str, list[AnyMessage]] = {}
-    for shape, message in zip(original, messages, strict=True):
-        kept.setdefault(json.dumps(shape, sort_keys=True, default=str), []).append(message)
-    result: list[AnyMessage] = []
-    for shape in changed:
-        same = kept.get(json.dumps(shape, sort_keys=True, default=str))
-        if same:
-            result.append(same.pop(0))
-        else:
-            result.extend(convert_to_messages([shape]))  # type: ignore[arg-type]
-    return result
-
-
-def _llm_response(response: Any) -> LLMResponse:
-    """The interpose view of what the model answered (its last AI message)."""
-    messages = response.result if isinstance(response, ModelResponse) else [response]
-    if isinstance(response, ExtendedModelResponse):
-        messages = response.model_response.result
-    ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    if ai is None:
-        return LLMResponse()
-    usage: dict[str, int] = {}
-    if ai.usage_metadata:
-        usage = {k: int(v) for k, v in ai.usage_metadata.items() if isinstance(v, int)}
-    meta = ai.response_metadata or {}
-    stop = meta.get("finish_reason") or meta.get("stop_reason")
-    if not stop:
-        stop = "tool_use" if ai.tool_calls else "end_turn"
-    return LLMResponse(
-        content=str(ai.text),
-        tool_calls=[
-            ToolCall(id=tc.get("id") or "", name=tc["name"], args=dict(tc.get("args") or {}))
-            for tc in ai.tool_calls
-        ],
-        usage=usage,
-        stop_reason=str(stop),
-    )
-
-
-def _model_response(answer: LLMResponse, base: Any) -> ModelResponse[Any]:
-    """A model response carrying ``answer``: the model's own, edited, when there was
-    one; a new AI message when an llm middleware answered without calling the model."""
-    calls = [
-        {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in answer.tool_calls
-    ]
-    if isinstance(base, ExtendedModelResponse):
-        base = base.model_response
-    if isinstance(base, ModelResponse):
-        messages: list[BaseMessage] = list(base.result)
-        for i in range(len(messages) - 1, -1, -1):
-            if isinstance(messages[i], AIMessage):
-                messages[i] = messages[i].model_copy(
-                    update={"content": answer.content, "tool_calls": calls}
-                )
-                break
-        return ModelResponse(result=messages, structured_response=base.structured_response)
-    ai = AIMessage(content=answer.content, tool_calls=calls)
-    return ModelResponse(result=[ai])
-
-
-def _model_name(model: Any) -> str:
-    for attr in ("model_name", "model", "model_id"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
-
-
-def _content(output: Any) -> str | list[str | dict[Any, Any]]:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list) and all(isinstance(part, str | dict) for part in output):
-        return output
-    return json.dumps(output, default=str)
-
-
-def _tool_message(result: ToolResult, name: str, call_id: str) -> ToolMessage:
-    """The ToolMessage the model reads for a call interpose answered: a refusal
-    (blocked / denied / aborted) or a tool error as an error, a respond as a success
-    unless its result says it is an error."""
-    return ToolMessage(
-        content=_content(result.output),
-        tool_call_id=call_id,
-        name=name,
-        status="error" if result.is_error else "success",
-        additional_kwargs={"interpose_status": result.status},
-    )
+            return produced.model_copy(update={"content": tool_content(result.output)})
+        return tool_message(result, name, call_id)

@@ -146,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     from ..adapters.mcp.launch import find_uvloop, run_proxy
-    from ..adapters.mcp.proxy import McpProxy, UpstreamSpec, stderr_logging
+    from ..adapters.mcp.proxy import McpProxy, UpstreamSpec
+    from ..adapters.mcp.serve import stderr_logging
     from ..config import Config, build_pipeline, parse_config
     from ..errors import ConfigError, UsageError
 

@@ -29,13 +29,14 @@ import selectors
 import stat
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
+import mcp_types as mt
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -48,9 +49,9 @@ from starlette.requests import Request
 
 from .lines import Inbox, LineProtocol, Oversized
 from .pipe import _cancelled, _error_answer, _forward, _hand_over, _raise_error, too_long
-from .proxy import Downstream, McpProxy, ProgressFn, ProxySession
+from .upstream import Downstream, ProgressFn, ProxySession
 
-__all__ = ["HttpFront", "StdioFront", "answer_call"]
+__all__ = ["Gateway", "HttpFront", "StdioFront", "answer_call"]
 
 log = logging.getLogger("interpose.mcp")
 
@@ -66,6 +67,32 @@ _decode = msgspec.json.Decoder().decode
 _Id = str | int
 
 
+class Gateway(Protocol):
+    """What the fronts need of the proxy (``McpProxy`` is one): its sessions, its size
+    cap and listChanged options, and the tool stage of one ``tools/call``.  Typed here so
+    that the fronts import nothing from ``proxy.py``."""
+
+    first: ProxySession  # the stdio session (the first HTTP one too)
+    sessions: dict[str | None, ProxySession]  # HTTP sessions by mcp-session-id
+    max_message: int  # bytes
+
+    def notification_options(self) -> NotificationOptions: ...
+
+    async def call_tool(
+        self,
+        session: ProxySession,
+        exposed: str,
+        arguments: dict[str, Any],
+        client_meta: Any,
+        *,
+        request_id: mt.RequestId | None,
+        session_key: str,
+        progress: ProgressFn | None,
+        downstream: Downstream | None,
+        related: bool = True,
+    ) -> dict[str, Any]: ...
+
+
 def _key(request_id: Any) -> _Id | None:
     """The id of a request as a dict key (JSON-RPC ids are strings or integers)."""
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
@@ -74,7 +101,7 @@ def _key(request_id: Any) -> _Id | None:
 
 
 async def answer_call(
-    proxy: McpProxy,
+    proxy: Gateway,
     session: ProxySession,
     message: dict[str, Any],
     request_id: _Id,
@@ -145,7 +172,7 @@ class StdioFront:
     cannot corrupt the MCP stream), then ``with front: await front.serve(server)``.
     """
 
-    def __init__(self, proxy: McpProxy, in_fd: int, out_fd: int) -> None:
+    def __init__(self, proxy: Gateway, in_fd: int, out_fd: int) -> None:
         self.proxy = proxy
         self.session = proxy.first
         self._in_fd = in_fd
@@ -159,7 +186,7 @@ class StdioFront:
         self._inbox: Inbox | None = None
 
     @classmethod
-    def claim(cls, proxy: McpProxy) -> StdioFront | None:
+    def claim(cls, proxy: Gateway) -> StdioFront | None:
         """Take stdin and stdout over; None when the event loop cannot watch either (a
         regular file, or a character device epoll refuses such as ``/dev/null``: the
         SDK's threaded transport serves them)."""
@@ -479,7 +506,7 @@ class HttpFront:
     app unchanged, which also answers what it must refuse.
     """
 
-    def __init__(self, app: Any, proxy: McpProxy, manager: Any, path: str = "/mcp") -> None:
+    def __init__(self, app: Any, proxy: Gateway, manager: Any, path: str = "/mcp") -> None:
         self.app = app
         self.proxy = proxy
         self.manager = manager
