@@ -28,7 +28,7 @@ def version() -> str:
     try:
         return installed("interpose")
     except PackageNotFoundError:
-        from .. import __version__
+        from .._version import __version__
 
         return __version__
 

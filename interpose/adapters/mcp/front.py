@@ -48,7 +48,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from .lines import Inbox, LineProtocol, Oversized
-from .pipe import _cancelled, _error_answer, _forward, _hand_over, _raise_error, too_long
+from .messages import cancelled, error_answer, forward, hand_over, raise_error, too_long
 from .upstream import Downstream, ProgressFn, ProxySession
 
 __all__ = ["Gateway", "HttpFront", "StdioFront", "answer_call"]
@@ -284,7 +284,7 @@ class StdioFront:
             BUFFER
         )
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](BUFFER)
-        inbox = self._inbox = Inbox(functools.partial(_forward, to=to_server), BUFFER)
+        inbox = self._inbox = Inbox(functools.partial(forward, to=to_server), BUFFER)
         read_transport, write_transport = await self._open(self._on_line, inbox.end)
         inbox.transport = read_transport
         self.session.downstream = self
@@ -352,7 +352,7 @@ class StdioFront:
         request_id, is_request = over.identify()
         reason = too_long("the client sent", over.size, self.proxy.max_message)
         if not is_request and isinstance(request_id, str) and request_id in self._asked:
-            _hand_over(self._asked, _error_answer(request_id, INVALID_REQUEST, reason))
+            hand_over(self._asked, error_answer(request_id, INVALID_REQUEST, reason))
         elif request_id is not None or not is_request:  # (a notification: not answered)
             self._write(_error(request_id, INVALID_REQUEST, reason))
 
@@ -366,7 +366,7 @@ class StdioFront:
         """Serve ``message`` here if it is the fast lane's; False: the SDK's."""
         method = message.get("method")
         if method is None:  # a response: to one of our requests, or to the SDK's
-            return _hand_over(self._asked, message)
+            return hand_over(self._asked, message)
         if method == "tools/call":
             key = _key(message.get("id"))
             if not self.handshake or key is None or key in self._calls:
@@ -481,9 +481,9 @@ class StdioFront:
         except BaseException:
             if self._asked.pop(request_id, None) is not None:
                 with anyio.CancelScope(shield=True):
-                    await self._send(_encode(_cancelled(request_id, "not needed")))
+                    await self._send(_encode(cancelled(request_id, "not needed")))
             raise
-        _raise_error(answer)
+        raise_error(answer)
         return result_type.model_validate(answer.get("result") or {}, by_name=False)
 
     async def notify(self, notification: BaseModel) -> None:

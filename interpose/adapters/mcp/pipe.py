@@ -33,12 +33,19 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
-from pydantic import ValidationError
 
 from ..._jsonlines import ReplyTable
 from .lines import Inbox, LineProtocol, Oversized
+from .messages import (
+    asking_progress,
+    cancelled,
+    error_answer,
+    forward,
+    hand_over,
+    result_of,
+    too_long,
+)
 from .rawhttp import BadResponse, EventReader, RawHttp, TooLarge
 
 try:  # trio requires sniffio: without it, asyncio is the one event loop anyio runs on
@@ -68,87 +75,6 @@ DRAIN_TIMEOUT = 1.0  # s: an HTTP answer's stream, read to its end after the ans
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 _CLOSED = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
-
-
-def too_long(who: str, size: int, limit: int, *, at_least: bool = False) -> str:
-    """What an error says of a message over the size limit."""
-    return (
-        f"{who} a message of {'at least ' if at_least else ''}{size} bytes, over the limit "
-        f"of {limit} bytes (raise it with "
-        "`interpose mcp-proxy --max-message-bytes` or `[mcp] max_message_bytes`)"
-    )
-
-
-def _error_answer(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
-    """The ``notifications/cancelled`` message that abandons ``request_id``."""
-    params = {"requestId": request_id, "reason": reason}
-    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-
-
-def _asking_progress(params: dict[str, Any], token: str) -> dict[str, Any]:
-    """``params`` whose ``_meta`` asks for progress notifications under ``token``."""
-    meta = dict(params.get("_meta") or {})
-    meta["progressToken"] = token
-    return {**params, "_meta": meta}
-
-
-def _hand_over(
-    waiters: ReplyTable[asyncio.Future[dict[str, Any]]] | dict[str, asyncio.Future[dict[str, Any]]],
-    answer: dict[str, Any],
-) -> bool:
-    """Give a JSON-RPC response to the future that waits for its (string) id; False:
-    none does (the response is somebody else's)."""
-    request_id = answer.get("id")
-    if isinstance(waiters, ReplyTable):
-        waiter = waiters.take(request_id)
-    else:  # (the front's table of its own requests)
-        waiter = waiters.pop(request_id, None) if isinstance(request_id, str) else None
-    if waiter is None:
-        return False
-    if not waiter.done():
-        waiter.set_result(answer)
-    return True
-
-
-def _raise_error(answer: dict[str, Any]) -> None:
-    """Raise the ``MCPError`` a JSON-RPC answer carries, if it carries one."""
-    error = answer.get("error")
-    if isinstance(error, dict):
-        raise MCPError(
-            int(error.get("code", INTERNAL_ERROR)),
-            str(error.get("message", "")),
-            error.get("data"),
-        )
-
-
-def _result_of(answer: dict[str, Any]) -> dict[str, Any]:
-    """The result of a JSON-RPC answer (``{}`` when it is not an object).
-
-    Raises:
-        MCPError: the answer is an error.
-    """
-    _raise_error(answer)
-    result = answer.get("result")
-    return result if isinstance(result, dict) else {}
-
-
-async def _forward(message: Any, to: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    """Pass a decoded JSON-RPC message on to an SDK session; one that is not valid
-    JSON-RPC goes as its ``ValidationError``, and a line that was not JSON as its
-    decoding error (as the SDK's own transports hand them over: its session logs them)."""
-    if isinstance(message, Exception):
-        await to.send(message)
-        return
-    try:
-        parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
-    except ValidationError as exc:
-        await to.send(exc)
-        return
-    await to.send(SessionMessage(parsed))
 
 
 class StderrTail(asyncio.Protocol):
@@ -344,10 +270,10 @@ class UpstreamPipe:
             return  # a notification (or no id to be found): logged by LineProtocol
         if is_request:  # the server's own request (sampling...): it gets the error
             if self._stdin is not None and not self._stdin.is_closing():
-                refusal = _error_answer(request_id, INVALID_REQUEST, reason)
+                refusal = error_answer(request_id, INVALID_REQUEST, reason)
                 self._stdin.write(_encode(refusal) + b"\n")
             return
-        self._on_message(_error_answer(request_id, INTERNAL_ERROR, reason))
+        self._on_message(error_answer(request_id, INTERNAL_ERROR, reason))
 
     def _on_message(self, message: Any) -> None:
         assert self._inbox is not None
@@ -360,7 +286,7 @@ class UpstreamPipe:
         if not (
             isinstance(message, dict)
             and "method" not in message
-            and _hand_over(self._pending, message)
+            and hand_over(self._pending, message)
         ):
             return False
         if self._progress:
@@ -395,7 +321,7 @@ class UpstreamPipe:
                     log.exception("progress of %s", token)
             return
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await _forward(message, to_client)  # (a line that was not JSON: as its error)
+            await forward(message, to_client)  # (a line that was not JSON: as its error)
 
     async def _write(self, from_client: MemoryObjectReceiveStream[SessionMessage]) -> None:
         stdin = self._stdin
@@ -493,7 +419,7 @@ class UpstreamPipe:
         self._count += 1
         request_id = f"interpose-{self._count}"
         if progress is not None:
-            params = _asking_progress(params, request_id)
+            params = asking_progress(params, request_id)
             self._progress[request_id] = progress
         waiter = asyncio.get_running_loop().create_future()
         self._pending.add(request_id, waiter)
@@ -518,10 +444,10 @@ class UpstreamPipe:
             abandoned = self._pending.abandon(request_id) is not None and answer is None
             if abandoned and not stdin.is_closing():
                 # a timeout, a cancelled caller: the server may stop working
-                note = _cancelled(request_id, "the caller gave up")
+                note = cancelled(request_id, "the caller gave up")
                 stdin.write(_encode(note) + b"\n")
         assert answer is not None
-        return _result_of(answer)
+        return result_of(answer)
 
 
 def _signal_name(number: int) -> str:
@@ -674,7 +600,7 @@ class HttpLane:
         self._count += 1
         request_id = f"interpose-{self._count}"
         if progress is not None:
-            params = _asking_progress(params, request_id)
+            params = asking_progress(params, request_id)
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
         call = _Call(request_id, progress, on_request, on_notification)
         answer: dict[str, Any] | None = None
@@ -693,7 +619,7 @@ class HttpLane:
             raise MCPError(CONNECTION_CLOSED, f"Connection closed: {exc!r}") from None
         finally:
             if answer is None:  # a timeout, a cancelled caller: the server may stop
-                note = _cancelled(request_id, "the caller gave up")
+                note = cancelled(request_id, "the caller gave up")
                 with (
                     anyio.CancelScope(shield=True),
                     anyio.move_on_after(KILL_TIMEOUT),
@@ -702,7 +628,7 @@ class HttpLane:
                     await self._post(note)
         if answer is None:
             raise MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")
-        return _result_of(answer)
+        return result_of(answer)
 
     def _exchange_on(
         self, raw: RawHttp | None, body: dict[str, Any], call: _Call
