@@ -16,12 +16,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
 from types import CoroutineType, TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 import anyio.abc
 
 from ..bus import events as ev
+from ..bus.host import Service
 from ..bus.memory import InMemoryBus, Overflow, Subscription
 from ..errors import AbortTurn, HardAbort, MiddlewareError, RegistrationError
 from . import defaults
@@ -62,14 +63,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 HumanApproval = Callable[[ApprovalRequest, str], "bool | Approval | Awaitable[bool | Approval]"]
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
-
-
-class Service(Protocol):
-    """Something that runs while a pipeline is entered (see ``Pipeline.add_service``)."""
-
-    async def start(self, tg: anyio.abc.TaskGroup) -> None: ...
-
-    async def aclose(self) -> None: ...
 
 
 class Pipeline:
