@@ -78,7 +78,7 @@ def _run_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> int
     """
     import logging
 
-    from ..errors import ConfigError, UsageError
+    from ..errors import ConfigError
     from ..observers.otel import configure, resolve_endpoint
 
     protocol = args.otlp_protocol
@@ -90,18 +90,16 @@ def _run_exported(args: argparse.Namespace, run_demo: Callable[..., int]) -> int
     try:
         target = resolve_endpoint(args.otlp, protocol)
     except ConfigError as exc:
-        print(f"interpose demo: --otlp: {exc}", file=sys.stderr)
-        return 2
+        raise usage(f"--otlp: {exc}") from None
     why = unreachable(target)
     if why is not None:
-        raise UsageError(f"cannot reach the collector at {target}: {why}")
+        raise usage(f"cannot reach the collector at {target}: {why}")
     try:
         provider = configure(
             args.otlp, protocol=protocol, service_name="interpose-demo", on_export=count
         )
     except (ConfigError, ImportError) as exc:
-        print(f"interpose demo: --otlp: {exc}", file=sys.stderr)
-        return 2
+        raise usage(f"--otlp: {exc}") from None
     # a collector that goes away during the demo: the exporter's retry warnings would
     # repeat, raw, what the one line below says about the spans it refused
     exporters = logging.getLogger("opentelemetry.exporter.otlp")

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import Subparsers
+from ._common import Subparsers, usage
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -140,41 +139,33 @@ def run(args: argparse.Namespace) -> int:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        print(
-            "interpose mcp-proxy: the mcp extra is not installed: pip install 'interpose[mcp]'",
-            file=sys.stderr,
-        )
-        return 2
+        raise usage("the mcp extra is not installed: pip install 'interpose[mcp]'") from None
     from ..adapters.mcp.launch import find_uvloop, run_proxy
     from ..adapters.mcp.proxy import McpProxy, UpstreamSpec
     from ..adapters.mcp.serve import stderr_logging
     from ..config import Config, build_pipeline, parse_config
-    from ..errors import ConfigError, UsageError
+    from ..errors import ConfigError
 
     try:
         stderr_logging(args.log_level, args.log_file)
     except OSError as exc:
-        raise UsageError(f"--log-file: {exc.strerror}: {args.log_file}") from None
+        raise usage(f"--log-file: {exc.strerror}: {args.log_file}") from None
     command = args.upstream[1:] if args.upstream[:1] == ["--"] else args.upstream
     if command and args.upstream_url:
-        return _usage("give either -- COMMAND or --upstream-url, not both")
+        raise usage("give either -- COMMAND or --upstream-url, not both")
     if args.config and not os.access(args.config, os.R_OK) and Path(args.config).exists():
-        return _usage(f"--config: cannot read {args.config} (permission denied)")
+        raise usage(f"--config: cannot read {args.config} (permission denied)")
     try:
         # checked by build_pipeline below, once the command line's server is in it
         config = parse_config(args.config) if args.config else Config()
     except ConfigError as exc:
-        print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
-        return 2
+        raise usage(str(exc)) from None
     base_dir = Path(args.config).resolve().parent if args.config else Path.cwd()
-    problem = _add_command_line_server(args, command, config)
-    if problem:
-        return _usage(problem)
+    _add_command_line_server(args, command, config)
     try:
         pipe = build_pipeline(config, base_dir=base_dir, source=args.config or "<command line>")
     except ConfigError as exc:
-        print(f"interpose mcp-proxy: {exc}", file=sys.stderr)
-        return 2
+        raise usage(str(exc)) from None
     if args.max_message_bytes is not None:
         config.mcp.max_message_bytes = args.max_message_bytes
     specs = [
@@ -184,29 +175,26 @@ def run(args: argparse.Namespace) -> int:
     proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
     uvloop = find_uvloop(args.loop)
     if uvloop is None:
-        return _usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
+        raise usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
     return run_proxy(pipe, proxy, listen=args.listen, uvloop=uvloop)
 
 
-def _add_command_line_server(args: argparse.Namespace, command: list[str], config: Config) -> str:
-    """Add the server of ``-- COMMAND`` or ``--upstream-url`` to ``config``'s servers;
-    what is wrong ("" when nothing is)."""
+def _add_command_line_server(args: argparse.Namespace, command: list[str], config: Config) -> None:
+    """Add the server of ``-- COMMAND`` or ``--upstream-url`` to ``config``'s servers.
+
+    Raises:
+        UsageError: the name is one the file has already, or there is no server at all.
+    """
     from ..config.mcp import McpServerConfig, server_key
 
     if command or args.upstream_url:
         name = args.name or (_default_name(command) if command else "upstream")
         if any(server_key(name) == server_key(known) for known in config.mcp.servers):
-            return f"--name {name}: {args.config} has this server already; choose another"
+            raise usage(f"--name {name}: {args.config} has this server already; choose another")
         config.mcp.servers[name] = (
             McpServerConfig(url=args.upstream_url)
             if args.upstream_url
             else McpServerConfig(command=command[0], args=command[1:], cwd=str(Path.cwd()))
         )
     if not config.mcp.servers:
-        return "no upstream: give -- COMMAND, --upstream-url or [mcp.servers] in --config"
-    return ""
-
-
-def _usage(message: str) -> int:
-    print(f"interpose mcp-proxy: {message}", file=sys.stderr)
-    return 2
+        raise usage("no upstream: give -- COMMAND, --upstream-url or [mcp.servers] in --config")
