@@ -1,0 +1,1 @@
+"""Permission rules: Claude Code and Codex rules, judged on what the shell really runs."""
