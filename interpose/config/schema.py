@@ -486,6 +486,41 @@ class TracingConfig(_Table):
     content: Annotated[bool, _doc("record tool arguments and results in spans, redacted")] = False
 
 
+class PermissionTestConfig(_Table):
+    """One inline policy test, checked by ``interpose check``: a call and the decision the
+    permission rules must reach for it."""
+
+    tool: Annotated[str, _doc("the tool's name, as the agent calls it (`exec`, `read_file`...)")]
+    expect: Annotated[
+        Literal["allow", "ask", "deny", "none"],
+        _doc("the decision expected; `none` when no rule may match"),
+    ]
+    args: Annotated[dict[str, Any], _doc("the call's arguments")] = {}
+    command: Annotated[
+        str | None, _doc("shorthand for `args = { command = ... }` of a shell tool")
+    ] = None
+
+
+class PermissionsConfig(_Table):
+    """Permission rules in Claude Code's syntax (`Bash(git push:*)`, `Read(./.env)`,
+    `WebFetch(domain:example.com)`, `mcp__github__create_issue`), judged on every simple
+    command the shell model finds; deny beats ask beats allow."""
+
+    enabled: Annotated[bool, _doc("register the rules")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
+    allow: Annotated[list[str], _doc("rules that let a call through without asking")] = []
+    ask: Annotated[list[str], _doc("rules that send a call to the approval path")] = []
+    deny: Annotated[list[str], _doc("rules that block a call")] = []
+    sources: Annotated[
+        list[str],
+        _doc(
+            "more rule files, relative to this file: Claude Code settings (`.json`), "
+            "Codex `.rules` files, Gemini CLI policies (`.toml`)"
+        ),
+    ] = []
+    tests: list[PermissionTestConfig] = []  # inline policy tests: [[permissions.tests]]
+
+
 class Config(_Table, dict=True):
     """A whole config file.
 
@@ -497,6 +532,7 @@ class Config(_Table, dict=True):
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     plugins: dict[str, dict[str, Any]] = {}
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
+    permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
     # What the loader left out of a PicoClaw-shaped file, one line each, shown by
     # ``interpose check`` and logged when the pipeline is built (see
     # ``interpose.external.process.picoclaw``).  Not a

@@ -246,7 +246,8 @@ def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
     with pytest.raises(ConfigFileError) as caught:
         decode_config({"_notes": ["all is well"]}, file="settings")
     assert str(caught.value) == (
-        "settings: _notes: unknown field; expected one of: hooks, observers, tracing, plugins, mcp"
+        "settings: _notes: unknown field; expected one of: "
+        "hooks, observers, tracing, plugins, mcp, permissions"
     )
     assert decode_config({})._notes == ()
     assert Config()._notes == ()

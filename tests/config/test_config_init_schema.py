@@ -148,7 +148,14 @@ def test_schema_prints_a_json_schema_of_the_config(tmp_path: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema == json_schema()
     config = schema["$defs"]["Config"]
-    assert set(config["properties"]) == {"hooks", "observers", "tracing", "plugins", "mcp"}
+    assert set(config["properties"]) == {
+        "hooks",
+        "observers",
+        "tracing",
+        "plugins",
+        "mcp",
+        "permissions",
+    }
     builtins = schema["$defs"]["BuiltinsConfig"]["properties"]
     assert "command-safety-guard" in builtins  # the file's (kebab-case) spelling
     # descriptions are the reference's, for editors' hovers
