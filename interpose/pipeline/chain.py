@@ -30,7 +30,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from ..errors import AbortTurn, HardAbort
-from .deadlines import Watch, deadline_on_suspend, running_asyncio_loop
+from .deadlines import Watch, deadline_on_suspend, running_asyncio_loop, watch_loops
 from .hooks import OnError
 from .payloads import ToolResult, error_result
 from .registry import Entry
@@ -44,7 +44,6 @@ __all__ = [
     "compile_steps",
     "describe",
     "invoke",
-    "run_after",
     "run_after_sync",
     "run_gate",
     "run_gate_sync",
@@ -125,15 +124,19 @@ def callables(steps: Sequence[Step]) -> tuple[Callable[..., Any], ...]:
         return fns
     watched = Watched(fns)
     watched.portable = tuple(s.portable for s in steps)
+    watched.awaited = all(s.is_async and s.call is s.handler for s in steps)
     return watched
 
 
 class Watched(tuple):  # type: ignore[type-arg]
     """The callables of a chain with async handlers that have a timeout (as they are,
     for run_watched), and ``portable``: the same with those handlers wrapped to bound
-    themselves, for event loops other than asyncio's."""
+    themselves, for event loops other than asyncio's.  ``awaited``: every handler is
+    ``async def`` and called as it is, so the loops await each call without looking at
+    what it returned (the async pair rows)."""
 
     portable: tuple[Callable[..., Any], ...]
+    awaited: bool
 
 
 def describe(exc: BaseException, step: Step) -> str:
@@ -182,18 +185,17 @@ async def run_plain(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
-                        if w is not None:
-                            w.r = r
                         await r
                     times.append(
                         (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
                     )
+            elif type(fns) is Watched and fns.awaited:
+                for fn in it:
+                    await fn(inp, out)
             else:
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
-                        if w is not None:
-                            w.r = r
                         await r
             return None
         except _ABORTS as exc:
@@ -206,7 +208,7 @@ async def run_plain(
             step = steps[len(fns) - length_hint(it) - 1]
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, exc, inp, out) == "block":
+            if await _policy(failed, w, step, exc, inp, out) == "block":
                 return step
         except BaseException as exc:
             if w is None or not w.timed_out(exc):
@@ -214,85 +216,22 @@ async def run_plain(
             step = steps[len(fns) - length_hint(it) - 1]
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, TimeoutError(), inp, out) == "block":
+            if await _policy(failed, w, step, TimeoutError(), inp, out) == "block":
                 return step
 
 
-async def run_after(
-    fns: tuple[Callable[..., Any], ...],
-    steps: tuple[Step, ...],
-    inp: Any,
-    out: Any,
-    failed: Failure,
-    times: Timings | None = None,
-    w: Watch | None = None,
-) -> Step | None:
-    """``run_plain`` for tool.after: a plain value a handler assigns to ``out.result``
-    (not a ``ToolResult``) becomes the output of the result it replaced, which keeps its
-    status, is_error and details -- before the next handler looks, so every handler
-    (a redactor, a process hook) sees a ``ToolResult``.
-
-    Checking costs an identity comparison per handler (the result is normally left
-    where it was).  Returns the step whose failure asks to block, if any.
-    """
-    if w is None and type(fns) is Watched:
-        if running_asyncio_loop() is None:
-            fns = fns.portable
-        else:
-            w = Watch()
-            return await w.run(run_after(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
-    it = iter(fns)
-    if w is not None:
-        w.it, w.steps = it, steps
-    last: ToolResult = out.result
-    start = 0
-    while True:
-        try:
-            if times is not None:
-                for fn in it:
-                    if out.result is not last:
-                        last = _settle_result(out, last)
-                    start = perf_counter_ns()
-                    r = fn(inp, out)
-                    if r is not None:
-                        if w is not None:
-                            w.r = r
-                        await r
-                    times.append(
-                        (steps[len(fns) - length_hint(it) - 1].id, perf_counter_ns() - start)
-                    )
-            else:
-                for fn in it:
-                    if out.result is not last:
-                        last = _settle_result(out, last)
-                    r = fn(inp, out)
-                    if r is not None:
-                        if w is not None:
-                            w.r = r
-                        await r
-            if out.result is not last:
-                _settle_result(out, last)
-            return None
-        except _ABORTS as exc:
-            step = steps[len(fns) - length_hint(it) - 1]
-            if times is not None:
-                times.append((step.id, perf_counter_ns() - start))
-            exc.source = exc.source or step.id
-            raise
-        except Exception as exc:
-            step = steps[len(fns) - length_hint(it) - 1]
-            if times is not None:
-                times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, exc, inp, out) == "block":
-                return step
-        except BaseException as exc:
-            if w is None or not w.timed_out(exc):
-                raise
-            step = steps[len(fns) - length_hint(it) - 1]
-            if times is not None:
-                times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, TimeoutError(), inp, out) == "block":
-                return step
+async def _policy(
+    failed: Failure, w: Watch | None, step: Step, exc: Exception, inp: Any, out: Any
+) -> OnError:
+    """``failed(step, exc, inp, out)``, the failure policy of a step, with the loop's
+    watch told that what its loop awaits now is no handler."""
+    if w is None:
+        return await failed(step, exc, inp, out)
+    w.settling = True
+    try:
+        return await failed(step, exc, inp, out)
+    finally:
+        w.settling = False
 
 
 def run_after_sync(
@@ -302,22 +241,18 @@ def run_after_sync(
     out: Any,
     settle: Callable[[Step, Exception, Any, Any], OnError],
 ) -> Step | None:
-    """``run_after`` for chains of sync handlers only, with nobody listening: no
-    coroutine, no timing; ``settle`` applies a failed step's policy synchronously.
+    """``run_plain`` for chains of sync handlers only, with nobody listening (tool.after
+    on the quiet path): no coroutine, no timing; ``settle`` applies a failed step's
+    policy synchronously.
 
     Returns the step whose failure asks to block, if any.
     """
     it = iter(fns)
-    last: ToolResult = out.result
     while True:
         try:
             for fn in it:
-                if out.result is not last:
-                    last = _settle_result(out, last)
                 if fn(inp, out) is not None:
                     raise TypeError(_SYNC_RETURNED)
-            if out.result is not last:
-                _settle_result(out, last)
             return None
         except _ABORTS as exc:
             exc.source = exc.source or steps[len(fns) - length_hint(it) - 1].id
@@ -332,17 +267,6 @@ _SYNC_RETURNED = (
     "a sync handler returned a value; interceptors mutate their output "
     "and return None (declare it `async def` if it awaits)"
 )
-
-
-def _settle_result(out: Any, last: ToolResult) -> ToolResult:
-    """``out.result`` changed from ``last``: keep it if it is a ToolResult, else make the
-    value the output of a copy of ``last``.  Returns the result now in ``out``."""
-    value = out.result
-    if not isinstance(value, ToolResult):
-        value = out.result = ToolResult(
-            output=value, is_error=last.is_error, status=last.status, details=dict(last.details)
-        )
-    return value
 
 
 async def run_gate(
@@ -382,8 +306,6 @@ async def run_gate(
                     start = perf_counter_ns()
                     r = fn(inp, out)
                     if r is not None:
-                        if w is not None:
-                            w.r = r
                         await r
                     step = steps[len(fns) - length_hint(it) - 1]
                     times.append((step.id, perf_counter_ns() - start))
@@ -396,20 +318,21 @@ async def run_gate(
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
-                        if w is not None:
-                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
                     if out.result is not seen:
                         seen = out.result
                         responder = steps[len(fns) - length_hint(it) - 1]
+            elif type(fns) is Watched and fns.awaited:
+                for fn in it:
+                    await fn(inp, out)
+                    if out.block:
+                        return steps[len(fns) - length_hint(it) - 1], responder
             else:
                 for fn in it:
                     r = fn(inp, out)
                     if r is not None:
-                        if w is not None:
-                            w.r = r
                         await r
                     if out.block:
                         return steps[len(fns) - length_hint(it) - 1], responder
@@ -424,7 +347,7 @@ async def run_gate(
             step = steps[len(fns) - length_hint(it) - 1]
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, exc, inp, out) == "block":
+            if await _policy(failed, w, step, exc, inp, out) == "block":
                 return step, responder
         except BaseException as exc:
             if w is None or not w.timed_out(exc):
@@ -432,7 +355,7 @@ async def run_gate(
             step = steps[len(fns) - length_hint(it) - 1]
             if times is not None:
                 times.append((step.id, perf_counter_ns() - start))
-            if await failed(step, TimeoutError(), inp, out) == "block":
+            if await _policy(failed, w, step, TimeoutError(), inp, out) == "block":
                 return step, responder
 
 
@@ -483,3 +406,6 @@ async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int
     else:
         result = ToolResult(output=out)
     return result, time.perf_counter_ns() - start
+
+
+watch_loops(run_plain, run_gate)

@@ -7,7 +7,9 @@ goes into ``ctx.state`` (created on first use) or into its own locals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
+
+import msgspec
 
 from .payloads import CompactOutput, LLMRequest, LLMResponse, MessageBeforeOutput, ToolResult
 
@@ -42,19 +44,11 @@ class Context:
     """Base of the stage contexts: the turn (None for a bare ``pipe.call_tool`` without
     subscribers) and a scratch ``state`` dict."""
 
-    # _escaping: the exception on its way out through the onion (see chain.build_onion);
-    # set only then, never initialised, so a call that does not fail pays nothing.
-    # _reached: the position of the innermost layer entered (see chain._guarded_layer),
-    # set by the layers of an onion with a guarded layer, never initialised either.
-    __slots__ = ("_escaping", "_reached", "_state", "turn")
-    _escaping: BaseException
-    _reached: int
+    __slots__ = ()
+    turn: TurnInfo | None
+    _state: dict[str, Any] | None
 
-    stage = ""
-
-    def __init__(self, turn: TurnInfo | None) -> None:
-        self.turn = turn
-        self._state: dict[str, Any] | None = None
+    stage: ClassVar[str] = ""
 
     def has_result(self) -> bool:
         """Whether the stage has what it returns (so a layer may skip ``call_next``)."""
@@ -62,21 +56,39 @@ class Context:
 
     @property
     def state(self) -> dict[str, Any]:
-        if self._state is None:
-            self._state = {}
-        return self._state
+        state = self._state
+        if state is None:
+            state = {}
+            # a slot or a field of the concrete context (this base has no slots)
+            self._state = state  # type: ignore[misc]
+        return state
 
     def __repr__(self) -> str:
+        names = getattr(type(self), "__struct_fields__", None) or (
+            name for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ())
+        )
         fields = ", ".join(
             f"{name}={getattr(self, name)!r}"
-            for cls in type(self).__mro__
-            for name in getattr(cls, "__slots__", ())
+            for name in names
             if not name.startswith("_") and name != "turn"
         )
         return f"{type(self).__name__}({fields})"
 
 
-class TurnContext(Context):
+class _StageContext(Context):
+    """The contexts of the stages but the tool's: plain slotted objects."""
+
+    # _escaping: the exception on its way out through the onion (see onion.py); set only
+    # then, never initialised, so a call that does not fail pays nothing
+    __slots__ = ("_escaping", "_state", "turn")
+    _escaping: BaseException
+
+    def __init__(self, turn: TurnInfo | None) -> None:
+        self.turn = turn
+        self._state = None
+
+
+class TurnContext(_StageContext):
     """Context of the ``turn`` stage; ``result`` is what the turn body returned."""
 
     turn: TurnInfo
@@ -89,51 +101,54 @@ class TurnContext(Context):
         self.result: Any = None
 
 
-class ToolContext(Context):
-    """Context of the ``tool`` stage.  ``args`` is mutable; ``result`` is None until the
-    core (or a short-circuiting middleware) sets it."""
+class ToolContext(msgspec.Struct, Context, eq=False):
+    """Context of the ``tool`` stage, and the call's one record: who called which tool
+    with which arguments, and what became of it.  ``args`` is mutable; ``result`` is
+    None until the core (or a short-circuiting middleware) sets it.
 
-    __slots__ = (
-        "agent_id",
-        "args",
-        "call",
-        "call_id",
-        "raw_name",
-        "result",
-        "session_key",
-        "tool_name",
-    )
-    stage = "tool"
+    A struct (built in C, with every field's default) rather than a slotted class: the
+    tool stage's own state of the call lives here too, so a call on the full path
+    builds one record, not two.
+    """
 
-    def __init__(
-        self,
-        turn: TurnInfo | None,
-        tool_name: str,
-        raw_name: str,
-        call_id: str | None,
-        args: dict[str, Any],
-        call: Callable[[dict[str, Any]], Any],
-        agent_id: str,
-        session_key: str,
-    ) -> None:
-        # Context.__init__ inlined: one context per tool call with middleware
-        self.turn = turn
-        self._state = None
-        self.tool_name = tool_name
-        self.raw_name = raw_name
-        # None only before the tool stage starts: it mints the id of a call given none
-        self.call_id: str = call_id  # type: ignore[assignment]
-        self.args = args
-        self.call = call
-        self.agent_id = agent_id
-        self.session_key = session_key
-        self.result: ToolResult | None = None
+    turn: TurnInfo | None
+    tool_name: str
+    raw_name: str
+    # "" only before the tool stage starts: it mints the id of a call given none
+    call_id: str
+    args: dict[str, Any]
+    call: Callable[[dict[str, Any]], Any]
+    agent_id: str
+    session_key: str
+    result: ToolResult | None = None
+    _state: dict[str, Any] | None = None
+    # the exception on its way out through the onion (see onion.py)
+    _escaping: BaseException | None = None
+    # The tool stage's state of the call on its full path (``tool_stage.full_path``),
+    # read by its steps, its events and its ending: the handlers' input, the
+    # before-output, the deadline watch of its handlers, what ran for how long, who
+    # decided.  Middleware has no use for them.
+    _inp: Any = None  # ToolBeforeInput
+    _out: Any = None  # ToolBeforeOutput
+    _watch: Any = None  # deadlines.Watch
+    _times: list[tuple[str, int]] | None = None  # when tool_exec_end will read them
+    _attempt: int = 0  # runs of the tool so far
+    _duration: int = 0
+    # a run began and its tool_exec_end is not published yet: whatever ends the call
+    # now (a cancellation, HardAbort, an on_error="raise" failure) must publish it
+    _unended: bool = False
+    _decider: Any = None  # chain.Step
+    _reason: str = ""
+
+    stage: ClassVar[str] = "tool"
 
     def has_result(self) -> bool:
         return self.result is not None
 
+    __repr__ = Context.__repr__  # the public fields, not the struct's every one
 
-class LLMContext(Context):
+
+class LLMContext(_StageContext):
     """Context of the ``llm`` stage: the (mutable) request, the response once there."""
 
     turn: TurnInfo
@@ -150,7 +165,7 @@ class LLMContext(Context):
         return self.response is not None
 
 
-class MessageContext(Context):
+class MessageContext(_StageContext):
     """Context of the ``message`` stage; ``message`` and ``metadata`` are the output's."""
 
     turn: TurnInfo
@@ -174,7 +189,7 @@ class MessageContext(Context):
         return self.result.metadata
 
 
-class ParamsContext(Context):
+class ParamsContext(_StageContext):
     """Context of the ``params`` stage; attribute access reads and writes the output's
     fields (provider, model, think_level, temperature, …)."""
 
@@ -194,7 +209,7 @@ class ParamsContext(Context):
     def __setattr__(self, name: str, value: Any) -> None:
         if (
             name not in ParamsContext.__slots__
-            and name not in Context.__slots__
+            and name not in _StageContext.__slots__
             and hasattr(type(self.result), name)
         ):
             setattr(self.result, name, value)
@@ -202,7 +217,7 @@ class ParamsContext(Context):
             object.__setattr__(self, name, value)
 
 
-class CommandContext(Context):
+class CommandContext(_StageContext):
     """Context of the ``command`` stage."""
 
     turn: TurnInfo
@@ -228,7 +243,7 @@ class CommandContext(Context):
         return self.result is not None
 
 
-class CompactContext(Context):
+class CompactContext(_StageContext):
     """Context of the ``compact`` stage: the history and, once set, the CompactOutput."""
 
     turn: TurnInfo

@@ -20,7 +20,14 @@ from typing import Any, Protocol
 
 import anyio
 
-__all__ = ["Deadlined", "Watch", "deadline_on_suspend", "running_asyncio_loop", "watch_here"]
+__all__ = [
+    "Deadlined",
+    "Watch",
+    "deadline_on_suspend",
+    "running_asyncio_loop",
+    "watch_here",
+    "watch_loops",
+]
 
 
 class Deadlined(Protocol):
@@ -157,19 +164,19 @@ def _finish(
         timer.cancel()
 
 
-# The loops below (run_plain, run_gate, run_after) give their async handlers' timeouts
-# under asyncio without any wrapper: the loop awaits each handler's coroutine as it is,
-# which is the cheapest way to run one, and a handler that finishes without suspending
-# has cost nothing more than that (one store: ``w.r = r``).  What notices a suspension
-# is one ``Watch`` per tool call (made by the tool stage for its tool.before and
-# tool.after loops) or per run of another stage's loop: a generator between the loop's
-# coroutine and the task, which steps the loop itself.  When the first step returns,
-# nothing suspended and no deadline was armed: the watch cost one generator for the
-# whole call.  When something suspends and the handler noted last has started and not
-# finished, that handler is what waits (the loop awaits it): its deadline is armed
-# then, ``timeout`` seconds from its first suspension.  Each handler has its own full
-# timeout, counted from its own first suspension; a finished handler takes its deadline
-# with it.
+# The loops below (run_plain, run_gate) give their async handlers' timeouts under
+# asyncio without any wrapper: the loop awaits each handler's coroutine as it is, which
+# is the cheapest way to run one, and a handler that finishes without suspending has
+# cost nothing more than that.  What notices a suspension is one ``Watch`` per tool call
+# (made by the tool stage for its tool.before and tool.after loops) or per run of
+# another stage's loop: a generator between the loop's coroutine and the task, which
+# steps the loop itself.  When the first step returns, nothing suspended and no deadline
+# was armed: the watch cost one generator for the whole call.  When something suspends,
+# the watch looks down the chain of awaits from the coroutine it runs, through the tool
+# stage's own coroutines (the passages), for a handler loop: the coroutine that loop
+# awaits is the handler that waits, and its deadline is armed then, ``timeout`` seconds
+# from its first suspension.  Each handler has its own full timeout, counted from its
+# own first suspension; a finished handler takes its deadline with it.
 #
 # The deadlines of every watch on an event loop share one timer (``_Alarm``), armed for
 # the earliest and re-armed only when a new deadline comes before it: with the same
@@ -186,11 +193,31 @@ def _finish(
 # than asyncio's the loop runs the ``portable`` callables: each such handler inside
 # ``anyio.fail_after`` from its start.
 
+_loops: set[types.CodeType] = set()  # the handler loops: what they await is a handler
+_passages: set[types.CodeType] = set()  # coroutines between a watch and its loops
+
+
+def watch_loops(*fns: Callable[..., Any], passages: bool = False) -> None:
+    """Name coroutine functions a ``Watch`` looks through: handler loops, or (with
+    ``passages``) the coroutines that await them under the watch."""
+    (_passages if passages else _loops).update(fn.__code__ for fn in fns)
+
 
 class Watch:
     """The deadlines of one run of a loop, or of a whole tool call: see above."""
 
-    __slots__ = ("alarm", "armed", "cancelling", "deadline", "fired", "it", "r", "steps", "task")
+    __slots__ = (
+        "alarm",
+        "armed",
+        "cancelling",
+        "coro",
+        "deadline",
+        "fired",
+        "it",
+        "settling",
+        "steps",
+        "task",
+    )
     it: Iterator[Callable[..., Any]]  # the running loop's iterator: where it is
     steps: tuple[Deadlined, ...]  # the running loop's steps (chain.Step)
     deadline: float  # of the handler armed last
@@ -198,7 +225,8 @@ class Watch:
     cancelling: int  # the task's cancellation requests before its first deadline
 
     def __init__(self) -> None:
-        self.r: Any = None  # the coroutine of the async handler a loop ran last
+        self.coro: Any = None  # what ``run`` runs, once it suspended
+        self.settling = False  # a loop awaits a failure policy, not a handler
         self.armed: Any = None  # the one whose deadline is set
         self.fired: Any = None  # the one the alarm cancelled
         self.alarm: _Alarm | None = None  # set once a deadline was armed
@@ -211,10 +239,10 @@ class Watch:
             yielded = coro.send(None)
         except StopIteration as done:  # nothing suspended: the common case
             return done.value
+        self.coro = coro
         try:
             while True:
-                if self.r is not None and self.r is not self.armed:
-                    self._arm()
+                self._arm()
                 try:
                     sent = yield yielded
                 except GeneratorExit:
@@ -235,10 +263,10 @@ class Watch:
                 self._done()
 
     def _arm(self) -> None:
-        r = self.r
-        # started and not finished: the loop awaits it, so it is what suspended
-        if getattr(r, "cr_frame", None) is None:
-            self.r = None  # it finished (or is not a coroutine): nothing to arm
+        """Something suspended: if it is a handler a loop awaits, and not the one armed
+        already, arm its deadline."""
+        r = None if self.settling else _awaited_handler(self.coro)
+        if r is None or r is self.armed:
             return
         self.armed = r
         step = self.steps[len(self.steps) - length_hint(self.it) - 1]
@@ -282,6 +310,19 @@ class Watch:
                 # back, as asyncio.timeout does, so that it does not linger on the task
                 self.fired = None
                 self.task.uncancel()
+
+
+def _awaited_handler(coro: Any) -> Any:
+    """The handler coroutine a loop awaits at the bottom of ``coro``'s chain of awaits
+    (through the passages), or None (a tool, an event being published, an approver)."""
+    while True:
+        code = getattr(coro, "cr_code", None)
+        if code in _loops:
+            r = coro.cr_await
+            return r if type(r) is CoroutineType else None
+        if code not in _passages:
+            return None
+        coro = coro.cr_await
 
 
 class _Alarm:

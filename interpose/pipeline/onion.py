@@ -158,19 +158,18 @@ def _guarded_entry(
 
     if timeout is None:
 
-        @types.coroutine
-        def enter() -> Generator[Any, Any, None]:
+        async def enter() -> None:
             f.reached = index
             ctx = f.ctx
             try:
-                yield from fn(ctx, inner)
+                await fn(ctx, inner)
                 if f.reached == index and not ctx.has_result():
                     raise MiddlewareError(ctx.stage)
             except _ABORTS as exc:
                 exc.source = exc.source or step.id
                 raise
             except Exception as exc:
-                yield from settle(ctx, exc)
+                await settle(ctx, exc)
 
         return enter
 

@@ -229,8 +229,27 @@ class ToolAfterInput(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ToolAfterOutput(msgspec.Struct, kw_only=True):
+    """Mutable output of ``tool.after``.
+
+    A plain value assigned to ``result`` (not a ``ToolResult``) becomes the output of
+    the result it replaces, which keeps its status, is_error and details: every handler
+    after it (a redactor, a process hook) sees a ``ToolResult``.  Done on assignment,
+    so the handler loops check nothing per handler.
+    """
+
     result: ToolResult = msgspec.field(default_factory=ToolResult)
     retry: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "result" and not isinstance(value, ToolResult):
+            last = self.result
+            value = ToolResult(
+                output=value,
+                is_error=last.is_error,
+                status=last.status,
+                details=dict(last.details),
+            )
+        msgspec.Struct.__setattr__(self, name, value)
 
 
 # -- command / compact ----------------------------------------------------------------

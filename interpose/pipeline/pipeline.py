@@ -43,7 +43,7 @@ from .redaction import Redactor
 from .registry import Interceptor, Middleware, Registry
 from .runtime import Runtime, event_loop_running
 from .shadow import Mode, ShadowVerdict
-from .tool_stage import ToolCallable, quiet_path, run_tool
+from .tool_stage import ToolCallable, full_path, quiet_path, run_tool
 from .tools import ToolMatcher, normalize_tool_name
 from .tracing import (
     Tracing,
@@ -552,24 +552,25 @@ class Pipeline:
                             session_key=session_key,
                         )
                         return await quiet_path(rt, chain, inp, args, call)
-                    if chain.app is not None:
-                        # the middleware onion, without run_tool's coroutine frame
-                        rt.check_running()  # services need the pipeline entered
-                        ctx = ToolContext(
-                            None,
-                            chain.tool_name,
-                            name,
-                            f"call-{next(rt.call_ids)}" if call_id is None else call_id,
-                            args,
-                            call,
-                            agent_id,
-                            session_key,
-                        )
-                        await chain.app(ctx)
-                        if ctx.result is None:  # a plain layer returned without one
-                            raise MiddlewareError("tool")
-                        return ctx.result
-                ctx = ToolContext(None, "", name, call_id, args, call, agent_id, session_key)
+                    # the middleware onion, or the full path, without run_tool's lookups
+                    rt.check_running()  # services need the pipeline entered
+                    ctx = ToolContext(
+                        None,
+                        chain.tool_name,
+                        name,
+                        call_id or f"call-{next(rt.call_ids)}",
+                        args,
+                        call,
+                        agent_id,
+                        session_key,
+                    )
+                    if chain.app is None:
+                        return await full_path(rt, chain, ctx)
+                    await chain.app(ctx)
+                    if ctx.result is None:  # a plain layer returned without one
+                        raise MiddlewareError("tool")
+                    return ctx.result
+                ctx = ToolContext(None, "", name, call_id or "", args, call, agent_id, session_key)
                 return await run_tool(rt, ctx)
             except AbortTurn as exc:
                 return refusal(

@@ -11,7 +11,7 @@ keeps the call's behaviour:
 2. the quiet path (``quiet_path``): only sync ``tool.before`` / ``tool.after``
    handlers and nobody listening: plain loops over them around the tool;
 3. the full path: in the ``execute_tool`` span when tracing (``_traced``), through the
-   middleware onion when the tool has layers, into ``_core``: tool.before →
+   middleware onion when the tool has layers, into ``full_path``: tool.before →
    tool.approve (``_approve``) → the tool → tool.after, with the tool_exec_* events
    for whoever listens.
 
@@ -25,7 +25,7 @@ path of a call.
 "Call the tool, await it, wrap the error" is written out in four places, each on a
 row of ``benchmarks/bench_tool_call.py`` that one coroutine more would slow down:
 ``Pipeline.call_tool`` (the empty pipeline), ``quiet_path`` (sync interceptors, sync
-pairs), the bare core of ``_core_of`` (middleware layers) and ``_core`` (async
+pairs), the bare core of ``_core_of`` (middleware layers) and ``full_path`` (async
 handlers, approvers, observers); every other caller (a retry, a traced quiet call,
 the first call of a chain) uses ``chain.invoke``.
 """
@@ -41,7 +41,6 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-import msgspec
 
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
@@ -49,13 +48,13 @@ from .chain import (
     Step,
     Timings,
     invoke,
-    run_after,
     run_after_sync,
     run_gate,
     run_gate_sync,
+    run_plain,
 )
 from .context import ToolContext
-from .deadlines import Watch, watch_here
+from .deadlines import Watch, watch_here, watch_loops
 from .failures import Failures, Fault, blocked
 from .onion import build_onion
 from .payloads import (
@@ -85,7 +84,7 @@ if TYPE_CHECKING:
 
     from .runtime import Host, Runtime
 
-__all__ = ["ToolCallable", "quiet_path", "run_tool"]
+__all__ = ["ToolCallable", "full_path", "quiet_path", "run_tool"]
 
 ToolCallable = Callable[[dict[str, Any]], Any]
 log = logging.getLogger("interpose")
@@ -96,9 +95,11 @@ _CACHE_LIMIT = 4096
 # -- the entry and its paths ----------------------------------------------------------
 
 
-async def run_tool(rt: Runtime, ctx: ToolContext) -> ToolResult:
-    """Run the tool call ``ctx`` (``ctx.tool_name`` not set yet, ``ctx.call_id`` None
-    when the caller gave none) through the tool stage of the pipeline of ``rt``.
+def run_tool(rt: Runtime, ctx: ToolContext) -> Awaitable[ToolResult]:
+    """The tool call ``ctx`` (``ctx.tool_name`` not set yet, ``ctx.call_id`` "" when
+    the caller gave none) through the tool stage of the pipeline of ``rt``: ``await
+    run_tool(rt, ctx)``.  A plain function that picks the call's path and returns its
+    coroutine, not a coroutine of its own: one frame less on every call.
 
     Raises:
         TypeError: ``args`` is not a dict, ``call`` is not callable, the tool name is
@@ -122,20 +123,30 @@ async def run_tool(rt: Runtime, ctx: ToolContext) -> ToolResult:
     if chain.empty and not wanted and tracer is None:
         # nothing registered, nobody listening, no tracing (a turn's call, or the
         # first call of a tool: ``Pipeline.call_tool`` inlines this for the others)
-        result, _ = await invoke(ctx.call, args)
-        return result
+        return _bare(ctx.call, args)
     if chain.quiet and not wanted and tracer is None:
-        return await quiet_path(rt, chain, _before_input(rt, chain, ctx), args, ctx.call)
+        return quiet_path(rt, chain, _before_input(rt, chain, ctx), args, ctx.call)
     rt.check_running()
-    if ctx.call_id is None:
+    if not ctx.call_id:
         ctx.call_id = f"call-{next(rt.call_ids)}"
     if tracer is not None:
         spans = tracer if rt.trace.level == "interceptor" else None
         chain = chain.variants.get(spans) or _compile(rt, ctx.raw_name, ctx.agent_id, spans, chain)
-        return await _traced(rt, tracer, chain, ctx)
+        return _traced(rt, tracer, chain, ctx)
     if chain.app is None:
-        return await _core(rt, chain, ctx)
-    await chain.app(ctx)
+        return full_path(rt, chain, ctx)
+    return _through_onion(chain.app, ctx)
+
+
+async def _bare(call: ToolCallable, args: dict[str, Any]) -> ToolResult:
+    return (await invoke(call, args))[0]
+
+
+async def _through_onion(
+    app: Callable[[ToolContext], Awaitable[None]], ctx: ToolContext
+) -> ToolResult:
+    """The call ``ctx`` (its id minted) through a tool's middleware onion ``app``."""
+    await app(ctx)
     if ctx.result is None:  # a plain (on_error="raise") layer returned without one
         raise MiddlewareError("tool")
     return ctx.result
@@ -148,7 +159,7 @@ def _before_input(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolBefore
         tool_name=chain.tool_name,
         turn_id=turn.turn_id if turn is not None else "",
         raw_name=chain.raw_name,
-        tool_call_id=f"call-{next(rt.call_ids)}" if ctx.call_id is None else ctx.call_id,
+        tool_call_id=ctx.call_id or f"call-{next(rt.call_ids)}",
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
     )
@@ -248,7 +259,7 @@ async def _traced(rt: Runtime, tracer: Tracer, chain: ToolChain, ctx: ToolContex
                 if result is None:
                     result, _ = await invoke(ctx.call, out.args)
             elif chain.app is None:
-                result = await _core(rt, chain, ctx)
+                result = await full_path(rt, chain, ctx)
             else:
                 await chain.app(ctx)
                 if ctx.result is None:  # a plain layer returned without one
@@ -287,30 +298,11 @@ def _traced_gate(
 # -- the core: tool.before, tool.approve, the tool, tool.after ------------------------
 
 
-class _Run(msgspec.Struct):
-    """The state of a call on the full path that its steps, its events and its
-    ending read: the handlers' input, the before-output, the deadline watch of its
-    handlers, what ran for how long, who decided.  A struct: built in C, a seventh
-    of a slotted class's ``__init__`` (the rows with async handlers or observers)."""
-
-    inp: ToolBeforeInput
-    out: ToolBeforeOutput
-    watch: Watch | None
-    # what ran, and for how long, when someone will read it in tool_exec_end
-    times: Timings | None = None
-    attempt: int = 0  # runs of the tool so far
-    duration: int = 0
-    # a run began and its tool_exec_end is not published yet: whatever ends the call
-    # now (a cancellation, HardAbort, an on_error="raise" failure) must publish it
-    unended: bool = False
-    decider: Step | None = None
-    reason: str = ""
-
-
-async def _core(
+async def full_path(
     rt: Runtime, chain: ToolChain, ctx: ToolContext, watch: Watch | None = None
 ) -> ToolResult:
-    """The full path of one call, the events included.
+    """The full path of the call ``ctx`` (its id minted, the pipeline running), the
+    events included.
 
     Every tool_exec_start gets exactly one tool_exec_end, whatever ends the run: the
     tool's result, an ``AbortTurn``, a cancellation, ``HardAbort`` or an exception on
@@ -318,7 +310,7 @@ async def _core(
     one starts.
     """
     if watch is None and chain.watched and (watch := watch_here()) is not None:
-        return await watch.run(_core(rt, chain, ctx, watch))  # type: ignore[no-any-return]
+        return await watch.run(full_path(rt, chain, ctx, watch))  # type: ignore[no-any-return]
     bus = rt.bus
     wanted = bus.wanted
     turn = ctx.turn
@@ -331,45 +323,47 @@ async def _core(
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
     )
-    run = _Run(inp, ToolBeforeOutput(args=ctx.args), watch)
-    out = run.out
+    ctx._inp = inp
+    ctx._out = out = ToolBeforeOutput(args=ctx.args)
+    ctx._watch = watch
     if "tool_exec_end" in wanted:
-        run.times = []
+        ctx._times = []
     try:
         result: ToolResult | None = None
         if chain.before:
             decider, responder = await run_gate(
                 chain.before,
                 chain.before_steps,
-                run.inp,
+                ctx._inp,
                 out,
                 rt.failures.hook_failed,
                 chain.track_responders or bool(wanted),
-                run.times,
+                ctx._times,
                 watch,
             )
-            result = _gated(chain, run, decider, responder)
+            if decider is not None or out.result is not None:
+                result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
             _check_rewritten_args(out, ctx.args)
         if chain.approvers and (
             result is None
             or (
                 result.status == "responded"
-                and not (run.decider is not None and run.decider.trusted)
+                and not (ctx._decider is not None and ctx._decider.trusted)
             )
         ):
-            denial = await _approve(rt, chain, run)
+            denial = await _approve(rt, chain, ctx)
             if denial is not None:
                 result = denial
         if result is None:
-            run.attempt = 1
-            run.unended = True  # set before publishing: a publish, once begun, lands
+            ctx._attempt = 1
+            ctx._unended = True  # set before publishing: a publish, once begun, lands
             if "tool_exec_start" in wanted:
-                await bus.publish(_exec_start(rt, run.inp))
+                await bus.publish(_exec_start(rt, ctx._inp))
             # the tool, inline (one coroutine less than `invoke`): the rows with async
             # handlers, approvers, layers or observers; timed only for whoever reads
             # the duration: after-hooks, tool_exec_end
-            timed = run.times is not None or bool(chain.after)
+            timed = ctx._times is not None or bool(chain.after)
             start = perf_counter_ns() if timed else 0
             try:
                 value = ctx.call(out.args)
@@ -382,16 +376,16 @@ async def _core(
             else:
                 result = ToolResult(output=value)
             if timed:
-                run.duration = perf_counter_ns() - start
+                ctx._duration = perf_counter_ns() - start
         elif "tool_exec_skipped" in wanted:
-            await bus.publish(_skipped(rt, run, result))
+            await bus.publish(_skipped(rt, ctx, result))
         if chain.after:
-            result = await _after(rt, chain, ctx, run, result)
-        run.unended = False
+            result = await _after(rt, chain, ctx, result)
+        ctx._unended = False
         if "tool_exec_end" in wanted:
             # built in place, not by _tool_end: one call less on every observed call
-            inp, decider = run.inp, run.decider
-            ids, ns = _what_ran(run.times)
+            inp, decider = ctx._inp, ctx._decider
+            ids, ns = _what_ran(ctx._times)
             await bus.publish(
                 ev.ToolExecEnd(
                     ts=time.time_ns(),
@@ -403,65 +397,65 @@ async def _core(
                     tool_call_id=inp.tool_call_id,
                     status=result.status,
                     is_error=result.is_error,
-                    duration_ns=run.duration,
+                    duration_ns=ctx._duration,
                     decided_by=decider.id if decider is not None else "",
-                    reason=run.reason,
+                    reason=ctx._reason,
                     interceptors=ids,
                     interceptor_ns=ns,
-                    attempt=run.attempt or 1,
+                    attempt=ctx._attempt or 1,
                 )
             )
         return result
     except AbortTurn as exc:
         # the call leaves with the turn; listeners still learn what happened to it
         if "tool_exec_end" in wanted:
-            run.decider, run.reason, run.duration = None, exc.reason, 0
+            ctx._decider, ctx._reason, ctx._duration = None, exc.reason, 0
             aborted = refusal("aborted", chain.tool_name, exc.reason)
-            await bus.publish(_tool_end(rt, run, aborted, decided_by=exc.source))
+            await bus.publish(_tool_end(rt, ctx, aborted, decided_by=exc.source))
         raise
     except BaseException as exc:
-        if run.unended and "tool_exec_end" in wanted:
-            _end_interrupted(rt, exc, run)
+        if ctx._unended and "tool_exec_end" in wanted:
+            _end_interrupted(rt, exc, ctx)
         raise
 
 
 def _gated(
-    chain: ToolChain, run: _Run, decider: Step | None, responder: Step | None
+    chain: ToolChain, ctx: ToolContext, decider: Step | None, responder: Step | None
 ) -> ToolResult | None:
     """What the tool.before handlers decided: a refusal (``decider`` blocked), a
-    response, or None to go on; notes who decided on ``run``."""
-    out = run.out
+    response, or None to go on; notes who decided on ``ctx``."""
+    out = ctx._out
     if decider is not None:
-        run.decider = decider
+        ctx._decider = decider
         result = blocked(
             chain.tool_name, out.block_reason or f"blocked by {decider.id}", decider.id
         )
-        run.reason = result.output["reason"]
+        ctx._reason = result.output["reason"]
         return result
     if out.result is None:
         return None
-    run.decider = responder
+    ctx._decider = responder
     result = _as_responded(out.result)
     if responder is not None:
         result.details.setdefault("decided_by", responder.id)
     return result
 
 
-async def _approve(rt: Runtime, chain: ToolChain, run: _Run) -> ToolResult | None:
+async def _approve(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResult | None:
     """Run the approvers; None if all allow, else the refusal (noting who decided on
-    ``run``): "denied" for a deny or a late answer, "blocked" for an approver that
+    ``ctx``): "denied" for a deny or a late answer, "blocked" for an approver that
     failed closed (its details hold the failure).
 
     Raises:
         AbortTurn, HardAbort: from an approver.
         Exception: an approver's failure, when its policy is "raise".
     """
-    inp, times, name = run.inp, run.times, chain.tool_name
+    inp, times, name = ctx._inp, ctx._times, chain.tool_name
     request = ApprovalRequest(
         turn_id=inp.turn_id,
         tool_name=name,
         tool_call_id=inp.tool_call_id,
-        args=run.out.args,
+        args=ctx._out.args,
         agent_id=inp.agent_id,
         session_key=inp.session_key,
     )
@@ -487,21 +481,23 @@ async def _approve(rt: Runtime, chain: ToolChain, run: _Run) -> ToolResult | Non
                     if step.timeout is not None
                     else f"approver '{step.id}' timed out: {fault.error}"
                 )
-                run.decider, run.reason = step, late
+                ctx._decider, ctx._reason = step, late
                 return refusal("denied", name, late, decided_by=step.id)
             if step.on_error == "raise":
                 raise
             if step.on_error == "skip":
                 continue
-            run.decider = step
-            run.reason = f"interceptor '{step.id}' failed: {fault.error}"
-            return refusal("blocked", name, run.reason, decided_by=step.id, failure=fault.details())
+            ctx._decider = step
+            ctx._reason = f"interceptor '{step.id}' failed: {fault.error}"
+            return refusal(
+                "blocked", name, ctx._reason, decided_by=step.id, failure=fault.details()
+            )
         if decision == "ask":
             decision, reason = await _ask_human(rt.host, rt.failures, request, reason)
         if decision == "deny":
-            run.decider = step
-            run.reason = reason or f"denied by {step.id}"
-            return refusal("denied", name, run.reason, decided_by=step.id)
+            ctx._decider = step
+            ctx._reason = reason or f"denied by {step.id}"
+            return refusal("denied", name, ctx._reason, decided_by=step.id)
     return None
 
 
@@ -537,39 +533,37 @@ async def _ask_human(
     return decision, why or reason
 
 
-async def _after(
-    rt: Runtime, chain: ToolChain, ctx: ToolContext, run: _Run, result: ToolResult
-) -> ToolResult:
+async def _after(rt: Runtime, chain: ToolChain, ctx: ToolContext, result: ToolResult) -> ToolResult:
     """Run the tool.after interceptors on ``result``, and re-run the tool when they
     ask for a retry (never after a failure that blocked, at most ``max_retries``
     times); returns the result they left."""
     bus = rt.bus
-    args = run.out.args
+    args = ctx._out.args
     while True:
         out = ToolAfterOutput(result=result)
-        failer = await run_after(
+        failer = await run_plain(
             chain.after,
             chain.after_steps,
-            _after_input(run.inp, args, result, run.duration),
+            _after_input(ctx._inp, args, result, ctx._duration),
             out,
             rt.failures.hook_failed,
-            run.times,
-            run.watch,
+            ctx._times,
+            ctx._watch,
         )
         result = out.result
         # a blocked, denied or responded call (attempt 0) has nothing to re-run
-        if not (out.retry and failer is None and 0 < run.attempt <= rt.host.max_retries):
+        if not (out.retry and failer is None and 0 < ctx._attempt <= rt.host.max_retries):
             return result
         # a retry: this run ends here, the next one starts (rare: no hurry)
-        run.unended = False
+        ctx._unended = False
         if "tool_exec_end" in bus.wanted:
-            await bus.publish(_tool_end(rt, run, result, retried=True))
-            run.times = []
-        run.attempt += 1
-        run.unended = True
+            await bus.publish(_tool_end(rt, ctx, result, retried=True))
+            ctx._times = []
+        ctx._attempt += 1
+        ctx._unended = True
         if "tool_exec_start" in bus.wanted:
-            await bus.publish(_exec_start(rt, run.inp, run.attempt))
-        result, run.duration = await invoke(ctx.call, args)
+            await bus.publish(_exec_start(rt, ctx._inp, ctx._attempt))
+        result, ctx._duration = await invoke(ctx.call, args)
 
 
 def _after_input(
@@ -608,8 +602,8 @@ def _exec_start(rt: Runtime, inp: ToolBeforeInput, attempt: int = 1) -> ev.ToolE
     )
 
 
-def _skipped(rt: Runtime, run: _Run, result: ToolResult) -> ev.ToolExecSkipped:
-    inp, decider = run.inp, run.decider
+def _skipped(rt: Runtime, ctx: ToolContext, result: ToolResult) -> ev.ToolExecSkipped:
+    inp, decider = ctx._inp, ctx._decider
     return ev.ToolExecSkipped(
         ts=time.time_ns(),
         seq=next(rt.seq),
@@ -619,12 +613,12 @@ def _skipped(rt: Runtime, run: _Run, result: ToolResult) -> ev.ToolExecSkipped:
         tool_name=inp.tool_name,
         tool_call_id=inp.tool_call_id,
         why=cast(ev.SkipReason, result.status),
-        reason=run.reason,
+        reason=ctx._reason,
         decided_by=decider.id if decider is not None else "",
     )
 
 
-def _end_interrupted(rt: Runtime, exc: BaseException, run: _Run) -> None:
+def _end_interrupted(rt: Runtime, exc: BaseException, ctx: ToolContext) -> None:
     """Publish the tool_exec_end of a run that ``exc`` cut short: a cancellation or
     ``HardAbort`` (status "aborted"), an exception on its way to the caller (status
     "error").  At once, past a full buffer: the caller must not wait on observers
@@ -639,25 +633,25 @@ def _end_interrupted(rt: Runtime, exc: BaseException, run: _Run) -> None:
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         if isinstance(exc, Exception):
             status = "error"
-    run.decider, run.reason, run.duration = None, why, 0
+    ctx._decider, ctx._reason, ctx._duration = None, why, 0
     rt.bus.publish_now(
-        _tool_end(rt, run, refusal(status, run.inp.tool_name, why), decided_by=source)
+        _tool_end(rt, ctx, refusal(status, ctx._inp.tool_name, why), decided_by=source)
     )
 
 
 def _tool_end(
     rt: Runtime,
-    run: _Run,
+    ctx: ToolContext,
     result: ToolResult,
     *,
     retried: bool = False,
     decided_by: str | None = None,
 ) -> ev.ToolExecEnd:
-    """The tool_exec_end of a run of ``run`` that ended with ``result``, on the slow
+    """The tool_exec_end of the run of ``ctx`` that ended with ``result``, on the slow
     paths (a retried run, an aborted or cancelled call); the common one is built in
-    place in ``_core``."""
-    inp, decider = run.inp, run.decider
-    ids, ns = _what_ran(run.times)
+    place in ``full_path``."""
+    inp, decider = ctx._inp, ctx._decider
+    ids, ns = _what_ran(ctx._times)
     return ev.ToolExecEnd(
         ts=time.time_ns(),
         seq=next(rt.seq),
@@ -668,14 +662,14 @@ def _tool_end(
         tool_call_id=inp.tool_call_id,
         status=result.status,
         is_error=result.is_error,
-        duration_ns=run.duration,
+        duration_ns=ctx._duration,
         decided_by=(decider.id if decider is not None else "")
         if decided_by is None
         else decided_by,
-        reason=run.reason,
+        reason=ctx._reason,
         interceptors=ids,
         interceptor_ns=ns,
-        attempt=run.attempt or 1,
+        attempt=ctx._attempt or 1,
         retried=retried,
     )
 
@@ -700,7 +694,7 @@ def _compile(
 
 
 def _core_of(rt: Runtime, chain: ToolChain) -> Callable[[ToolContext], Awaitable[None]]:
-    """The innermost function of the onion of ``chain``: ``_core``, or, when the tool
+    """The innermost function of the onion of ``chain``: ``full_path``, or, when the tool
     has no handlers and nobody listens, the tool itself (no handler input, no
     before-output to build)."""
     bare = not (chain.before or chain.approvers or chain.after)
@@ -724,7 +718,7 @@ def _core_of(rt: Runtime, chain: ToolChain) -> Callable[[ToolContext], Awaitable
                 else:
                     ctx.result = ToolResult(output=value)
             else:
-                ctx.result = await _core(rt, chain, ctx)
+                ctx.result = await full_path(rt, chain, ctx)
         except Exception as exc:
             # on its way to the caller: no middleware applies its policy to it
             ctx._escaping = exc
@@ -782,3 +776,6 @@ def _what_ran(times: Timings | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
         return (), ()
     ids, ns = zip(*times, strict=False)  # pairs: both come out the same length
     return ids, ns
+
+
+watch_loops(full_path, _after, passages=True)  # the watch of a call looks through them

@@ -275,7 +275,7 @@ class Turn:
         """Run one tool call through the tool stage (see ``Pipeline.call_tool``)."""
         return await run_tool(
             self.pipeline.runtime,
-            ToolContext(self, "", name, call_id, args, call, self.agent_id, self.session_key),
+            ToolContext(self, "", name, call_id or "", args, call, self.agent_id, self.session_key),
         )
 
     async def run_command(
