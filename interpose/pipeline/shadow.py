@@ -442,6 +442,10 @@ _RESULT_SLOTS = {"llm": "response"}
 
 
 def _slots(ctx: Any) -> list[str]:
+    """The public fields of a context: a struct's (the tool's) or its slots."""
+    fields = getattr(type(ctx), "__struct_fields__", None)
+    if fields is not None:
+        return [name for name in fields if not name.startswith("_")]
     return [
         name
         for cls in type(ctx).__mro__
@@ -461,9 +465,11 @@ def _data(ctx: Any) -> dict[str, Any]:
 def _clone(ctx: Any) -> Any:
     """A copy of the context ``ctx`` whose data the shadow layer may change freely: the
     turn is shared, the operation is not callable from it, the scratch state is its own."""
-    twin = object.__new__(type(ctx))
-    setattr_ = object.__setattr__
+    twin = copy.copy(ctx) if isinstance(ctx, msgspec.Struct) else object.__new__(type(ctx))
+    setattr_ = _setter(ctx)
     setattr_(twin, "_state", None)
+    if isinstance(ctx, msgspec.Struct):
+        setattr_(twin, "_escaping", None)  # a copy: whatever was passing through is not
     for name in _slots(ctx):
         if name == "state":
             continue
@@ -481,8 +487,15 @@ def _no_operation(*args: Any, **kwargs: Any) -> Any:
 
 
 def _refresh(twin: Any, ctx: Any) -> None:
+    setattr_ = _setter(ctx)
     for name, value in _data(ctx).items():
-        object.__setattr__(twin, name, _copy(value))
+        setattr_(twin, name, _copy(value))
+
+
+def _setter(ctx: Any) -> Callable[[Any, str, Any], None]:
+    """The plain attribute store of a context, past its own ``__setattr__`` (the params
+    stage's forwards to its output): a struct's (the tool's context) or an object's."""
+    return msgspec.Struct.__setattr__ if isinstance(ctx, msgspec.Struct) else object.__setattr__
 
 
 def _diff(twin: Any, ctx: Any) -> tuple[str, ...]:

@@ -302,12 +302,9 @@ async def full_path(
     rt: Runtime, chain: ToolChain, ctx: ToolContext, watch: Watch | None = None
 ) -> ToolResult:
     """The full path of the call ``ctx`` (its id minted, the pipeline running), the
-    events included.
-
-    Every tool_exec_start gets exactly one tool_exec_end, whatever ends the run: the
-    tool's result, an ``AbortTurn``, a cancellation, ``HardAbort`` or an exception on
-    its way to the caller; a retried run ends with ``retried=True`` before the next
-    one starts.
+    events included.  Every tool_exec_start gets exactly one tool_exec_end, whatever
+    ends the run (a result, ``AbortTurn``, a cancellation, ``HardAbort``, an exception
+    on its way out); a retried run ends with ``retried=True`` before the next starts.
     """
     if watch is None and chain.watched and (watch := watch_here()) is not None:
         return await watch.run(full_path(rt, chain, ctx, watch))  # type: ignore[no-any-return]
@@ -334,7 +331,7 @@ async def full_path(
             decider, responder = await run_gate(
                 chain.before,
                 chain.before_steps,
-                ctx._inp,
+                inp,
                 out,
                 rt.failures.hook_failed,
                 chain.track_responders or bool(wanted),
@@ -345,13 +342,7 @@ async def full_path(
                 result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
             _check_rewritten_args(out, ctx.args)
-        if chain.approvers and (
-            result is None
-            or (
-                result.status == "responded"
-                and not (ctx._decider is not None and ctx._decider.trusted)
-            )
-        ):
+        if chain.approvers and _asks_approval(ctx, result):
             denial = await _approve(rt, chain, ctx)
             if denial is not None:
                 result = denial
@@ -409,14 +400,28 @@ async def full_path(
     except AbortTurn as exc:
         # the call leaves with the turn; listeners still learn what happened to it
         if "tool_exec_end" in wanted:
-            ctx._decider, ctx._reason, ctx._duration = None, exc.reason, 0
-            aborted = refusal("aborted", chain.tool_name, exc.reason)
-            await bus.publish(_tool_end(rt, ctx, aborted, decided_by=exc.source))
+            await bus.publish(_aborted(rt, ctx, exc))
         raise
     except BaseException as exc:
         if ctx._unended and "tool_exec_end" in wanted:
             _end_interrupted(rt, exc, ctx)
         raise
+
+
+def _asks_approval(ctx: ToolContext, result: ToolResult | None) -> bool:
+    """Whether the approvers see the call: it goes on, or it was answered by a step
+    that is not trusted to answer past them."""
+    if result is None:
+        return True
+    decider = ctx._decider
+    return result.status == "responded" and not (decider is not None and decider.trusted)
+
+
+def _aborted(rt: Runtime, ctx: ToolContext, exc: AbortTurn) -> ev.ToolExecEnd:
+    """The tool_exec_end of a call that leaves with its turn (``AbortTurn``)."""
+    ctx._decider, ctx._reason, ctx._duration = None, exc.reason, 0
+    aborted = refusal("aborted", ctx._inp.tool_name, exc.reason)
+    return _tool_end(rt, ctx, aborted, decided_by=exc.source)
 
 
 def _gated(
