@@ -493,8 +493,9 @@ class McpProxy:
         messages = result.details.get("system_messages")
         if messages:
             # what hooks of a Claude Code settings file said for the user
-            meta = built.get("_meta") if isinstance(built.get("_meta"), dict) else {}
-            built = {**built, "_meta": {**meta, "interpose/system_messages": list(messages)}}
+            meta = built.get("_meta")
+            known = dict(meta) if isinstance(meta, dict) else {}
+            built = {**built, "_meta": {**known, "interpose/system_messages": list(messages)}}
         return built
 
     @staticmethod

@@ -367,7 +367,7 @@ class ClaudeSettings:
                 raw_group = hooks_table[event][i]
                 raw_hooks = raw_group.get("hooks") if isinstance(raw_group, dict) else None
                 for j, spec in enumerate(group.hooks):
-                    if isinstance(raw_hooks, list) and j < len(raw_hooks):
+                    if spec.type in ("command", "http") and isinstance(raw_hooks, list):
                         self.notes += _field_notes(f"{where}.hooks[{j}]", raw_hooks[j])
                     hook = self._hook(
                         source,
