@@ -138,11 +138,7 @@ async def test_async_hooks_need_the_pipeline_entered_and_die_with_it(tmp_path: P
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         path = settings_file(
             tmp_path,
-            {
-                "PostToolUse": [
-                    {"matcher": "Bash", "hooks": [hook("pid_and_wait.sh", **background)]}
-                ]
-            },
+            {"PostToolUse": [{"matcher": "Bash", "hooks": [hook("pid_and_wait.sh", **later)]}]},
             env={"BUILD_PORT": str(port)},
         )
         pipe = Pipeline.from_config(path)
