@@ -135,6 +135,7 @@ async def test_async_hooks_need_the_pipeline_entered_and_die_with_it(tmp_path: P
     later = {"async": True}
     async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listeners:
         (listener,) = listeners.listeners
+        assert isinstance(listener, anyio.abc.SocketListener)
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         path = settings_file(
             tmp_path,
