@@ -295,7 +295,7 @@ class SettingsRunner:
 
     def take_pending(self, session_key: str) -> tuple[list[str], list[str]]:
         """(system messages, context for the model) waiting for the session's next call."""
-        queue = self.pending.pop(session_key, None) or []
+        queue = self.pending.pop(session_key, None) or ()
         messages = [text for channel, text in queue if channel == "system_message"]
         context = [text for channel, text in queue if channel != "system_message"]
         return messages, context
@@ -501,14 +501,33 @@ class SettingsRunner:
                 _reasons(blocked, "blocked by a PostToolUse hook"),
                 decided_by=f"claude:PostToolUse {self.settings.name}",
             )
-        messages, waiting = self.take_pending(inp.session_key)
-        contexts = waiting + [c for a in answers for c in a.context]
-        if contexts:
-            result.details.setdefault("additional_context", []).extend(contexts)
-        if messages:
-            result.details.setdefault("system_messages", []).extend(messages)
-        if hooks or contexts or messages:
+        contexts = [c for a in answers for c in a.context]
+        if self.deliver(inp.session_key, result.details, contexts) or hooks:
             out.result = result
+
+    def after_tool(self, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+        """tool.after of a file without PostToolUse hooks (sync: cheap): the transcript's
+        line, and what waits for the session."""
+        if self.transcripts is None and inp.session_key not in self.pending:
+            return
+        result = out.result if isinstance(out.result, ToolResult) else ToolResult(output=out.result)
+        if self.transcripts is not None:
+            self.transcripts.tool_result(
+                inp.session_key, inp.tool_call_id, result.output, result.is_error
+            )
+        if self.deliver(inp.session_key, result.details, []):
+            out.result = result
+
+    def deliver(self, session_key: str, details: dict[str, Any], contexts: list[str]) -> bool:
+        """Add what waits for the session, and ``contexts``, to ``details``; whether
+        there was anything."""
+        messages, waiting = self.take_pending(session_key)
+        contexts = waiting + contexts
+        if contexts:
+            details.setdefault("additional_context", []).extend(contexts)
+        if messages:
+            details.setdefault("system_messages", []).extend(messages)
+        return bool(contexts or messages)
 
     async def user_prompt_submit(self, inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
         if self.transcripts is not None:
@@ -520,14 +539,26 @@ class SettingsRunner:
         blocked = [a for a in answers if a.decision in ("deny", "ask")]
         if blocked:
             raise AbortTurn(_reasons(blocked, "prompt blocked by a UserPromptSubmit hook"))
-        messages, waiting = self.take_pending(inp.session_key)
-        contexts = waiting + [c for a in answers for c in a.context]
-        if messages:
-            out.metadata.setdefault("system_messages", []).extend(messages)
-        if contexts:
-            out.metadata.setdefault("additional_context", []).extend(contexts)
-            # the model sees the message only: the context goes with it, after it
-            out.message = "\n\n".join([out.message, *contexts])
+        self.deliver_message(inp.session_key, out, [c for a in answers for c in a.context])
+
+    def on_message(self, inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
+        """message.before of a file without UserPromptSubmit hooks (sync: cheap): the
+        transcript's line, and what waits for the session."""
+        if self.transcripts is not None:
+            self.transcripts.user(inp.session_key, out.message)
+        if inp.session_key in self.pending:
+            self.deliver_message(inp.session_key, out, [])
+
+    def deliver_message(
+        self, session_key: str, out: MessageBeforeOutput, contexts: list[str]
+    ) -> None:
+        """Add what waits for the session, and ``contexts``, to the message."""
+        before = len(out.metadata.get("additional_context", ()))
+        if self.deliver(session_key, out.metadata, contexts):
+            added = out.metadata.get("additional_context", [])[before:]
+            if added:
+                # the model sees the message only: the context goes with it, after it
+                out.message = "\n\n".join([out.message, *added])
 
     async def llm_after(self, inp: LLMAfterInput, out: LLMAfterOutput) -> None:
         """Write the model's answer to the session's transcript."""

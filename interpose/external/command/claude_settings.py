@@ -545,9 +545,13 @@ class ClaudeSettings:
         hooks = self.hooks
         if any(hook.background for hooks_of in hooks.values() for hook in hooks_of):
             pipe.add_service(runner.background)
-        # what hooks say reaches the caller with the next result or message; the
-        # transcript is written at each of these steps
+        # what hooks say reaches the caller with the next result or message, where the
+        # transcript is written too: without hooks of their own, a cheap sync handler
         always = ("*",) if hooks or self.transcripts is not None else ()
+        after = (
+            runner.post_tool_use if {"PostToolUse", "PostToolUseFailure"} & hooks.keys() else None
+        )
+        prompt = runner.user_prompt_submit if "UserPromptSubmit" in hooks else None
         # (id's event, pipeline hook, handler, the file's events that call for it)
         interceptors: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
             ("PreToolUse", "tool.before", runner.pre_tool_use, ("PreToolUse",)),
@@ -557,22 +561,19 @@ class ClaudeSettings:
                 runner.permission_request,
                 ("PreToolUse", "PermissionRequest"),
             ),
-            (
-                "PostToolUse",
-                "tool.after",
-                runner.post_tool_use,
-                ("PostToolUse", "PostToolUseFailure", *always),
-            ),
+            ("PostToolUse", "tool.after", after or runner.after_tool, ("PostToolUse", *always)),
             (
                 "UserPromptSubmit",
                 "message.before",
-                runner.user_prompt_submit,
+                prompt or runner.on_message,
                 ("UserPromptSubmit", *always),
             ),
             ("PreCompact", "session.compact", runner.pre_compact, ("PreCompact",)),
         )
         for event, hook, handler, wanted_by in interceptors:
             wanted = any(name in hooks or name == "*" for name in wanted_by)
+            if after is not None and hook == "tool.after":
+                wanted = True  # PostToolUseFailure alone
             if wanted or (self.transcripts is not None and hook == "tool.before"):
                 regs.append(
                     Interceptor(
