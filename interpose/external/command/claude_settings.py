@@ -608,12 +608,14 @@ class ClaudeSettings:
                     source="claude-settings",
                 )
             )
-        if "SessionStart" in hooks:
+        shells = [row.tool for row in self.mapping if row.claude == "Bash"]
+        if "SessionStart" in hooks and shells:
             regs.append(
                 Middleware(
                     id=f"claude:CLAUDE_ENV_FILE{label}",
                     stage="tool",
                     handler=runner.exec_env,
+                    tool_matcher=shells,
                     priority=self.priority,
                     source="claude-settings",
                 )

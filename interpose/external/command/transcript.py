@@ -3,8 +3,9 @@ line, in Claude Code's shape.
 
 Given a directory (``ClaudeSettings(transcript_dir=...)``, ``hooks.claude_transcripts``),
 the settings' runner appends what the pipeline sees of each session to
-``<dir>/<session>.jsonl`` *before* the hooks of that moment run, and sends the path as
-``transcript_path``::
+``<dir>/<session>.jsonl`` (a key with other characters than letters, digits, ``.``,
+``_`` and ``-`` has them replaced by ``_`` and a hash of it added: ``s_1-<8 hex>``)
+*before* the hooks of that moment run, and sends the path as ``transcript_path``::
 
     {"type": "user", "message": {"role": "user", "content": "fix the tests"}, ...}
     {"type": "assistant", "message": {"role": "assistant", "content": [
@@ -21,6 +22,7 @@ is null.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import re
 import uuid
@@ -55,7 +57,11 @@ class Transcripts:
 
     def path(self, session_key: str) -> str:
         """The transcript file of a session (it exists once something was written)."""
-        name = _UNSAFE.sub("_", session_key) or "default"
+        name = _UNSAFE.sub("_", session_key)
+        if name != session_key or not name:
+            # keys that differ only where they were made safe stay apart
+            digest = hashlib.sha256(session_key.encode()).hexdigest()[:8]
+            name = f"{name or 'session'}-{digest}"
         return str(self.directory / f"{name}.jsonl")
 
     def user(self, session_key: str, text: str) -> str:
