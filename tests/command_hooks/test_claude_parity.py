@@ -285,12 +285,14 @@ async def test_a_plugin_hooks_json_loads_as_a_config_of_its_own(
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    assert main(["check", str(plugin / "hooks" / "hooks.json")]) == 0
     pipe = Pipeline.from_config(plugin / "hooks" / "hooks.json")
+    data = home / ".claude" / "plugins" / "data" / "audit-trail"
+    assert not data.exists()  # loading and checking leave the home alone
     with anyio.fail_after(LIMIT):
         result = await pipe.call_tool("bash", {"command": "rm -fr /tmp/x"}, call=shell)
     assert result.status == "blocked"
-    log = home / ".claude" / "plugins" / "data" / "audit-trail" / "audit.log"
-    assert log.read_text() == "audit-trail\trm -fr /tmp/x\n"
+    assert (data / "audit.log").read_text() == "audit-trail\trm -fr /tmp/x\n"
 
 
 # -- CLAUDE_ENV_FILE -----------------------------------------------------------------------

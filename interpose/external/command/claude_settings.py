@@ -197,13 +197,16 @@ def _everything(name: str) -> bool:
     return True
 
 
-def _command_call(make: Callable[[], CommandHook]) -> HookCall:
+def _command_call(make: Callable[[], CommandHook], data_dir: str | None = None) -> HookCall:
     """The call of a command hook; ``make`` builds it, once it can be built (a program
-    that is missing fails each call, a non-blocking error, until it exists)."""
+    that is missing fails each call, a non-blocking error, until it exists).  A
+    plugin's ``data_dir`` is created before its first run."""
     built: list[CommandHook] = []
 
     async def call(event: dict[str, Any], env: Mapping[str, str]) -> Answer:
         if not built:
+            if data_dir is not None:
+                os.makedirs(data_dir, exist_ok=True)
             built.append(make())
         hook = built[0]
         returncode, stdout, stderr = await hook.run(event, env)
@@ -407,7 +410,8 @@ class ClaudeSettings:
 
         ``${CLAUDE_PLUGIN_ROOT}`` is ``plugin_dir``; ``${CLAUDE_PLUGIN_DATA}`` is
         ``data_dir``, default ``~/.claude/plugins/data/<plugin name>`` (the name of its
-        ``.claude-plugin/plugin.json``, else of its directory), created when missing;
+        ``.claude-plugin/plugin.json``, else of its directory), created when a hook first
+        runs;
         ``${CLAUDE_PROJECT_DIR}`` (and where the hooks run) is ``project_dir``, default
         the current directory.
 
@@ -418,12 +422,6 @@ class ClaudeSettings:
         hooks_file = root / "hooks" / "hooks.json"
         if data_dir is None:
             data_dir = Path.home() / ".claude" / "plugins" / "data" / plugin_name(root)
-        try:
-            Path(data_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigFileError(
-                os.fspath(hooks_file), "", f"cannot create the plugin's data dir: {exc}"
-            ) from None
         return cls(
             hooks_file,
             project_dir=project_dir or os.getcwd(),
@@ -528,7 +526,7 @@ class ClaudeSettings:
             spec.command,
             matches,
             timeout,
-            _command_call(make),
+            _command_call(make, self.plugin_vars.get("CLAUDE_PLUGIN_DATA")),
             matcher,
             background,
         )
