@@ -161,6 +161,33 @@ async def test_async_hooks_need_the_pipeline_entered_and_die_with_it(tmp_path: P
     assert messages.seen == []
 
 
+async def test_an_async_hook_is_bounded_by_its_timeout(tmp_path: Path) -> None:
+    slow = {"type": "command", "command": "sleep 30", "async": True, "timeout": 0.5}
+    path = settings_file(tmp_path, {"PostToolUse": [{"matcher": "Bash", "hooks": [slow]}]})
+    pipe = Pipeline.from_config(path)
+    failed = anyio.Event()
+    failures: list[InterceptorFailed] = []
+
+    def on_failure(event: InterceptorFailed) -> None:
+        failures.append(event)
+        failed.set()
+
+    pipe.subscribe(on_failure, events={"interceptor_failed"})
+    async with pipe:
+        with anyio.fail_after(LIMIT):
+            result = await pipe.call_tool("bash", {"command": "ls"}, call=shell, call_id="c1")
+            assert result.status == "ok"
+            await failed.wait()
+    (failure,) = failures
+    assert (failure.interceptor_id, failure.timed_out, failure.policy) == (
+        "claude:PostToolUse:sleep 30",
+        True,
+        "skip",
+    )
+    assert (failure.hook, failure.tool_call_id) == ("tool.after", "c1")
+    assert pipe.stats.timeouts == {"claude:PostToolUse:sleep 30": 1}
+
+
 # -- asyncRewake: true ---------------------------------------------------------------------
 
 
