@@ -6,6 +6,13 @@ HTTP status other than 2xx, a connection error) is a non-blocking error: the cal
 on.  The failure is logged, counted in ``pipe.stats`` and published as an
 ``interceptor_failed`` event with ``policy="skip"``.  ``claude_settings`` loads the
 file and registers what this module runs.
+
+``async``/``asyncRewake`` hooks run in the background (``background``); what any hook
+says for the caller (``systemMessage``, an async hook's ``additionalContext``, an
+``asyncRewake`` reminder) is published as a ``hook_message`` event and kept for the
+session's next tool result or message.  SessionStart hooks get a ``CLAUDE_ENV_FILE``
+(``claude_env``); with a transcript directory every hook gets a real
+``transcript_path`` (``transcript``).
 """
 
 from __future__ import annotations
