@@ -203,5 +203,21 @@ def tool_message(result: ToolResult, name: str, call_id: str) -> ToolMessage:
         tool_call_id=call_id,
         name=name,
         status="error" if result.is_error else "success",
-        additional_kwargs={"interpose_status": result.status},
+        additional_kwargs={"interpose_status": result.status, **hook_messages(result)},
     )
+
+
+def hook_messages(result: ToolResult) -> dict[str, Any]:
+    """``{"interpose_system_messages": [...]}`` when hooks of a Claude Code settings
+    file said something for the user about this call (their ``systemMessage``), else
+    nothing: what a ToolMessage carries in ``additional_kwargs``."""
+    messages = result.details.get("system_messages")
+    return {"interpose_system_messages": list(messages)} if messages else {}
+
+
+def with_hook_messages(message: ToolMessage, result: ToolResult) -> ToolMessage:
+    """The tool's own message, with the hooks' messages for the user added."""
+    extra = hook_messages(result)
+    if not extra:
+        return message
+    return message.model_copy(update={"additional_kwargs": {**message.additional_kwargs, **extra}})

@@ -20,6 +20,8 @@ What each part of a ``create_agent`` run becomes (docs/adapters.md has the whole
 - every tool call (``wrap_tool_call``) runs the tool stage: rewritten arguments reach the
   tool, a block or a deny is an error ``ToolMessage`` the model reads, a respond is a
   ``ToolMessage`` without running the tool, ``tool.after`` may rewrite the result;
+  what hooks of a Claude Code settings file said for the user (``systemMessage``) is
+  in the ToolMessage's ``additional_kwargs["interpose_system_messages"]``;
 - ``AbortTurn`` in a tool call sets a private state flag: the next model call answers
   "[turn aborted: <reason>]" without calling the model, so the invocation ends after the
   batch of tool calls in flight (the siblings that had not started yet are answered
@@ -99,6 +101,7 @@ from ._langchain_messages import (
     to_model_response,
     tool_content,
     tool_message,
+    with_hook_messages,
 )
 
 __all__ = ["InterposeMiddleware", "InterposeState"]
@@ -738,6 +741,8 @@ class InterposeMiddleware(AgentMiddleware[InterposeState, Any, Any]):
                     produced if result.output is produced else tool_message(result, name, call_id)
                 )
             if result.output is produced.content:
-                return produced  # the tool's own message, untouched
-            return produced.model_copy(update={"content": tool_content(result.output)})
+                # the tool's own message, untouched (but for what hooks said to the user)
+                return with_hook_messages(produced, result)
+            changed = produced.model_copy(update={"content": tool_content(result.output)})
+            return with_hook_messages(changed, result)
         return tool_message(result, name, call_id)

@@ -27,6 +27,8 @@ import anyio
 import anyio.abc
 from anyio.streams.text import TextReceiveStream
 
+from ..external.command.claude_env import exported_env
+
 __all__ = ["Tool", "Toolbox"]
 
 Tool = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -44,6 +46,8 @@ class Toolbox:
         max_output: characters kept of a command's stdout/stderr and of a file read; the
             rest is replaced by a ``[… N more characters]`` marker.
         env: the environment of commands; default a minimal one (PATH, HOME=root, LANG).
+            The variables a Claude Code settings file's SessionStart hooks export
+            (``CLAUDE_ENV_FILE``) are added for the calls of their session.
 
     Raises:
         NotADirectoryError: ``root`` is not a directory.
@@ -157,7 +161,9 @@ class Toolbox:
             argv,
             stdin=subprocess.DEVNULL,
             cwd=self.root,
-            env=self.env,
+            # plus what a Claude settings file's SessionStart hooks exported
+            # (CLAUDE_ENV_FILE) for this call's session
+            env=exported_env(self.env),
             start_new_session=True,  # its own process group, so a timeout kills it all
         ) as process:
             with anyio.move_on_after(self.timeout) as scope:

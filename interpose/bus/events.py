@@ -14,6 +14,7 @@ __all__ = [
     "EVENT_KINDS",
     "Event",
     "EventKind",
+    "HookMessage",
     "InterceptorFailed",
     "LLMRequestSent",
     "LLMResponseReceived",
@@ -144,6 +145,26 @@ class InterceptorFailed(_Event, tag="interceptor_failed", frozen=True):
     raised_at: str = ""
 
 
+class HookMessage(_Event, tag="hook_message", frozen=True):
+    """A hook of a Claude Code settings file said something for the caller:
+    ``channel`` is ``system_message`` (its ``systemMessage``: a note for the user),
+    ``additional_context`` (its ``additionalContext``: for the model) or ``rewake`` (an
+    ``asyncRewake`` hook that exited 2: a system reminder that wakes the agent).
+    ``event`` is the Claude Code event it ran for (``PreToolUse``…), ``hook`` the
+    interpose hook point (``tool.before``, ``turn``…), ``interceptor_id`` the hook's id;
+    ``background`` is True when it came from an ``async`` hook, after its call.
+    """
+
+    hook: str = ""
+    interceptor_id: str = ""
+    event: str = ""
+    channel: Literal["system_message", "additional_context", "rewake"] = "system_message"
+    message: str = ""
+    background: bool = False
+    tool_name: str = ""
+    tool_call_id: str = ""
+
+
 class ShadowDecision(_Event, tag="shadow_decision", frozen=True):
     """A handler registered with ``mode="shadow"`` decided something that was not
     enforced: ``decision`` is what it would have done (block, deny, ask, respond,
@@ -212,6 +233,7 @@ Event: TypeAlias = (
     | ToolExecEnd
     | ToolExecSkipped
     | InterceptorFailed
+    | HookMessage
     | ShadowDecision
     | CallRecorded
     | TurnEnded
@@ -228,6 +250,7 @@ EventKind: TypeAlias = Literal[
     "tool_exec_end",
     "tool_exec_skipped",
     "interceptor_failed",
+    "hook_message",
     "shadow_decision",
     "call_recorded",
     "turn_ended",

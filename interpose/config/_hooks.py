@@ -1,5 +1,6 @@
 """The builder's steps for out-of-process hooks: ``[hooks.processes]``,
-``[[hooks.commands]]``, ``hooks.claude_settings`` and ``[hooks.claude_tools]``."""
+``[[hooks.commands]]``, ``hooks.claude_settings``, ``hooks.claude_plugins`` and
+``[hooks.claude_tools]``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..errors import ConfigError, field_key
 from ._builder import BuilderBase, Built, seconds
 
 if TYPE_CHECKING:
+    from ..external.command.claude_settings import ClaudeSettings
     from ..external.command.tool_mapping import ToolMapping
     from ..pipeline.pipeline import Pipeline
     from .schema import CommandHookConfig, ProcessHookConfig
@@ -153,9 +155,48 @@ class HookSteps(BuilderBase):
         path = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
         if not path.is_file():
             self.fail(where, f"{path} does not exist")
-        settings = ClaudeSettings(path, name=value, tool_mapping=self.claude_tools())
+        settings = ClaudeSettings(
+            path,
+            name=value,
+            tool_mapping=self.claude_tools(),
+            transcript_dir=self.claude_transcripts(),
+        )
+        self.claude_install(pipe, built, where, value, settings)
+
+    def claude_plugin(self, pipe: Pipeline, built: Built, where: str, value: str) -> None:
+        """Install the hooks of a Claude Code plugin (``<dir>/hooks/hooks.json``)."""
+        from ..external.command.claude_settings import ClaudeSettings, plugin_name
+
+        root = Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))
+        if not (root / "hooks" / "hooks.json").is_file():
+            self.fail(where, f"{root / 'hooks' / 'hooks.json'} does not exist")
+        data = self.config.hooks.claude_plugin_data
+        # the project is the config's directory; for hooks.json loaded as the config
+        # itself, the current directory (as where Claude Code runs a plugin's hooks)
+        inside = Path(os.path.normpath(self.base_dir)) == root / "hooks"
+        settings = ClaudeSettings.plugin(
+            root,
+            project_dir=None if inside else self.base_dir,
+            data_dir=None if data is None else self.directory_path(data) / plugin_name(root),
+            tool_mapping=self.claude_tools(),
+            name=value,
+            transcript_dir=self.claude_transcripts(),
+        )
+        self.claude_install(pipe, built, where, value, settings)
+
+    def claude_install(
+        self, pipe: Pipeline, built: Built, where: str, value: str, settings: ClaudeSettings
+    ) -> None:
         with self.at(where):
             regs = settings.install(pipe)
         for reg in regs:
             built.matchers[reg.id] = settings.describe(reg)
         built.notes += [f"{value}: {note}" for note in settings.notes]
+
+    def claude_transcripts(self) -> Path | None:
+        """``hooks.claude_transcripts``, resolved against the config's directory."""
+        value = self.config.hooks.claude_transcripts
+        return None if value is None else self.directory_path(value)
+
+    def directory_path(self, value: str) -> Path:
+        return Path(os.path.normpath(self.base_dir / os.path.expanduser(value)))

@@ -159,6 +159,8 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps):
                     self.command(pipe, built, i, command)
             for i, settings in enumerate(hooks.claude_settings):
                 self.claude_settings(pipe, built, f"hooks.claude_settings[{i}]", settings)
+            for i, plugin in enumerate(hooks.claude_plugins):
+                self.claude_plugin(pipe, built, f"hooks.claude_plugins[{i}]", plugin)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

@@ -109,9 +109,13 @@ def parse_config(path: str | os.PathLike[str]) -> Config:
         from ..external.command.claude_settings import is_claude_settings
 
         if is_claude_settings(data, file):
+            where = Path(file)
+            if where.name == "hooks.json" and where.parent.name == "hooks":
+                # a plugin's hooks/hooks.json: the plugin is the directory above
+                return Config(hooks=HooksConfig(claude_plugins=[".."]))
             # a Claude Code settings file: its hooks, behind interpose's default stack
             # (named relative to its own directory, which relative paths resolve against)
-            return Config(hooks=HooksConfig(claude_settings=[Path(file).name]))
+            return Config(hooks=HooksConfig(claude_settings=[where.name]))
     return decode_config(data, file=file, table="object" if suffix == ".json" else "table")
 
 

@@ -379,6 +379,27 @@ class HooksConfig(_Table):
             "relative: to this file's directory"
         ),
     ] = []
+    claude_plugins: Annotated[
+        list[str],
+        _doc(
+            "Claude Code plugin directories whose `hooks/hooks.json` run too "
+            "(`${CLAUDE_PLUGIN_ROOT}` is the directory); relative: to this file's directory"
+        ),
+    ] = []
+    claude_plugin_data: Annotated[
+        str | None,
+        _doc(
+            "where plugins keep data: `${CLAUDE_PLUGIN_DATA}` is `<this>/<plugin name>`; "
+            "unset: `~/.claude/plugins/data/<plugin name>`"
+        ),
+    ] = None
+    claude_transcripts: Annotated[
+        str | None,
+        _doc(
+            "a directory for session transcripts (`<session>.jsonl`, Claude Code's shape): "
+            "the hooks of the settings files and plugins get `transcript_path`; unset: null"
+        ),
+    ] = None
 
 
 class AuditConfig(_Table):

@@ -489,6 +489,17 @@ class McpProxy:
 
     @staticmethod
     def _to_mcp(result: ToolResult, failed: list[MCPError]) -> dict[str, Any]:
+        built = McpProxy._result_of(result, failed)
+        messages = result.details.get("system_messages")
+        if messages:
+            # what hooks of a Claude Code settings file said for the user
+            meta = built.get("_meta")
+            known = dict(meta) if isinstance(meta, dict) else {}
+            built = {**built, "_meta": {**known, "interpose/system_messages": list(messages)}}
+        return built
+
+    @staticmethod
+    def _result_of(result: ToolResult, failed: list[MCPError]) -> dict[str, Any]:
         output = result.output
         if result.status == "error" and failed and output == f"MCPError: {failed[-1]}":
             # a protocol error of the upstream (-32602 ...) reaches the client as itself

@@ -20,6 +20,13 @@ HTTP status other than 2xx, a connection error) is a non-blocking error: the cal
 on.  The failure is logged, counted in ``pipe.stats`` and published as an
 ``interceptor_failed`` event with ``policy="skip"`` (see ``claude_runner``).
 
+A hook whose program is missing is such an error too: the file loads (``notes`` says
+so) and the hook fails each time it would run.  ``async``/``asyncRewake`` hooks run in
+the background (``background``); a plugin's ``hooks/hooks.json`` loads with
+``ClaudeSettings.plugin`` (``${CLAUDE_PLUGIN_ROOT}``…); SessionStart hooks get a
+``CLAUDE_ENV_FILE`` (``claude_env``); with a ``transcript_dir`` hooks get a real
+``transcript_path`` (``transcript``).
+
 A ``"command"`` hook runs as a ``CommandHook`` of the ``claude-code`` dialect
 (``runner``, ``tool_mapping``); an ``"http"`` one is POSTed (``http``).
 """
@@ -30,7 +37,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -39,10 +46,11 @@ import msgspec
 
 from ...errors import ConfigError, ConfigFileError
 from ...pipeline.registry import Handler, Interceptor, Middleware, Registration
-from .claude_runner import MAX_STOP_CONTINUES, SettingsHook, SettingsRunner
+from .claude_runner import MAX_STOP_CONTINUES, Background, HookCall, SettingsHook, SettingsRunner
 from .http import http_call, http_headers
 from .runner import CommandHook
 from .tool_mapping import ToolMapping, default_tool_mapping
+from .transcript import Transcripts
 from .verdict import Answer
 
 if TYPE_CHECKING:
@@ -56,6 +64,7 @@ __all__ = [
     "ClaudeSettings",
     "compile_matcher",
     "is_claude_settings",
+    "plugin_name",
 ]
 
 log = logging.getLogger("interpose.claude_code")
@@ -105,6 +114,9 @@ class _HookSpec(msgspec.Struct, kw_only=True):
     timeout: float | None = None
     headers: dict[str, str] = {}
     allowed_env_vars: list[str] = msgspec.field(default_factory=list, name="allowedEnvVars")
+    args: list[str] | None = None
+    async_: bool = msgspec.field(default=False, name="async")
+    async_rewake: bool = msgspec.field(default=False, name="asyncRewake")
 
 
 class _MatcherGroup(msgspec.Struct, kw_only=True):
@@ -117,6 +129,18 @@ class _SettingsFile(msgspec.Struct, kw_only=True):
     env: dict[str, str] = {}
 
 
+#: The fields of a hook entry interpose reads (``check`` notes any other).
+HOOK_FIELDS = frozenset(
+    {"type", "command", "args", "url", "timeout", "headers", "allowedEnvVars", "async"}
+    | {"asyncRewake", "if"}
+)
+#: Fields Claude Code knows that interpose ignores, and what that means.
+IGNORED_FIELDS: dict[str, str] = {
+    "statusMessage": "no spinner to show it in; ignored",
+    "once": "ignored: the hook runs every time",
+    "shell": "ignored: a command runs with /bin/sh -c",
+}
+_PLUGIN_VARS = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_PROJECT_DIR")
 _EVENT_KEY = re.compile(r"[A-Z][A-Za-z]*")
 _PLAIN_MATCHER = re.compile(r"[A-Za-z0-9_|\s]+")
 DEFAULT_TIMEOUT = 60.0
@@ -132,6 +156,20 @@ def is_claude_settings(data: object, path: str | os.PathLike[str] = "") -> bool:
     if isinstance(hooks, dict) and hooks:
         return all(isinstance(k, str) and _EVENT_KEY.fullmatch(k) for k in hooks)
     return hooks is None and Path(os.fspath(path)).parent.name == ".claude"
+
+
+def plugin_name(plugin_dir: str | os.PathLike[str]) -> str:
+    """A plugin's name: ``name`` in its ``.claude-plugin/plugin.json``, else its
+    directory's name."""
+    root = Path(os.fspath(plugin_dir))
+    try:
+        manifest = msgspec.json.decode((root / ".claude-plugin" / "plugin.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
+        manifest = None
+    name = manifest.get("name") if isinstance(manifest, dict) else None
+    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        return name
+    return root.resolve().name or "plugin"
 
 
 def compile_matcher(matcher: str | None) -> Callable[[str], bool]:
@@ -159,9 +197,19 @@ def _everything(name: str) -> bool:
     return True
 
 
-def _command_call(hook: CommandHook) -> Callable[[dict[str, Any]], Awaitable[Answer]]:
-    async def call(event: dict[str, Any]) -> Answer:
-        returncode, stdout, stderr = await hook.run(event)
+def _command_call(make: Callable[[], CommandHook], data_dir: str | None = None) -> HookCall:
+    """The call of a command hook; ``make`` builds it, once it can be built (a program
+    that is missing fails each call, a non-blocking error, until it exists).  A
+    plugin's ``data_dir`` is created before its first run."""
+    built: list[CommandHook] = []
+
+    async def call(event: dict[str, Any], env: Mapping[str, str]) -> Answer:
+        if not built:
+            if data_dir is not None:
+                os.makedirs(data_dir, exist_ok=True)
+            built.append(make())
+        hook = built[0]
+        returncode, stdout, stderr = await hook.run(event, env)
         verdict = hook.verdict(hook.id, returncode, stdout, stderr)
         context: tuple[str, ...] = ()
         if verdict.additional_context is not None:
@@ -170,9 +218,47 @@ def _command_call(hook: CommandHook) -> Callable[[dict[str, Any]], Awaitable[Ans
         if returncode == 0 and text and not text.startswith(b"{"):
             # UserPromptSubmit and SessionStart add plain stdout to the context
             context += (text.decode("utf-8", "replace"),)
-        return Answer(verdict.decision, verdict.reason, verdict.updated_input, context)
+        reason = verdict.reason
+        if returncode == 2 and not reason:
+            reason = text.decode("utf-8", "replace")  # stderr, else stdout (asyncRewake)
+        return Answer(
+            verdict.decision,
+            reason,
+            verdict.updated_input,
+            context,
+            verdict.system_message,
+            returncode,
+        )
 
     return call
+
+
+def _http_call(call: Callable[[dict[str, Any]], Awaitable[Answer]]) -> HookCall:
+    async def without_env(event: dict[str, Any], env: Mapping[str, str]) -> Answer:
+        return await call(event)
+
+    return without_env
+
+
+def _substitute(text: str, values: Mapping[str, str]) -> str:
+    """``${CLAUDE_PLUGIN_ROOT}``, ``${CLAUDE_PLUGIN_DATA}``, ``${CLAUDE_PROJECT_DIR}``
+    replaced, as Claude Code does in a plugin's ``command`` and ``args``."""
+    for name, value in values.items():
+        text = text.replace("${" + name + "}", value)
+    return text
+
+
+def _field_notes(where: str, raw: object) -> list[str]:
+    """One line per field of a hook entry that interpose does not read."""
+    if not isinstance(raw, dict):
+        return []
+    notes: list[str] = []
+    for key in raw:
+        if key in HOOK_FIELDS:
+            continue
+        what = IGNORED_FIELDS.get(key, "a field interpose does not know; ignored")
+        notes.append(f"{where}.{key}: {what}")
+    return notes
 
 
 class ClaudeSettings:
@@ -187,16 +273,23 @@ class ClaudeSettings:
         priority: the priority of each registration.
         name: how the registrations are labelled (``claude:<Event> <name>``); default
             the path as given.
+        transcript_dir: where each session's transcript is written (``<dir>/<session>
+            .jsonl``, Claude Code's JSONL shape; see ``transcript``); hooks get its path
+            as ``transcript_path``.  None: no transcript, ``transcript_path`` is null.
+        plugin_root, plugin_data: for a plugin's ``hooks/hooks.json`` (see ``plugin``):
+            ``${CLAUDE_PLUGIN_ROOT}`` and ``${CLAUDE_PLUGIN_DATA}``, substituted in each
+            ``command`` and ``args`` (with ``${CLAUDE_PROJECT_DIR}``) and exported to
+            the hooks.
 
     Attributes:
         notes: what the file asks for that interpose does not do (unsupported hook
-            types and events, Stop's ``decision: block``), one line each; ``interpose
-            check`` prints them.
+            types, fields and events, Stop's ``decision: block``, a program that is
+            missing), one line each; ``interpose check`` prints them.
 
     Raises:
         ConfigFileError: the file cannot be read, is not JSON of the settings shape, or
-            a hook is invalid (a command that does not exist, a bad matcher, timeout or
-            URL); the message names the field (``hooks.PreToolUse[0].hooks[1].command``).
+            a hook is invalid (a bad matcher, timeout or URL, no command); the message
+            names the field (``hooks.PreToolUse[0].hooks[1].command``).
     """
 
     def __init__(
@@ -207,6 +300,9 @@ class ClaudeSettings:
         tool_mapping: ToolMapping | None = None,
         priority: int = 0,
         name: str | None = None,
+        transcript_dir: str | os.PathLike[str] | None = None,
+        plugin_root: str | os.PathLike[str] | None = None,
+        plugin_data: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.name = os.fspath(path) if name is None else name
@@ -217,6 +313,14 @@ class ClaudeSettings:
         self.mapping = tool_mapping if tool_mapping is not None else default_tool_mapping()
         self.priority = priority
         self.notes: list[str] = []
+        self.transcripts = (
+            None if transcript_dir is None else Transcripts(transcript_dir, self.project_dir)
+        )
+        self.plugin_vars: dict[str, str] = {}
+        if plugin_root is not None:
+            root = os.path.abspath(os.fspath(plugin_root))
+            store = os.path.abspath(os.fspath(plugin_data)) if plugin_data is not None else root
+            self.plugin_vars = dict(zip(_PLUGIN_VARS, (root, store, self.project_dir), strict=True))
         try:
             data = Path(self.path).read_bytes()
         except OSError as exc:
@@ -245,7 +349,7 @@ class ClaudeSettings:
         except msgspec.ValidationError as exc:
             message, _, where = str(exc).partition(" - at `$.")
             raise ConfigFileError(source, where.rstrip("`"), message) from None
-        self.env = dict(settings.env)
+        self.env = {**settings.env, **self.plugin_vars}
         self.hooks: dict[str, list[SettingsHook]] = {}
         for event, groups in settings.hooks.items():
             if event not in SUPPORTED_EVENTS:
@@ -263,7 +367,11 @@ class ClaudeSettings:
                     matches = compile_matcher(group.matcher)
                 except ConfigError as exc:
                     raise ConfigFileError(source, where + ".matcher", str(exc)) from None
+                raw_group = hooks_table[event][i]
+                raw_hooks = raw_group.get("hooks") if isinstance(raw_group, dict) else None
                 for j, spec in enumerate(group.hooks):
+                    if spec.type in ("command", "http") and isinstance(raw_hooks, list):
+                        self.notes += _field_notes(f"{where}.hooks[{j}]", raw_hooks[j])
                     hook = self._hook(
                         source,
                         f"{where}.hooks[{j}]",
@@ -271,7 +379,6 @@ class ClaudeSettings:
                         spec,
                         matches,
                         (group.matcher or "").strip(),
-                        CommandHook,
                     )
                     if hook is not None:
                         hooks.append(hook)
@@ -286,6 +393,46 @@ class ClaudeSettings:
     def __repr__(self) -> str:
         return f"<ClaudeSettings {self.name!r} events={sorted(self.hooks)}>"
 
+    @classmethod
+    def plugin(
+        cls,
+        plugin_dir: str | os.PathLike[str],
+        *,
+        project_dir: str | os.PathLike[str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        tool_mapping: ToolMapping | None = None,
+        priority: int = 0,
+        name: str | None = None,
+        transcript_dir: str | os.PathLike[str] | None = None,
+    ) -> ClaudeSettings:
+        """The hooks of a Claude Code plugin: ``<plugin_dir>/hooks/hooks.json``
+        (``{"description": ..., "hooks": {...}}``, the settings' ``hooks`` shape).
+
+        ``${CLAUDE_PLUGIN_ROOT}`` is ``plugin_dir``; ``${CLAUDE_PLUGIN_DATA}`` is
+        ``data_dir``, default ``~/.claude/plugins/data/<plugin name>`` (the name of its
+        ``.claude-plugin/plugin.json``, else of its directory), created when a hook first
+        runs;
+        ``${CLAUDE_PROJECT_DIR}`` (and where the hooks run) is ``project_dir``, default
+        the current directory.
+
+        Raises:
+            ConfigFileError: as ``ClaudeSettings``; also when there is no hooks.json.
+        """
+        root = Path(os.path.abspath(os.fspath(plugin_dir)))
+        hooks_file = root / "hooks" / "hooks.json"
+        if data_dir is None:
+            data_dir = Path.home() / ".claude" / "plugins" / "data" / plugin_name(root)
+        return cls(
+            hooks_file,
+            project_dir=project_dir or os.getcwd(),
+            tool_mapping=tool_mapping,
+            priority=priority,
+            name=name,
+            transcript_dir=transcript_dir,
+            plugin_root=root,
+            plugin_data=data_dir,
+        )
+
     def _hook(
         self,
         source: str,
@@ -294,7 +441,6 @@ class ClaudeSettings:
         spec: _HookSpec,
         matches: Callable[[str], bool],
         matcher: str,
-        command_hook: type[CommandHook],
     ) -> SettingsHook | None:
         if spec.type not in ("command", "http"):
             self.notes.append(
@@ -308,31 +454,9 @@ class ClaudeSettings:
                 source, where + ".timeout", "expected a positive number of seconds"
             )
         if spec.type == "command":
-            if not spec.command or not spec.command.strip():
-                raise ConfigFileError(source, where + ".command", "required for a command hook")
-            try:
-                hook = command_hook(
-                    spec.command,
-                    event="tool.before",
-                    timeout=timeout,
-                    cwd=self.project_dir,
-                    env=self.env,
-                    dialect="claude-code",
-                    tool_mapping=self.mapping,
-                    id=f"claude:{event}:{spec.command}",
-                )
-            except ConfigError as exc:
-                problem = re.sub(r"^command hook '[^']*': ", "", str(exc))
-                raise ConfigFileError(source, where + ".command", problem) from None
-            return SettingsHook(
-                hook.id,
-                "command:" + spec.command,
-                spec.command,
-                matches,
-                timeout,
-                _command_call(hook),
-                matcher,
-            )
+            return self._command_hook(source, where, event, spec, matches, matcher, timeout)
+        if spec.async_ or spec.async_rewake:
+            self.notes.append(f"{where}: async applies to command hooks only; it runs in the call")
         url = spec.url or ""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -350,19 +474,82 @@ class ClaudeSettings:
             url,
             matches,
             timeout,
-            http_call(url, headers, url),
+            _http_call(http_call(url, headers, url)),
             matcher,
+        )
+
+    def _command_hook(
+        self,
+        source: str,
+        where: str,
+        event: str,
+        spec: _HookSpec,
+        matches: Callable[[str], bool],
+        matcher: str,
+        timeout: float,
+    ) -> SettingsHook:
+        if not spec.command or not spec.command.strip():
+            raise ConfigFileError(source, where + ".command", "required for a command hook")
+        line = _substitute(spec.command, self.plugin_vars)
+        command: str | list[str] = line
+        if spec.args is not None:  # the exec form: no shell
+            command = [line, *(_substitute(arg, self.plugin_vars) for arg in spec.args)]
+        hook_id = f"claude:{event}:{spec.command}"
+
+        def make() -> CommandHook:
+            return CommandHook(
+                command,
+                event="tool.before",
+                timeout=timeout,
+                cwd=self.project_dir,
+                env=self.env,
+                dialect="claude-code",
+                tool_mapping=self.mapping,
+                id=hook_id,
+            )
+
+        try:
+            make()
+        except ConfigError as exc:
+            problem = re.sub(r"^command hook '[^']*': ", "", str(exc))
+            if not os.path.isdir(self.project_dir):
+                raise ConfigFileError(source, where + ".command", problem) from None
+            # as in Claude Code: a non-blocking error of this hook, each time it runs
+            self.notes.append(
+                f"{where}.command: {problem}; the hook fails each time it runs (a "
+                "non-blocking error: the call goes on)"
+            )
+        background: Background = "rewake" if spec.async_rewake else "async" if spec.async_ else ""
+        return SettingsHook(
+            hook_id,
+            "command:" + spec.command + "".join(" " + a for a in spec.args or ()),
+            spec.command,
+            matches,
+            timeout,
+            _command_call(make, self.plugin_vars.get("CLAUDE_PLUGIN_DATA")),
+            matcher,
+            background,
         )
 
     # -- registration ---------------------------------------------------------------
 
     def registrations(self, pipe: Pipeline) -> list[Registration]:
         """The registrations that run the file's hooks in ``pipe`` (failures are
-        reported to it)."""
+        reported to it).  A file with ``async`` hooks also adds the service they run in
+        (``pipe.add_service``): the pipeline must be entered (``async with pipe``)."""
         runner = SettingsRunner(self, pipe)
         regs: list[Registration] = []
         label = f" {self.name}"
         hooks = self.hooks
+        if any(hook.background for hooks_of in hooks.values() for hook in hooks_of):
+            pipe.add_service(runner.background)
+        # what hooks say reaches the caller with the next result or message, where the
+        # transcript is written too: without hooks of their own, a cheap sync handler
+        always = ("*",) if hooks or self.transcripts is not None else ()
+        after = (
+            runner.post_tool_use if {"PostToolUse", "PostToolUseFailure"} & hooks.keys() else None
+        )
+        prompt = runner.user_prompt_submit if "UserPromptSubmit" in hooks else None
         # (id's event, pipeline hook, handler, the file's events that call for it)
         interceptors: tuple[tuple[str, str, Handler, tuple[str, ...]], ...] = (
             ("PreToolUse", "tool.before", runner.pre_tool_use, ("PreToolUse",)),
@@ -372,22 +559,20 @@ class ClaudeSettings:
                 runner.permission_request,
                 ("PreToolUse", "PermissionRequest"),
             ),
-            (
-                "PostToolUse",
-                "tool.after",
-                runner.post_tool_use,
-                ("PostToolUse", "PostToolUseFailure"),
-            ),
+            ("PostToolUse", "tool.after", after or runner.after_tool, ("PostToolUse", *always)),
             (
                 "UserPromptSubmit",
                 "message.before",
-                runner.user_prompt_submit,
-                ("UserPromptSubmit",),
+                prompt or runner.on_message,
+                ("UserPromptSubmit", *always),
             ),
             ("PreCompact", "session.compact", runner.pre_compact, ("PreCompact",)),
         )
         for event, hook, handler, wanted_by in interceptors:
-            if any(name in hooks for name in wanted_by):
+            wanted = any(name in hooks or name == "*" for name in wanted_by)
+            if after is not None and hook == "tool.after":
+                wanted = True  # PostToolUseFailure alone
+            if wanted or (self.transcripts is not None and hook == "tool.before"):
                 regs.append(
                     Interceptor(
                         id=f"claude:{event}{label}",
@@ -400,12 +585,35 @@ class ClaudeSettings:
                         source="claude-settings",
                     )
                 )
+        if self.transcripts is not None:
+            regs.append(
+                Interceptor(
+                    id=f"claude:transcript{label}",
+                    hook="llm.after",
+                    handler=runner.llm_after,
+                    priority=self.priority,
+                    on_error="skip",
+                    source="claude-settings",
+                )
+            )
         if {"SessionStart", "Stop", "SessionEnd"} & hooks.keys():
             regs.append(
                 Middleware(
                     id=f"claude:SessionStart/Stop/SessionEnd{label}",
                     stage="turn",
                     handler=runner.turn,
+                    priority=self.priority,
+                    source="claude-settings",
+                )
+            )
+        shells = [row.tool for row in self.mapping if row.claude == "Bash"]
+        if "SessionStart" in hooks and shells:
+            regs.append(
+                Middleware(
+                    id=f"claude:CLAUDE_ENV_FILE{label}",
+                    stage="tool",
+                    handler=runner.exec_env,
+                    tool_matcher=shells,
                     priority=self.priority,
                     source="claude-settings",
                 )

@@ -97,7 +97,9 @@ def http_call(
             raise AbortTurn(output.stop_reason or f"stopped by http hook {label}")
         verdict = read_verdict(output)
         context = () if verdict.additional_context is None else (verdict.additional_context,)
-        return Answer(verdict.decision, verdict.reason, verdict.updated_input, context)
+        return Answer(
+            verdict.decision, verdict.reason, verdict.updated_input, context, verdict.system_message
+        )
 
     return call
 

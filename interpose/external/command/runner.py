@@ -477,8 +477,11 @@ class CommandHook:
             "interpose_hook": self.event,
         }
 
-    async def run(self, event: dict[str, Any]) -> tuple[int, bytes, bytes]:
+    async def run(
+        self, event: dict[str, Any], env: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes, bytes]:
         """Run the command with ``event`` on stdin; returns (exit code, stdout, stderr).
+        ``env`` adds variables to its environment for this run (``CLAUDE_ENV_FILE``).
 
         Raises:
             CommandHookError: stdout over ``max_output_bytes`` (the command is killed).
@@ -496,7 +499,7 @@ class CommandHook:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=self.cwd,
-            env=self._env,
+            env={**self._env, **env} if env else self._env,
             # its own process group, so that a timeout kills what it started too
             start_new_session=_POSIX,
         )

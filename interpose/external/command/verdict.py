@@ -14,7 +14,9 @@ means continue):
   (tool.before only).
 - ``additionalContext`` (top level or in ``hookSpecificOutput``): appended to
   ``result.details["additional_context"]`` (tool.after only).
-- ``systemMessage`` is logged; ``suppressOutput`` and unknown fields are ignored.
+- ``systemMessage``: a message for the user (a settings file's hooks publish it as a
+  ``hook_message`` event; a plain command hook logs it); ``suppressOutput`` and unknown
+  fields are ignored.
 
 A command hook (``runner``) and an ``"http"`` hook of a settings file (``http``) read
 their answers the same way.
@@ -88,6 +90,7 @@ class Verdict(NamedTuple):
     reason: str
     updated_input: dict[str, Any] | None = None
     additional_context: str | None = None
+    system_message: str | None = None
 
 
 NO_VERDICT = Verdict(None, "")
@@ -117,7 +120,7 @@ def read_verdict(output: HookOutput) -> Verdict:
         if specific.additional_context is not None
         else output.additional_context
     )
-    return Verdict(decision, reason, updated, context)
+    return Verdict(decision, reason, updated, context, output.system_message or None)
 
 
 class Answer(NamedTuple):
@@ -127,3 +130,5 @@ class Answer(NamedTuple):
     reason: str = ""
     updated_input: dict[str, Any] | None = None
     context: tuple[str, ...] = ()
+    system_message: str | None = None
+    exit_code: int | None = None  # a command's (an asyncRewake hook wakes the agent on 2)
