@@ -42,7 +42,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -95,7 +95,8 @@ def claude_tools(name: str) -> frozenset[str]:
 
 def warning_of(rule: Rule) -> str:
     """Why ``rule`` is accepted but has no effect (``Write(path)``, ``Bash(command:x)``,
-    a parameter rule in an allow list), or "" when it works."""
+    a parameter rule in an allow list), or "" when it works; it names the rule, not its
+    source."""
     return getattr(rule.matcher, "warning", "")
 
 
@@ -130,6 +131,8 @@ def parse_claude_rule(
         raise ConfigError(f"{where}: {name!r} is not a tool name")
     anchors = _Anchors(base, cwd or Path.cwd(), home or Path.home())
     matcher = _matcher(name, spec, decision, where, anchors)
+    if matcher.warning:  # no source in a warning: whoever reports it names the file
+        matcher = replace(matcher, warning=matcher.warning.replace(source + ": ", "", 1))
     return Rule(decision, text, source, matcher)
 
 
