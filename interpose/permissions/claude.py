@@ -44,6 +44,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import ConfigError
 from ..external.command.tool_mapping import default_tool_mapping
@@ -198,6 +199,7 @@ class ToolRule:
     """Every call of the tools (a set, or a glob over the name; MCP names included)."""
 
     tools: frozenset[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
     pattern: re.Pattern[str] | None = None
 
@@ -227,6 +229,7 @@ class BashRule:
 
     tools: frozenset[str]
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
     quoting: bool = False  # the pattern holds quotes: also try the argv shell-quoted
@@ -276,6 +279,7 @@ class PathRule:
     kind: str  # "read" or "edit"
     pattern: re.Pattern[str]
     anywhere: re.Pattern[str] | None = None  # deny/ask: a bare name at any depth
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
     def applies(self, tool: str) -> bool:
@@ -352,6 +356,7 @@ class DomainRule:
 
     tools: frozenset[str]
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
     def applies(self, tool: str) -> bool:
@@ -385,6 +390,7 @@ class ParamRule:
     tools: frozenset[str]
     param: str
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = True  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
     def applies(self, tool: str) -> bool:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import NamedTuple
 
 from ..middleware.builtins.command_safety.facts import transparent
@@ -48,12 +49,13 @@ def subjects(view: CallView) -> tuple[str, ...]:
 class Permissions:
     """An ordered set of rules, judged as Claude Code does (see the module docstring)."""
 
-    __slots__ = ("_by_tool", "_rules")
+    __slots__ = ("_by_tool", "_judged", "_rules")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self._rules = tuple(rules)
         # tool -> its (deny, ask, allow) rules: those whose matcher can match its calls
         self._by_tool: dict[str, _Lists] = {}
+        self._judged: dict[tuple[object, ...], Judgement] = {}
 
     def __repr__(self) -> str:
         counts = {d: sum(r.decision == d for r in self._rules) for d in ("deny", "ask", "allow")}
@@ -67,6 +69,7 @@ class Permissions:
                 tuple(r for r in mine if r.decision == "deny"),
                 tuple(r for r in mine if r.decision == "ask"),
                 tuple(r for r in mine if r.decision == "allow"),
+                not any(getattr(r.matcher, "uses_args", True) for r in mine),
             )
             if len(self._by_tool) < _TOOLS_KEPT:
                 self._by_tool[tool] = lists
@@ -77,8 +80,26 @@ class Permissions:
         return self._rules
 
     def judge(self, view: CallView) -> Judgement:
-        """The decision of the rules on ``view``, with the rules that made it."""
+        """The decision of the rules on ``view``, with the rules that made it.
+
+        Remembered for the last calls whose rules look only at the view's facts (not at
+        its raw arguments: ``Tool(param:value)`` rules and matchers that do not say):
+        an agent repeats its commands, and a repeated one costs a lookup.
+        """
         lists = self._lists(view.tool)
+        if not lists.facts_only:
+            return self._judge(view, lists)
+        key = (view.tool, view.commands, view.reads, view.writes, view.domains, view.unparsed)
+        known = self._judged.get(key)
+        if known is None:
+            known = self._judge(view, lists)
+            if len(self._judged) >= _JUDGED_KEPT:
+                with suppress(StopIteration, KeyError, RuntimeError):  # another thread's
+                    self._judged.pop(next(iter(self._judged)))  # the oldest out
+            self._judged[key] = known
+        return known
+
+    def _judge(self, view: CallView, lists: _Lists) -> Judgement:
         if lists.deny and (matches := _matches(lists.deny, view, "deny")):
             return Judgement("deny", matches, _reason("deny", matches))
         if lists.ask and (matches := _matches(lists.ask, view, "ask")):
@@ -106,8 +127,10 @@ class _Lists(NamedTuple):
     deny: tuple[Rule, ...]
     ask: tuple[Rule, ...]
     allow: tuple[Rule, ...]
+    facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
 
 
+_JUDGED_KEPT = 4096  # judgements remembered per Permissions
 _TOOLS_KEPT = 1024  # tool names whose rule lists are kept (names are few; bounded anyway)
 
 
