@@ -148,6 +148,18 @@ async def test_a_config_file_with_permissions_loads_and_decides(
     assert ran == ["git status"]
 
 
+async def test_a_shadow_table_records_and_blocks_nothing(tmp_path: Path) -> None:
+    (tmp_path / "interpose.toml").write_text(
+        '[permissions]\nmode = "shadow"\ndeny = ["Bash(git push *)"]\n'
+    )
+    pipe = Pipeline.from_config(tmp_path / "interpose.toml")
+    modes = {r.id: r.mode for r in pipe.registry.list() if r.id.startswith("permissions")}
+    assert modes == {"permissions": "shadow", "permissions.ask": "shadow"}
+    ran: list[str] = []
+    assert (await call(pipe, "git push", ran)).status == "ok"
+    assert ran == ["git push"]
+
+
 def test_a_bad_rule_in_the_config_names_its_field(tmp_path: Path) -> None:
     (tmp_path / "interpose.toml").write_text('[permissions]\nallow = ["mcp__*"]\n')
     with pytest.raises(ConfigFileError, match=r"permissions\.allow\[0\]"):

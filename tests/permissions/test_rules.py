@@ -88,6 +88,17 @@ def test_bash_specifiers(text: str, command: str, expected: bool) -> None:
         "find . -maxdepth 0 -exec git push \\;",
         "if true; then git push; fi",
         "for r in a b; do git push $r; done",
+        "exec git push",
+        "time git push &",
+        "watch git push",
+        "su -c 'git push'",
+        "ssh host 'git push'",
+        "docker exec box git push",
+        "alias g=git; g push",
+        "$(echo git) push",
+        "printf 'git push' | bash",
+        'sh <<< "git push"',
+        "python3 -c \"import os; os.system('git push')\"",
     ],
 )
 def test_a_deny_holds_through_every_wrapper_class(command: str) -> None:
