@@ -165,7 +165,9 @@ def _matcher(
             f"{where}: {name}(path) rules are never consulted (as in Claude Code); "
             f"use {'Edit' if key == 'write' else 'Read'}(path)",
         )
-    if key == "webfetch" and spec.startswith("domain:"):
+    if key == "webfetch":
+        if not spec.startswith("domain:"):
+            return ToolRule(frozenset(), f"{where}: WebFetch rules take domain:NAME; ignored")
         return DomainRule(tools, _domain_pattern(spec[len("domain:") :], where))
     if key in ("agent", "task") and _PARAM.fullmatch(spec) is None:
         return ParamRule(tools, "subagent_type", _glob(spec))

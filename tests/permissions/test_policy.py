@@ -223,6 +223,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "cd sub && git commit -am wip",
         "echo 'git commit'",
         "$TOOL commit",  # cannot be resolved: fails open
+        "git $SUBCOMMAND",  # known only at run time: fails open
         "ls 'unterminated",  # cannot be parsed: fails open
     ]:
         await call(pipe, command, ran)
@@ -230,6 +231,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "git commit -m 'x'",
         "cd sub && git commit -am wip",
         "$TOOL commit",
+        "git $SUBCOMMAND",
         "ls 'unterminated",
     ]
 

@@ -223,6 +223,12 @@ def test_webfetch_domains() -> None:
     assert decide(sub, "web_fetch", url="https://example.com.evil.io/x") is None
 
 
+def test_a_webfetch_rule_without_a_domain_is_ignored_with_a_warning() -> None:
+    ignored = rule("WebFetch(https://example.com/*)")
+    assert "domain:NAME" in warning_of(ignored)
+    assert decide([ignored], "web_fetch", url="https://example.com/x") is None
+
+
 def test_mcp_server_and_tool_rules() -> None:
     server = [rule("mcp__github")]
     assert decide(server, "mcp__github__create_issue") == "deny"
