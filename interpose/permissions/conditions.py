@@ -4,8 +4,8 @@ A hook with ``"if": "Bash(git commit *)"`` runs only for the calls that rule mat
 for a command line, when one of its simple commands does (as the shell model finds them,
 wrappers and substitutions included).  It fails open, as Claude Code's does: a line the
 model cannot read, or one with a word known only at run time (``$CMD``, ``git $SUB``,
-an unknown ``$(...)``), runs the hook.  Claude Code evaluates ``if`` on tool events only; on any other event a hook with
-``if`` never runs (:data:`TOOL_EVENTS`).
+an unknown ``$(...)``), runs the hook.  Claude Code evaluates ``if`` on tool events
+only; on any other event a hook with ``if`` never runs (:data:`TOOL_EVENTS`).
 """
 
 from __future__ import annotations
