@@ -319,13 +319,13 @@ def _path_rule(kind: str, spec: str, where: str, anchors: _Anchors) -> PathRule:
             anywhere = _gitignore("/**/" + rest)
             if "/" not in rest.rstrip("/"):  # a bare name: at any depth below cwd
                 rest = "**/" + rest
-    return PathRule(kind, _gitignore(posixpath.join(posixpath.normpath(root), rest)), anywhere)
+    return PathRule(kind, _gitignore(posixpath.normpath(posixpath.join(root, rest))), anywhere)
 
 
 def _gitignore(pattern: str) -> re.Pattern[str]:
     """An absolute gitignore-style glob as a regex: ``**`` any depth, ``*`` and ``?``
     within a name, ``[...]`` classes; a match of a directory covers what is below it."""
-    pattern = pattern.rstrip("/") or "/"
+    pattern = pattern.rstrip("/")  # "" for the root: everything below it
     out: list[str] = []
     i = 0
     while i < len(pattern):

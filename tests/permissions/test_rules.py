@@ -170,6 +170,10 @@ def test_bash_command_param_is_ignored_with_a_warning() -> None:
         ("Read(src/*.ts)", "/srv/project/src/a.ts", True),
         ("Read(src/*.ts)", "/srv/project/src/deep/a.ts", False),
         ("Read(src/**/*.ts)", "/srv/project/src/deep/a.ts", True),
+        ("Read(../shared/*.key)", "/srv/shared/a.key", True),
+        ("Read(//)", "/etc/passwd", True),
+        ("Read(//tmp/)", "/tmp/x/y", True),
+        ("Read(//tmp/)", "/tmpfoo", False),
     ],
 )
 def test_path_patterns_on_the_read_tool(text: str, path: str, expected: bool) -> None:
