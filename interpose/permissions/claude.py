@@ -30,8 +30,8 @@ The forms (``Tool`` or ``Tool(specifier)``):
 What differs from Claude Code: commands are judged as they will run (through ``sudo``,
 ``env``, ``bash -c``, ``xargs``, ``find -exec``, substitutions), so an allow must cover
 every command *and* each non-transparent wrapper level (``Bash(sudo *)`` alone does not
-allow ``sudo rm x``: ``rm x`` must be allowed too); leading ``VAR=value`` assignments are
-peeled for allow rules as well (Claude Code's allow rules skip only known-safe ones); a
+allow ``sudo rm x``: ``rm x`` must be allowed too; a leading ``VAR=value`` that is not
+known-safe is such a level, as in Claude Code); a
 bare file name in a deny or ask rule matches at any depth anywhere, in an allow rule only
 below ``cwd``; symlinks are not followed.
 """

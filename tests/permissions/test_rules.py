@@ -122,6 +122,15 @@ def test_allow_needs_every_command_and_every_wrapper_that_changes_what_runs() ->
     assert decide(allow, command="git status 'unterminated") is None  # unparsed: never
 
 
+def test_allow_skips_only_known_safe_assignments_deny_sees_past_any() -> None:
+    allow = [rule("Bash(git status)", "allow")]
+    assert decide(allow, command="LANG=C git status") == "allow"
+    assert decide(allow, command="GIT_SSH_COMMAND=./x.sh git status") is None
+    assert decide(allow, command="LD_PRELOAD=evil.so git status") is None
+    assert hits("Bash(git push *)", "LD_PRELOAD=evil.so git push")
+    assert hits("Bash(LD_PRELOAD=*)", "LD_PRELOAD=evil.so git status")
+
+
 def test_deny_beats_ask_beats_allow_whatever_the_order() -> None:
     rules = [
         rule("Bash(git *)", "allow"),
