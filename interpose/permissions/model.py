@@ -34,13 +34,17 @@ class ShellCommand:
 
     argv: tuple[str, ...] | None
     text: str
+    layers: tuple[tuple[str, ...], ...] = ()
+    """The argv at each wrapper level around ``argv``, outermost first (``sudo -u x
+    timeout 5 rm f``: ``("sudo", "-u", "x", "timeout", "5", "rm", "f")``, then
+    ``("timeout", "5", "rm", "f")``): deny and ask rules match any level."""
 
 
 @dataclass(frozen=True, slots=True)
 class CallView:
     """The facts of one tool call that permission rules look at, read once per call."""
 
-    tool: str
+    tool: str  # the normalized name (normalize_tool_name: "Bash" is "exec"), as view_of gives
     args: Mapping[str, Any]
     commands: tuple[ShellCommand, ...] = ()
     reads: tuple[str, ...] = ()  # absolute paths

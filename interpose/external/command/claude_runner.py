@@ -105,7 +105,17 @@ _MAX_SESSIONS = 1024  # sessions with pending messages or exports (least recent 
 class SettingsHook:
     """One ``{"type": "command" | "http", ...}`` entry of a settings file."""
 
-    __slots__ = ("background", "call", "id", "key", "label", "matcher", "matches", "timeout")
+    __slots__ = (
+        "background",
+        "call",
+        "id",
+        "key",
+        "label",
+        "matcher",
+        "matches",
+        "timeout",
+        "when",
+    )
 
     def __init__(
         self,
@@ -126,6 +136,8 @@ class SettingsHook:
         self.matches = matches
         self.timeout = timeout
         self.call = call
+        # the hook's "if" rule, on the event it would be sent (None: always runs)
+        self.when: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 class SettingsRunner:
@@ -176,9 +188,11 @@ class SettingsRunner:
     ) -> list[Answer]:
         """Run ``hooks`` in parallel on ``event``; the answers of those that answered, in
         file order.  Failures are reported and skipped; a ``continue: false`` raises
-        ``AbortTurn`` once all have finished.  ``async`` hooks are started in the
-        background and answer nothing here; the ``systemMessage`` of the others is
-        published (``hook_message``) and kept for the session's next call."""
+        ``AbortTurn`` once all have finished.  A hook with an ``if`` rule runs only on
+        the calls it matches.  ``async`` hooks are started in the background and answer
+        nothing here; the ``systemMessage`` of the others is published
+        (``hook_message``) and kept for the session's next call."""
+        hooks = [h for h in hooks if h.when is None or h.when(event)]  # their "if"
         extra: Mapping[str, str] = env or {}
         if any(hook.background for hook in hooks):
             for hook in hooks:

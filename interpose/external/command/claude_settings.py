@@ -117,6 +117,7 @@ class _HookSpec(msgspec.Struct, kw_only=True):
     args: list[str] | None = None
     async_: bool = msgspec.field(default=False, name="async")
     async_rewake: bool = msgspec.field(default=False, name="asyncRewake")
+    condition: str | None = msgspec.field(default=None, name="if")
 
 
 class _MatcherGroup(msgspec.Struct, kw_only=True):
@@ -380,7 +381,9 @@ class ClaudeSettings:
                         matches,
                         (group.matcher or "").strip(),
                     )
-                    if hook is not None:
+                    if hook is not None and self._scoped(
+                        source, f"{where}.hooks[{j}]", event, spec, hook
+                    ):
                         hooks.append(hook)
             if hooks:
                 self.hooks[event] = hooks
@@ -530,6 +533,27 @@ class ClaudeSettings:
             matcher,
             background,
         )
+
+    def _scoped(
+        self, source: str, where: str, event: str, spec: _HookSpec, hook: SettingsHook
+    ) -> bool:
+        """Give ``hook`` its ``if`` rule; False: it never runs (``if`` on an event that
+        is not a tool event, as in Claude Code)."""
+        if spec.condition is None:
+            return True
+        from ...permissions.conditions import TOOL_EVENTS, hook_condition
+
+        if event not in TOOL_EVENTS:
+            self.notes.append(f"{where}.if: evaluated only on tool events; this hook never runs")
+            return False
+        try:
+            hook.when = hook_condition(
+                spec.condition, self.mapping, source=source, base=Path(self.project_dir)
+            )
+        except ConfigError as exc:
+            problem = str(exc).removeprefix(f"{source}: ").replace("ask rule ", "rule ", 1)
+            raise ConfigFileError(source, where + ".if", problem) from None
+        return True
 
     # -- registration ---------------------------------------------------------------
 
