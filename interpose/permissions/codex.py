@@ -62,11 +62,16 @@ class PrefixMatcher:
     hosts: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        return tuple(
-            command.text
-            for command in view.commands
-            if command.argv is not None and self.matches(command.argv, strict=decision != "allow")
-        )
+        strict = decision != "allow"
+        found: list[str] = []
+        for command in view.commands:
+            if command.argv is not None and self.matches(command.argv, strict=strict):
+                found.append(command.text)
+            # each wrapper level too: ["sudo"] matches `sudo rm x`
+            found += (
+                " ".join(layer) for layer in command.layers if self.matches(layer, strict=strict)
+            )
+        return tuple(found)
 
     def matches(self, argv: Sequence[str], *, strict: bool = False) -> bool:
         """Whether ``argv`` starts with the pattern.  ``strict`` (a prompt or forbidden
