@@ -124,7 +124,9 @@ class GeminiMatcher:
         if self.prefixes:
             return any(line == p or line.startswith(p + " ") for p in self.prefixes)
         pattern = self.pattern
-        return pattern is not None and pattern.search(_stable({**args, "command": line})) is not None
+        return (
+            pattern is not None and pattern.search(_stable({**args, "command": line})) is not None
+        )
 
 
 def _stable(args: Mapping[str, Any]) -> str:
