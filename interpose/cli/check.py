@@ -26,11 +26,13 @@ def add_parsers(sub: Subparsers) -> None:
         "validate a config file and print the stack it builds, in order",
         "Validate a config file without starting anything: the schema, every command "
         "and script it names, regexes, tool matchers, plugins, and the commands of its "
-        "MCP servers (looked up on PATH or as files). Print the stack it builds, stage by "
+        "MCP servers (looked up on PATH or as files); run its [[permissions.tests]] (each "
+        "call must get the decision it expects). Print the stack it builds, stage by "
         "stage in execution order, the observers, tracing, and each MCP server with its "
         "transport.",
         "  0  the file is valid\n"
-        "  1  it is not (each problem on a line of stderr, naming the field)\n"
+        "  1  it is not, or a permissions test fails (each problem on a line of stderr, "
+        "naming the field)\n"
         "  2  bad input: no such file\n",
     )
     check.add_argument("file", help="interpose.toml or a .json file of the same shape")
@@ -104,14 +106,33 @@ def run_check(args: argparse.Namespace) -> int:
     config, built = loaded
     base_dir = Path(args.file).resolve().parent
     problems = check_servers(config.mcp.servers, base_dir, name=args.name)
+    problems += _policy_tests(config, built)
     if problems:
         for problem in problems:
             print(f"interpose: {args.file}: {problem}", file=sys.stderr)
     else:
-        print(f"{args.file}: OK")
+        tests = len(config.permissions.tests)
+        passed = f" ({tests} permission test{'s' * (tests != 1)} passed)" if tests else ""
+        print(f"{args.file}: OK{passed}")
     for line in [*_stack_lines(built), *_server_lines(config, base_dir)]:
         print(line)
     return 1 if problems else 0
+
+
+def _policy_tests(config: Config, built: Built) -> list[str]:
+    """The ``[[permissions.tests]]`` whose decision is not the expected one, one line
+    each (relative paths of the calls resolve against the working directory, as the
+    rules' ``./path`` patterns do)."""
+    import os
+
+    from ..permissions.engine import Permissions
+    from ..permissions.examples import failed_examples
+
+    tests = config.permissions.tests
+    if not tests:
+        return []
+    permissions = built.permissions or Permissions(())
+    return failed_examples(permissions, tests, cwd=os.getcwd(), home=os.path.expanduser("~"))
 
 
 def _server_lines(config: Config, base_dir: Path) -> list[str]:
