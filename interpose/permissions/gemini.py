@@ -3,9 +3,9 @@
 The fields Gemini CLI documents (google-gemini/gemini-cli
 ``docs/reference/policy-engine.md``) map as follows::
 
-    toolName        the tool(s); Gemini's names are read as interpose's
-                    (run_shell_command -> exec, read_file -> read, write_file -> write,
-                    replace -> edit, web_fetch, google_web_search -> web_search); "*",
+    toolName        the tool(s), by Gemini's name or interpose's (run_shell_command is
+                    also exec, read_file read, write_file write, replace edit,
+                    google_web_search web_search); "*",
                     "mcp_<server>_*", "mcp_*" and mcpName select MCP tools
                     (mcp__<server>__<tool> in interpose)
     commandPrefix   a shell command starts with it, whole words (``git`` is not
@@ -52,7 +52,7 @@ from .model import STRICTNESS, CallView, Decision, Rule
 
 __all__ = ["GEMINI_TOOLS", "GeminiMatcher", "gemini_rules"]
 
-GEMINI_TOOLS: Mapping[str, str] = {
+GEMINI_TOOLS: Mapping[str, str] = {  # a rule names both: either may be the call's
     "run_shell_command": "exec",
     "read_file": "read",
     "read_many_files": "read",
@@ -85,8 +85,7 @@ _REFUSED = {
     "toolAnnotations": "interpose does not see MCP tool annotations here",
     "interactive": "interpose does not know whether a person is at the keyboard",
 }
-_SHELL = "exec"
-_RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]", re.MULTILINE)
+_RULE_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*rule[ \t]*\]\]", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +107,7 @@ class GeminiMatcher:
             return ()  # Gemini asks for a redirection the rule does not allow
         if not self.prefixes and self.pattern is None:
             return subjects(view)
-        if tool != _SHELL or not view.commands:
+        if not view.commands:  # not a shell tool: the rule's pattern on its arguments
             if self.pattern is not None and self.pattern.search(_stable(view.args)):
                 return subjects(view)
             return ()
@@ -198,7 +197,7 @@ class _Read:
         tools = _tools(table, fail)
         prefixes = _strings(table.get("commandPrefix"), "commandPrefix", fail)
         regex, args = table.get("commandRegex"), table.get("argsPattern")
-        if (prefixes or regex is not None) and tools != (_SHELL,):
+        if (prefixes or regex is not None) and table.get("toolName") != "run_shell_command":
             raise fail(
                 "toolName", 'commandPrefix and commandRegex need toolName = "run_shell_command"'
             )
@@ -270,7 +269,8 @@ def _tools(table: Mapping[str, object], fail: Any) -> tuple[str, ...]:
                 raise fail("toolName", f"{name!r} is not mcp_<server>_<tool>")
             globs.append(f"mcp__{server_name}__{tool}")
         else:
-            globs.append(GEMINI_TOOLS.get(name, name.lower()))
+            # Gemini's name and interpose's: an application may call the tool either way
+            globs += dict.fromkeys((GEMINI_TOOLS.get(name, name.lower()), name.lower()))
     return tuple(globs)
 
 
