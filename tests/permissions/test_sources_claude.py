@@ -135,9 +135,7 @@ def test_claude_precedence_on_real_command_lines(
 def test_slash_paths_are_anchored_per_level(project: Path) -> None:
     home = home_of(project)
     assert claude_settings_base(project / ".claude" / "settings.json", home=home) == project
-    assert claude_settings_base(home / ".claude" / "settings.json", home=home) == (
-        home / ".claude"
-    )
+    assert claude_settings_base(home / ".claude" / "settings.json", home=home) == (home / ".claude")
     user = claude_settings_rules(
         home / ".claude" / "settings.json", base=home / ".claude", cwd=project, home=home
     )

@@ -178,13 +178,9 @@ def test_an_allow_outranking_an_overlapping_ask_is_refused(tmp_path: Path) -> No
 def test_equal_priorities_follow_gemini_file_order(tmp_path: Path) -> None:
     allow = 'toolName = "run_shell_command"\ncommandPrefix = "git"\ndecision = "allow"\n'
     deny = 'toolName = "run_shell_command"\ncommandPrefix = "git push"\ndecision = "deny"\n'
-    first_deny = write(
-        tmp_path, f"[[rule]]\n{deny}priority = 5\n[[rule]]\n{allow}priority = 5\n"
-    )
+    first_deny = write(tmp_path, f"[[rule]]\n{deny}priority = 5\n[[rule]]\n{allow}priority = 5\n")
     assert [r.decision for r in gemini_rules(first_deny)] == ["deny", "allow"]
-    first_allow = write(
-        tmp_path, f"[[rule]]\n{allow}priority = 5\n[[rule]]\n{deny}priority = 5\n"
-    )
+    first_allow = write(tmp_path, f"[[rule]]\n{allow}priority = 5\n[[rule]]\n{deny}priority = 5\n")
     with pytest.raises(ConfigError, match="outranks deny"):
         gemini_rules(first_allow)
 
@@ -210,25 +206,33 @@ def test_rules_that_cannot_meet_may_rank_any_way(tmp_path: Path) -> None:
         ('toolName = "x"\ndecision = "allow"\npriority = 1\nmodes = ["yolo"]', "modes"),
         ('toolName = "x"\ndecision = "allow"\npriority = 1\nsubagent = "a"', "subagent"),
         ('toolName = "x"\ndecision = "allow"\npriority = 1\ninteractive = true', "interactive"),
-        ('toolName = "x"\ndecision = "allow"\ntoolAnnotations = {readOnlyHint = true}\n'
-         "priority = 1", "toolAnnotations"),
+        (
+            'toolName = "x"\ndecision = "allow"\ntoolAnnotations = {readOnlyHint = true}\n'
+            "priority = 1",
+            "toolAnnotations",
+        ),
         ('toolName = "x"\ndecision = "maybe"\npriority = 1', "expected allow, ask_user or deny"),
         ('toolName = "x"\ndecision = "allow"', "expected an integer from 0 to 999"),
         ('toolName = "x"\ndecision = "allow"\npriority = 1000', "expected an integer from 0"),
         ('decision = "allow"\npriority = 1', 'required (use "*" for every tool)'),
-        ('toolName = "read_file"\ncommandPrefix = "git"\ndecision = "allow"\npriority = 1',
-         'need toolName = "run_shell_command"'),
-        ('toolName = "run_shell_command"\ncommandPrefix = "git"\ncommandRegex = "x"\n'
-         'decision = "allow"\npriority = 1', "mutually exclusive"),
-        ('toolName = "run_shell_command"\ncommandRegex = "(x"\ndecision = "deny"\n'
-         "priority = 1", "invalid regex"),
+        (
+            'toolName = "read_file"\ncommandPrefix = "git"\ndecision = "allow"\npriority = 1',
+            'need toolName = "run_shell_command"',
+        ),
+        (
+            'toolName = "run_shell_command"\ncommandPrefix = "git"\ncommandRegex = "x"\n'
+            'decision = "allow"\npriority = 1',
+            "mutually exclusive",
+        ),
+        (
+            'toolName = "run_shell_command"\ncommandRegex = "(x"\ndecision = "deny"\npriority = 1',
+            "invalid regex",
+        ),
         ('toolName = "mcp__github__x"\ndecision = "deny"\npriority = 1', "mcp_<server>_<tool>"),
         ('toolName = "x"\ndecision = "allow"\npriority = 1\nsomething = 1', "unknown field"),
     ],
 )
-def test_what_interpose_cannot_honour_is_refused(
-    tmp_path: Path, rule: str, problem: str
-) -> None:
+def test_what_interpose_cannot_honour_is_refused(tmp_path: Path, rule: str, problem: str) -> None:
     path = write(tmp_path, f"[[rule]]\n{rule}\n")
     with pytest.raises(ConfigError) as caught:
         gemini_rules(path)
