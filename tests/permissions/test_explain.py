@@ -93,7 +93,7 @@ def test_wrappers_are_shown_and_a_codex_rule_names_its_line(project: Path) -> No
     out = lines(proc)
     assert out[0] == "config: interpose.toml"  # found in the working directory
     assert "  terraform destroy -auto-approve  [in: sudo terraform destroy -auto-approve]" in out
-    shown = f'prefix_rule(pattern=["terraform", ["apply", "destroy"]], decision="forbidden")'
+    shown = 'prefix_rule(pattern=["terraform", ["apply", "destroy"]], decision="forbidden")'
     assert any(
         line.startswith(f"  deny   {shown}  ({project / 'team.rules'}:1)  on ")
         and line.endswith("-- infrastructure changes go through CI")

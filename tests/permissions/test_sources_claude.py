@@ -161,7 +161,8 @@ def test_a_settings_file_with_permissions_and_hooks_loads_unchanged_as_a_config(
     blocked = call("cd build && git push origin main")
     assert blocked.status == "blocked"
     reason = blocked.output["reason"]
-    assert "Bash(git push:*)" in reason and str(settings) in reason
+    assert "Bash(git push:*)" in reason
+    assert str(settings) in reason
     assert call("npm run lint").status == "ok"
     assert ran == ["npm run lint"]
     # its hook ran on the call that went through (the deny stopped the other first)
@@ -254,7 +255,7 @@ def test_load_source_by_suffix(tmp_path: Path) -> None:
         "b.codexpolicy:1",
         "c.toml:1",
     ]
-    with pytest.raises(ConfigFileError, match="unknown rule file '.yaml'"):
+    with pytest.raises(ConfigFileError, match=r"unknown rule file '\.yaml'"):
         load_source(Path("e.yaml"), base=tmp_path)
     with pytest.raises(ConfigFileError, match="does not exist"):
         load_source(Path("f.rules"), base=tmp_path)
