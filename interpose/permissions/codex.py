@@ -34,10 +34,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import ClassVar, TypeAlias
 
 from ..errors import ConfigFileError
 from .model import CallView, Decision, Rule
+from .view import SHELL_TOOLS
 
 __all__ = ["NetworkMatcher", "PrefixMatcher", "codex_rules"]
 
@@ -60,6 +61,10 @@ class PrefixMatcher:
 
     pattern: tuple[tuple[str, ...], ...]
     hosts: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    uses_args: ClassVar[bool] = False  # only the view's facts (see Permissions)
+
+    def applies(self, tool: str) -> bool:
+        return tool in SHELL_TOOLS
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         strict = decision != "allow"
@@ -100,6 +105,7 @@ class NetworkMatcher:
     """A ``network_rule``'s host: matches a call that fetches from it (any port)."""
 
     host: str
+    uses_args: ClassVar[bool] = False
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         return tuple(domain for domain in view.domains if domain.lower().rstrip(".") == self.host)

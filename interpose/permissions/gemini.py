@@ -99,9 +99,18 @@ class GeminiMatcher:
     pattern: re.Pattern[str] | None = None
     redirection: bool = False  # allowRedirection
 
+    @property
+    def uses_args(self) -> bool:
+        """Whether the rule looks at the raw arguments (a pattern): judgements of calls
+        it may match are not remembered (see Permissions)."""
+        return self.pattern is not None
+
+    def applies(self, tool: str) -> bool:
+        tool = tool.lower()
+        return any(fnmatchcase(tool, glob) for glob in self.tools)
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        tool = view.tool.lower()
-        if not any(fnmatchcase(tool, glob) for glob in self.tools):
+        if not self.applies(view.tool):
             return ()
         if decision == "allow" and view.writes and not self.redirection and view.commands:
             return ()  # Gemini asks for a redirection the rule does not allow
