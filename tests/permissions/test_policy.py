@@ -67,7 +67,9 @@ async def test_an_ask_goes_to_the_human_approval_handler_and_its_answer_holds(
         return next(answers)
 
     pipe = Pipeline(builtins=False, human_approval=human)
-    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(pipe)
+    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(
+        pipe
+    )
     ran: list[str] = []
     assert (await call(pipe, "ls -la", ran)).status == "ok"
     assert asked == []  # an allow asks nobody
@@ -232,3 +234,6 @@ def test_a_bad_if_rule_is_an_error_of_that_field(tmp_path: Path) -> None:
     path = project_with_if_hook(tmp_path, "Bash(git commit")
     with pytest.raises(ConfigFileError, match=r"hooks\.PreToolUse\[0\]\.hooks\[0\]\.if"):
         ClaudeSettings(path)
+
+
+

@@ -72,7 +72,7 @@ def test_bash_specifiers(text: str, command: str, expected: bool) -> None:
         "echo $(git push)",
         "echo `git push`",
         "bash -c 'git push'",
-        'sh -c "cd x && git push"',
+        "sh -c \"cd x && git push\"",
         "eval 'git push'",
         "sudo git push",
         "env GIT_TRACE=1 git push",
