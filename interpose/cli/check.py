@@ -240,6 +240,7 @@ def _stack_lines(built: Built) -> list[str]:
     content = ", content recorded (redacted)" if built.trace_content else ""
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
+    lines += _permission_lines(built)
     if built.priority_order == "picoclaw":
         lines.append(
             "priority order: picoclaw (builtins before process hooks, lower priority "
@@ -249,6 +250,25 @@ def _stack_lines(built: Built) -> list[str]:
     if built.notes:
         lines.append("notes:")
         lines += [f"  {note}" for note in built.notes]
+    return lines
+
+
+def _permission_lines(built: Built) -> list[str]:
+    """The permission rules by source file: how many of each decision."""
+    rules = built.permissions.rules if built.permissions is not None else ()
+    if not rules:
+        return []
+    import re
+
+    counts: dict[str, dict[str, int]] = {}
+    for rule in rules:
+        file = re.sub(r":\d+$", "", rule.source)  # a rule of a .rules file: path:line
+        tally = counts.setdefault(file, {"deny": 0, "ask": 0, "allow": 0})
+        tally[rule.decision] += 1
+    lines = [f"permission rules: {len(rules)}"]
+    for file, tally in counts.items():
+        shown = ", ".join(f"{n} {d}" for d, n in tally.items() if n)
+        lines.append(f"  {file}: {shown}")
     return lines
 
 

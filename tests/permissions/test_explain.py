@@ -235,7 +235,13 @@ def test_check_runs_the_inline_tests(project: Path) -> None:
     config.write_text(CONFIG + TESTS)
     proc = check(config)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0] == f"{config}: OK (4 permission tests passed)"
+    out = proc.stdout.splitlines()
+    assert out[0] == f"{config}: OK (4 permission tests passed)"
+    assert out[-3:] == [
+        "permission rules: 6",
+        f"  {config}: 2 deny, 1 ask, 2 allow",
+        f"  {project / 'team.rules'}: 1 deny",
+    ]
 
 
 def test_check_fails_on_a_mismatch_one_line_per_failing_test(project: Path) -> None:
