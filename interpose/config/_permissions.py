@@ -57,7 +57,8 @@ class PermissionSteps(BuilderBase):
         """Append the rules of other sources to ``rules``: ``permissions.sources`` (Claude
         Code settings files, Codex ``.rules``, Gemini CLI policies, relative to the
         config file), then the ``permissions`` of each ``hooks.claude_settings`` file
-        (each file once).  Their errors name the rule file."""
+        (each file once), each rule's source spelled as the config spells its file.
+        Their errors name the rule file."""
         from ..permissions.sources import load_source
 
         seen: set[Path] = set()
@@ -73,4 +74,4 @@ class PermissionSteps(BuilderBase):
             if path not in seen:
                 seen.add(path)
                 with self.at(where):
-                    rules += load_source(path, base=self.base_dir)
+                    rules += load_source(path, base=self.base_dir, name=value)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ConfigError, ConfigFileError
@@ -120,11 +121,17 @@ def claude_project_rules(project_dir: Path, *, home: Path, cwd: Path | None = No
 
 
 def load_source(
-    path: Path, *, base: Path, cwd: Path | None = None, home: Path | None = None
+    path: Path,
+    *,
+    base: Path,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    name: str | None = None,
 ) -> list[Rule]:
     """The rules of one source: a file by its suffix, or a directory of ``.rules`` and
     ``.toml`` files.  A relative ``path`` is relative to ``base`` (the directory of the
-    config naming it).
+    config naming it).  ``name``: how the rules' sources show the file or directory
+    (``team.rules:3``, as the config spells it; default its full path).
 
     Raises:
         ConfigFileError: (a ``ConfigError``) the source does not exist, has a suffix
@@ -136,10 +143,19 @@ def load_source(
         for child in sorted(full.iterdir()):
             if child.is_file() and child.suffix in (".rules", ".codexpolicy", ".toml"):
                 rules += _load_file(child, cwd, home)
-        return rules
-    if not full.is_file():
+    elif full.is_file():
+        rules = _load_file(full, cwd, home)
+    else:
         raise ConfigFileError(os.fspath(path), "", f"{full} does not exist")
-    return _load_file(full, cwd, home)
+    if name is None:
+        return rules
+    prefix = os.fspath(full)
+    return [
+        replace(rule, source=name + rule.source[len(prefix) :])
+        if rule.source.startswith(prefix)
+        else rule
+        for rule in rules
+    ]
 
 
 def _load_file(path: Path, cwd: Path | None, home: Path | None) -> list[Rule]:

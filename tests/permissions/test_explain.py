@@ -95,7 +95,7 @@ def test_wrappers_are_shown_and_a_codex_rule_names_its_line(project: Path) -> No
     assert "  terraform destroy -auto-approve  [in: sudo terraform destroy -auto-approve]" in out
     shown = 'prefix_rule(pattern=["terraform", ["apply", "destroy"]], decision="forbidden")'
     assert any(
-        line.startswith(f"  deny   {shown}  ({project / 'team.rules'}:1)  on ")
+        line.startswith(f"  deny   {shown}  (team.rules:1)  on ")
         and line.endswith("-- infrastructure changes go through CI")
         for line in out
     ), out
@@ -240,7 +240,7 @@ def test_check_runs_the_inline_tests(project: Path) -> None:
     assert out[-3:] == [
         "permission rules: 6",
         f"  {config}: 2 deny, 1 ask, 2 allow",
-        f"  {project / 'team.rules'}: 1 deny",
+        "  team.rules: 1 deny",  # as the config names it
     ]
 
 
@@ -260,6 +260,6 @@ def test_check_fails_on_a_mismatch_one_line_per_failing_test(project: Path) -> N
         "'npm publish')",
         f"interpose: {config}: permissions.tests[5]: exec 'sudo terraform apply': expected "
         'ask, got deny (denied by prefix_rule(pattern=["terraform", ["apply", "destroy"]], '
-        f"decision=\"forbidden\") ({project / 'team.rules'}:1) on 'terraform apply': "
+        "decision=\"forbidden\") (team.rules:1) on 'terraform apply': "
         "infrastructure changes go through CI)",
     ]
