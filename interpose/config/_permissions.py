@@ -74,4 +74,4 @@ class PermissionSteps(BuilderBase):
             if path not in seen:
                 seen.add(path)
                 with self.at(where):
-                    rules += load_source(path, base=self.base_dir, name=value)
+                    rules += load_source(path, base=self.base_dir, name=value, notes=built.notes)

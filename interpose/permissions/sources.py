@@ -37,12 +37,18 @@ _DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")
 
 
 def claude_settings_rules(
-    path: Path, *, base: Path, cwd: Path | None = None, home: Path | None = None
+    path: Path,
+    *,
+    base: Path,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    notes: list[str] | None = None,
 ) -> list[Rule]:
     """The ``permissions`` rules of a Claude Code settings file, each with the file as
     its source.  ``base`` anchors ``/path`` rules, ``cwd`` ``./path`` and bare ones
     (default: the process's), ``home`` ``~/path`` ones (default: the user's).  A file
-    without ``permissions`` has no rules.
+    without ``permissions`` has no rules.  ``notes`` gets a line for each key of
+    ``permissions`` interpose does not use (``defaultMode``, ``additionalDirectories``...).
 
     Raises:
         ConfigFileError: (a ``ConfigError``) the file cannot be read, is not a JSON
@@ -63,6 +69,12 @@ def claude_settings_rules(
     table = data.get("permissions", {})
     if not isinstance(table, dict):
         raise ConfigFileError(name, "permissions", "expected an object")
+    if notes is not None:
+        notes += [
+            f"{name}: permissions.{key}: not used by interpose (only allow, ask and deny are)"
+            for key in table
+            if key not in _DECISIONS
+        ]
     rules: list[Rule] = []
     for decision in _DECISIONS:
         items = table.get(decision, [])
@@ -127,42 +139,48 @@ def load_source(
     cwd: Path | None = None,
     home: Path | None = None,
     name: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Rule]:
     """The rules of one source: a file by its suffix, or a directory of ``.rules`` and
     ``.toml`` files.  A relative ``path`` is relative to ``base`` (the directory of the
     config naming it).  ``name``: how the rules' sources show the file or directory
-    (``team.rules:3``, as the config spells it; default its full path).
+    (``team.rules:3``, as the config spells it; default its full path).  ``notes`` gets
+    what a file asks for that interpose does not do (see :func:`claude_settings_rules`).
 
     Raises:
         ConfigFileError: (a ``ConfigError``) the source does not exist, has a suffix
             that is none of these, or is invalid; the message names the file.
     """
     full = Path(os.path.normpath(base / os.path.expanduser(path)))
+    found: list[str] = []
     if full.is_dir():
         rules: list[Rule] = []
         for child in sorted(full.iterdir()):
             if child.is_file() and child.suffix in (".rules", ".codexpolicy", ".toml"):
-                rules += _load_file(child, cwd, home)
+                rules += _load_file(child, cwd, home, found)
     elif full.is_file():
-        rules = _load_file(full, cwd, home)
+        rules = _load_file(full, cwd, home, found)
     else:
         raise ConfigFileError(os.fspath(path), "", f"{full} does not exist")
+    prefix = os.fspath(full)
+
+    def shown(text: str) -> str:
+        return name + text[len(prefix) :] if name is not None and text.startswith(prefix) else text
+
+    if notes is not None:
+        notes += map(shown, found)
     if name is None:
         return rules
-    prefix = os.fspath(full)
-    return [
-        replace(rule, source=name + rule.source[len(prefix) :])
-        if rule.source.startswith(prefix)
-        else rule
-        for rule in rules
-    ]
+    return [replace(rule, source=shown(rule.source)) for rule in rules]
 
 
-def _load_file(path: Path, cwd: Path | None, home: Path | None) -> list[Rule]:
+def _load_file(
+    path: Path, cwd: Path | None, home: Path | None, notes: list[str] | None
+) -> list[Rule]:
     suffix = path.suffix.lower()
     if suffix == ".json":
         base = claude_settings_base(path, home=home)
-        return claude_settings_rules(path, base=base, cwd=cwd, home=home)
+        return claude_settings_rules(path, base=base, cwd=cwd, home=home, notes=notes)
     loaders: dict[str, Callable[[Path], list[Rule]]] = {
         ".rules": codex_rules,
         ".codexpolicy": codex_rules,

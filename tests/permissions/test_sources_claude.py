@@ -207,6 +207,11 @@ def test_permissions_sources_and_claude_settings_in_interpose_toml(project: Path
     texts = [r.text for r in built.permissions.rules]
     assert texts.count("Bash(curl:*)") == 1
     assert 'prefix_rule(pattern=["terraform", "apply"], decision="prompt")' in texts
+    # what the settings file asks for that interpose does not do: a note (check prints it)
+    assert [n for n in built.notes if "permissions." in n] == [
+        ".claude/settings.json: permissions.defaultMode: not used by interpose (only allow, "
+        "ask and deny are)"
+    ]
 
 
 def test_a_missing_source_names_the_field(tmp_path: Path) -> None:
