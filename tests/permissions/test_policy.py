@@ -16,8 +16,11 @@ import pytest
 
 from interpose import Approval, ApprovalRequest, Pipeline, ToolResult
 from interpose.config import ConfigFileError
+from interpose.external.command import default_tool_mapping
+from interpose.middleware.builtins import command_safety
 from interpose.middleware.claude_code import ClaudeSettings
 from interpose.permissions.claude import parse_claude_rule
+from interpose.permissions.conditions import hook_condition
 from interpose.permissions.engine import Permissions
 from interpose.permissions.policy import PermissionPolicy
 
@@ -45,6 +48,7 @@ async def call(pipe: Pipeline, command: str, ran: list[str]) -> ToolResult:
 async def test_a_deny_blocks_before_the_tool_runs(tmp_path: Path) -> None:
     pipe = Pipeline(builtins=False)
     PermissionPolicy(permissions(tmp_path, deny=["Bash(git push:*)"])).install(pipe)
+    assert [r.id for r in pipe.registry.list()] == ["permissions"]  # no ask rule: no approver
     ran: list[str] = []
     result = await call(pipe, "cd repo && env X=1 git push origin", ran)
     assert result.status == "blocked"
@@ -67,9 +71,7 @@ async def test_an_ask_goes_to_the_human_approval_handler_and_its_answer_holds(
         return next(answers)
 
     pipe = Pipeline(builtins=False, human_approval=human)
-    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(
-        pipe
-    )
+    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(pipe)
     ran: list[str] = []
     assert (await call(pipe, "ls -la", ran)).status == "ok"
     assert asked == []  # an allow asks nobody
@@ -149,6 +151,18 @@ async def test_a_config_file_with_permissions_loads_and_decides(
     assert ran == ["git status"]
 
 
+async def test_a_shadow_table_records_and_blocks_nothing(tmp_path: Path) -> None:
+    (tmp_path / "interpose.toml").write_text(
+        '[permissions]\nmode = "shadow"\ndeny = ["Bash(git push *)"]\nask = ["Bash(rm *)"]\n'
+    )
+    pipe = Pipeline.from_config(tmp_path / "interpose.toml")
+    modes = {r.id: r.mode for r in pipe.registry.list() if r.id.startswith("permissions")}
+    assert modes == {"permissions": "shadow", "permissions.ask": "shadow"}
+    ran: list[str] = []
+    assert (await call(pipe, "git push", ran)).status == "ok"
+    assert ran == ["git push"]
+
+
 def test_a_bad_rule_in_the_config_names_its_field(tmp_path: Path) -> None:
     (tmp_path / "interpose.toml").write_text('[permissions]\nallow = ["mcp__*"]\n')
     with pytest.raises(ConfigFileError, match=r"permissions\.allow\[0\]"):
@@ -212,6 +226,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "cd sub && git commit -am wip",
         "echo 'git commit'",
         "$TOOL commit",  # cannot be resolved: fails open
+        "git $SUBCOMMAND",  # known only at run time: fails open
         "ls 'unterminated",  # cannot be parsed: fails open
     ]:
         await call(pipe, command, ran)
@@ -219,6 +234,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "git commit -m 'x'",
         "cd sub && git commit -am wip",
         "$TOOL commit",
+        "git $SUBCOMMAND",
         "ls 'unterminated",
     ]
 
@@ -236,4 +252,44 @@ def test_a_bad_if_rule_is_an_error_of_that_field(tmp_path: Path) -> None:
         ClaudeSettings(path)
 
 
+# -- one parse per call, shared by the guard and the rules -------------------------------------
 
+
+@pytest.mark.parametrize("priority", [110, 50])  # the rules before the guard (100), or after
+async def test_the_guard_and_the_rules_share_one_analysis_per_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, priority: int
+) -> None:
+    command_safety.forget_analyses()
+    parsed: list[object] = []
+    analyze = command_safety._analyze
+
+    def counted(command: object, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(command)
+        return analyze(command, *args, **kwargs)
+
+    monkeypatch.setattr(command_safety, "_analyze", counted)
+    pipe = Pipeline()  # with the built-in guards
+    rules = permissions(tmp_path, deny=["Bash(git push *)"], allow=["Bash(git *)"])
+    PermissionPolicy(rules, priority=priority, id=f"permissions-{priority}").install(pipe)
+    ran: list[str] = []
+    line = f"cd repo-{priority} && git status"
+    for _ in range(3):
+        assert (await call(pipe, line, ran)).status == "ok"
+    pushed = await call(pipe, f"cd repo-{priority} && git push", ran)
+    assert pushed.status == "blocked"
+    assert parsed == [line, f"cd repo-{priority} && git push"]  # once each, for both
+
+
+def test_an_if_rule_on_file_tools_sees_claude_code_fields(tmp_path: Path) -> None:
+    runs = hook_condition(
+        "Edit(*.ts)", default_tool_mapping(), source="settings.json", base=tmp_path
+    )
+
+    def event(tool: str, **tool_input: Any) -> dict[str, Any]:
+        return {"tool_name": tool, "tool_input": tool_input, "cwd": str(tmp_path)}
+
+    assert runs(event("Edit", file_path="src/app.ts", old_string="a", new_string="b"))
+    assert runs(event("Write", file_path=str(tmp_path / "x.ts"), content=""))
+    assert not runs(event("Edit", file_path="src/app.py", old_string="a", new_string="b"))
+    assert not runs(event("Read", file_path="src/app.ts"))
+    assert runs({"hook_event_name": "PreToolUse"})  # nothing to judge: open

@@ -72,7 +72,7 @@ def test_bash_specifiers(text: str, command: str, expected: bool) -> None:
         "echo $(git push)",
         "echo `git push`",
         "bash -c 'git push'",
-        "sh -c \"cd x && git push\"",
+        'sh -c "cd x && git push"',
         "eval 'git push'",
         "sudo git push",
         "env GIT_TRACE=1 git push",
@@ -88,6 +88,17 @@ def test_bash_specifiers(text: str, command: str, expected: bool) -> None:
         "find . -maxdepth 0 -exec git push \\;",
         "if true; then git push; fi",
         "for r in a b; do git push $r; done",
+        "exec git push",
+        "time git push &",
+        "watch git push",
+        "su -c 'git push'",
+        "ssh host 'git push'",
+        "docker exec box git push",
+        "alias g=git; g push",
+        "$(echo git) push",
+        "printf 'git push' | bash",
+        'sh <<< "git push"',
+        "python3 -c \"import os; os.system('git push')\"",
     ],
 )
 def test_a_deny_holds_through_every_wrapper_class(command: str) -> None:
@@ -109,6 +120,15 @@ def test_allow_needs_every_command_and_every_wrapper_that_changes_what_runs() ->
     assert decide([*allow, rule("Bash(sudo *)", "allow")], command="sudo git status") == "allow"
     assert decide(allow, command="git status; $CMD") is None  # unknown name: never allowed
     assert decide(allow, command="git status 'unterminated") is None  # unparsed: never
+
+
+def test_allow_skips_only_known_safe_assignments_deny_sees_past_any() -> None:
+    allow = [rule("Bash(git status)", "allow")]
+    assert decide(allow, command="LANG=C git status") == "allow"
+    assert decide(allow, command="GIT_SSH_COMMAND=./x.sh git status") is None
+    assert decide(allow, command="LD_PRELOAD=evil.so git status") is None
+    assert hits("Bash(git push *)", "LD_PRELOAD=evil.so git push")
+    assert hits("Bash(LD_PRELOAD=*)", "LD_PRELOAD=evil.so git status")
 
 
 def test_deny_beats_ask_beats_allow_whatever_the_order() -> None:
@@ -159,6 +179,10 @@ def test_bash_command_param_is_ignored_with_a_warning() -> None:
         ("Read(src/*.ts)", "/srv/project/src/a.ts", True),
         ("Read(src/*.ts)", "/srv/project/src/deep/a.ts", False),
         ("Read(src/**/*.ts)", "/srv/project/src/deep/a.ts", True),
+        ("Read(../shared/*.key)", "/srv/shared/a.key", True),
+        ("Read(//)", "/etc/passwd", True),
+        ("Read(//tmp/)", "/tmp/x/y", True),
+        ("Read(//tmp/)", "/tmpfoo", False),
     ],
 )
 def test_path_patterns_on_the_read_tool(text: str, path: str, expected: bool) -> None:
@@ -210,6 +234,12 @@ def test_webfetch_domains() -> None:
     assert decide(sub, "web_fetch", url="https://a.b.example.com/x") == "deny"
     assert decide(sub, "web_fetch", url="https://example.com/x") is None
     assert decide(sub, "web_fetch", url="https://example.com.evil.io/x") is None
+
+
+def test_a_webfetch_rule_without_a_domain_is_ignored_with_a_warning() -> None:
+    ignored = rule("WebFetch(https://example.com/*)")
+    assert "domain:NAME" in warning_of(ignored)
+    assert decide([ignored], "web_fetch", url="https://example.com/x") is None
 
 
 def test_mcp_server_and_tool_rules() -> None:
