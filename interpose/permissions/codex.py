@@ -15,10 +15,11 @@ documents holds (openai/codex ``codex-rs/execpolicy``)::
 
 ``prompt`` is an ``ask``, ``forbidden`` a ``deny``.  A rule matches every simple command
 the shell model finds whose argv starts with the pattern (so ``cd x && git push`` and
-``sudo git push`` are ``git push``).  A program given by path (``/usr/bin/git``) falls back
-to the rule of its base name; ``host_executable`` limits an *allow* rule's fallback to the
-paths it lists, as Codex's ``--resolve-host-executables`` does, while a ``prompt`` or
-``forbidden`` rule holds for any path (a renamed copy of ``git`` is still ``git``).
+``sudo git push`` are ``git push``).  A program given by an absolute path
+(``/usr/bin/git``) falls back to an *allow* rule of its base name unless a
+``host_executable`` for that name leaves the path out, as Codex's
+``--resolve-host-executables`` does; a ``prompt`` or ``forbidden`` rule holds for any
+path (``/tmp/x/git``, ``./git``: a copy of ``git`` is still ``git``).
 ``match``/``not_match`` examples are checked when the file loads, as Codex checks them: a
 failing one refuses the file.  ``network_rule(host=..., decision=...)`` matches the
 domains a call fetches.  Module-level ``NAME = <literal>`` assignments may be used in
@@ -70,7 +71,10 @@ class PrefixMatcher:
         strict = decision != "allow"
         found: list[str] = []
         for command in view.commands:
-            if command.argv is not None and self.matches(command.argv, strict=strict):
+            argv = command.argv
+            if argv is not None and command.program and not strict:
+                argv = (command.program, *argv[1:])  # an allow sees the path as written
+            if argv is not None and self.matches(argv, strict=strict):
                 found.append(command.text)
             # each wrapper level too: ["sudo"] matches `sudo rm x`
             found += (
@@ -96,6 +100,8 @@ class PrefixMatcher:
             return False
         if strict:
             return True
+        if not program.startswith("/"):
+            return False  # Codex falls back to the base name from absolute paths only
         allowed = self.hosts.get(name)
         return allowed is None or os.path.normpath(program) in allowed
 

@@ -184,6 +184,34 @@ def test_examples_see_the_host_executables_of_the_whole_file(tmp_path: Path) -> 
     assert [r.decision for r in codex_rules(path)] == ["allow"]
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git status", "allow"),
+        ("/usr/bin/git status", "allow"),  # a listed path falls back to the git rule
+        ("/opt/evil/git status", None),  # an unlisted one does not (Codex)
+        ("./git status", None),  # nor a relative one
+        ("sudo /opt/evil/git status", None),
+        ("/bin/ls -la", "allow"),  # no host_executable for ls: any absolute path
+        ("./ls", None),
+        ("/opt/x/rm -rf build", "deny"),  # forbidden holds for every path
+        ("./rm -rf build", "deny"),
+        ("bash -c '/tmp/rm -rf build'", "deny"),
+    ],
+)
+def test_host_executable_narrows_allow_rules_only(
+    tmp_path: Path, command: str, expected: Decision | None
+) -> None:
+    path = tmp_path / "hosts.rules"
+    path.write_text(
+        'prefix_rule(pattern=["git", "status"])\n'
+        'prefix_rule(pattern=["ls"])\n'
+        'prefix_rule(pattern=["rm"], decision="forbidden")\n'
+        'host_executable(name="git", paths=["/usr/bin/git", "/opt/homebrew/bin/git"])\n'
+    )
+    assert decide(path, command) == expected
+
+
 def test_names_assigned_in_the_file_may_be_used(tmp_path: Path) -> None:
     path = tmp_path / "named.rules"
     path.write_text(
