@@ -170,6 +170,8 @@ def _lines(explanation: Explanation, path: str | None) -> list[str]:
         for g in explanation.guards:
             mode = "" if g.mode == "enforce" else f" [{g.mode}]"
             reason = f": {g.reason}" if g.reason else ""
+            if g.outcome == "failed":
+                reason += f" (on_error={g.on_error})"
             lines.append(f"  {g.id} (priority {g.priority}){mode}: {g.outcome}{reason}")
     else:
         lines.append("guards: none apply to this tool")

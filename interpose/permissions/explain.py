@@ -6,9 +6,10 @@ the shell model finds, the paths read and written, the domains), lists every per
 rule that matches it (whatever its decision), runs the pipeline's in-process
 ``tool.before`` guards and policies on a copy of the call -- the tool itself never runs,
 and out-of-process hooks (process, command and Claude Code hooks, which run programs) are
-only listed -- and states the decision the pipeline would reach, in its order: a deny
-rule blocks first (the rules' registration runs before the guards), then a guard that
-blocks, then an ask rule (the approval path), then an allow.
+only listed -- and states the decision the pipeline would reach, in its order: the first
+``tool.before`` step that blocks (the rules' registration, at priority 110, runs before
+the built-in guards and after a tool filter), else an ask rule (the approval path), else
+an allow.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ Outcome = Literal["allow", "ask", "deny", "none"]
 class GuardOutcome:
     """What one ``tool.before`` registration did with the call: ``blocked``,
     ``responded`` (answered without the tool), ``rewrote`` (changed the arguments),
-    ``passed``; or ``not run`` (an out-of-process hook).  ``mode`` is its own: a shadow
-    registration is run and reported, never enforced."""
+    ``passed``, ``failed`` (``on_error`` then decides); or ``not run`` (an out-of-process
+    hook).  ``mode`` is its own: a shadow registration is run and reported, never
+    enforced."""
 
     id: str
     priority: int
     source: str
     mode: str
+    on_error: str
     outcome: str
     reason: str = ""
 
@@ -98,6 +101,7 @@ class Explanation:
                     "priority": g.priority,
                     "source": g.source,
                     "mode": g.mode,
+                    "on_error": g.on_error,
                     "outcome": g.outcome,
                     "reason": g.reason,
                 }
@@ -132,70 +136,73 @@ async def explain_call(
         if permissions is not None
         else Judgement(None, (), "no permission rules are configured")
     )
-    policy_mode = _policy_mode(pipe, tool)
-    guards = tuple(await _guards(pipe, tool, args))
-    decision, reason = _decide(judgement, policy_mode == "enforce", guards)
-    return Explanation(view, matches, judgement, policy_mode == "enforce", guards, decision, reason)
+    steps = await _before(pipe, tool, args, judgement)
+    enforced = any(s.id == _RULES and s.mode == "enforce" for s in steps)
+    decision, reason = _decide(judgement, enforced, steps)
+    guards = tuple(s for s in steps if s.id != _RULES)
+    return Explanation(view, matches, judgement, enforced, guards, decision, reason)
 
 
-def _policy_mode(pipe: Pipeline, tool: str) -> str | None:
-    """The mode of the rules' ``tool.before`` registration; None when not registered."""
-    for entry in pipe.registry.entries("tool.before", tool=tool):
-        reg = entry.registration
-        if isinstance(getattr(reg.handler, "__self__", None), PermissionPolicy):
-            return str(reg.mode)
-    return None
+_RULES = "\0permissions"  # the rules' own step, in the order of tool.before
 
 
-async def _guards(pipe: Pipeline, tool: str, args: Mapping[str, Any]) -> list[GuardOutcome]:
-    """Run each in-process ``tool.before`` registration (but the rules' own) on a copy of
-    the call, in the pipeline's order; list the out-of-process ones."""
+async def _before(
+    pipe: Pipeline, tool: str, args: Mapping[str, Any], judgement: Judgement
+) -> list[GuardOutcome]:
+    """Each ``tool.before`` registration in the pipeline's order: the in-process ones run
+    on a copy of the call (the arguments one of them rewrites are the next one's), the
+    rules' own registration stands for the judgement, the out-of-process ones are
+    listed."""
     found: list[GuardOutcome] = []
     inp = ToolBeforeInput(tool_name=normalize_tool_name(tool), raw_name=tool)
+    current = dict(args)
     for entry in pipe.registry.entries("tool.before", tool=tool):
         reg = entry.registration
         handler = reg.handler
+        row = (reg.id, reg.priority, reg.source, str(reg.mode), str(entry.on_error))
         if isinstance(getattr(handler, "__self__", None), PermissionPolicy):
+            blocked = judgement.decision == "deny"
+            found.append(
+                GuardOutcome(_RULES, *row[1:], "blocked" if blocked else "passed", judgement.reason)
+            )
             continue
-        row = (reg.id, reg.priority, reg.source, str(reg.mode))
         if reg.source != "builtin":
             found.append(GuardOutcome(*row, "not run", "out of process or the application's"))
             continue
-        out = ToolBeforeOutput(args=dict(args))
+        out = ToolBeforeOutput(args=dict(current))
         try:
             value = handler(inp, out)
             if inspect.isawaitable(value):
                 await value
         except Exception as exc:  # a guard that fails: its on_error decides in the pipeline
-            failed = f"failed ({type(exc).__name__}: {exc}); on_error={entry.on_error}"
-            found.append(GuardOutcome(*row, "failed", failed))
+            found.append(GuardOutcome(*row, "failed", f"{type(exc).__name__}: {exc}"))
             continue
         if out.block:
             found.append(GuardOutcome(*row, "blocked", out.block_reason))
         elif out.result is not None:
             found.append(GuardOutcome(*row, "responded", "answered without running the tool"))
-        elif out.args != dict(args):
+        elif out.args != current:
             found.append(GuardOutcome(*row, "rewrote", "changed the arguments"))
+            if reg.mode == "enforce":
+                current = dict(out.args)
         else:
             found.append(GuardOutcome(*row, "passed"))
     return found
 
 
-def _decide(
-    judgement: Judgement, enforced: bool, guards: tuple[GuardOutcome, ...]
-) -> tuple[Outcome, str]:
-    """The pipeline's order: a deny rule, a guard that blocks (or fails closed), an ask
-    rule, an allow rule, nothing."""
-    rules: Decision | None = judgement.decision if enforced else None
-    if rules == "deny":
-        return "deny", judgement.reason
-    for guard in guards:
-        if guard.mode != "enforce":
+def _decide(judgement: Judgement, enforced: bool, steps: list[GuardOutcome]) -> tuple[Outcome, str]:
+    """The pipeline's order: the first enforced step of ``tool.before`` that blocks (a
+    deny rule, a guard, one that fails closed), else an ask rule, an allow rule,
+    nothing."""
+    for step in steps:
+        if step.mode != "enforce":
             continue
-        if guard.outcome == "blocked":
-            return "deny", f"{guard.id}: {guard.reason}"
-        if guard.outcome == "failed" and guard.reason.endswith("on_error=block"):
-            return "deny", f"{guard.id}: {guard.reason}"
+        closed = step.outcome == "failed" and step.on_error == "block"
+        if step.outcome == "blocked" or closed:
+            if step.id == _RULES:
+                return "deny", step.reason
+            return "deny", f"{step.id}: {step.reason}"
+    rules: Decision | None = judgement.decision if enforced else None
     if rules in ("ask", "allow"):
         return rules, judgement.reason
     if judgement.decision is not None and not enforced:

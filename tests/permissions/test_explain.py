@@ -184,6 +184,21 @@ def test_hooks_are_listed_not_run_and_shadow_rules_are_not_enforced(tmp_path: Pa
     assert not (tmp_path / "hook-ran").exists()
 
 
+def test_the_decision_follows_the_order_of_tool_before(tmp_path: Path) -> None:
+    # the tool filter (priority 120) runs before the rules (110): it is what blocks
+    (tmp_path / "interpose.toml").write_text(
+        '[hooks.builtins.tool-filter]\ndeny = ["exec"]\n'
+        '[permissions]\ndeny = ["Bash(git push:*)"]\n'
+    )
+    proc = explain("--json", "--", "exec", "git push", cwd=tmp_path)
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["permissions"]["decision"] == "deny"
+    assert data["guards"][0]["id"] == "builtin:tool-filter"
+    assert data["guards"][0]["outcome"] == "blocked"
+    assert data["reason"].startswith("builtin:tool-filter: ")
+
+
 def test_without_a_config_the_default_guards_judge(tmp_path: Path) -> None:
     proc = explain("--", "exec", "git push", cwd=tmp_path)
     assert proc.returncode == 0
