@@ -69,34 +69,41 @@ class PrefixMatcher:
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         strict = decision != "allow"
+        matches = self.matches
         found: list[str] = []
         for command in view.commands:
             argv = command.argv
-            if argv is not None and command.program and not strict:
-                argv = (command.program, *argv[1:])  # an allow sees the path as written
-            if argv is not None and self.matches(argv, strict=strict):
-                found.append(command.text)
-            # each wrapper level too: ["sudo"] matches `sudo rm x`
-            found += (
-                " ".join(layer) for layer in command.layers if self.matches(layer, strict=strict)
-            )
-        return tuple(found)
+            if argv is not None:
+                if command.program and not strict:
+                    argv = (command.program, *argv[1:])  # an allow sees the path as written
+                if matches(argv, strict=strict):
+                    found.append(command.text)
+            for layer in command.layers:  # each wrapper level: ["sudo"] matches `sudo rm x`
+                if matches(layer, strict=strict):
+                    found.append(" ".join(layer))
+        return tuple(found) if found else ()
 
     def matches(self, argv: Sequence[str], *, strict: bool = False) -> bool:
         """Whether ``argv`` starts with the pattern.  ``strict`` (a prompt or forbidden
         rule): a program given by any path falls back to its base name."""
         pattern = self.pattern
-        if len(argv) < len(pattern):
+        size = len(pattern)
+        if len(argv) < size:
             return False
-        if not all(token in alts for token, alts in zip(argv[1:], pattern[1:], strict=False)):
+        if argv[0] not in pattern[0] and not self._falls_back(argv[0], strict):
             return False
-        program, heads = argv[0], pattern[0]
-        if program in heads:
-            return True
+        for i in range(1, size):  # noqa: SIM110 -- a loop: no generator on the hot path
+            if argv[i] not in pattern[i]:
+                return False
+        return True
+
+    def _falls_back(self, program: str, strict: bool) -> bool:
+        """Whether ``program``, given by path, stands for one of the pattern's first
+        tokens (Codex's host-executable resolution; any path for a strict rule)."""
         if "/" not in program:
             return False
         name = program.rsplit("/", 1)[1]
-        if name not in heads:
+        if name not in self.pattern[0]:
             return False
         if strict:
             return True

@@ -36,8 +36,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase, translate
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,14 @@ class GeminiMatcher:
     prefixes: tuple[str, ...] = ()
     pattern: re.Pattern[str] | None = None
     redirection: bool = False  # allowRedirection
+    # precomputed: the tool globs as one regex, each prefix followed by a space
+    names: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    spaced: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = re.compile("|".join(translate(glob) for glob in self.tools))
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "spaced", tuple(p + " " for p in self.prefixes))
 
     @property
     def uses_args(self) -> bool:
@@ -106,8 +114,7 @@ class GeminiMatcher:
         return self.pattern is not None
 
     def applies(self, tool: str) -> bool:
-        tool = tool.lower()
-        return any(fnmatchcase(tool, glob) for glob in self.tools)
+        return self.names.match(tool.lower()) is not None
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         if not self.applies(view.tool):
@@ -121,16 +128,19 @@ class GeminiMatcher:
                 return subjects(view)
             return ()
         found: list[str] = []
+        fits, args = self.fits, view.args
         for command in view.commands:
-            for argv in ((command.argv,) if command.argv is not None else ()) + command.layers:
-                line = " ".join(argv)
-                if self.fits(line, view.args):
-                    found.append(command.text if argv is command.argv else line)
-        return tuple(found)
+            if command.argv is not None and fits(" ".join(command.argv), args):
+                found.append(command.text)
+            for layer in command.layers:
+                line = " ".join(layer)
+                if fits(line, args):
+                    found.append(line)
+        return tuple(found) if found else ()
 
     def fits(self, line: str, args: Mapping[str, Any]) -> bool:
         if self.prefixes:
-            return any(line == p or line.startswith(p + " ") for p in self.prefixes)
+            return line in self.prefixes or line.startswith(self.spaced)
         pattern = self.pattern
         return (
             pattern is not None and pattern.search(_stable({**args, "command": line})) is not None
@@ -139,6 +149,8 @@ class GeminiMatcher:
 
 def _stable(args: Mapping[str, Any]) -> str:
     """Gemini's stable JSON of the arguments: sorted keys, no spaces."""
+    if len(args) == 1 and isinstance(args.get("command"), str):  # the usual shell call
+        return '{"command":' + json.dumps(args["command"], ensure_ascii=False) + "}"
     return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -213,18 +225,18 @@ class _Read:
         if sum(x is not None and x != () for x in (prefixes or None, regex, args)) > 1:
             raise fail("", "commandPrefix, commandRegex and argsPattern are mutually exclusive")
         pattern = None
-        for field, value, prefix in (
+        for key, value, prefix in (
             ("commandRegex", regex, '"command":"'),
             ("argsPattern", args, ""),
         ):
             if value is None:
                 continue
             if not isinstance(value, str):
-                raise fail(field, "expected a string")
+                raise fail(key, "expected a string")
             try:
                 pattern = re.compile(prefix + value)
             except re.error as exc:
-                raise fail(field, f"invalid regex {value!r}: {exc}") from None
+                raise fail(key, f"invalid regex {value!r}: {exc}") from None
         redirection = table.get("allowRedirection", table.get("allow_redirection", False))
         message = table.get("denyMessage", table.get("deny_message", ""))
         if not isinstance(redirection, bool):
@@ -262,8 +274,8 @@ def _tools(table: Mapping[str, object], fail: Any) -> tuple[str, ...]:
         if not isinstance(server, str) or not server:
             raise fail("mcpName", "expected a server name")
         if not names or names == ("*",):
-            return (f"mcp__{server}__*",)
-        return tuple(f"mcp__{server}__{n}" for n in names)
+            return (f"mcp__{server}__*".lower(),)  # interpose's names are lower-case
+        return tuple(f"mcp__{server}__{n}".lower() for n in names)
     if not names:
         raise fail("toolName", 'required (use "*" for every tool)')
     globs: list[str] = []
@@ -276,7 +288,7 @@ def _tools(table: Mapping[str, object], fail: Any) -> tuple[str, ...]:
             server_name, _, tool = name[4:].partition("_")
             if not server_name or not tool:
                 raise fail("toolName", f"{name!r} is not mcp_<server>_<tool>")
-            globs.append(f"mcp__{server_name}__{tool}")
+            globs.append(f"mcp__{server_name}__{tool}".lower())
         else:
             # Gemini's name and interpose's: an application may call the tool either way
             globs += dict.fromkeys((GEMINI_TOOLS.get(name, name.lower()), name.lower()))
