@@ -92,6 +92,14 @@ CASES: dict[str, list[Case]] = {
         lambda tmp: [str(tmp / "interpose.toml"), "--tool", "exec", "--args", "[1, 2]"],
         lambda tmp: [str(tmp / "interpose.toml"), "--tool", ""],
     ],
+    "explain": [
+        lambda tmp: ["--", "exec"],
+        lambda tmp: ["--", "read", "path"],
+        lambda tmp: ["--", "read", "{not json"],
+        lambda tmp: ["--", "read", "[1, 2]"],
+        lambda tmp: ["--config", str(tmp / "missing.toml"), "--", "exec", "ls"],
+        lambda tmp: ["--config", str(tmp / "file.txt"), "--", "exec", "ls"],
+    ],
     "replay": [
         lambda tmp: [str(tmp / "missing.jsonl"), "--config", str(tmp / "interpose.toml")],
         lambda tmp: [str(tmp / "file.txt"), "--config", str(tmp / "missing.toml")],

@@ -26,11 +26,13 @@ def add_parsers(sub: Subparsers) -> None:
         "validate a config file and print the stack it builds, in order",
         "Validate a config file without starting anything: the schema, every command "
         "and script it names, regexes, tool matchers, plugins, and the commands of its "
-        "MCP servers (looked up on PATH or as files). Print the stack it builds, stage by "
+        "MCP servers (looked up on PATH or as files); run its [[permissions.tests]] (each "
+        "call must get the decision it expects). Print the stack it builds, stage by "
         "stage in execution order, the observers, tracing, and each MCP server with its "
         "transport.",
         "  0  the file is valid\n"
-        "  1  it is not (each problem on a line of stderr, naming the field)\n"
+        "  1  it is not, or a permissions test fails (each problem on a line of stderr, "
+        "naming the field)\n"
         "  2  bad input: no such file\n",
     )
     check.add_argument("file", help="interpose.toml or a .json file of the same shape")
@@ -104,14 +106,33 @@ def run_check(args: argparse.Namespace) -> int:
     config, built = loaded
     base_dir = Path(args.file).resolve().parent
     problems = check_servers(config.mcp.servers, base_dir, name=args.name)
+    problems += _policy_tests(config, built)
     if problems:
         for problem in problems:
             print(f"interpose: {args.file}: {problem}", file=sys.stderr)
     else:
-        print(f"{args.file}: OK")
+        tests = len(config.permissions.tests)
+        passed = f" ({tests} permission test{'s' * (tests != 1)} passed)" if tests else ""
+        print(f"{args.file}: OK{passed}")
     for line in [*_stack_lines(built), *_server_lines(config, base_dir)]:
         print(line)
     return 1 if problems else 0
+
+
+def _policy_tests(config: Config, built: Built) -> list[str]:
+    """The ``[[permissions.tests]]`` whose decision is not the expected one, one line
+    each (relative paths of the calls resolve against the working directory, as the
+    rules' ``./path`` patterns do)."""
+    import os
+
+    from ..permissions.engine import Permissions
+    from ..permissions.examples import failed_examples
+
+    tests = config.permissions.tests
+    if not tests:
+        return []
+    permissions = built.permissions or Permissions(())
+    return failed_examples(permissions, tests, cwd=os.getcwd(), home=os.path.expanduser("~"))
 
 
 def _server_lines(config: Config, base_dir: Path) -> list[str]:
@@ -219,6 +240,7 @@ def _stack_lines(built: Built) -> list[str]:
     content = ", content recorded (redacted)" if built.trace_content else ""
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
+    lines += _permission_lines(built)
     if built.priority_order == "picoclaw":
         lines.append(
             "priority order: picoclaw (builtins before process hooks, lower priority "
@@ -228,6 +250,25 @@ def _stack_lines(built: Built) -> list[str]:
     if built.notes:
         lines.append("notes:")
         lines += [f"  {note}" for note in built.notes]
+    return lines
+
+
+def _permission_lines(built: Built) -> list[str]:
+    """The permission rules by source file: how many of each decision."""
+    rules = built.permissions.rules if built.permissions is not None else ()
+    if not rules:
+        return []
+    import re
+
+    counts: dict[str, dict[str, int]] = {}
+    for rule in rules:
+        file = re.sub(r":\d+$", "", rule.source)  # a rule of a .rules file: path:line
+        tally = counts.setdefault(file, {"deny": 0, "ask": 0, "allow": 0})
+        tally[rule.decision] += 1
+    lines = [f"permission rules: {len(rules)}"]
+    for file, tally in counts.items():
+        shown = ", ".join(f"{n} {d}" for d, n in tally.items() if n)
+        lines.append(f"  {file}: {shown}")
     return lines
 
 

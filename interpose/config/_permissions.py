@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -55,5 +57,24 @@ class PermissionSteps(BuilderBase):
     def more_permission_rules(
         self, built: Built, table: PermissionsConfig, rules: list[Rule]
     ) -> None:
-        """Append the rules of other sources to ``rules`` (``permissions.sources``: Claude
-        Code settings files, Codex ``.rules``, Gemini CLI policies).  None yet."""
+        """Append the rules of other sources to ``rules``: ``permissions.sources`` (Claude
+        Code settings files, Codex ``.rules``, Gemini CLI policies, relative to the
+        config file), then the ``permissions`` of each ``hooks.claude_settings`` file
+        (each file once), each rule's source spelled as the config spells its file.
+        Their errors name the rule file."""
+        from ..permissions.sources import load_source
+
+        seen: set[Path] = set()
+        named = [(f"permissions.sources[{i}]", s) for i, s in enumerate(table.sources)]
+        named += [
+            (f"hooks.claude_settings[{i}]", s)
+            for i, s in enumerate(self.config.hooks.claude_settings)
+        ]
+        for where, value in named:
+            path = (self.base_dir / os.path.expanduser(value)).resolve()
+            if not path.exists():
+                self.fail(where, f"{path} does not exist")
+            if path not in seen:
+                seen.add(path)
+                with self.at(where):
+                    rules += load_source(path, base=self.base_dir, name=value, notes=built.notes)

@@ -38,6 +38,9 @@ class ShellCommand:
     """The argv at each wrapper level around ``argv``, outermost first (``sudo -u x
     timeout 5 rm f``: ``("sudo", "-u", "x", "timeout", "5", "rm", "f")``, then
     ``("timeout", "5", "rm", "f")``): deny and ask rules match any level."""
+    program: str = ""
+    """The program as written when it was given by path (``/usr/bin/git``, ``./git``;
+    ``argv[0]`` is then its base name), else empty: Codex's ``host_executable``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from .model import CallView, ShellCommand
 
 __all__ = ["FETCH_TOOLS", "READ_TOOLS", "SHELL_TOOLS", "WRITE_TOOLS", "view_of"]
 
-SHELL_TOOLS = frozenset({"exec"})
+SHELL_TOOLS = frozenset({"exec", "run_shell_command"})  # Gemini CLI's name too
 READ_TOOLS = frozenset({"read", "grep", "glob"})
 WRITE_TOOLS = frozenset(
     {"write", "edit", "multi_edit", "multiedit", "notebook_edit", "apply_patch"}

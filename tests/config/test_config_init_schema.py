@@ -171,7 +171,9 @@ def config_examples() -> list[tuple[str, Any]]:
         blocks = re.findall(r"```(toml|json)\n(.*?)```", page.read_text(), re.S)
         for i, (lang, text) in enumerate(blocks):
             first = text.strip().splitlines()[0]
-            if first.startswith("#") and first.endswith(("pyproject.toml", ".taplo.toml")):
+            if first.startswith("#") and (
+                first.endswith(("pyproject.toml", ".taplo.toml")) or ".gemini/policies/" in first
+            ):
                 continue  # another tool's file
             if lang == "toml":
                 found.append((f"{page.name}[{i}]", tomllib.loads(text)))

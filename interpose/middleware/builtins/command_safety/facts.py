@@ -140,7 +140,9 @@ class Recording(Run):
         assigned = tuple(f"{k}={show(v)}" for k, v in inv.env.items() if k not in SAFE_ASSIGNMENTS)
         if assigned and not (layers and canon(layers[0][0]) == "env"):
             layers = ((*assigned, *(layers[0] if layers else shown)), *layers)
-        sink.commands.append(ShellCommand(argv, text, layers))
+        written = show(inv.layers[-1][0].text) if inv.layers and inv.layers[-1] else ""
+        program = written if "/" in written and argv is not None else ""
+        sink.commands.append(ShellCommand(argv, text, layers, program))
         self._redirects(inv.redirects)
         reader = READERS.get(inv.name)
         if reader is not None:
