@@ -6,7 +6,8 @@
   rule matching any of them asks; whatever the order the rules were written in;
 - else the call is allowed only when allow rules cover *every* subject of the call
   (:func:`subjects`): each simple command of a command line (and each wrapper level
-  around it that may change what it can do: ``sudo``, ``env X=..``, not ``timeout``), or
+  around it that may change what it can do: ``sudo``, ``env X=..``, not ``timeout``) and
+  each file it redirects output to (an ``Edit`` rule; ``/dev/null`` needs none), or
   the paths of a file tool, or the domains of a fetch, or else the tool itself;
 - a command whose name only run time knows never matches an allow rule, and a line the
   shell model could not read (all of it) is never allowed;
@@ -35,10 +36,11 @@ def subjects(view: CallView) -> tuple[str, ...]:
     """Everything allow rules must cover for ``view`` to be allowed: the commands of a
     command line; else the paths of a file tool; else the domains; else the tool."""
     commands = view.commands
-    if len(commands) == 1 and not commands[0].layers:
+    if len(commands) == 1 and not commands[0].layers and not view.redirected:
         return (commands[0].text,)
     if commands:
-        return tuple(dict.fromkeys(s for c in view.commands for s in command_subjects(c)))
+        found = (s for c in view.commands for s in command_subjects(c))
+        return tuple(dict.fromkeys((*found, *view.redirected)))
     if view.reads or view.writes:
         return tuple(dict.fromkeys((*view.reads, *view.writes)))
     if view.domains:
@@ -89,7 +91,15 @@ class Permissions:
         lists = self._lists(view.tool)
         if not lists.facts_only:
             return self._judge(view, lists)
-        key = (view.tool, view.commands, view.reads, view.writes, view.domains, view.unparsed)
+        key = (
+            view.tool,
+            view.commands,
+            view.reads,
+            view.writes,
+            view.domains,
+            view.unparsed,
+            view.redirected,
+        )
         known = self._judged.get(key)
         if known is None:
             known = self._judge(view, lists)

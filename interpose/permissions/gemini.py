@@ -119,7 +119,7 @@ class GeminiMatcher:
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         if not self.applies(view.tool):
             return ()
-        if decision == "allow" and view.writes and not self.redirection and view.commands:
+        if decision == "allow" and view.redirected and not self.redirection:
             return ()  # Gemini asks for a redirection the rule does not allow
         if not self.prefixes and self.pattern is None:
             return subjects(view)
@@ -136,7 +136,9 @@ class GeminiMatcher:
                 line = " ".join(layer)
                 if fits(line, args):
                     found.append(line)
-        return tuple(found) if found else ()
+        if found and self.redirection:  # allowRedirection: the targets are covered too
+            found += view.redirected
+        return tuple(found)
 
     def fits(self, line: str, args: Mapping[str, Any]) -> bool:
         if self.prefixes:

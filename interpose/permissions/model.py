@@ -54,6 +54,9 @@ class CallView:
     writes: tuple[str, ...] = ()  # absolute paths (edits, redirection targets)
     domains: tuple[str, ...] = ()
     unparsed: bool = False  # a command line the shell model could not read
+    # the writes of a command line that are redirection targets (``> file``): an allow
+    # of the line must cover them too, with an ``Edit`` rule, as in Claude Code
+    redirected: tuple[str, ...] = ()
 
 
 class Matcher(Protocol):

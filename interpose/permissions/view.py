@@ -70,6 +70,7 @@ def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
     commands: tuple[ShellCommand, ...] = ()
     reads: list[str] = []
     writes: list[str] = []
+    redirected: list[str] = []
     unparsed = False
     for command in commands_of(args):
         if not isinstance(command, str) and not (
@@ -81,6 +82,7 @@ def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
         commands += facts.commands
         reads += facts.reads
         writes += facts.writes
+        redirected += facts.redirected
         unparsed = unparsed or facts.unparsed
     return CallView(
         name,
@@ -89,6 +91,7 @@ def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
         reads=_paths(reads, cwd, home),
         writes=_paths(writes, cwd, home),
         unparsed=unparsed,
+        redirected=_paths(redirected, cwd, home),
     )
 
 

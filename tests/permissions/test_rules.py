@@ -122,6 +122,21 @@ def test_allow_needs_every_command_and_every_wrapper_that_changes_what_runs() ->
     assert decide(allow, command="git status 'unterminated") is None  # unparsed: never
 
 
+def test_an_allowed_line_that_redirects_output_needs_an_edit_allow_for_the_target() -> None:
+    # Claude Code checks redirection targets as writes against Edit rules
+    allow = [rule("Bash(git status)", "allow")]
+    assert decide(allow, command="git status") == "allow"
+    assert decide(allow, command="git status > /etc/motd") is None
+    assert decide(allow, command="git status > status.txt") is None
+    assert decide(allow, command="git status >> /dev/null 2>&1") == "allow"  # exempt
+    edit = rule("Edit(./status.txt)", "allow")
+    assert decide([*allow, edit], command="git status > status.txt") == "allow"
+    assert decide([*allow, edit], command="git status > other.txt") is None
+    # a deny on the target still denies, whatever allows the command
+    deny = rule("Edit(//etc/**)", "deny")
+    assert decide([*allow, deny], command="git status > /etc/motd") == "deny"
+
+
 def test_allow_skips_only_known_safe_assignments_deny_sees_past_any() -> None:
     allow = [rule("Bash(git status)", "allow")]
     assert decide(allow, command="LANG=C git status") == "allow"

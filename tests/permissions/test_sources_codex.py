@@ -96,6 +96,8 @@ def test_the_file_loads_each_rule_with_its_line(rules_file: Path) -> None:
         ("git push origin main", "ask"),
         ("git fetch --all", "ask"),
         ("git status", "allow"),
+        ("git status > status.txt", None),  # writes a file: Codex judges it whole
+        ("git status > /dev/null", "allow"),
         ("gh pr view 7888 --json title,body", "allow"),
         ("gh pr list", None),  # no rule: the application decides
         ("npm test", "allow"),

@@ -71,6 +71,7 @@ class Facts:
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     unparsed: bool = False
+    redirected: tuple[str, ...] = ()  # the writes that are redirection targets
 
 
 @dataclass(slots=True)
@@ -83,6 +84,7 @@ class Sink:
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     unparsed: bool = False
+    redirected: list[str] = field(default_factory=list)
 
     def facts(self) -> Facts:
         return Facts(
@@ -90,6 +92,7 @@ class Sink:
             tuple(dict.fromkeys(self.reads)),
             tuple(dict.fromkeys(self.writes)),
             self.unparsed,
+            tuple(dict.fromkeys(self.redirected)),
         )
 
 
@@ -154,7 +157,9 @@ class Recording(Run):
     def _redirects(self, redirects: Sequence[Redirect]) -> None:
         for r in redirects:
             if r.op in _WRITE_OPS:
-                self.sink.writes += self._paths([r.target])
+                paths = self._paths([r.target])
+                self.sink.writes += paths
+                self.sink.redirected += paths
             if r.op in _READ_OPS:
                 self.sink.reads += self._paths([r.target])
 
