@@ -239,6 +239,12 @@ class BashRule:
     def applies(self, tool: str) -> bool:
         return tool in self.tools
 
+    @property
+    def command_pattern(self) -> re.Pattern[str]:
+        """What the engine folds into one regex with the other command rules: this rule
+        matches only commands (and wrapper levels) whose text this pattern fullmatches."""
+        return self.pattern
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         if view.tool not in self.tools:
             return ()

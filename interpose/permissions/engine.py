@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import shlex
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
 
@@ -68,9 +70,9 @@ class Permissions:
         if lists is None:
             mine = [r for r in self._rules if _applies(r, tool)]
             lists = _Lists(
-                tuple(r for r in mine if r.decision == "deny"),
-                tuple(r for r in mine if r.decision == "ask"),
-                tuple(r for r in mine if r.decision == "allow"),
+                _group(r for r in mine if r.decision == "deny"),
+                _group(r for r in mine if r.decision == "ask"),
+                _group(r for r in mine if r.decision == "allow"),
                 not any(getattr(r.matcher, "uses_args", True) for r in mine),
             )
             if len(self._by_tool) < _TOOLS_KEPT:
@@ -133,10 +135,37 @@ class Permissions:
         return self.judge(view).decision
 
 
+class _Group(NamedTuple):
+    """The rules of one decision for one tool: those a single regex can rule out at once
+    (``command_pattern``: matchers of command texts, like ``Bash(...)``) and the rest."""
+
+    commands: tuple[Rule, ...]
+    union: re.Pattern[str] | None  # fullmatches a text iff one of ``commands`` does
+    quoting: bool  # some of ``commands`` also try the argv shell-quoted
+    others: tuple[Rule, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.commands or self.others)
+
+
+def _group(rules: Iterable[Rule]) -> _Group:
+    commands: list[Rule] = []
+    others: list[Rule] = []
+    for rule in rules:
+        pattern = getattr(rule.matcher, "command_pattern", None)
+        (commands if isinstance(pattern, re.Pattern) else others).append(rule)
+    union = None
+    if commands:
+        alternatives = "|".join(f"(?:{r.matcher.command_pattern.pattern})" for r in commands)  # type: ignore[attr-defined]
+        union = re.compile(alternatives, re.DOTALL)
+    quoting = any(getattr(r.matcher, "quoting", False) for r in commands)
+    return _Group(tuple(commands), union, quoting, tuple(others))
+
+
 class _Lists(NamedTuple):
-    deny: tuple[Rule, ...]
-    ask: tuple[Rule, ...]
-    allow: tuple[Rule, ...]
+    deny: _Group
+    ask: _Group
+    allow: _Group
     facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
 
 
@@ -155,12 +184,34 @@ _NONE = Judgement(None, (), "no permission rule matches")
 _PARTIAL = "part of the command line cannot be read, so no allow rule can cover it"
 
 
-def _matches(rules: Sequence[Rule], view: CallView, decision: Decision) -> tuple[Match, ...]:
+def _matches(group: _Group, view: CallView, decision: Decision) -> tuple[Match, ...]:
+    """The rules of ``group`` that match ``view``, with what each matched; the command
+    rules asked one by one only when their union fits some command (one regex per
+    command text, whatever their number, on the common call no rule of a list matches)."""
     found: list[Match] = []
+    rules = group.others
+    if group.union is not None and _fits(group.union, view, group.quoting):
+        rules = (*group.commands, *rules)
     for rule in rules:
         for subject in rule.matcher.match(view, decision):
             found.append(Match(rule, subject))
     return tuple(found)
+
+
+def _fits(union: re.Pattern[str], view: CallView, quoting: bool) -> bool:
+    full = union.fullmatch
+    for command in view.commands:
+        argv = command.argv
+        if argv is not None and (
+            full(command.text) is not None or (quoting and full(shlex.join(argv)) is not None)
+        ):
+            return True
+        for layer in command.layers:
+            if full(" ".join(layer)) is not None or (
+                quoting and full(shlex.join(layer)) is not None
+            ):
+                return True
+    return False
 
 
 _VERBS = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import msgspec
+
 Decision = Literal["allow", "ask", "deny"]
 
 STRICTNESS: Mapping[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
@@ -43,9 +45,9 @@ class ShellCommand:
     ``argv[0]`` is then its base name), else empty: Codex's ``host_executable``."""
 
 
-@dataclass(frozen=True, slots=True)
-class CallView:
-    """The facts of one tool call that permission rules look at, read once per call."""
+class CallView(msgspec.Struct, frozen=True):
+    """The facts of one tool call that permission rules look at, read once per call (a
+    struct: built in C, once per call)."""
 
     tool: str  # the normalized name (normalize_tool_name: "Bash" is "exec"), as view_of gives
     args: Mapping[str, Any]
