@@ -259,6 +259,10 @@ class BashRule:
             for layer in command.layers:
                 if self.fits(layer):
                     found.append(" ".join(layer))
+            if decision != "allow":
+                for form in command.forms:  # git -C x push is git push
+                    if self.fits(form):
+                        found.append(command.text)
         return tuple(found)
 
     def fits(self, argv: tuple[str, ...]) -> bool:

@@ -81,6 +81,10 @@ class PrefixMatcher:
             for layer in command.layers:  # each wrapper level: ["sudo"] matches `sudo rm x`
                 if matches(layer, strict=strict):
                     found.append(" ".join(layer))
+            if strict:
+                for form in command.forms:  # git -C x push is git push
+                    if matches(form, strict=True):
+                        found.append(command.text)
         return tuple(found) if found else ()
 
     def matches(self, argv: Sequence[str], *, strict: bool = False) -> bool:

@@ -206,7 +206,7 @@ def _fits(union: re.Pattern[str], view: CallView, quoting: bool) -> bool:
             full(command.text) is not None or (quoting and full(shlex.join(argv)) is not None)
         ):
             return True
-        for layer in command.layers:
+        for layer in (*command.layers, *command.forms):
             if full(" ".join(layer)) is not None or (
                 quoting and full(shlex.join(layer)) is not None
             ):

@@ -136,6 +136,10 @@ class GeminiMatcher:
                 line = " ".join(layer)
                 if fits(line, args):
                     found.append(line)
+            if decision != "allow":
+                for form in command.forms:  # git -C x push is git push
+                    if fits(" ".join(form), args):
+                        found.append(command.text)
         if found and self.redirection:  # allowRedirection: the targets are covered too
             found += view.redirected
         return tuple(found)

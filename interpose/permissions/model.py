@@ -43,6 +43,10 @@ class ShellCommand:
     program: str = ""
     """The program as written when it was given by path (``/usr/bin/git``, ``./git``;
     ``argv[0]`` is then its base name), else empty: Codex's ``host_executable``."""
+    forms: tuple[tuple[str, ...], ...] = ()
+    """Other spellings of the same command that deny and ask rules match too (allow rules
+    do not): git's subcommand without the global options before it (``git -C repo push``
+    is also ``git push``), so ``Bash(git push *)`` holds whatever options precede it."""
 
 
 class CallView(msgspec.Struct, frozen=True):

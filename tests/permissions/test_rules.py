@@ -122,6 +122,21 @@ def test_allow_needs_every_command_and_every_wrapper_that_changes_what_runs() ->
     assert decide(allow, command="git status 'unterminated") is None  # unparsed: never
 
 
+def test_git_global_options_do_not_carry_a_denied_subcommand_past_its_rule() -> None:
+    deny = [rule("Bash(git push:*)"), rule("Bash(git *)", "allow")]
+    for command in (
+        "git -C repo push origin main",
+        "git --git-dir=.git --work-tree=. push",
+        "git -c core.sshCommand=ssh push",
+        "git --no-pager push",
+        "cd repo && git -C sub push",
+    ):
+        assert decide(deny, command=command) == "deny", command
+    assert decide(deny, command="git -C repo status") == "allow"
+    # an allow is matched on the command as written: a narrower allow does not stretch
+    assert decide([rule("Bash(git status)", "allow")], command="git -C repo status") is None
+
+
 def test_an_allowed_line_that_redirects_output_needs_an_edit_allow_for_the_target() -> None:
     # Claude Code checks redirection targets as writes against Edit rules
     allow = [rule("Bash(git status)", "allow")]

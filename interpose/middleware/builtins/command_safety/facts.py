@@ -26,6 +26,7 @@ from ....permissions.model import ShellCommand
 from ..shell import SUBST, Redirect, Script, Word
 from .budget import Budget
 from .filesystem import WRITERS
+from .git import git_subcommand
 from .invocation import Invocation
 from .model import HOME, Finding
 from .paths import show
@@ -145,7 +146,9 @@ class Recording(Run):
             layers = ((*assigned, *(layers[0] if layers else shown)), *layers)
         written = show(inv.layers[-1][0].text) if inv.layers and inv.layers[-1] else ""
         program = written if "/" in written and argv is not None else ""
-        sink.commands.append(ShellCommand(argv, text, layers, program))
+        form = git_subcommand(argv) if argv is not None and inv.name == "git" else None
+        forms = (form,) if form is not None else ()
+        sink.commands.append(ShellCommand(argv, text, layers, program, forms))
         self._redirects(inv.redirects)
         reader = READERS.get(inv.name)
         if reader is not None:

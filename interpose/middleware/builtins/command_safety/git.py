@@ -59,7 +59,7 @@ from .wrappers import split_words
 
 # -- git ---------------------------------------------------------------------------------------
 
-_GIT_GLOBAL_ARG = frozenset(
+GIT_GLOBAL_ARG = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
 )
 _GIT_NO_VERIFY_COMMANDS = frozenset(
@@ -93,6 +93,18 @@ _HOOKS_OFF = {
 """Environment variables that switch a hook manager off, and the values that do."""
 _HOOKS_SKIPPED = ("SKIP", "LEFTHOOK_EXCLUDE")
 """Environment variables naming hooks to skip (pre-commit and overcommit; lefthook)."""
+
+
+def git_subcommand(argv: Sequence[str]) -> tuple[str, ...] | None:
+    """``git`` and its subcommand with what follows it, without the global options
+    before the subcommand (``git -C repo -c x=y push origin`` -> ``git push origin``);
+    None when there are none (or no subcommand)."""
+    i, n = 1, len(argv)
+    while i < n and argv[i].startswith("-"):
+        i += 2 if argv[i] in GIT_GLOBAL_ARG else 1
+    if i == 1 or i >= n:
+        return None
+    return (argv[0], *argv[i:])
 
 
 def _no_verify(sub: str, args: Sequence[Word]) -> tuple[str | None, list[str]]:
@@ -234,7 +246,7 @@ def _judge_git(inv: Invocation, run: Run, depth: int = 0) -> Finding | None:
     configs: list[tuple[str, str]] = []
     while i < n and args[i].text.startswith("-"):
         t = args[i].text
-        if t in _GIT_GLOBAL_ARG:
+        if t in GIT_GLOBAL_ARG:
             if t in ("-c", "--config-env") and i + 1 < n:
                 configs.append((t, args[i + 1].text))
             i += 2
