@@ -156,7 +156,15 @@ def _matcher(
     if key == "bash":
         if spec.startswith("command:"):
             return ToolRule(frozenset(), f"{where}: Bash(command:...) is ignored (use Bash(...))")
-        return BashRule(tools, _command_pattern(spec), quoting=any(q in spec for q in "'\"\\"))
+        head = spec.split(" ", 1)[0]
+        if head == spec and spec.endswith(":*"):  # git:* is git and git ...
+            head = spec[:-2]
+        return BashRule(
+            tools,
+            _command_pattern(spec),
+            quoting=any(q in spec for q in "'\"\\"),
+            program="" if "*" in head or not head else head,
+        )
     if key in ("read", "edit"):
         return _path_rule(key, spec, where, anchors)
     if key in ("write", "glob"):
@@ -235,6 +243,9 @@ class BashRule:
     warning: str = ""
 
     quoting: bool = False  # the pattern holds quotes: also try the argv shell-quoted
+    # the first word of every text the pattern matches ("git" for git push:*), or ""
+    # when the pattern starts with a wildcard: the engine looks up rules by it
+    program: str = ""
 
     def applies(self, tool: str) -> bool:
         return tool in self.tools
@@ -302,6 +313,8 @@ class PathRule:
             paths = view.reads if decision == "allow" else (*view.reads, *view.writes)
         else:
             paths = view.writes
+        if not paths:  # most calls: nothing read or written
+            return ()
         pattern = self.anywhere if self.anywhere is not None and decision != "allow" else None
         return tuple(
             p

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
@@ -136,13 +135,19 @@ class Permissions:
 
 
 class _Group(NamedTuple):
-    """The rules of one decision for one tool: those a single regex can rule out at once
+    """The rules of one decision for one tool: those a single regex can judge at once
     (``command_pattern``: matchers of command texts, like ``Bash(...)``) and the rest."""
 
     commands: tuple[Rule, ...]
-    union: re.Pattern[str] | None  # fullmatches a text iff one of ``commands`` does
+    # fullmatches a text iff one of ``commands`` does (a prefilter of the quoted ones)
+    union: re.Pattern[str] | None
     quoting: bool  # some of ``commands`` also try the argv shell-quoted
     others: tuple[Rule, ...]
+    # the command rules by the first word of the texts they can match ("git"), those
+    # that start with a wildcard under "" (and in every other entry too): a text is
+    # matched against its own program's few rules, not against them all; the union's
+    # group that matched (``m.lastindex``) names the first rule that matches it
+    by_program: dict[str, _Union]
 
     def __bool__(self) -> bool:
         return bool(self.commands or self.others)
@@ -154,12 +159,41 @@ def _group(rules: Iterable[Rule]) -> _Group:
     for rule in rules:
         pattern = getattr(rule.matcher, "command_pattern", None)
         (commands if isinstance(pattern, re.Pattern) else others).append(rule)
-    union = None
-    if commands:
-        alternatives = "|".join(f"(?:{r.matcher.command_pattern.pattern})" for r in commands)  # type: ignore[attr-defined]
-        union = re.compile(alternatives, re.DOTALL)
+    union = _union(commands)
     quoting = any(getattr(r.matcher, "quoting", False) for r in commands)
-    return _Group(tuple(commands), union, quoting, tuple(others))
+    buckets: dict[str, list[Rule]] = {}
+    for rule in commands:
+        buckets.setdefault(getattr(rule.matcher, "program", ""), []).append(rule)
+    wild = buckets.pop("", [])
+    by_program = {
+        program: _union([r for r in commands if r in mine or r in wild])
+        for program, mine in buckets.items()
+    }
+    if wild:
+        by_program[""] = _union(wild)
+    return _Group(
+        tuple(commands),
+        union.pattern if union is not None else None,
+        quoting,
+        tuple(others),
+        {k: v for k, v in by_program.items() if v is not None},
+    )
+
+
+class _Union(NamedTuple):
+    pattern: re.Pattern[str]
+    rules: tuple[Rule | None, ...]  # by group number: the rule of the group that matched
+
+
+def _union(rules: Sequence[Rule]) -> _Union | None:
+    """One regex of the ``command_pattern`` of each rule, one group each, in order."""
+    if not rules:
+        return None
+    alternatives = "|".join(
+        f"({rule.matcher.command_pattern.pattern})"  # type: ignore[attr-defined]
+        for rule in rules
+    )
+    return _Union(re.compile(alternatives, re.DOTALL), (None, *rules))
 
 
 class _Lists(NamedTuple):
@@ -185,33 +219,57 @@ _PARTIAL = "part of the command line cannot be read, so no allow rule can cover 
 
 
 def _matches(group: _Group, view: CallView, decision: Decision) -> tuple[Match, ...]:
-    """The rules of ``group`` that match ``view``, with what each matched; the command
-    rules asked one by one only when their union fits some command (one regex per
-    command text, whatever their number, on the common call no rule of a list matches)."""
+    """Rules of ``group`` that match ``view``, with what each matched: enough of them to
+    decide, and to cover every subject an allow must cover.
+
+    The command rules are not asked one by one: their union, matched on each text of
+    the call (a command, a wrapper level, another form), names the first rule that
+    matches it, and only those rules are asked (one regex per text, whatever the number
+    of rules).  With quoted patterns (rare) every command rule is asked.  ``explain``
+    lists every rule that matches.
+    """
     found: list[Match] = []
     rules = group.others
-    if group.union is not None and _fits(group.union, view, group.quoting):
-        rules = (*group.commands, *rules)
+    if group.union is not None:
+        if group.quoting:
+            rules = (*group.commands, *rules)
+        else:
+            hits = _first_hits(group, view)
+            if hits:
+                rules = (*hits, *rules)
     for rule in rules:
-        for subject in rule.matcher.match(view, decision):
-            found.append(Match(rule, subject))
+        subjects = rule.matcher.match(view, decision)
+        if subjects:
+            found += [Match(rule, subject) for subject in subjects]
     return tuple(found)
 
 
-def _fits(union: re.Pattern[str], view: CallView, quoting: bool) -> bool:
-    full = union.fullmatch
+def _first_hits(group: _Group, view: CallView) -> list[Rule]:
+    """For each text of ``view``'s commands, the first command rule of ``group`` whose
+    pattern fullmatches it (as ``BashRule.match`` tries them)."""
+    by_program = group.by_program
+    wild = by_program.get("")
+    hits: list[Rule] = []
     for command in view.commands:
-        argv = command.argv
-        if argv is not None and (
-            full(command.text) is not None or (quoting and full(shlex.join(argv)) is not None)
-        ):
-            return True
-        for layer in (*command.layers, *command.forms):
-            if full(" ".join(layer)) is not None or (
-                quoting and full(shlex.join(layer)) is not None
-            ):
-                return True
-    return False
+        if command.argv is not None:
+            _hit(by_program, wild, command.text, hits)
+        if command.layers or command.forms:
+            for layer in (*command.layers, *command.forms):
+                _hit(by_program, wild, " ".join(layer), hits)
+    return hits
+
+
+def _hit(by_program: dict[str, _Union], wild: _Union | None, text: str, hits: list[Rule]) -> None:
+    # the rules of the text's first word as the patterns see it (a program's name may
+    # hold a space), else those that start with a wildcard
+    union = by_program.get(text.partition(" ")[0], wild)
+    if union is None:
+        return
+    m = union.pattern.fullmatch(text)
+    if m is not None:
+        rule = union.rules[m.lastindex or 0]
+        if rule is not None and rule not in hits:
+            hits.append(rule)
 
 
 _VERBS = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}

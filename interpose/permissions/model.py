@@ -85,16 +85,14 @@ class Rule:
     justification: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(msgspec.Struct, frozen=True):
     """A rule that matched, and what it matched (a command, a path, a domain)."""
 
     rule: Rule
     subject: str
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
+class Judgement(msgspec.Struct, frozen=True):
     """What the rules decided for one call: ``None`` when no rule has an opinion."""
 
     decision: Decision | None
