@@ -111,11 +111,11 @@ class Permissions:
         return known
 
     def _judge(self, view: CallView, lists: _Lists) -> Judgement:
-        if lists.deny and (matches := _matches(lists.deny, view, "deny")):
-            return Judgement("deny", matches, _reason("deny", matches))
-        if lists.ask and (matches := _matches(lists.ask, view, "ask")):
-            return Judgement("ask", matches, _reason("ask", matches))
-        if not lists.allow:
+        if lists.deny is not None and (matches := _matches(lists.deny, view, "deny")):
+            return Judgement("deny", matches)
+        if lists.ask is not None and (matches := _matches(lists.ask, view, "ask")):
+            return Judgement("ask", matches)
+        if lists.allow is None:
             return _NONE
         matches = _matches(lists.allow, view, "allow")
         if not matches:
@@ -127,7 +127,7 @@ class Permissions:
         if missing:
             shown = ", ".join(repr(s) for s in missing[:3])
             return Judgement(None, matches, f"no allow rule covers {shown}")
-        return Judgement("allow", matches, _reason("allow", matches))
+        return Judgement("allow", matches)
 
     def decides(self, view: CallView) -> Decision | None:
         """Just the decision of :meth:`judge`."""
@@ -139,8 +139,6 @@ class _Group(NamedTuple):
     (``command_pattern``: matchers of command texts, like ``Bash(...)``) and the rest."""
 
     commands: tuple[Rule, ...]
-    # fullmatches a text iff one of ``commands`` does (a prefilter of the quoted ones)
-    union: re.Pattern[str] | None
     quoting: bool  # some of ``commands`` also try the argv shell-quoted
     others: tuple[Rule, ...]
     # the command rules by the first word of the texts they can match ("git"), those
@@ -149,17 +147,16 @@ class _Group(NamedTuple):
     # group that matched (``m.lastindex``) names the first rule that matches it
     by_program: dict[str, _Union]
 
-    def __bool__(self) -> bool:
-        return bool(self.commands or self.others)
 
-
-def _group(rules: Iterable[Rule]) -> _Group:
+def _group(rules: Iterable[Rule]) -> _Group | None:
+    """The group of ``rules`` (of one decision, for one tool), or None when empty."""
     commands: list[Rule] = []
     others: list[Rule] = []
     for rule in rules:
         pattern = getattr(rule.matcher, "command_pattern", None)
         (commands if isinstance(pattern, re.Pattern) else others).append(rule)
-    union = _union(commands)
+    if not commands and not others:
+        return None
     quoting = any(getattr(r.matcher, "quoting", False) for r in commands)
     buckets: dict[str, list[Rule]] = {}
     for rule in commands:
@@ -173,7 +170,6 @@ def _group(rules: Iterable[Rule]) -> _Group:
         by_program[""] = _union(wild)
     return _Group(
         tuple(commands),
-        union.pattern if union is not None else None,
         quoting,
         tuple(others),
         {k: v for k, v in by_program.items() if v is not None},
@@ -197,9 +193,9 @@ def _union(rules: Sequence[Rule]) -> _Union | None:
 
 
 class _Lists(NamedTuple):
-    deny: _Group
-    ask: _Group
-    allow: _Group
+    deny: _Group | None
+    ask: _Group | None
+    allow: _Group | None
     facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
 
 
@@ -222,21 +218,19 @@ def _matches(group: _Group, view: CallView, decision: Decision) -> tuple[Match, 
     """Rules of ``group`` that match ``view``, with what each matched: enough of them to
     decide, and to cover every subject an allow must cover.
 
-    The command rules are not asked one by one: their union, matched on each text of
-    the call (a command, a wrapper level, another form), names the first rule that
-    matches it, and only those rules are asked (one regex per text, whatever the number
-    of rules).  With quoted patterns (rare) every command rule is asked.  ``explain``
-    lists every rule that matches.
+    The command rules are not asked one by one: each text of the call (a command, a
+    wrapper level, another form) is matched against the union of the rules of its
+    program (its first word), whose matched group names the first rule that matches it
+    (one regex per text, whatever the number of rules).  With quoted patterns (rare)
+    every command rule is asked.  ``explain`` lists every rule that matches.
     """
     found: list[Match] = []
     rules = group.others
-    if group.union is not None:
+    if group.commands:
         if group.quoting:
             rules = (*group.commands, *rules)
         else:
-            hits = _first_hits(group, view)
-            if hits:
-                rules = (*hits, *rules)
+            found = _command_matches(group, view, decision)
     for rule in rules:
         subjects = rule.matcher.match(view, decision)
         if subjects:
@@ -244,51 +238,38 @@ def _matches(group: _Group, view: CallView, decision: Decision) -> tuple[Match, 
     return tuple(found)
 
 
-def _first_hits(group: _Group, view: CallView) -> list[Rule]:
-    """For each text of ``view``'s commands, the first command rule of ``group`` whose
-    pattern fullmatches it (as ``BashRule.match`` tries them)."""
+def _command_matches(group: _Group, view: CallView, decision: Decision) -> list[Match]:
+    """What a ``command_pattern`` matcher's ``match`` gives (``BashRule``): each command
+    text (a known program), each wrapper level and, for deny and ask, each other form of
+    a command (then the command's own text is the subject) that the pattern fullmatches;
+    here only the first rule that matches each text."""
     by_program = group.by_program
     wild = by_program.get("")
-    hits: list[Rule] = []
+    found: list[Match] = []
     for command in view.commands:
         if command.argv is not None:
-            _hit(by_program, wild, command.text, hits)
-        if command.layers or command.forms:
-            for layer in (*command.layers, *command.forms):
-                _hit(by_program, wild, " ".join(layer), hits)
-    return hits
+            rule = _first(by_program, wild, command.text)
+            if rule is not None:
+                found.append(Match(rule, command.text))
+        for layer in command.layers:
+            text = " ".join(layer)
+            rule = _first(by_program, wild, text)
+            if rule is not None:
+                found.append(Match(rule, text))
+        if decision != "allow":
+            for form in command.forms:
+                rule = _first(by_program, wild, " ".join(form))
+                if rule is not None:
+                    found.append(Match(rule, command.text))
+    return found
 
 
-def _hit(by_program: dict[str, _Union], wild: _Union | None, text: str, hits: list[Rule]) -> None:
-    # the rules of the text's first word as the patterns see it (a program's name may
-    # hold a space), else those that start with a wildcard
+def _first(by_program: dict[str, _Union], wild: _Union | None, text: str) -> Rule | None:
+    """The first rule whose pattern fullmatches ``text``: among those of the text's first
+    word as the patterns see it (a program's name may hold a space) and those that
+    start with a wildcard."""
     union = by_program.get(text.partition(" ")[0], wild)
     if union is None:
-        return
+        return None
     m = union.pattern.fullmatch(text)
-    if m is not None:
-        rule = union.rules[m.lastindex or 0]
-        if rule is not None and rule not in hits:
-            hits.append(rule)
-
-
-_VERBS = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}
-
-
-def _reason(decision: Decision, matches: Sequence[Match]) -> str:
-    """``denied by Bash(git push:*) (interpose.toml) on 'git push origin'``: each rule
-    once, with the subjects it matched."""
-    verb = _VERBS[decision]
-    if len(matches) == 1:
-        rule = matches[0].rule
-        why = f": {rule.justification}" if rule.justification else ""
-        return f"{verb} by {rule.text} ({rule.source}) on {matches[0].subject!r}{why}"
-    by_rule: dict[Rule, list[str]] = {}
-    for m in matches:
-        by_rule.setdefault(m.rule, []).append(m.subject)
-    parts = []
-    for rule, matched in by_rule.items():
-        shown = ", ".join(repr(s) for s in dict.fromkeys(matched))
-        why = f": {rule.justification}" if rule.justification else ""
-        parts.append(f"{rule.text} ({rule.source}) on {shown}{why}")
-    return f"{verb} by " + "; ".join(parts)
+    return union.rules[m.lastindex or 0] if m is not None else None

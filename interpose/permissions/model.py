@@ -12,7 +12,7 @@ Sources (``interpose.toml``'s ``[permissions]``, Claude Code settings files, Cod
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -24,8 +24,7 @@ STRICTNESS: Mapping[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
 """deny beats ask beats allow, whatever the order or the specificity of the rules."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShellCommand:
+class ShellCommand(msgspec.Struct, frozen=True):
     """One simple command of a command line, as the shell would run it.
 
     ``argv`` is the command after wrappers (``sudo``, ``env``, ``timeout``, ``xargs``,
@@ -93,8 +92,40 @@ class Match(msgspec.Struct, frozen=True):
 
 
 class Judgement(msgspec.Struct, frozen=True):
-    """What the rules decided for one call: ``None`` when no rule has an opinion."""
+    """What the rules decided for one call: ``None`` when no rule has an opinion.
+
+    ``reason`` names the rules that decided, their sources and what they matched; it is
+    written when someone reads it (an allow's, most of the time, never is).
+    """
 
     decision: Decision | None
     matches: tuple[Match, ...]
-    reason: str
+    note: str = ""  # the reason when it is not the matches' (no rule, a part unread)
+
+    @property
+    def reason(self) -> str:
+        if self.note or self.decision is None:
+            return self.note
+        return reason_of(self.decision, self.matches)
+
+
+_VERBS = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}
+
+
+def reason_of(decision: Decision, matches: Sequence[Match]) -> str:
+    """``denied by Bash(git push:*) (interpose.toml) on 'git push origin'``: each rule
+    once, with the subjects it matched."""
+    verb = _VERBS[decision]
+    if len(matches) == 1:
+        rule = matches[0].rule
+        why = f": {rule.justification}" if rule.justification else ""
+        return f"{verb} by {rule.text} ({rule.source}) on {matches[0].subject!r}{why}"
+    by_rule: dict[Rule, list[str]] = {}
+    for m in matches:
+        by_rule.setdefault(m.rule, []).append(m.subject)
+    parts = []
+    for rule, matched in by_rule.items():
+        shown = ", ".join(repr(s) for s in dict.fromkeys(matched))
+        why = f": {rule.justification}" if rule.justification else ""
+        parts.append(f"{rule.text} ({rule.source}) on {shown}{why}")
+    return f"{verb} by " + "; ".join(parts)
