@@ -22,6 +22,7 @@ only record what they would have decided (a ``shadow_decision`` event).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,7 @@ class PermissionPolicy:
     when the policy is made.
     """
 
-    __slots__ = ("_cwd", "_home", "id", "mode", "permissions", "priority")
+    __slots__ = ("_asks", "_cwd", "_home", "_last", "id", "mode", "permissions", "priority")
 
     def __init__(
         self,
@@ -70,6 +71,10 @@ class PermissionPolicy:
         self.mode = mode
         self._cwd = cwd
         self._home = home or os.path.expanduser("~")  # read once: 0.9 us a call otherwise
+        self._asks = any(rule.decision == "ask" for rule in permissions.rules)
+        # (call id, tool, args as judged, judgement) of the last tool.before, which the
+        # approver takes when its call comes with the same arguments
+        self._last: tuple[str, str, dict[str, Any], Judgement] | None = None
         share_analyses()  # the guard leaves what it parses for view_of, from the first call
 
     def judge(self, tool: str, args: Mapping[str, Any]) -> Judgement:
@@ -82,6 +87,8 @@ class PermissionPolicy:
         if out.block:
             return
         judgement = self.judge(inp.tool_name, out.args)
+        if self._asks:
+            self._last = (inp.tool_call_id, inp.tool_name, _snapshot(out.args), judgement)
         if judgement.decision == "deny":
             out.block = True
             out.block_reason = f"permissions: {judgement.reason}"
@@ -89,7 +96,16 @@ class PermissionPolicy:
     def approve(self, request: ApprovalRequest) -> Approval | None:
         """``tool.approve``: an ask rule asks the human-approval handler; a deny (of
         arguments rewritten since ``tool.before``) denies."""
-        judgement = self.judge(request.tool_name, request.args)
+        last = self._last
+        if (
+            last is not None
+            and last[0] == request.tool_call_id
+            and last[1] == request.tool_name
+            and last[2] == request.args
+        ):
+            judgement = last[3]  # judged in tool.before, on the same arguments
+        else:
+            judgement = self.judge(request.tool_name, request.args)
         if judgement.decision == "ask":
             return Approval.ask(f"permissions: {judgement.reason}")
         if judgement.decision == "deny" and self.mode == "enforce":  # shadow: recorded once
@@ -100,7 +116,7 @@ class PermissionPolicy:
         """The registrations, ready for ``Registry.add``: the approver only when there
         are ask rules (an approver puts every call through the approval step)."""
         regs = [self._registration("tool.before", self.id, self.before)]
-        if any(rule.decision == "ask" for rule in self.permissions.rules):
+        if self._asks:
             regs.append(self._registration("tool.approve", self.id + ".ask", self.approve))
         return regs
 
@@ -133,3 +149,12 @@ class PermissionPolicy:
             source="builtin",
             mode=self.mode,
         )
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _snapshot(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``args`` that later changes to them, in place or not, do not reach (the
+    values of a shell call are strings: a shallow copy; anything else is copied deep)."""
+    return {k: v if type(v) in _PLAIN else copy.deepcopy(v) for k, v in args.items()}

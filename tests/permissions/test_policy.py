@@ -84,6 +84,34 @@ async def test_an_ask_goes_to_the_human_approval_handler_and_its_answer_holds(
     assert all("approval asked by Bash(rm *) (test)" in reason for _, reason in asked)
 
 
+async def test_arguments_rewritten_after_the_rules_are_judged_again_by_the_approver(
+    tmp_path: Path,
+) -> None:
+    # the approver takes tool.before's judgement only for the very arguments it judged
+    asked: list[str] = []
+
+    def human(request: ApprovalRequest, reason: str) -> Approval:
+        asked.append(request.args["command"])
+        return Approval.deny("no")
+
+    pipe = Pipeline(builtins=False, human_approval=human)
+    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(pipe)
+
+    @pipe.intercept("tool.before", priority=50)  # after the rules (110)
+    def rewrite(inp: Any, out: Any) -> None:
+        if out.args.get("command") == "ls -la":
+            out.args = {"command": "rm -rf build"}  # replaced
+        elif out.args.get("command") == "ls src":
+            out.args["command"] = "rm -rf src"  # changed in place
+
+    ran: list[str] = []
+    assert (await call(pipe, "ls -la", ran)).status == "denied"
+    assert (await call(pipe, "ls src", ran)).status == "denied"
+    assert (await call(pipe, "ls docs", ran)).status == "ok"
+    assert asked == ["rm -rf build", "rm -rf src"]
+    assert ran == ["ls docs"]
+
+
 async def test_an_approver_registered_after_the_rules_sees_an_allowed_ask(
     tmp_path: Path,
 ) -> None:
