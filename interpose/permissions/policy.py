@@ -79,8 +79,8 @@ class PermissionPolicy:
 
     def judge(self, tool: str, args: Mapping[str, Any]) -> Judgement:
         """The rules' judgement of one call."""
-        cwd = self._cwd or os.getcwd()
-        return self.permissions.judge(view_of(tool, args, cwd=cwd, home=self._home))
+        # cwd None: the process's, read only for a relative path (most calls have none)
+        return self.permissions.judge(view_of(tool, args, cwd=self._cwd, home=self._home))
 
     def before(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         """``tool.before``: block what a deny rule matches."""

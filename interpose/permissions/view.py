@@ -13,6 +13,7 @@ host of the URL.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
@@ -36,9 +37,10 @@ _PATH_KEYS = ("path", "file_path", "file", "notebook_path", "filename")
 _PATCHED = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.M)
 
 
-def view_of(tool: str, args: Mapping[str, Any], *, cwd: str, home: str) -> CallView:
+def view_of(tool: str, args: Mapping[str, Any], *, cwd: str | None, home: str) -> CallView:
     """The facts of a call of ``tool`` with ``args``; relative paths are resolved
-    against ``cwd`` (or the call's own ``cwd``/``workdir`` argument), ``~`` against
+    against ``cwd`` (or the call's own ``cwd``/``workdir`` argument; None: the
+    process's working directory, read when a relative path needs it), ``~`` against
     ``home``."""
     name = normalize_tool_name(tool)
     where = args.get("cwd") or args.get("workdir")
@@ -61,7 +63,7 @@ def view_of(tool: str, args: Mapping[str, Any], *, cwd: str, home: str) -> CallV
     return CallView(name, args)
 
 
-def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
+def _shell(name: str, args: Mapping[str, Any], cwd: str | None, home: str) -> CallView:
     line = args.get("command")
     if type(line) is str and "args" not in args and "argv" not in args:  # the usual call
         facts = analysis_of(line).facts
@@ -112,11 +114,13 @@ def _file_args(args: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def _paths(paths: Iterable[str], cwd: str, home: str) -> tuple[str, ...]:
+def _paths(paths: Iterable[str], cwd: str | None, home: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_absolute(p, cwd, home) for p in paths))
 
 
-def _absolute(path: str, cwd: str, home: str) -> str:
+def _absolute(path: str, cwd: str | None, home: str) -> str:
     if path == "~" or path.startswith("~/"):
         path = home + path[1:]
-    return posixpath.normpath(posixpath.join(cwd, path))
+    if not path.startswith("/"):  # the working directory read only when needed
+        path = posixpath.join(cwd if cwd is not None else os.getcwd(), path)
+    return posixpath.normpath(path)

@@ -41,6 +41,7 @@ class ToolChain:
         "quiet",
         "raw_name",
         "span_base",
+        "sync_before",
         "tool_name",
         "track_responders",
         "variants",
@@ -63,6 +64,9 @@ class ToolChain:
         self.empty = True
         # only sync tool.before handlers: run them without a coroutine when nobody listens
         self.quiet = False
+        # every tool.before handler is sync: with nobody listening, the full path runs
+        # them without a coroutine (a chain with approvers: the rows with an approver)
+        self.sync_before = True
         # track which before-step responds: a trusted one may respond past the
         # approvers, and reports (events, spans) name the responder
         self.track_responders = False
@@ -110,10 +114,12 @@ def compile_tool(
     chain.layers = layers  # the stage builds the onion around its core from them
     chain.empty = not (chain.before or chain.approvers or chain.after or layers)
     chain.watched = any(s.watched for s in chain.before_steps + chain.after_steps)
+    chain.sync_before = not any(s.is_async for s in chain.before_steps)
     chain.quiet = (
         bool(chain.before or chain.after)
         and not (chain.approvers or layers)
-        and not any(s.is_async for s in chain.before_steps + chain.after_steps)
+        and chain.sync_before
+        and not any(s.is_async for s in chain.after_steps)
     )
     if base is not None:
         chain.span_base = tool_span_base(tool, raw_name, agent_id)

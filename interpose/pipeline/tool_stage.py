@@ -328,16 +328,22 @@ async def full_path(
     try:
         result: ToolResult | None = None
         if chain.before:
-            decider, responder = await run_gate(
-                chain.before,
-                chain.before_steps,
-                inp,
-                out,
-                rt.failures.hook_failed,
-                chain.track_responders or bool(wanted),
-                ctx._times,
-                watch,
-            )
+            if chain.sync_before and not wanted and not chain.track_responders:
+                decider = run_gate_sync(
+                    chain.before, chain.before_steps, inp, out, rt.failures.settle
+                )
+                responder = None
+            else:
+                decider, responder = await run_gate(
+                    chain.before,
+                    chain.before_steps,
+                    inp,
+                    out,
+                    rt.failures.hook_failed,
+                    chain.track_responders or bool(wanted),
+                    ctx._times,
+                    watch,
+                )
             if decider is not None or out.result is not None:
                 result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
@@ -465,7 +471,7 @@ async def _approve(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResul
         session_key=inp.session_key,
     )
     for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
-        start = perf_counter_ns()
+        start = perf_counter_ns() if times is not None else 0
         try:
             try:
                 answer = fn(request)
