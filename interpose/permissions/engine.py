@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import NamedTuple
 
@@ -67,13 +67,7 @@ class Permissions:
     def _lists(self, tool: str) -> _Lists:
         lists = self._by_tool.get(tool)
         if lists is None:
-            mine = [r for r in self._rules if _applies(r, tool)]
-            lists = _Lists(
-                _group(r for r in mine if r.decision == "deny"),
-                _group(r for r in mine if r.decision == "ask"),
-                _group(r for r in mine if r.decision == "allow"),
-                not any(getattr(r.matcher, "uses_args", True) for r in mine),
-            )
+            lists = _lists([r for r in self._rules if _applies(r, tool)])
             if len(self._by_tool) < _TOOLS_KEPT:
                 self._by_tool[tool] = lists
         return lists
@@ -111,13 +105,12 @@ class Permissions:
         return known
 
     def _judge(self, view: CallView, lists: _Lists) -> Judgement:
-        if lists.deny is not None and (matches := _matches(lists.deny, view, "deny")):
+        hits = _command_hits(lists, view)
+        if matches := _matches(lists, "deny", view, hits):
             return Judgement("deny", matches)
-        if lists.ask is not None and (matches := _matches(lists.ask, view, "ask")):
+        if matches := _matches(lists, "ask", view, hits):
             return Judgement("ask", matches)
-        if lists.allow is None:
-            return _NONE
-        matches = _matches(lists.allow, view, "allow")
+        matches = _matches(lists, "allow", view, hits)
         if not matches:
             return _NONE
         if view.unparsed:
@@ -134,46 +127,20 @@ class Permissions:
         return self.judge(view).decision
 
 
-class _Group(NamedTuple):
-    """The rules of one decision for one tool: those a single regex can judge at once
-    (``command_pattern``: matchers of command texts, like ``Bash(...)``) and the rest."""
+class _Lists(NamedTuple):
+    """The rules of one tool, compiled for judging its calls."""
 
+    # the rules of ``command_pattern`` matchers (``Bash(...)``: matchers of command
+    # texts), deny first, then ask, then allow, each in its own order
     commands: tuple[Rule, ...]
-    quoting: bool  # some of ``commands`` also try the argv shell-quoted
-    others: tuple[Rule, ...]
-    # the command rules by the first word of the texts they can match ("git"), those
-    # that start with a wildcard under "" (and in every other entry too): a text is
-    # matched against its own program's few rules, not against them all; the union's
-    # group that matched (``m.lastindex``) names the first rule that matches it
-    by_program: dict[str, _Union]
-
-
-def _group(rules: Iterable[Rule]) -> _Group | None:
-    """The group of ``rules`` (of one decision, for one tool), or None when empty."""
-    commands: list[Rule] = []
-    others: list[Rule] = []
-    for rule in rules:
-        pattern = getattr(rule.matcher, "command_pattern", None)
-        (commands if isinstance(pattern, re.Pattern) else others).append(rule)
-    if not commands and not others:
-        return None
-    quoting = any(getattr(r.matcher, "quoting", False) for r in commands)
-    buckets: dict[str, list[Rule]] = {}
-    for rule in commands:
-        buckets.setdefault(getattr(rule.matcher, "program", ""), []).append(rule)
-    wild = buckets.pop("", [])
-    by_program = {
-        program: _union([r for r in commands if r in mine or r in wild])
-        for program, mine in buckets.items()
-    }
-    if wild:
-        by_program[""] = _union(wild)
-    return _Group(
-        tuple(commands),
-        quoting,
-        tuple(others),
-        {k: v for k, v in by_program.items() if v is not None},
-    )
+    # those rules by the first word of the texts they can match ("git"; those that start
+    # with a wildcard under "" and in every entry): one regex per text of a call finds
+    # the first rule, in that order, that matches it -- so the strictest decision of
+    # the text -- whatever the number of rules; None: no command rule, or some pattern
+    # holds quotes (rare: then each rule is asked)
+    by_program: dict[str, _Union] | None
+    others: dict[Decision, tuple[Rule, ...]]  # every other rule, by decision
+    facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
 
 
 class _Union(NamedTuple):
@@ -181,26 +148,40 @@ class _Union(NamedTuple):
     rules: tuple[Rule | None, ...]  # by group number: the rule of the group that matched
 
 
-def _union(rules: Sequence[Rule]) -> _Union | None:
-    """One regex of the ``command_pattern`` of each rule, one group each, in order."""
-    if not rules:
-        return None
-    alternatives = "|".join(
-        f"({rule.matcher.command_pattern.pattern})"  # type: ignore[attr-defined]
-        for rule in rules
-    )
-    return _Union(re.compile(alternatives, re.DOTALL), (None, *rules))
-
-
-class _Lists(NamedTuple):
-    deny: _Group | None
-    ask: _Group | None
-    allow: _Group | None
-    facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
-
-
+_ORDER: tuple[Decision, ...] = ("deny", "ask", "allow")
 _JUDGED_KEPT = 4096  # judgements remembered per Permissions
 _TOOLS_KEPT = 1024  # tool names whose rule lists are kept (names are few; bounded anyway)
+
+
+def _lists(rules: Sequence[Rule]) -> _Lists:
+    ordered = [r for d in _ORDER for r in rules if r.decision == d]
+    commands = [r for r in ordered if isinstance(_pattern(r), re.Pattern)]
+    others = {d: tuple(r for r in ordered if r.decision == d and r not in commands) for d in _ORDER}
+    index = None
+    if commands and not any(getattr(r.matcher, "quoting", False) for r in commands):
+        programs = {getattr(r.matcher, "program", "") for r in commands}
+        index = {
+            program: _union(
+                [r for r in commands if getattr(r.matcher, "program", "") in (program, "")]
+            )
+            for program in programs
+        }
+    return _Lists(
+        tuple(commands),
+        index,
+        others,
+        not any(getattr(r.matcher, "uses_args", True) for r in rules),
+    )
+
+
+def _pattern(rule: Rule) -> object:
+    return getattr(rule.matcher, "command_pattern", None)
+
+
+def _union(rules: Sequence[Rule]) -> _Union:
+    """One regex of the ``command_pattern`` of each rule, one group each, in order."""
+    alternatives = "|".join(f"({_pattern(rule).pattern})" for rule in rules)  # type: ignore[attr-defined]
+    return _Union(re.compile(alternatives, re.DOTALL), (None, *rules))
 
 
 def _applies(rule: Rule, tool: str) -> bool:
@@ -214,62 +195,62 @@ _NONE = Judgement(None, (), "no permission rule matches")
 _PARTIAL = "part of the command line cannot be read, so no allow rule can cover it"
 
 
-def _matches(group: _Group, view: CallView, decision: Decision) -> tuple[Match, ...]:
-    """Rules of ``group`` that match ``view``, with what each matched: enough of them to
-    decide, and to cover every subject an allow must cover.
-
-    The command rules are not asked one by one: each text of the call (a command, a
-    wrapper level, another form) is matched against the union of the rules of its
-    program (its first word), whose matched group names the first rule that matches it
-    (one regex per text, whatever the number of rules).  With quoted patterns (rare)
-    every command rule is asked.  ``explain`` lists every rule that matches.
-    """
-    found: list[Match] = []
-    rules = group.others
-    if group.commands:
-        if group.quoting:
-            rules = (*group.commands, *rules)
-        else:
-            found = _command_matches(group, view, decision)
-    for rule in rules:
-        subjects = rule.matcher.match(view, decision)
-        if subjects:
-            found += [Match(rule, subject) for subject in subjects]
-    return tuple(found)
+Hits = dict[Decision, list[Match]]
 
 
-def _command_matches(group: _Group, view: CallView, decision: Decision) -> list[Match]:
-    """What a ``command_pattern`` matcher's ``match`` gives (``BashRule``): each command
-    text (a known program), each wrapper level and, for deny and ask, each other form of
-    a command (then the command's own text is the subject) that the pattern fullmatches;
-    here only the first rule that matches each text."""
-    by_program = group.by_program
-    wild = by_program.get("")
-    found: list[Match] = []
+def _command_hits(lists: _Lists, view: CallView) -> Hits | None:
+    """What the command rules match of ``view``, by decision, in one regex per text:
+    each command's text (a known program), each wrapper level and, for deny and ask,
+    each other form of a command (the command's own text is then the subject) -- what
+    a ``command_pattern`` matcher's ``match`` gives (``BashRule``), here the first rule
+    of the strictest decision that matches each text.  None: each rule is asked."""
+    index = lists.by_program
+    if index is None or not view.commands:
+        return None
+    wild = index.get("")
+    hits: Hits = {"deny": [], "ask": [], "allow": []}
     for command in view.commands:
         if command.argv is not None:
-            rule = _first(by_program, wild, command.text)
+            rule = _first(index, wild, command.text)
             if rule is not None:
-                found.append(Match(rule, command.text))
+                hits[rule.decision].append(Match(rule, command.text))
         for layer in command.layers:
             text = " ".join(layer)
-            rule = _first(by_program, wild, text)
+            rule = _first(index, wild, text)
             if rule is not None:
-                found.append(Match(rule, text))
-        if decision != "allow":
-            for form in command.forms:
-                rule = _first(by_program, wild, " ".join(form))
-                if rule is not None:
-                    found.append(Match(rule, command.text))
-    return found
+                hits[rule.decision].append(Match(rule, text))
+        for form in command.forms:
+            rule = _first(index, wild, " ".join(form))
+            if rule is not None and rule.decision != "allow":
+                hits[rule.decision].append(Match(rule, command.text))
+    return hits
 
 
-def _first(by_program: dict[str, _Union], wild: _Union | None, text: str) -> Rule | None:
+def _first(index: dict[str, _Union], wild: _Union | None, text: str) -> Rule | None:
     """The first rule whose pattern fullmatches ``text``: among those of the text's first
     word as the patterns see it (a program's name may hold a space) and those that
     start with a wildcard."""
-    union = by_program.get(text.partition(" ")[0], wild)
+    union = index.get(text.partition(" ")[0], wild)
     if union is None:
         return None
     m = union.pattern.fullmatch(text)
     return union.rules[m.lastindex or 0] if m is not None else None
+
+
+def _matches(
+    lists: _Lists, decision: Decision, view: CallView, hits: Hits | None
+) -> tuple[Match, ...]:
+    """Rules of ``decision`` that match ``view``, with what each matched: enough of them
+    to decide, and to cover every subject an allow must cover (``explain`` lists every
+    rule that matches)."""
+    if hits is not None:
+        found = hits[decision]
+        rules = lists.others[decision]
+    else:
+        found = []
+        rules = tuple(r for r in lists.commands if r.decision == decision) + lists.others[decision]
+    for rule in rules:
+        subjects = rule.matcher.match(view, decision)
+        if subjects:
+            found = [*found, *(Match(rule, subject) for subject in subjects)]
+    return tuple(found)
