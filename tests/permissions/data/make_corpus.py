@@ -220,8 +220,9 @@ _RUNS_ITS_TEXT = {c for c in WRAPPERS if c.startswith(("shell:", "var:"))} | {
 }
 
 
-# classes where the command that runs gets more arguments than the base (``{} +``)
-_APPENDS_ARGUMENTS = {"find:exec-plus"}
+# classes where the command that runs gets more arguments than the base (``{} +``, the
+# words ``xargs`` reads), so an exact rule or one ending in a literal word must not match
+_APPENDS_ARGUMENTS = {"find:exec-plus", "xargs:bare", "xargs:options"}
 
 
 def _rules(allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None) -> dict[str, list[str]]:
