@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from ..external.command.tool_mapping import ToolMapping
+    from ..permissions.engine import Permissions
     from ..pipeline.pipeline import Pipeline
     from ..pipeline.tracing import TracingLevel
 
@@ -46,6 +47,8 @@ class Built:
             have, a disabled PicoClaw builtin, PicoClaw settings left out), one line each;
             they are logged as warnings (logger ``interpose.config``) when the pipeline
             is built.
+        permissions: the ``[permissions]`` rules (``interpose explain`` judges with
+            them), also when the table is disabled.
     """
 
     pipeline: Pipeline
@@ -56,6 +59,7 @@ class Built:
     priority_order: str = "interpose"
     order: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    permissions: Permissions | None = None  # the [permissions] rules, registered or not
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")

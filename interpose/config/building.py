@@ -12,6 +12,7 @@ from ._builder import Built, seconds
 from ._builtins import BuiltinSteps
 from ._hooks import HookSteps
 from ._observers import FlushSpans, ObserverSteps
+from ._permissions import PermissionSteps
 from .mcp import McpConfig, mcp_namespace
 from .schema import Config
 
@@ -93,7 +94,7 @@ def describe(
     return Builder(config, root, source, dry=True, run_plugins=True).build()
 
 
-class Builder(BuiltinSteps, HookSteps, ObserverSteps):
+class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps):
     """Builds one pipeline from one config; every step names its field when it fails.
 
     ``dry``: no side effects (no file opened, no exporter); ``run_plugins``: call the
@@ -159,6 +160,7 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps):
                     self.command(pipe, built, i, command)
             for i, settings in enumerate(hooks.claude_settings):
                 self.claude_settings(pipe, built, f"hooks.claude_settings[{i}]", settings)
+        self.permissions(pipe, built, config.permissions)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

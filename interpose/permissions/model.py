@@ -34,6 +34,10 @@ class ShellCommand:
 
     argv: tuple[str, ...] | None
     text: str
+    layers: tuple[tuple[str, ...], ...] = ()
+    """The argv at each wrapper level around ``argv``, outermost first (``sudo -u x
+    timeout 5 rm f``: ``("sudo", "-u", "x", "timeout", "5", "rm", "f")``, then
+    ``("timeout", "5", "rm", "f")``): deny and ask rules match any level."""
 
 
 @dataclass(frozen=True, slots=True)

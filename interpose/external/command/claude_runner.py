@@ -71,7 +71,7 @@ class _Outcome(NamedTuple):
 class SettingsHook:
     """One ``{"type": "command" | "http", ...}`` entry of a settings file."""
 
-    __slots__ = ("call", "id", "key", "label", "matcher", "matches", "timeout")
+    __slots__ = ("call", "id", "key", "label", "matcher", "matches", "timeout", "when")
 
     def __init__(
         self,
@@ -90,6 +90,8 @@ class SettingsHook:
         self.matches = matches
         self.timeout = timeout
         self.call = call
+        # the hook's "if" rule, on the event it would be sent (None: always runs)
+        self.when: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 class SettingsRunner:
@@ -131,6 +133,7 @@ class SettingsRunner:
         """Run ``hooks`` in parallel on ``event``; the answers of those that answered, in
         file order.  Failures are reported and skipped; a ``continue: false`` raises
         ``AbortTurn`` once all have finished."""
+        hooks = [h for h in hooks if h.when is None or h.when(event)]  # their "if"
         outcomes: list[_Outcome | None] = [None] * len(hooks)
 
         async def one(i: int, hook: SettingsHook) -> None:

@@ -105,6 +105,7 @@ class _HookSpec(msgspec.Struct, kw_only=True):
     timeout: float | None = None
     headers: dict[str, str] = {}
     allowed_env_vars: list[str] = msgspec.field(default_factory=list, name="allowedEnvVars")
+    condition: str | None = msgspec.field(default=None, name="if")
 
 
 class _MatcherGroup(msgspec.Struct, kw_only=True):
@@ -273,7 +274,9 @@ class ClaudeSettings:
                         (group.matcher or "").strip(),
                         CommandHook,
                     )
-                    if hook is not None:
+                    if hook is not None and self._scoped(
+                        source, f"{where}.hooks[{j}]", event, spec, hook
+                    ):
                         hooks.append(hook)
             if hooks:
                 self.hooks[event] = hooks
@@ -353,6 +356,26 @@ class ClaudeSettings:
             http_call(url, headers, url),
             matcher,
         )
+
+    def _scoped(
+        self, source: str, where: str, event: str, spec: _HookSpec, hook: SettingsHook
+    ) -> bool:
+        """Give ``hook`` its ``if`` rule; False: it never runs (``if`` on an event that
+        is not a tool event, as in Claude Code)."""
+        if spec.condition is None:
+            return True
+        from ...permissions.conditions import TOOL_EVENTS, hook_condition
+
+        if event not in TOOL_EVENTS:
+            self.notes.append(f"{where}.if: evaluated only on tool events; this hook never runs")
+            return False
+        try:
+            hook.when = hook_condition(
+                spec.condition, self.mapping, source=source, base=Path(self.project_dir)
+            )
+        except ConfigError as exc:
+            raise ConfigFileError(source, where + ".if", str(exc)) from None
+        return True
 
     # -- registration ---------------------------------------------------------------
 

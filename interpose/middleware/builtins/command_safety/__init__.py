@@ -112,7 +112,9 @@ import functools
 import re
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
@@ -120,11 +122,21 @@ from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
 from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
 from .budget import Budget, TooComplex, frames_needed
+from .facts import Facts, Recording, Sink
 from .model import HOME, Finding
 from .options import GLOB_CHARS
 from .run import STAND_INS, FunctionRule, PipelineRule, Rule, RuleTable, Run
 
-__all__ = ["HOME", "CommandSafetyGuard", "Finding", "analyze_command"]
+__all__ = [
+    "HOME",
+    "Analysis",
+    "CommandSafetyGuard",
+    "Facts",
+    "Finding",
+    "analysis_of",
+    "analyze_command",
+    "commands_of",
+]
 
 
 _FAMILIES = (remote_exec, filesystem, secrets, disk, permissions, git, containers, state)
@@ -169,15 +181,19 @@ def _analyze(
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget | None = None,
+    sink: Sink | None = None,
 ) -> Finding | None:
-    """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default)."""
+    """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default); with a
+    ``sink``, note what it runs there (:mod:`.facts`)."""
     if budget is None:
         budget = Budget()
     budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
         frames = frames_needed(budget.max_depth)
-        return _with_stack(frames, _judge_command, command, deny, allow, budget)
+        return _with_stack(frames, _judge_command, command, deny, allow, budget, sink)
     except TooComplex as exc:
+        if sink is not None:
+            sink.unparsed = True
         return Finding(
             "too-complex",
             exc.budget,
@@ -191,8 +207,14 @@ def _judge_command(
     deny: Sequence[re.Pattern[str]],
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
+    sink: Sink | None = None,
 ) -> Finding | None:
-    run = Run(_TABLE, deny, allow, budget)
+    def new_run() -> Run:
+        if sink is None:
+            return Run(_TABLE, deny, allow, budget)
+        return Recording(_TABLE, deny, allow, budget, sink)
+
+    run = new_run()
     if isinstance(command, str):
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
@@ -207,9 +229,7 @@ def _judge_command(
         # ["rm -rf /"]: no program has that name, but runners that take a list with a
         # shell (subprocess with shell=True, child_process.exec) run its first element
         # as a command line, so it is judged as one
-        found = Run(_TABLE, deny, allow, budget).source(
-            argv[0].replace("\x00", ""), "the first element of the argv list"
-        )
+        found = new_run().source(argv[0].replace("\x00", ""), "the first element of the argv list")
     return found
 
 
@@ -297,6 +317,77 @@ def analyze_command(
     return _analyze(command, (), (), budget)
 
 
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """One analysis of a command line: the built-in rules' verdict and what it runs
+    (``whole``: every command, or only those before the walk stopped at the verdict)."""
+
+    finding: Finding | None
+    facts: Facts
+    whole: bool = True
+
+
+class _Analyses:
+    """The last ``size`` analyses by command, least recently used first out, shared by
+    the guards without extra rules (they put what they judge) and the permission rules."""
+
+    __slots__ = ("_lock", "_size", "_table")
+
+    def __init__(self, size: int) -> None:
+        self._table: OrderedDict[str | tuple[str, ...], Analysis] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: str | tuple[str, ...]) -> Analysis | None:
+        with self._lock:
+            found = self._table.get(key)
+            if found is not None:
+                self._table.move_to_end(key)
+            return found
+
+    def put(self, key: str | tuple[str, ...], analysis: Analysis) -> None:
+        if (len(key) if type(key) is str else sum(map(len, key))) > _CACHED_CHARS:
+            return
+        with self._lock:
+            self._table[key] = analysis
+            self._table.move_to_end(key)
+            if len(self._table) > self._size:
+                self._table.popitem(last=False)
+
+
+_ANALYSES = _Analyses(1024)
+
+
+def analysis_of(command: str | Sequence[str]) -> Analysis:
+    """The built-in rules' verdict on ``command`` (a shell string or an argv list) and
+    the facts of what it runs, whole (:class:`.facts.Facts`).  Remembered process-wide
+    for the last 1,024 distinct commands of up to 4,096 characters, together with what
+    the guards judge: the guard and the permission rules (:mod:`interpose.permissions.view`)
+    share one analysis per command text.  A refused command is walked a second time, past
+    its findings, when its facts are first asked for.
+
+    >>> [c.argv for c in analysis_of("cd x && sudo git push").facts.commands]
+    [('cd', 'x'), ('git', 'push')]
+    """
+    key = command if isinstance(command, str) else tuple(command)
+    known = _ANALYSES.get(key)
+    if known is not None and known.whole:
+        return known
+    if known is None:
+        sink = Sink()
+        finding = _analyze(key, (), (), sink=sink)
+        if finding is not None and finding.rule == "too-complex":  # not remembered
+            return Analysis(finding, sink.facts(), whole=False)
+        known = Analysis(finding, sink.facts(), whole=finding is None)
+    if not known.whole:  # the walk stopped at the verdict: walk all of it for the facts
+        sink = Sink(exhaustive=True)
+        if _analyze(key, (), (), sink=sink) is not None:
+            sink.unparsed = True  # a part it cannot read (or a finding cut the walk short)
+        known = Analysis(known.finding, sink.facts())
+    _ANALYSES.put(key, known)
+    return known
+
+
 _CACHED_CHARS = 4096
 """The longest command (in characters, an argv list's summed) whose verdict a guard
 remembers: bounds the cache's memory; a longer one is rarely repeated word for word."""
@@ -322,7 +413,7 @@ def _compile(patterns: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
-def _commands(args: Mapping[str, object]) -> list[object]:
+def commands_of(args: Mapping[str, object]) -> list[object]:
     """What an ``exec`` call runs: ``command`` (a shell string or an argv list) and, when
     the tool takes the program and its arguments apart (``{"command": "rm", "args": ["-rf",
     "/"]}``, or ``argv`` alone), the argv list they make.  A missing or empty command runs
@@ -374,7 +465,7 @@ class CommandSafetyGuard:
     CACHE_SIZE: ClassVar[int] = 1024
     """How many distinct commands a guard remembers its verdict on (0: none)."""
 
-    __slots__ = ("_allow", "_deny", "_judged")
+    __slots__ = ("_allow", "_deny", "_judged", "_shared")
 
     def __init__(self, *, extra_deny: Sequence[str] = (), allow: Sequence[str] = ()) -> None:
         self._deny = _compile(extra_deny, "extra_deny")
@@ -382,11 +473,15 @@ class CommandSafetyGuard:
         # per instance: the extra rules are part of the verdict.  A verdict is a frozen
         # Finding or None, so a remembered one can be handed out again as it is.
         self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
+        self._shared = not self._deny and not self._allow  # its analyses are the default
 
     def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
-        finding = _analyze(command, self._deny, self._allow)
+        sink = Sink() if self._shared else None
+        finding = _analyze(command, self._deny, self._allow, sink=sink)
         if finding is not None and finding.rule == "too-complex":
             raise _Unsettled(finding)  # an exception: lru_cache does not remember it
+        if sink is not None:  # what it runs, for the permission rules (see analysis_of)
+            _ANALYSES.put(command, Analysis(finding, sink.facts(), whole=finding is None))
         return finding
 
     def analyze(self, command: str | Sequence[str]) -> Finding | None:
@@ -405,7 +500,7 @@ class CommandSafetyGuard:
             return
         try:
             finding = None
-            for command in _commands(out.args):
+            for command in commands_of(out.args):
                 if isinstance(command, str) or (
                     isinstance(command, (list, tuple)) and all(type(a) is str for a in command)
                 ):

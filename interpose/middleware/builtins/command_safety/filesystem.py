@@ -151,7 +151,7 @@ def _rule_find(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
-_WRITERS: dict[str, Extract] = {
+WRITERS: dict[str, Extract] = {
     "tee": operands_of(TEE),
     "cp": copy_targets(CP),
     "mv": copy_targets(MV),
@@ -203,7 +203,7 @@ def _patch_targets(inv: Invocation) -> list[Word]:
 
 
 def _rule_writes(inv: Invocation, run: Run) -> Finding | None:
-    extract = _WRITERS.get(inv.name)
+    extract = WRITERS.get(inv.name)
     if extract is None:
         return None
     for word in extract(inv):

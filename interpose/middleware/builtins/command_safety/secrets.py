@@ -175,7 +175,7 @@ def _python_argv_reads(inv: Invocation) -> list[Word]:
     return [params[k - 1] for k in sorted(picked) if 0 < k <= len(params)]
 
 
-_READERS: dict[str, _Reader] = {
+READERS: dict[str, _Reader] = {
     **dict.fromkeys(_PLAIN_READERS, _Reader(operands_of(PLAIN))),
     "grep": _Reader(pattern_first(GREP, ("--regexp", "--file"), ("--file",))),
     "rg": _Reader(pattern_first(RG, ("--regexp", "--file"), ("--file",))),
@@ -208,7 +208,7 @@ _READERS: dict[str, _Reader] = {
 
 
 def _rule_reads(inv: Invocation, run: Run) -> Finding | None:
-    reader = _READERS.get(inv.name)
+    reader = READERS.get(inv.name)
     if reader is None:
         return None
     for word in reader.extract(inv):
