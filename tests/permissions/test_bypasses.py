@@ -179,6 +179,18 @@ def test_an_absolute_or_relative_path_to_the_program() -> None:
     )
 
 
+def test_an_allow_rule_does_not_allow_a_lookalike_program() -> None:
+    # the allow side of https://github.com/openai/codex/issues/37079 (a copy of git
+    # dropped at /tmp/git must not inherit the name's rules): Codex limits which absolute
+    # paths may fall back to a basename rule (host_executable); Claude Code matches the
+    # command as written, so "Bash(git status:*)" never covers "./git status"
+    assert_each(
+        {"allow": ["Bash(git status:*)"]},
+        ["/tmp/evil/git status", "./git status", "../bin/git status"],
+        None,
+    )
+
+
 def test_the_name_of_the_program_spelled_with_quotes() -> None:
     # quote removal and ANSI-C strings give back the name: the class of
     # https://github.com/anthropics/claude-code/issues/92542 and of the guard's own corpus
