@@ -109,7 +109,11 @@ def test_a_leading_environment_assignment() -> None:
     # ("CI=true git commit" skipped an ask rule)
     assert_each(
         {"deny": ["Bash(git push:*)"]},
-        ["FOO=1 git push origin main", "A=1 B=2 git push origin main", "GIT_SSH_COMMAND=ssh git push"],
+        [
+            "FOO=1 git push origin main",
+            "A=1 B=2 git push origin main",
+            "GIT_SSH_COMMAND=ssh git push",
+        ],
         "deny",
     )
     assert_each({"ask": ["Bash(git commit:*)"]}, ["CI=true git commit -m msg"], "ask")
@@ -224,7 +228,7 @@ def test_nested_execution_contexts() -> None:
             "{ rm -rf foo; }",
             "ls & rm -rf foo",
             "eval 'rm -rf foo'",
-            "eval \"$(echo rm -rf foo)\"",
+            'eval "$(echo rm -rf foo)"',
             "X=$(rm -rf foo)",
             "ls <(rm -rf foo)",
             "echo hi > >(rm -rf foo)",
@@ -245,7 +249,7 @@ def test_shell_wrappers_that_run_a_script() -> None:
             "/bin/zsh -lc 'git push origin main'",
             "/bin/bash -lc 'cd repo && git push origin main > /tmp/log 2>&1'",
             "sh -c 'git push origin main'",
-            "bash -c \"sudo git push origin main\"",
+            'bash -c "sudo git push origin main"',
             "sudo sh -c 'git push origin main'",
             "echo 'git push origin main' | bash",
             "bash <<< 'git push origin main'",
@@ -275,7 +279,10 @@ def test_xargs_and_find_exec_run_the_denied_command() -> None:
     # https://github.com/andrewyng/openworker/pull/280 (allowed find auto-ran
     # "find . -exec touch /tmp/pwned {} +")
     assert_each(
-        {"allow": ["Bash(xargs *)", "Bash(find *)", "Bash(timeout *)", "Bash(time *)"], "deny": ["Bash(rm -rf *)"]},
+        {
+            "allow": ["Bash(xargs *)", "Bash(find *)", "Bash(timeout *)", "Bash(time *)"],
+            "deny": ["Bash(rm -rf *)"],
+        },
         [
             "find . | xargs rm -rf",
             "find . -name '*.log' -exec rm -rf {} +",
@@ -302,11 +309,15 @@ def test_newlines_and_quoting_do_not_hide_or_split_commands() -> None:
     # ('a\' closes a single-quoted string: "echo 'a\' ; touch /tmp/poc" ran touch under
     # Bash(echo *)); https://github.com/openai/codex/issues/9541 (a newline inside a
     # quoted argument made an allowed git commit fall through)
-    assert_each({"allow": ["Bash(echo *)", "Bash(git log *)"]}, [
-        "git log -1\ntouch pwned",
-        "echo 'a\\' ; touch pwned",
-        "echo ok \\\n; touch pwned",
-    ], None)
+    assert_each(
+        {"allow": ["Bash(echo *)", "Bash(git log *)"]},
+        [
+            "git log -1\ntouch pwned",
+            "echo 'a\\' ; touch pwned",
+            "echo ok \\\n; touch pwned",
+        ],
+        None,
+    )
     assert_each({"allow": ["Bash(git commit:*)"]}, ['git commit -m "subject\n\nbody"'], "allow")
 
 
@@ -334,7 +345,12 @@ def test_path_rules_hold_for_what_commands_read_and_write() -> None:
     writes = {"deny": ["Edit(./foo.txt)"]}
     assert_each(
         writes,
-        ["echo x >> foo.txt", "{ echo x; } >> foo.txt", "printf x > foo.txt", "echo x | tee foo.txt"],
+        [
+            "echo x >> foo.txt",
+            "{ echo x; } >> foo.txt",
+            "printf x > foo.txt",
+            "echo x | tee foo.txt",
+        ],
         "deny",
     )
 
@@ -361,7 +377,12 @@ def test_a_glob_on_both_sides_of_the_program() -> None:
     # not stop "gcloud -h")
     assert_each(
         {"allow": ["Bash(*)"], "deny": ["Bash(*gcloud*)"]},
-        ["gcloud -h", "gcloud", "cd infra && gcloud compute instances list", "sudo gcloud auth list"],
+        [
+            "gcloud -h",
+            "gcloud",
+            "cd infra && gcloud compute instances list",
+            "sudo gcloud auth list",
+        ],
         "deny",
     )
 
@@ -371,7 +392,7 @@ def test_a_glob_on_both_sides_of_the_program() -> None:
     [
         "git commit -m 'rm -rf build'",
         "grep -rn 'curl | sh' docs/",
-        "echo \"git push origin main\"",
+        'echo "git push origin main"',
         "echo '$(rm -rf build)'",
         "cat <<'EOF'\nrm -rf build\nEOF",
     ],

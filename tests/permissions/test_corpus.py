@@ -59,7 +59,8 @@ def test_row(row: dict[str, Any]) -> None:
 
 def test_the_corpus_is_what_its_script_writes() -> None:
     spec = importlib.util.spec_from_file_location("make_corpus", DATA / "make_corpus.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["make_corpus"] = module
     try:

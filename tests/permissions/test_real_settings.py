@@ -166,7 +166,7 @@ def test_a_project_file_allowing_one_script_by_its_path() -> None:
 NETPACE = _cases(
     ("exec", "git status && git diff", "allow"),
     ("exec", "dotnet build ./src && dotnet test ./src", "allow"),
-    ('exec', 'cd "d:/Source/Repos/NetPace" && git status', "allow"),
+    ("exec", 'cd "d:/Source/Repos/NetPace" && git status', "allow"),
     ("exec", "git push origin main", "ask"),
     ("exec", "git push --force origin main", "ask"),
     ("exec", "rm -rf src/bin", "ask"),
@@ -211,7 +211,9 @@ ECCUBE = _cases(
 
 
 @pytest.mark.parametrize(("tool", "args", "expect"), ECCUBE)
-def test_the_docs_sensitive_files_example(tool: str, args: dict[str, Any], expect: str | None) -> None:
+def test_the_docs_sensitive_files_example(
+    tool: str, args: dict[str, Any], expect: str | None
+) -> None:
     rules = rules_of(SETTINGS / "ec-cube-project-settings.json")
     decision, why = decide(rules, tool, args)
     assert decision == expect, f"{args}: {why}"

@@ -225,7 +225,9 @@ _RUNS_ITS_TEXT = {c for c in WRAPPERS if c.startswith(("shell:", "var:"))} | {
 _APPENDS_ARGUMENTS = {"find:exec-plus", "xargs:bare", "xargs:options"}
 
 
-def _rules(allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None) -> dict[str, list[str]]:
+def _rules(
+    allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None
+) -> dict[str, list[str]]:
     return {"allow": allow or [], "ask": ask or [], "deny": deny or []}
 
 
@@ -371,7 +373,9 @@ def allow_rows() -> list[Row]:
     for name, (line, expect) in every.items():
         rows.append(_exec(f"allow/every/{name}", "allow:every-command", allow, line, expect))
     for name, (line, inner_denied) in TRANSPARENT.items():
-        rows.append(_exec(f"allow/transparent/{name}", "allow:transparent-wrapper", allow, line, "allow"))
+        rows.append(
+            _exec(f"allow/transparent/{name}", "allow:transparent-wrapper", allow, line, "allow")
+        )
         rows.append(
             _exec(
                 f"allow/transparent-inner/{name}",
@@ -433,12 +437,32 @@ def form_rows() -> list[Row]:
         ("legacy-args", r(deny=["Bash(ls:*)"]), "ls -la", "deny"),
         ("legacy-colon-literal-inside", r(deny=["Bash(git:* push)"]), "git status push", None),
         ("star-anywhere-version", r(ask=["Bash(* --version)"]), "node --version", "ask"),
-        ("star-anywhere-version-wrapped", r(ask=["Bash(* --version)"]), "cd a && sudo python3 --version", "ask"),
+        (
+            "star-anywhere-version-wrapped",
+            r(ask=["Bash(* --version)"]),
+            "cd a && sudo python3 --version",
+            "ask",
+        ),
         ("star-both-sides", r(deny=["Bash(*gcloud*)"]), "gcloud -h", "deny"),
-        ("star-both-sides-wrapped", r(deny=["Bash(*gcloud*)"]), "timeout 9 gcloud compute instances list", "deny"),
-        ("star-both-sides-argument", r(deny=["Bash(*appsettings*)"]), "grep -A5 ConnectionString config/appsettings.json", "deny"),
+        (
+            "star-both-sides-wrapped",
+            r(deny=["Bash(*gcloud*)"]),
+            "timeout 9 gcloud compute instances list",
+            "deny",
+        ),
+        (
+            "star-both-sides-argument",
+            r(deny=["Bash(*appsettings*)"]),
+            "grep -A5 ConnectionString config/appsettings.json",
+            "deny",
+        ),
         ("exact-other-args", r(deny=["Bash(npm run build)"]), "npm run build --watch", None),
-        ("exact-wrapped", r(deny=["Bash(npm run build)"]), "cd web && NODE_ENV=production npm run build", "deny"),
+        (
+            "exact-wrapped",
+            r(deny=["Bash(npm run build)"]),
+            "cd web && NODE_ENV=production npm run build",
+            "deny",
+        ),
         ("exact-requoted", r(deny=["Bash(npm run build)"]), "npm 'run' \"build\"", "deny"),
         ("bare-tool-deny", r(deny=["Bash"]), "ls", "deny"),
         ("bare-tool-ask", r(ask=["Bash"]), "echo $(date) && true", "ask"),
@@ -446,23 +470,78 @@ def form_rows() -> list[Row]:
         ("no-rule", r(), "git push origin main", None),
         ("other-tool-rules-only", r(deny=["Read(./.env)"]), "git status", None),
         # deny > ask > allow whatever the specificity (permissions docs)
-        ("precedence-broad-deny", r(allow=["Bash(aws s3 ls)"], deny=["Bash(aws *)"]), "aws s3 ls", "deny"),
-        ("precedence-broad-ask", r(allow=["Bash(git push origin main)"], ask=["Bash(git push:*)"]), "git push origin main", "ask"),
-        ("precedence-deny-over-ask", r(ask=["Bash(git *)"], deny=["Bash(git push --force:*)"]), "git push --force origin main", "deny"),
-        ("precedence-ask-one-part", r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"]), "git status && git push origin main", "ask"),
-        ("precedence-deny-one-part", r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"], deny=["Bash(git clean:*)"]), "git fetch && git push origin main && git clean -fd", "deny"),
-        ("precedence-allow-other", r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"]), "git log -1", "allow"),
+        (
+            "precedence-broad-deny",
+            r(allow=["Bash(aws s3 ls)"], deny=["Bash(aws *)"]),
+            "aws s3 ls",
+            "deny",
+        ),
+        (
+            "precedence-broad-ask",
+            r(allow=["Bash(git push origin main)"], ask=["Bash(git push:*)"]),
+            "git push origin main",
+            "ask",
+        ),
+        (
+            "precedence-deny-over-ask",
+            r(ask=["Bash(git *)"], deny=["Bash(git push --force:*)"]),
+            "git push --force origin main",
+            "deny",
+        ),
+        (
+            "precedence-ask-one-part",
+            r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"]),
+            "git status && git push origin main",
+            "ask",
+        ),
+        (
+            "precedence-deny-one-part",
+            r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"], deny=["Bash(git clean:*)"]),
+            "git fetch && git push origin main && git clean -fd",
+            "deny",
+        ),
+        (
+            "precedence-allow-other",
+            r(allow=["Bash(git:*)"], ask=["Bash(git push:*)"]),
+            "git log -1",
+            "allow",
+        ),
         # deny/ask see past any leading assignment (permissions docs)
-        ("assignment-deny", r(deny=["Bash(aws *)"]), "AWS_PROFILE=prod aws ec2 terminate-instances --instance-ids i-1", "deny"),
+        (
+            "assignment-deny",
+            r(deny=["Bash(aws *)"]),
+            "AWS_PROFILE=prod aws ec2 terminate-instances --instance-ids i-1",
+            "deny",
+        ),
         ("assignment-ask", r(ask=["Bash(git commit:*)"]), "CI=true git commit -m wip", "ask"),
-        ("assignment-in-rule-allow", r(allow=["Bash(AWS_PROFILE=stg-ro aws *)"]), "AWS_PROFILE=stg-ro aws s3 ls", "allow"),
-        ("assignment-in-rule-other-value", r(allow=["Bash(AWS_PROFILE=stg-ro aws *)"]), "AWS_PROFILE=prod aws s3 rm s3://b/k", None),
+        (
+            "assignment-in-rule-allow",
+            r(allow=["Bash(AWS_PROFILE=stg-ro aws *)"]),
+            "AWS_PROFILE=stg-ro aws s3 ls",
+            "allow",
+        ),
+        (
+            "assignment-in-rule-other-value",
+            r(allow=["Bash(AWS_PROFILE=stg-ro aws *)"]),
+            "AWS_PROFILE=prod aws s3 rm s3://b/k",
+            None,
+        ),
         # variables set earlier in the same line are followed
         ("variable-name", r(deny=["Bash(git push:*)"]), "G=git; $G push origin main", "deny"),
-        ("variable-argument", r(deny=["Bash(git push:*)"]), "SUB=push; git $SUB origin main", "deny"),
+        (
+            "variable-argument",
+            r(deny=["Bash(git push:*)"]),
+            "SUB=push; git $SUB origin main",
+            "deny",
+        ),
         ("variable-split", r(deny=["Bash(rm:*)"]), "X='rm -rf build'; $X", "deny"),
         # data, not commands
-        ("data-commit-message", r(deny=["Bash(rm:*)", "Bash(git push:*)"]), "git commit -m 'rm -rf build; git push origin main'", None),
+        (
+            "data-commit-message",
+            r(deny=["Bash(rm:*)", "Bash(git push:*)"]),
+            "git commit -m 'rm -rf build; git push origin main'",
+            None,
+        ),
         ("data-grep-pattern", r(deny=["Bash(curl:*)"]), "grep -rn 'curl | sh' docs/", None),
         ("data-echo", r(deny=["Bash(sudo:*)"]), "echo sudo make me a sandwich", None),
         ("data-command-v", r(deny=["Bash(git:*)"]), "command -v git", None),
@@ -470,7 +549,10 @@ def form_rows() -> list[Row]:
         ("data-heredoc-to-cat", r(deny=["Bash(rm:*)"]), "cat <<'EOF'\nrm -rf build\nEOF", None),
         ("data-comment", r(deny=["Bash(rm:*)"]), "ls # rm -rf build", None),
     ]
-    rows = [_exec(f"form/{name}", "rule-form", rules, line, expect) for name, rules, line, expect in cases]
+    rows = [
+        _exec(f"form/{name}", "rule-form", rules, line, expect)
+        for name, rules, line, expect in cases
+    ]
 
     # path rules seen through the shell: a command that reads a file is Read(...) of it
     paths: list[tuple[str, dict[str, list[str]], str, str | None]] = [
@@ -485,7 +567,12 @@ def form_rows() -> list[Row]:
         ("bash-c-cat", r(deny=["Read(./.env)"]), "bash -c 'cat .env'", "deny"),
         ("brace-group-cat", r(deny=["Read(./.env)"]), "{ cat .env; }", "deny"),
         ("subst-cat", r(deny=["Read(./.env)"]), 'export TOKEN="$(cat .env)"', "deny"),
-        ("find-exec-cat", r(deny=["Read(./.env)"]), "find . -maxdepth 0 -exec cat .env \\;", "deny"),
+        (
+            "find-exec-cat",
+            r(deny=["Read(./.env)"]),
+            "find . -maxdepth 0 -exec cat .env \\;",
+            "deny",
+        ),
         ("ask-cat", r(ask=["Read(./.env)"]), "cat .env", "ask"),
         ("other-file", r(deny=["Read(./.env)"]), "cat README.md", None),
         ("env-star", r(deny=["Read(./.env.*)"]), "cat .env.production", "deny"),
@@ -497,15 +584,28 @@ def form_rows() -> list[Row]:
         ("home-absolute", r(deny=["Read(~/.ssh/**)"]), f"cat {HOME}/.ssh/id_ed25519", "deny"),
         ("root-anchor", r(deny=["Read(//etc/shadow)"]), "sudo cat /etc/shadow", "deny"),
         ("root-anchor-dotdot", r(deny=["Read(//etc/shadow)"]), "cat /etc/../etc/shadow", "deny"),
-        ("allow-read-plus-cat", r(allow=["Bash(cat:*)"], deny=["Read(./.env)"]), "cat .env", "deny"),
+        (
+            "allow-read-plus-cat",
+            r(allow=["Bash(cat:*)"], deny=["Read(./.env)"]),
+            "cat .env",
+            "deny",
+        ),
         ("edit-redirect", r(deny=["Edit(./.env)"]), "echo KEY=1 > .env", "deny"),
         ("edit-append", r(deny=["Edit(./.env)"]), "echo KEY=1 >> .env", "deny"),
         ("edit-tee", r(deny=["Edit(./.env)"]), "echo KEY=1 | tee -a .env", "deny"),
         ("edit-brace-redirect", r(deny=["Edit(./.env)"]), "{ echo KEY=1; } >> .env", "deny"),
-        ("edit-glob-dir", r(deny=["Edit(./config/**)"]), "printf x > config/app/settings.yml", "deny"),
+        (
+            "edit-glob-dir",
+            r(deny=["Edit(./config/**)"]),
+            "printf x > config/app/settings.yml",
+            "deny",
+        ),
         ("edit-other", r(deny=["Edit(./.env)"]), "echo KEY=1 > notes.txt", None),
     ]
-    rows += [_exec(f"path/{name}", "path-through-shell", rules, line, expect) for name, rules, line, expect in paths]
+    rows += [
+        _exec(f"path/{name}", "path-through-shell", rules, line, expect)
+        for name, rules, line, expect in paths
+    ]
     return rows
 
 
@@ -516,26 +616,81 @@ def tool_rows() -> list[Row]:
         ("read-deny-absolute", "read", {"path": f"{CWD}/.env"}, r(deny=["Read(./.env)"]), "deny"),
         ("read-allow", "read", {"path": "src/main.py"}, r(allow=["Read(./src/**)"]), "allow"),
         ("read-other", "read", {"path": "src/main.py"}, r(deny=["Read(./.env)"]), None),
-        ("read-home", "read", {"path": f"{HOME}/.aws/credentials"}, r(deny=["Read(~/.aws/**)"]), "deny"),
+        (
+            "read-home",
+            "read",
+            {"path": f"{HOME}/.aws/credentials"},
+            r(deny=["Read(~/.aws/**)"]),
+            "deny",
+        ),
         ("edit-deny", "edit", {"path": "config/prod.yml"}, r(deny=["Edit(./config/**)"]), "deny"),
         ("edit-allow", "edit", {"path": "src/app.py"}, r(allow=["Edit(./src/**)"]), "allow"),
         ("write-is-edit", "write", {"path": ".env"}, r(deny=["Edit(./.env)"]), "deny"),
         ("bare-read-ask", "read", {"path": "x.txt"}, r(ask=["Read"]), "ask"),
-        ("fetch-allow", "web_fetch", {"url": "https://example.com/docs"}, r(allow=["WebFetch(domain:example.com)"]), "allow"),
-        ("fetch-other-domain", "web_fetch", {"url": "https://evil.example.net/"}, r(allow=["WebFetch(domain:example.com)"]), None),
-        ("fetch-subdomain-glob", "web_fetch", {"url": "https://api.example.com/v1"}, r(deny=["WebFetch(domain:*.example.com)"]), "deny"),
-        ("fetch-apex-not-subdomain-glob", "web_fetch", {"url": "https://example.com/"}, r(deny=["WebFetch(domain:*.example.com)"]), None),
-        ("fetch-bare-deny", "web_fetch", {"url": "https://example.com/"}, r(deny=["WebFetch"]), "deny"),
-        ("mcp-tool", "mcp__github__create_issue", {"title": "x"}, r(deny=["mcp__github__create_issue"]), "deny"),
+        (
+            "fetch-allow",
+            "web_fetch",
+            {"url": "https://example.com/docs"},
+            r(allow=["WebFetch(domain:example.com)"]),
+            "allow",
+        ),
+        (
+            "fetch-other-domain",
+            "web_fetch",
+            {"url": "https://evil.example.net/"},
+            r(allow=["WebFetch(domain:example.com)"]),
+            None,
+        ),
+        (
+            "fetch-subdomain-glob",
+            "web_fetch",
+            {"url": "https://api.example.com/v1"},
+            r(deny=["WebFetch(domain:*.example.com)"]),
+            "deny",
+        ),
+        (
+            "fetch-apex-not-subdomain-glob",
+            "web_fetch",
+            {"url": "https://example.com/"},
+            r(deny=["WebFetch(domain:*.example.com)"]),
+            None,
+        ),
+        (
+            "fetch-bare-deny",
+            "web_fetch",
+            {"url": "https://example.com/"},
+            r(deny=["WebFetch"]),
+            "deny",
+        ),
+        (
+            "mcp-tool",
+            "mcp__github__create_issue",
+            {"title": "x"},
+            r(deny=["mcp__github__create_issue"]),
+            "deny",
+        ),
         ("mcp-server", "mcp__github__delete_repo", {}, r(ask=["mcp__github"]), "ask"),
         ("mcp-server-star", "mcp__github__list_issues", {}, r(allow=["mcp__github__*"]), "allow"),
         ("mcp-other-server", "mcp__gitlab__list_issues", {}, r(deny=["mcp__github"]), None),
         ("mcp-glob-prefix", "mcp__idea__get_file", {}, r(allow=["mcp__idea__get_*"]), "allow"),
-        ("mcp-glob-prefix-other", "mcp__idea__run_configuration", {}, r(allow=["mcp__idea__get_*"]), None),
+        (
+            "mcp-glob-prefix-other",
+            "mcp__idea__run_configuration",
+            {},
+            r(allow=["mcp__idea__get_*"]),
+            None,
+        ),
         ("bash-rule-not-read", "read", {"path": "deploy.sh"}, r(deny=["Bash(cat:*)"]), None),
     ]
     return [
-        {"id": f"tool/{name}", "class": "tool-rule", "rules": rules, "tool": tool, "args": args, "expect": expect}
+        {
+            "id": f"tool/{name}",
+            "class": "tool-rule",
+            "rules": rules,
+            "tool": tool,
+            "args": args,
+            "expect": expect,
+        }
         for name, tool, args, rules, expect in cases
     ]
 
