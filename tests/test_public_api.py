@@ -112,6 +112,7 @@ def test_no_private_module_leaks() -> None:
         "pipeline",
         "middleware",
         "observers",
+        "permissions",
         "agent",
         "cli",
         "config",

@@ -44,6 +44,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import ConfigError
 from ..external.command.tool_mapping import default_tool_mapping
@@ -155,7 +156,7 @@ def _matcher(
     if key == "bash":
         if spec.startswith("command:"):
             return ToolRule(frozenset(), f"{where}: Bash(command:...) is ignored (use Bash(...))")
-        return BashRule(tools, _command_pattern(spec))
+        return BashRule(tools, _command_pattern(spec), quoting=any(q in spec for q in "'\"\\"))
     if key in ("read", "edit"):
         return _path_rule(key, spec, where, anchors)
     if key in ("write", "glob"):
@@ -198,16 +199,20 @@ class ToolRule:
     """Every call of the tools (a set, or a glob over the name; MCP names included)."""
 
     tools: frozenset[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
     pattern: re.Pattern[str] | None = None
 
+    def applies(self, tool: str) -> bool:
+        """Whether calls of ``tool`` (a normalized name) can match at all."""
+        return (
+            tool in self.tools
+            or (self.pattern is not None and self.pattern.fullmatch(tool) is not None)
+            or (not self.warning and _mcp_server(self.tools, tool))
+        )
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        tool = view.tool.lower()
-        if tool in self.tools or (self.pattern is not None and self.pattern.fullmatch(tool)):
-            return subjects(view)
-        if not self.warning and _mcp_server(self.tools, tool):
-            return subjects(view)
-        return ()
+        return subjects(view) if self.applies(view.tool) else ()
 
 
 def _mcp_server(tools: frozenset[str], tool: str) -> bool:
@@ -224,34 +229,35 @@ class BashRule:
 
     tools: frozenset[str]
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
+    quoting: bool = False  # the pattern holds quotes: also try the argv shell-quoted
+
+    def applies(self, tool: str) -> bool:
+        return tool in self.tools
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        if view.tool.lower() not in self.tools:
+        if view.tool not in self.tools:
             return ()
+        full = self.pattern.fullmatch
         found: list[str] = []
-        fits = self.fits
         for command in view.commands:
-            if command.argv is not None and fits(command.argv):
+            # a command's text is its argv joined by spaces (see view_of)
+            if command.argv is not None and (
+                full(command.text) is not None or (self.quoting and self.fits(command.argv))
+            ):
                 found.append(command.text)
             for layer in command.layers:
-                if fits(layer):
+                if self.fits(layer):
                     found.append(" ".join(layer))
         return tuple(found)
 
     def fits(self, argv: tuple[str, ...]) -> bool:
         full = self.pattern.fullmatch
-        plain = " ".join(argv)
-        return full(plain) is not None or (
-            any(_NEEDS_QUOTES.search(a) for a in argv) and full(_quoted(argv)) is not None
+        return full(" ".join(argv)) is not None or (
+            self.quoting and full(shlex.join(argv)) is not None
         )
-
-
-_NEEDS_QUOTES = re.compile(r"[^\w@%+=:,./-]")
-
-
-def _quoted(argv: tuple[str, ...]) -> str:
-    return shlex.join(argv)
 
 
 def _command_pattern(spec: str) -> re.Pattern[str]:
@@ -273,7 +279,11 @@ class PathRule:
     kind: str  # "read" or "edit"
     pattern: re.Pattern[str]
     anywhere: re.Pattern[str] | None = None  # deny/ask: a bare name at any depth
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
+
+    def applies(self, tool: str) -> bool:
+        return True  # file tools, and the paths commands read and write
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         if self.kind == "read":
@@ -346,10 +356,14 @@ class DomainRule:
 
     tools: frozenset[str]
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
+    def applies(self, tool: str) -> bool:
+        return tool in self.tools
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        if view.tool.lower() not in self.tools:
+        if view.tool not in self.tools:
             return ()
         return tuple(d for d in view.domains if self.pattern.fullmatch(d.lower()))
 
@@ -376,10 +390,14 @@ class ParamRule:
     tools: frozenset[str]
     param: str
     pattern: re.Pattern[str]
+    uses_args: ClassVar[bool] = True  # looks at the raw arguments (see Permissions)
     warning: str = ""
 
+    def applies(self, tool: str) -> bool:
+        return tool in self.tools
+
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
-        if view.tool.lower() not in self.tools:
+        if view.tool not in self.tools:
             return ()
         value = view.args.get(self.param)
         if value is None and self.param == "subagent_type":

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
+from typing import NamedTuple
 
 from ..middleware.builtins.command_safety.facts import transparent
 from .model import CallView, Decision, Judgement, Match, Rule, ShellCommand
@@ -32,7 +34,10 @@ def command_subjects(command: ShellCommand) -> list[str]:
 def subjects(view: CallView) -> tuple[str, ...]:
     """Everything allow rules must cover for ``view`` to be allowed: the commands of a
     command line; else the paths of a file tool; else the domains; else the tool."""
-    if view.commands:
+    commands = view.commands
+    if len(commands) == 1 and not commands[0].layers:
+        return (commands[0].text,)
+    if commands:
         return tuple(dict.fromkeys(s for c in view.commands for s in command_subjects(c)))
     if view.reads or view.writes:
         return tuple(dict.fromkeys((*view.reads, *view.writes)))
@@ -44,34 +49,64 @@ def subjects(view: CallView) -> tuple[str, ...]:
 class Permissions:
     """An ordered set of rules, judged as Claude Code does (see the module docstring)."""
 
-    __slots__ = ("_allow", "_ask", "_deny", "_rules")
+    __slots__ = ("_by_tool", "_judged", "_rules")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self._rules = tuple(rules)
-        self._deny = tuple(r for r in self._rules if r.decision == "deny")
-        self._ask = tuple(r for r in self._rules if r.decision == "ask")
-        self._allow = tuple(r for r in self._rules if r.decision == "allow")
+        # tool -> its (deny, ask, allow) rules: those whose matcher can match its calls
+        self._by_tool: dict[str, _Lists] = {}
+        self._judged: dict[tuple[object, ...], Judgement] = {}
 
     def __repr__(self) -> str:
-        return f"<Permissions deny={len(self._deny)} ask={len(self._ask)} allow={len(self._allow)}>"
+        counts = {d: sum(r.decision == d for r in self._rules) for d in ("deny", "ask", "allow")}
+        return "<Permissions " + " ".join(f"{d}={n}" for d, n in counts.items()) + ">"
+
+    def _lists(self, tool: str) -> _Lists:
+        lists = self._by_tool.get(tool)
+        if lists is None:
+            mine = [r for r in self._rules if _applies(r, tool)]
+            lists = _Lists(
+                tuple(r for r in mine if r.decision == "deny"),
+                tuple(r for r in mine if r.decision == "ask"),
+                tuple(r for r in mine if r.decision == "allow"),
+                not any(getattr(r.matcher, "uses_args", True) for r in mine),
+            )
+            if len(self._by_tool) < _TOOLS_KEPT:
+                self._by_tool[tool] = lists
+        return lists
 
     @property
     def rules(self) -> tuple[Rule, ...]:
         return self._rules
 
     def judge(self, view: CallView) -> Judgement:
-        """The decision of the rules on ``view``, with the rules that made it."""
-        strict: tuple[tuple[Decision, tuple[Rule, ...]], ...] = (
-            ("deny", self._deny),
-            ("ask", self._ask),
-        )
-        for decision, rules in strict:
-            matches = _matches(rules, view, decision)
-            if matches:
-                return Judgement(decision, matches, _reason(decision, matches))
-        if not self._allow:
+        """The decision of the rules on ``view``, with the rules that made it.
+
+        Remembered for the last calls whose rules look only at the view's facts (not at
+        its raw arguments: ``Tool(param:value)`` rules and matchers that do not say):
+        an agent repeats its commands, and a repeated one costs a lookup.
+        """
+        lists = self._lists(view.tool)
+        if not lists.facts_only:
+            return self._judge(view, lists)
+        key = (view.tool, view.commands, view.reads, view.writes, view.domains, view.unparsed)
+        known = self._judged.get(key)
+        if known is None:
+            known = self._judge(view, lists)
+            if len(self._judged) >= _JUDGED_KEPT:
+                with suppress(StopIteration, KeyError, RuntimeError):  # another thread's
+                    self._judged.pop(next(iter(self._judged)))  # the oldest out
+            self._judged[key] = known
+        return known
+
+    def _judge(self, view: CallView, lists: _Lists) -> Judgement:
+        if lists.deny and (matches := _matches(lists.deny, view, "deny")):
+            return Judgement("deny", matches, _reason("deny", matches))
+        if lists.ask and (matches := _matches(lists.ask, view, "ask")):
+            return Judgement("ask", matches, _reason("ask", matches))
+        if not lists.allow:
             return _NONE
-        matches = _matches(self._allow, view, "allow")
+        matches = _matches(lists.allow, view, "allow")
         if not matches:
             return _NONE
         if view.unparsed:
@@ -88,6 +123,24 @@ class Permissions:
         return self.judge(view).decision
 
 
+class _Lists(NamedTuple):
+    deny: tuple[Rule, ...]
+    ask: tuple[Rule, ...]
+    allow: tuple[Rule, ...]
+    facts_only: bool  # no rule looks at the raw arguments: judgements can be remembered
+
+
+_JUDGED_KEPT = 4096  # judgements remembered per Permissions
+_TOOLS_KEPT = 1024  # tool names whose rule lists are kept (names are few; bounded anyway)
+
+
+def _applies(rule: Rule, tool: str) -> bool:
+    """Whether ``rule`` can match a call of ``tool``: a matcher with an ``applies(tool)``
+    method says; any other is asked on every call."""
+    applies = getattr(rule.matcher, "applies", None)
+    return applies is None or bool(applies(tool))
+
+
 _NONE = Judgement(None, (), "no permission rule matches")
 _PARTIAL = "part of the command line cannot be read, so no allow rule can cover it"
 
@@ -100,10 +153,17 @@ def _matches(rules: Sequence[Rule], view: CallView, decision: Decision) -> tuple
     return tuple(found)
 
 
+_VERBS = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}
+
+
 def _reason(decision: Decision, matches: Sequence[Match]) -> str:
     """``denied by Bash(git push:*) (interpose.toml) on 'git push origin'``: each rule
     once, with the subjects it matched."""
-    verb = {"deny": "denied", "ask": "approval asked", "allow": "allowed"}[decision]
+    verb = _VERBS[decision]
+    if len(matches) == 1:
+        rule = matches[0].rule
+        why = f": {rule.justification}" if rule.justification else ""
+        return f"{verb} by {rule.text} ({rule.source}) on {matches[0].subject!r}{why}"
     by_rule: dict[Rule, list[str]] = {}
     for m in matches:
         by_rule.setdefault(m.rule, []).append(m.subject)

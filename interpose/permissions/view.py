@@ -41,8 +41,8 @@ def view_of(tool: str, args: Mapping[str, Any], *, cwd: str, home: str) -> CallV
     against ``cwd`` (or the call's own ``cwd``/``workdir`` argument), ``~`` against
     ``home``."""
     name = normalize_tool_name(tool)
-    where = args.get("cwd", args.get("workdir"))
-    if isinstance(where, str) and where:
+    where = args.get("cwd") or args.get("workdir")
+    if isinstance(where, str):
         cwd = _absolute(where, cwd, home)
     if name in SHELL_TOOLS:
         return _shell(name, args, cwd, home)
@@ -62,7 +62,12 @@ def view_of(tool: str, args: Mapping[str, Any], *, cwd: str, home: str) -> CallV
 
 
 def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
-    commands: list[ShellCommand] = []
+    line = args.get("command")
+    if type(line) is str and "args" not in args and "argv" not in args:  # the usual call
+        facts = analysis_of(line).facts
+        if not facts.reads and not facts.writes:
+            return CallView(name, args, commands=facts.commands, unparsed=facts.unparsed)
+    commands: tuple[ShellCommand, ...] = ()
     reads: list[str] = []
     writes: list[str] = []
     unparsed = False
@@ -73,7 +78,7 @@ def _shell(name: str, args: Mapping[str, Any], cwd: str, home: str) -> CallView:
             unparsed = True  # the guard refuses any other shape
             continue
         facts = analysis_of(command).facts
-        commands += (ShellCommand(c.argv, c.text, c.layers) for c in facts.commands)
+        commands += facts.commands
         reads += facts.reads
         writes += facts.writes
         unparsed = unparsed or facts.unparsed

@@ -453,7 +453,10 @@ class CommandSafetyGuard:
     least recently used first out: a repeated command costs a lookup, not an analysis
     (and the cache holds at most ~4 MB of commands).  ``too-complex`` and
     ``internal-error`` are not remembered: they depend on the clock and the caller's
-    stack, not only on the command, so such a command is judged again every time.
+    stack, not only on the command, so such a command is judged again every time.  A
+    guard without extra rules also leaves each analysis (its verdict and what the line
+    runs) in the process-wide memory :func:`analysis_of` reads, so the permission rules
+    judging the same call do not parse it again.
 
     Raises:
         ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile.

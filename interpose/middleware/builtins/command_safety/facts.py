@@ -1,6 +1,10 @@
 """What a command line runs, as facts: every simple command the analysis meets (wrappers
 peeled, nested shells, ``find -exec``, ``xargs``...), with the paths it reads and writes.
 
+Each command is a :class:`interpose.permissions.model.ShellCommand` (``text`` is its argv
+joined by spaces), the shape the permission rules judge: the facts of a remembered
+analysis are handed to them as they are.
+
 A :class:`Recording` is a :class:`.run.Run` that notes each command it judges in a
 :class:`Sink`; the guard's own analysis records as it goes (one parse per command text
 serves the guard and the permission rules, see :func:`..command_safety.analysis_of`).  The
@@ -18,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ....permissions.model import ShellCommand
 from ..shell import SUBST, Redirect, Script, Word
 from .budget import Budget
 from .filesystem import WRITERS
@@ -28,7 +33,7 @@ from .run import RuleTable, Run
 from .secrets import READERS
 from .wrappers import canon
 
-__all__ = ["TRANSPARENT", "Command", "Facts", "Recording", "Sink"]
+__all__ = ["TRANSPARENT", "Facts", "Recording", "ShellCommand", "Sink", "transparent"]
 
 TRANSPARENT = frozenset(
     {"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob", "xargs"}
@@ -39,24 +44,12 @@ these before matching an allow rule; every other wrapper level (``sudo``, ``env 
 
 
 @dataclass(frozen=True, slots=True)
-class Command:
-    """One simple command as it will run: ``argv`` (None: the name is known only at run
-    time), the command as the analysis reads it (``text``), and the argv of every
-    wrapper level around it, outermost first (``sudo -u x rm f``: ``("sudo", "-u", "x",
-    "rm", "f")``)."""
-
-    argv: tuple[str, ...] | None
-    text: str
-    layers: tuple[tuple[str, ...], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class Facts:
     """What one command line runs: its commands in source order, the paths read and
     written (see the module docstring), and whether some part of it could not be read
     (a syntax error, a nested shell that does not parse, past the analysis budget)."""
 
-    commands: tuple[Command, ...] = ()
+    commands: tuple[ShellCommand, ...] = ()
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     unparsed: bool = False
@@ -68,7 +61,7 @@ class Sink:
     findings (noting only whether one was an unparseable part)."""
 
     exhaustive: bool = False
-    commands: list[Command] = field(default_factory=list)
+    commands: list[ShellCommand] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     unparsed: bool = False
@@ -126,7 +119,7 @@ class Recording(Run):
         layers = tuple(tuple(show(w.text) for w in layer) for layer in inv.layers[:-1])
         shown = argv or (show(inv.dynamic), *(show(w.text) for w in inv.args))
         text = " ".join(shown)
-        sink.commands.append(Command(argv, text, layers))
+        sink.commands.append(ShellCommand(argv, text, layers))
         self._redirects(inv.redirects)
         reader = READERS.get(inv.name)
         if reader is not None:
