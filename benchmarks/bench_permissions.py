@@ -15,8 +15,10 @@ event loop and timed inside the coroutine, with the shared ``harness.py``):
   pipeline with the rules installed (``PermissionPolicy.install``: the ``tool.before``
   handler and the ``tool.approve`` one, which judges the call's final arguments again).
   The difference is what the rules add to the whole call; target: at most 5 µs;
-- informational: ``view_of`` alone (the view, the analysis looked up) and
-  ``Permissions.judge`` alone on a view built once.
+- informational: where the in-pipeline cost goes -- the approval stage alone (the guards'
+  pipeline with a ``tool.approve`` handler that has no opinion), and the rules' ``tool.before``
+  handler alone (16 rules, no ``tool.approve`` handler); ``view_of`` alone (the view, the
+  analysis looked up) and ``Permissions.judge`` alone on a view built once.
 
 Each case runs with two rule sets: a typical ``[permissions]`` table (:data:`TYPICAL`,
 16 rules: the docs' kind of allow list, a few asks and denies, path rules) and a large
@@ -53,7 +55,7 @@ from interpose.permissions.engine import Permissions
 from interpose.permissions.model import Decision, Rule
 from interpose.permissions.policy import PermissionPolicy
 from interpose.permissions.view import view_of
-from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+from interpose.pipeline.payloads import ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 
 TARGET_NS = 5000.0
 PROJECT = "/srv/project"
@@ -189,6 +191,10 @@ async def _check_pipe(pipe: Pipeline, args: Args) -> None:
         raise RuntimeError(f"{args!r} through the pipeline: {result.status} {result.output!r}")
 
 
+def _no_opinion(request: ApprovalRequest) -> None:
+    """A ``tool.approve`` handler with no opinion: what the approval stage costs alone."""
+
+
 def build_cases() -> list[Case]:
     """Every case of the run, checked once.
 
@@ -199,6 +205,8 @@ def build_cases() -> list[Case]:
 
     guard = CommandSafetyGuard()
     guarded = Pipeline(tracing="off")
+    approving = Pipeline(tracing="off")
+    approving.approver(id="noop")(_no_opinion)
     cases = [Case("floor", "floor: await tool(args)", floor_case({"command": "git status"}))]
     for key, command in COMMANDS.items():
         args: Args = {"command": command}
@@ -206,6 +214,24 @@ def build_cases() -> list[Case]:
         asyncio.run(_check_pipe(guarded, args))
         cases.append(
             Case(f"p_{key}", f"call_tool, guards, {command!r}", pipeline_case(guarded, args))
+        )
+        asyncio.run(_check_pipe(approving, args))
+        cases.append(
+            Case(
+                f"a_{key}",
+                f"call_tool, guards + no-op approver, {command!r}",
+                pipeline_case(approving, args),
+            )
+        )
+        before_only = Pipeline(tracing="off")
+        before_only.registry.add(policy_of(TYPICAL).interceptors()[0])
+        asyncio.run(_check_pipe(before_only, args))
+        cases.append(
+            Case(
+                f"b_{key}",
+                f"call_tool, guards + rules' tool.before (16), {command!r}",
+                pipeline_case(before_only, args),
+            )
         )
         for name, table in RULE_SETS.items():
             policy = policy_of(table)
@@ -286,6 +312,29 @@ def rows_of(t: Mapping[str, float], cases: Sequence[Case]) -> list[Row]:
                     target,
                 )
             )
+        approving, before_only = t[f"a_{key}"], t[f"b_{key}"]
+        rows.append(
+            Row(
+                label[f"a_{key}"],
+                approving,
+                approving - floor,
+                "the approval stage alone",
+                approving - piped,
+                None,
+                "info",
+            )
+        )
+        rows.append(
+            Row(
+                label[f"b_{key}"],
+                before_only,
+                before_only - floor,
+                "tool.before handler added",
+                before_only - piped,
+                None,
+                "info",
+            )
+        )
         view = t[f"v_{key}"]
         rows.append(
             Row(label[f"v_{key}"], view, view - floor, "the view alone", view, None, "info")
