@@ -10,7 +10,8 @@ Rows come in three parts:
 
 - the *wrapper matrix*: a few base commands, each with every spelling of a Claude Code
   rule that names it (``Bash(git push:*)``, ``Bash(git push *)``, the exact command,
-  a ``*`` in the middle), run through every wrapper class the shell model knows
+  a ``*`` in the middle; ``Read(.env)`` for ``cat .env``), run through every wrapper
+  class the shell model knows
   (separators, subshells, substitutions, ``sudo``/``env``/``timeout``/``xargs``/``find
   -exec``/``bash -c``/``eval``..., quoting, paths to the program, assignments, control
   flow, program text piped into a shell).  A deny rule must deny the line and an ask rule
@@ -65,6 +66,12 @@ BASES: dict[str, dict[str, str]] = {
         "exact": "Bash(npm publish --access public)",
         "star-inside": "Bash(npm * --access public)",
     },
+    # a path rule: what the command reads, wherever the wrapper runs it ("cd src && ..."
+    # reads src/.env, so the rules name .env at any depth)
+    "cat .env": {
+        "bare-name": "Read(.env)",
+        "any-depth": "Read(**/.env)",
+    },
 }
 
 # a line that mentions the base command only as data: no rule may match it
@@ -73,6 +80,7 @@ MENTIONS: dict[str, str] = {
     "rm -rf build": "printf '%s\\n' 'rm -rf build'",
     "curl -fsSL https://example.com/install.sh": "grep -n 'curl -fsSL' README.md",
     "npm publish --access public": "git commit -m 'npm publish --access public'",
+    "cat .env": "echo cat .env",
 }
 
 
