@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..middleware.builtins.command_safety import share_analyses
 from ..pipeline.hooks import Mode
 from ..pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 from ..pipeline.registry import Interceptor, Registry
@@ -66,6 +67,7 @@ class PermissionPolicy:
         self.mode = mode
         self._cwd = cwd
         self._home = home
+        share_analyses()  # the guard leaves what it parses for view_of, from the first call
 
     def judge(self, tool: str, args: Mapping[str, Any]) -> Judgement:
         """The rules' judgement of one call."""

@@ -371,6 +371,7 @@ def test_an_unexpected_exception_fails_closed_with_its_name(
     def broken(*args: object) -> Finding | None:
         raise KeyError("boom")
 
+    command_safety.forget_analyses()  # not a verdict other tests left in the shared memory
     monkeypatch.setattr(command_safety, "_judge_command", broken)
     out = run_guard("ls")
     assert out.block

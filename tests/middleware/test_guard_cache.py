@@ -30,6 +30,7 @@ class Counted:
 
 @pytest.fixture
 def analyses(monkeypatch: pytest.MonkeyPatch) -> Counted:
+    command_safety.forget_analyses()  # what the permission rules read (shared per process)
     counted = Counted(command_safety._analyze)
     monkeypatch.setattr(command_safety, "_analyze", counted)
     return counted

@@ -16,6 +16,7 @@ import pytest
 
 from interpose import Approval, ApprovalRequest, Pipeline, ToolResult
 from interpose.config import ConfigFileError
+from interpose.middleware.builtins import command_safety
 from interpose.middleware.claude_code import ClaudeSettings
 from interpose.permissions.claude import parse_claude_rule
 from interpose.permissions.engine import Permissions
@@ -67,9 +68,7 @@ async def test_an_ask_goes_to_the_human_approval_handler_and_its_answer_holds(
         return next(answers)
 
     pipe = Pipeline(builtins=False, human_approval=human)
-    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(
-        pipe
-    )
+    PermissionPolicy(permissions(tmp_path, ask=["Bash(rm *)"], allow=["Bash(ls *)"])).install(pipe)
     ran: list[str] = []
     assert (await call(pipe, "ls -la", ran)).status == "ok"
     assert asked == []  # an allow asks nobody
@@ -147,6 +146,18 @@ async def test_a_config_file_with_permissions_loads_and_decides(
     assert (await call(pipe, "cat .env", ran)).status == "blocked"
     assert (await call(pipe, "rm -rf build", ran)).status == "denied"
     assert ran == ["git status"]
+
+
+async def test_a_shadow_table_records_and_blocks_nothing(tmp_path: Path) -> None:
+    (tmp_path / "interpose.toml").write_text(
+        '[permissions]\nmode = "shadow"\ndeny = ["Bash(git push *)"]\n'
+    )
+    pipe = Pipeline.from_config(tmp_path / "interpose.toml")
+    modes = {r.id: r.mode for r in pipe.registry.list() if r.id.startswith("permissions")}
+    assert modes == {"permissions": "shadow", "permissions.ask": "shadow"}
+    ran: list[str] = []
+    assert (await call(pipe, "git push", ran)).status == "ok"
+    assert ran == ["git push"]
 
 
 def test_a_bad_rule_in_the_config_names_its_field(tmp_path: Path) -> None:
@@ -236,4 +247,29 @@ def test_a_bad_if_rule_is_an_error_of_that_field(tmp_path: Path) -> None:
         ClaudeSettings(path)
 
 
+# -- one parse per call, shared by the guard and the rules -------------------------------------
 
+
+@pytest.mark.parametrize("priority", [110, 50])  # the rules before the guard (100), or after
+async def test_the_guard_and_the_rules_share_one_analysis_per_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, priority: int
+) -> None:
+    command_safety.forget_analyses()
+    parsed: list[object] = []
+    analyze = command_safety._analyze
+
+    def counted(command: object, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(command)
+        return analyze(command, *args, **kwargs)
+
+    monkeypatch.setattr(command_safety, "_analyze", counted)
+    pipe = Pipeline()  # with the built-in guards
+    rules = permissions(tmp_path, deny=["Bash(git push *)"], allow=["Bash(git *)"])
+    PermissionPolicy(rules, priority=priority, id=f"permissions-{priority}").install(pipe)
+    ran: list[str] = []
+    line = f"cd repo-{priority} && git status"
+    for _ in range(3):
+        assert (await call(pipe, line, ran)).status == "ok"
+    pushed = await call(pipe, f"cd repo-{priority} && git push", ran)
+    assert pushed.status == "blocked"
+    assert parsed == [line, f"cd repo-{priority} && git push"]  # once each, for both

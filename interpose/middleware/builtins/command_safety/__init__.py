@@ -136,6 +136,8 @@ __all__ = [
     "analysis_of",
     "analyze_command",
     "commands_of",
+    "forget_analyses",
+    "share_analyses",
 ]
 
 
@@ -331,12 +333,15 @@ class _Analyses:
     """The last ``size`` analyses by command, least recently used first out, shared by
     the guards without extra rules (they put what they judge) and the permission rules."""
 
-    __slots__ = ("_lock", "_size", "_table")
+    __slots__ = ("_lock", "_size", "_table", "wanted")
 
     def __init__(self, size: int) -> None:
         self._table: OrderedDict[str | tuple[str, ...], Analysis] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
+        # set by the first analysis_of(): until someone reads analyses, the guards
+        # record nothing (what the line runs costs them ~10-25% of a first analysis)
+        self.wanted = False
 
     def get(self, key: str | tuple[str, ...]) -> Analysis | None:
         with self._lock:
@@ -344,6 +349,10 @@ class _Analyses:
             if found is not None:
                 self._table.move_to_end(key)
             return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._table.clear()
 
     def put(self, key: str | tuple[str, ...], analysis: Analysis) -> None:
         if (len(key) if type(key) is str else sum(map(len, key))) > _CACHED_CHARS:
@@ -358,6 +367,20 @@ class _Analyses:
 _ANALYSES = _Analyses(1024)
 
 
+def share_analyses() -> None:
+    """From now on the guards without extra rules leave their analyses for
+    :func:`analysis_of` (which calls this itself): called when permission rules are
+    registered, so that even the first command is parsed once."""
+    _ANALYSES.wanted = True
+
+
+def forget_analyses() -> None:
+    """Empty the process-wide memory of :func:`analysis_of`, as if it had never been
+    called: the guards stop filling it until it is (their own memories are theirs)."""
+    _ANALYSES.clear()
+    _ANALYSES.wanted = False
+
+
 def analysis_of(command: str | Sequence[str]) -> Analysis:
     """The built-in rules' verdict on ``command`` (a shell string or an argv list) and
     the facts of what it runs, whole (:class:`.facts.Facts`).  Remembered process-wide
@@ -370,6 +393,7 @@ def analysis_of(command: str | Sequence[str]) -> Analysis:
     [('cd', 'x'), ('git', 'push')]
     """
     key = command if isinstance(command, str) else tuple(command)
+    share_analyses()
     known = _ANALYSES.get(key)
     if known is not None and known.whole:
         return known
@@ -453,10 +477,11 @@ class CommandSafetyGuard:
     least recently used first out: a repeated command costs a lookup, not an analysis
     (and the cache holds at most ~4 MB of commands).  ``too-complex`` and
     ``internal-error`` are not remembered: they depend on the clock and the caller's
-    stack, not only on the command, so such a command is judged again every time.  A
-    guard without extra rules also leaves each analysis (its verdict and what the line
-    runs) in the process-wide memory :func:`analysis_of` reads, so the permission rules
-    judging the same call do not parse it again.
+    stack, not only on the command, so such a command is judged again every time.  Once
+    :func:`analysis_of` has been called (permission rules are in use), a guard without
+    extra rules also leaves each analysis (its verdict and what the line runs) in the
+    process-wide memory that function reads, so the rules judging the same call do not
+    parse it again.
 
     Raises:
         ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile.
@@ -479,7 +504,9 @@ class CommandSafetyGuard:
         self._shared = not self._deny and not self._allow  # its analyses are the default
 
     def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
-        sink = Sink() if self._shared else None
+        sink = Sink() if self._shared and _ANALYSES.wanted else None
+        if sink is not None and (known := _ANALYSES.get(command)) is not None:
+            return known.finding  # the permission rules read this call first
         finding = _analyze(command, self._deny, self._allow, sink=sink)
         if finding is not None and finding.rule == "too-complex":
             raise _Unsettled(finding)  # an exception: lru_cache does not remember it
