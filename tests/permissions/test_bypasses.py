@@ -120,6 +120,16 @@ def test_a_leading_environment_assignment() -> None:
     assert_each({"deny": ["Bash(gh:*)"]}, ["GH_TOKEN=x gh api repos/o/r"], "deny")
 
 
+def test_a_harmless_assignment_keeps_an_allowed_command_allowed() -> None:
+    # https://github.com/openai/codex/issues/21571 (an allowed "TZ=America/Sao_Paulo date
+    # +%Y%m%dT%H%M%S%z" was judged as its shell wrapper and refused)
+    assert_each(
+        {"allow": ["Bash(date:*)"]},
+        ["TZ=America/Sao_Paulo date +%Y%m%dT%H%M%S%z", "LC_ALL=C date -u"],
+        "allow",
+    )
+
+
 def test_a_loader_variable_does_not_ride_on_an_allow_rule() -> None:
     # https://github.com/QwenLM/qwen-code/pull/10983 (leading LD_PRELOAD/NODE_OPTIONS/
     # BASH_ENV assignments stripped before allow matching let code run under an allowed

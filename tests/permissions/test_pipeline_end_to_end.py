@@ -2,16 +2,21 @@
 real pipeline (``Pipeline.from_config``, the default guards included), and tool calls
 through ``call_tool``.  A denied call is blocked before the tool runs, an asked one goes
 to the pipeline's human-approval handler, an allowed one runs; the tool is a recording
-function, so nothing here runs a command."""
+function, so nothing here runs a command.  The corpus's ``git push`` rows (every wrapper
+class: denied, asked, only mentioned) also go through the policy installed on a pipeline."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from interpose import Pipeline
+from interpose.permissions.claude import parse_claude_rule
+from interpose.permissions.engine import Permissions
+from interpose.permissions.policy import PermissionPolicy
 from interpose.pipeline.payloads import ApprovalRequest
 
 CONFIG = """\
@@ -97,6 +102,40 @@ async def test_an_ask_with_no_human_is_a_deny(pipe: Pipeline) -> None:
     result = await pipe.call_tool("exec", {"command": "npm publish"}, call=tool)
     assert result.status == "denied"
     assert tool.calls == []
+
+
+CORPUS = json.loads((Path(__file__).with_name("data") / "corpus.json").read_text("utf-8"))
+# one base command through every wrapper class: denied, asked, and only mentioned
+THROUGH = [
+    row
+    for row in CORPUS["rows"]
+    if row["id"].split("/")[0] in ("deny", "ask", "data")
+    and row["id"].split("/")[2] == "0"
+    and row["id"].split("/")[-1] in ("0", "legacy-prefix")
+]
+STATUS = {"deny": "blocked", "ask": "denied", None: "ok"}  # no human: an ask is a deny
+
+
+@pytest.mark.parametrize("row", THROUGH, ids=[row["id"] for row in THROUGH])
+async def test_the_corpus_through_the_policy_in_a_pipeline(row: dict[str, Any]) -> None:
+    rules = [
+        parse_claude_rule(
+            text,
+            decision,
+            source="corpus",
+            base=Path(CORPUS["base"]),
+            cwd=Path(CORPUS["cwd"]),
+            home=Path(CORPUS["home"]),
+        )
+        for decision in ("deny", "ask", "allow")
+        for text in row["rules"][decision]
+    ]
+    pipe = Pipeline(builtins=False)
+    PermissionPolicy(Permissions(rules), cwd=CORPUS["cwd"], home=CORPUS["home"]).install(pipe)
+    tool = Tool()
+    result = await pipe.call_tool("exec", dict(row["args"]), call=tool)
+    assert result.status == STATUS[row["expect"]], result.output
+    assert len(tool.calls) == (result.status == "ok")
 
 
 @pytest.mark.parametrize(
