@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from ._builder import BuilderBase, Built
 
 if TYPE_CHECKING:
@@ -41,10 +42,12 @@ class PermissionSteps(BuilderBase):
         )
         for decision, texts in lists:
             for i, text in enumerate(texts):
-                with self.at(f"permissions.{decision}[{i}]"):
-                    rules.append(
-                        parse_claude_rule(text, decision, source=self.source, base=self.base_dir)
-                    )
+                try:
+                    rule = parse_claude_rule(text, decision, source=self.source, base=self.base_dir)
+                except ConfigError as exc:  # the field names the file already
+                    problem = str(exc).removeprefix(f"{self.source}: ")
+                    self.fail(f"permissions.{decision}[{i}]", problem)
+                rules.append(rule)
         self.more_permission_rules(built, table, rules)
         built.notes += [w for w in map(warning_of, rules) if w]
         return rules

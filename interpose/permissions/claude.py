@@ -30,8 +30,8 @@ The forms (``Tool`` or ``Tool(specifier)``):
 What differs from Claude Code: commands are judged as they will run (through ``sudo``,
 ``env``, ``bash -c``, ``xargs``, ``find -exec``, substitutions), so an allow must cover
 every command *and* each non-transparent wrapper level (``Bash(sudo *)`` alone does not
-allow ``sudo rm x``: ``rm x`` must be allowed too); leading ``VAR=value`` assignments are
-peeled for allow rules as well (Claude Code's allow rules skip only known-safe ones); a
+allow ``sudo rm x``: ``rm x`` must be allowed too; a leading ``VAR=value`` that is not
+known-safe is such a level, as in Claude Code); a
 bare file name in a deny or ask rule matches at any depth anywhere, in an allow rule only
 below ``cwd``; symlinks are not followed.
 """
@@ -165,7 +165,9 @@ def _matcher(
             f"{where}: {name}(path) rules are never consulted (as in Claude Code); "
             f"use {'Edit' if key == 'write' else 'Read'}(path)",
         )
-    if key == "webfetch" and spec.startswith("domain:"):
+    if key == "webfetch":
+        if not spec.startswith("domain:"):
+            return ToolRule(frozenset(), f"{where}: WebFetch rules take domain:NAME; ignored")
         return DomainRule(tools, _domain_pattern(spec[len("domain:") :], where))
     if key in ("agent", "task") and _PARAM.fullmatch(spec) is None:
         return ParamRule(tools, "subagent_type", _glob(spec))
@@ -317,13 +319,13 @@ def _path_rule(kind: str, spec: str, where: str, anchors: _Anchors) -> PathRule:
             anywhere = _gitignore("/**/" + rest)
             if "/" not in rest.rstrip("/"):  # a bare name: at any depth below cwd
                 rest = "**/" + rest
-    return PathRule(kind, _gitignore(posixpath.join(posixpath.normpath(root), rest)), anywhere)
+    return PathRule(kind, _gitignore(posixpath.normpath(posixpath.join(root, rest))), anywhere)
 
 
 def _gitignore(pattern: str) -> re.Pattern[str]:
     """An absolute gitignore-style glob as a regex: ``**`` any depth, ``*`` and ``?``
     within a name, ``[...]`` classes; a match of a directory covers what is below it."""
-    pattern = pattern.rstrip("/") or "/"
+    pattern = pattern.rstrip("/")  # "" for the root: everything below it
     out: list[str] = []
     i = 0
     while i < len(pattern):

@@ -3,9 +3,9 @@
 A hook with ``"if": "Bash(git commit *)"`` runs only for the calls that rule matches:
 for a command line, when one of its simple commands does (as the shell model finds them,
 wrappers and substitutions included).  It fails open, as Claude Code's does: a line the
-model cannot read, or one with a command named only at run time (``$CMD``), runs the
-hook.  Claude Code evaluates ``if`` on tool events only; on any other event a hook with
-``if`` never runs (:data:`TOOL_EVENTS`).
+model cannot read, or one with a word known only at run time (``$CMD``, ``git $SUB``,
+an unknown ``$(...)``), runs the hook.  Claude Code evaluates ``if`` on tool events
+only; on any other event a hook with ``if`` never runs (:data:`TOOL_EVENTS`).
 """
 
 from __future__ import annotations
@@ -53,6 +53,6 @@ def _runs(rule: Rule, mapping: ToolMapping, event: Mapping[str, Any]) -> bool:
         cwd=cwd if isinstance(cwd, str) and cwd else os.getcwd(),
         home=os.path.expanduser("~"),
     )
-    if view.unparsed or any(c.argv is None for c in view.commands):
-        return True
+    if view.unparsed or any(c.argv is None or "$" in c.text for c in view.commands):
+        return True  # what runs is known only at run time: open, as in Claude Code
     return bool(rule.matcher.match(view, "ask"))

@@ -44,7 +44,7 @@ class ShellCommand:
 class CallView:
     """The facts of one tool call that permission rules look at, read once per call."""
 
-    tool: str
+    tool: str  # the normalized name (normalize_tool_name: "Bash" is "exec"), as view_of gives
     args: Mapping[str, Any]
     commands: tuple[ShellCommand, ...] = ()
     reads: tuple[str, ...] = ()  # absolute paths

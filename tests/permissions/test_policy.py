@@ -16,9 +16,11 @@ import pytest
 
 from interpose import Approval, ApprovalRequest, Pipeline, ToolResult
 from interpose.config import ConfigFileError
+from interpose.external.command import default_tool_mapping
 from interpose.middleware.builtins import command_safety
 from interpose.middleware.claude_code import ClaudeSettings
 from interpose.permissions.claude import parse_claude_rule
+from interpose.permissions.conditions import hook_condition
 from interpose.permissions.engine import Permissions
 from interpose.permissions.policy import PermissionPolicy
 
@@ -223,6 +225,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "cd sub && git commit -am wip",
         "echo 'git commit'",
         "$TOOL commit",  # cannot be resolved: fails open
+        "git $SUBCOMMAND",  # known only at run time: fails open
         "ls 'unterminated",  # cannot be parsed: fails open
     ]:
         await call(pipe, command, ran)
@@ -230,6 +233,7 @@ async def test_a_hook_with_if_runs_only_for_the_commands_its_rule_matches(
         "git commit -m 'x'",
         "cd sub && git commit -am wip",
         "$TOOL commit",
+        "git $SUBCOMMAND",
         "ls 'unterminated",
     ]
 
@@ -273,3 +277,18 @@ async def test_the_guard_and_the_rules_share_one_analysis_per_command(
     pushed = await call(pipe, f"cd repo-{priority} && git push", ran)
     assert pushed.status == "blocked"
     assert parsed == [line, f"cd repo-{priority} && git push"]  # once each, for both
+
+
+def test_an_if_rule_on_file_tools_sees_claude_code_fields(tmp_path: Path) -> None:
+    runs = hook_condition(
+        "Edit(*.ts)", default_tool_mapping(), source="settings.json", base=tmp_path
+    )
+
+    def event(tool: str, **tool_input: Any) -> dict[str, Any]:
+        return {"tool_name": tool, "tool_input": tool_input, "cwd": str(tmp_path)}
+
+    assert runs(event("Edit", file_path="src/app.ts", old_string="a", new_string="b"))
+    assert runs(event("Write", file_path=str(tmp_path / "x.ts"), content=""))
+    assert not runs(event("Edit", file_path="src/app.py", old_string="a", new_string="b"))
+    assert not runs(event("Read", file_path="src/app.ts"))
+    assert runs({"hook_event_name": "PreToolUse"})  # nothing to judge: open

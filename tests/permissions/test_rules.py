@@ -122,6 +122,15 @@ def test_allow_needs_every_command_and_every_wrapper_that_changes_what_runs() ->
     assert decide(allow, command="git status 'unterminated") is None  # unparsed: never
 
 
+def test_allow_skips_only_known_safe_assignments_deny_sees_past_any() -> None:
+    allow = [rule("Bash(git status)", "allow")]
+    assert decide(allow, command="LANG=C git status") == "allow"
+    assert decide(allow, command="GIT_SSH_COMMAND=./x.sh git status") is None
+    assert decide(allow, command="LD_PRELOAD=evil.so git status") is None
+    assert hits("Bash(git push *)", "LD_PRELOAD=evil.so git push")
+    assert hits("Bash(LD_PRELOAD=*)", "LD_PRELOAD=evil.so git status")
+
+
 def test_deny_beats_ask_beats_allow_whatever_the_order() -> None:
     rules = [
         rule("Bash(git *)", "allow"),
@@ -170,6 +179,10 @@ def test_bash_command_param_is_ignored_with_a_warning() -> None:
         ("Read(src/*.ts)", "/srv/project/src/a.ts", True),
         ("Read(src/*.ts)", "/srv/project/src/deep/a.ts", False),
         ("Read(src/**/*.ts)", "/srv/project/src/deep/a.ts", True),
+        ("Read(../shared/*.key)", "/srv/shared/a.key", True),
+        ("Read(//)", "/etc/passwd", True),
+        ("Read(//tmp/)", "/tmp/x/y", True),
+        ("Read(//tmp/)", "/tmpfoo", False),
     ],
 )
 def test_path_patterns_on_the_read_tool(text: str, path: str, expected: bool) -> None:
@@ -221,6 +234,12 @@ def test_webfetch_domains() -> None:
     assert decide(sub, "web_fetch", url="https://a.b.example.com/x") == "deny"
     assert decide(sub, "web_fetch", url="https://example.com/x") is None
     assert decide(sub, "web_fetch", url="https://example.com.evil.io/x") is None
+
+
+def test_a_webfetch_rule_without_a_domain_is_ignored_with_a_warning() -> None:
+    ignored = rule("WebFetch(https://example.com/*)")
+    assert "domain:NAME" in warning_of(ignored)
+    assert decide([ignored], "web_fetch", url="https://example.com/x") is None
 
 
 def test_mcp_server_and_tool_rules() -> None:

@@ -374,7 +374,8 @@ class ClaudeSettings:
                 spec.condition, self.mapping, source=source, base=Path(self.project_dir)
             )
         except ConfigError as exc:
-            raise ConfigFileError(source, where + ".if", str(exc)) from None
+            problem = str(exc).removeprefix(f"{source}: ").replace("ask rule ", "rule ", 1)
+            raise ConfigFileError(source, where + ".if", problem) from None
         return True
 
     # -- registration ---------------------------------------------------------------

@@ -114,6 +114,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -344,11 +345,11 @@ class _Analyses:
         self.wanted = False
 
     def get(self, key: str | tuple[str, ...]) -> Analysis | None:
-        with self._lock:
-            found = self._table.get(key)
-            if found is not None:
+        found = self._table.get(key)  # atomic; no lock on the path every call takes
+        if found is not None:
+            with suppress(KeyError):  # another thread let it go meanwhile
                 self._table.move_to_end(key)
-            return found
+        return found
 
     def clear(self) -> None:
         with self._lock:

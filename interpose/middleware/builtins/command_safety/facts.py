@@ -33,7 +33,15 @@ from .run import RuleTable, Run
 from .secrets import READERS
 from .wrappers import canon
 
-__all__ = ["TRANSPARENT", "Facts", "Recording", "ShellCommand", "Sink", "transparent"]
+__all__ = [
+    "SAFE_ASSIGNMENTS",
+    "TRANSPARENT",
+    "Facts",
+    "Recording",
+    "ShellCommand",
+    "Sink",
+    "transparent",
+]
 
 TRANSPARENT = frozenset(
     {"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob", "xargs"}
@@ -41,6 +49,16 @@ TRANSPARENT = frozenset(
 """Wrappers that only change how a command runs, not what it may do: Claude Code strips
 these before matching an allow rule; every other wrapper level (``sudo``, ``env X=..``,
 ``ssh``) must be allowed as well as the command it runs."""
+
+
+SAFE_ASSIGNMENTS = frozenset(
+    {"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "NO_COLOR", "FORCE_COLOR"}
+    | {"TERM", "COLUMNS", "LINES", "CI"}
+)
+"""Leading ``VAR=value`` assignments that cannot change what a command does beyond its
+output's look.  Any other (``GIT_SSH_COMMAND=..``, ``LD_PRELOAD=..``) is a wrapper level
+of its own (``X=1 git status``): deny and ask rules see past it, an allow must cover it,
+as Claude Code's allow rules skip only known-safe assignments."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +137,9 @@ class Recording(Run):
         layers = tuple(tuple(show(w.text) for w in layer) for layer in inv.layers[:-1])
         shown = argv or (show(inv.dynamic), *(show(w.text) for w in inv.args))
         text = " ".join(shown)
+        assigned = tuple(f"{k}={show(v)}" for k, v in inv.env.items() if k not in SAFE_ASSIGNMENTS)
+        if assigned and not (layers and canon(layers[0][0]) == "env"):
+            layers = ((*assigned, *(layers[0] if layers else shown)), *layers)
         sink.commands.append(ShellCommand(argv, text, layers))
         self._redirects(inv.redirects)
         reader = READERS.get(inv.name)
