@@ -714,9 +714,11 @@ def build() -> dict[str, Any]:
 
 def main() -> None:
     corpus = build()
-    with OUT.open("w", encoding="utf-8") as fh:
-        json.dump(corpus, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
+    head = {k: v for k, v in corpus.items() if k != "rows"}
+    with OUT.open("w", encoding="utf-8") as fh:  # JSON, one row per line
+        fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "rows": [\n')
+        fh.write(",\n".join(json.dumps(row, ensure_ascii=False) for row in corpus["rows"]))
+        fh.write("\n]}\n")
     by_class = Counter(row["class"] for row in corpus["rows"])
     print(f"{len(corpus['rows'])} rows, {len(by_class)} classes -> {OUT}")
 
