@@ -193,6 +193,17 @@ def test_an_absolute_or_relative_path_to_the_program() -> None:
     )
 
 
+def test_absolute_path_arguments() -> None:
+    # https://github.com/anthropics/claude-code/issues/11662 (deny Bash(cd:*), Bash(cat:*),
+    # Bash(ls:*) held for relative arguments; "ls /var/log/", "cd /tmp", "cat
+    # /etc/os-release" ran)
+    assert_each(
+        {"deny": ["Bash(cd:*)", "Bash(cat:*)", "Bash(ls:*)"]},
+        ["ls /var/log/", "cd /tmp", "cat /etc/os-release", "ls docs/", "cat README.md"],
+        "deny",
+    )
+
+
 def test_an_allow_rule_does_not_allow_a_lookalike_program() -> None:
     # the allow side of https://github.com/openai/codex/issues/37079 (a copy of git
     # dropped at /tmp/git must not inherit the name's rules): Codex limits which absolute
