@@ -250,7 +250,9 @@ def rule_parallel(inv: Invocation, run: Run) -> Finding | None:
     command = " ".join(w.text for w in words[:k])
     values = [w.text for w in words[k + 1 :] if w.text not in _PARALLEL_SEPARATORS]
     if not command:
-        return None
+        if not values:
+            return None
+        command = "{}"  # "parallel ::: 'CMD' ...": with no command, each value is one
     listed: list[str | None] = list(values) or [None]
     for value in listed:  # every value: each nested analysis is charged to the budget
         shown = value if value is not None else "$PARALLEL_VALUE"
