@@ -78,7 +78,18 @@ def test_the_corpus_covers_every_decision_and_class() -> None:
     # every wrapper class of the shell model the rules must see through
     for family in ("list:", "pipe:", "group:", "subst:", "flow:", "assign:", "name:"):
         assert any(c.startswith(family) for c in classes), family
-    for family in ("wrap:", "xargs:", "find:", "shell:", "var:", "space:"):
+    for family in (
+        "wrap:",
+        "xargs:",
+        "find:",
+        "shell:",
+        "var:",
+        "space:",
+        "interp:",
+        "container:",
+        "option:",
+        "job:",
+    ):
         assert sum(c.startswith(family) for c in classes) >= 2, family
     # each class holds a denied line, an asked one, and (where the wrapper does not run
     # its own text) a line that only mentions the command and gets no decision

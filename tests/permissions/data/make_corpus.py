@@ -14,7 +14,10 @@ Rows come in three parts:
   class the shell model knows
   (separators, subshells, substitutions, ``sudo``/``env``/``timeout``/``xargs``/``find
   -exec``/``bash -c``/``eval``..., quoting, paths to the program, assignments, control
-  flow, program text piped into a shell).  A deny rule must deny the line and an ask rule
+  flow, program text piped into a shell, ``system()`` in interpreters, ``ssh`` and
+  container commands, options and variables holding a command (``git -c alias``,
+  ``GIT_SSH_COMMAND``, ``PAGER``), ``at``/``tmux``/``parallel`` jobs).  A deny rule
+  must deny the line and an ask rule
   must ask, whatever the wrapper; the same wrappers around a command that only *mentions*
   the base command as data must get no decision;
 - allow rules: a line is allowed only when every command in it is, through the wrappers
@@ -73,6 +76,8 @@ BASES: dict[str, dict[str, str]] = {
         "any-depth": "Read(**/.env)",
     },
 }
+
+PATH_BASES = {"cat .env"}  # bases whose rules are path rules
 
 # a line that mentions the base command only as data: no rule may match it
 MENTIONS: dict[str, str] = {
@@ -215,11 +220,44 @@ WRAPPERS: dict[str, Wrap] = {
     "shell:printf-pipe": lambda c: f"printf '%s\\n' '{c}' | bash",
     "shell:base64-pipe": _base64_to_shell,
     "shell:subst-script": lambda c: f"sh -c \"$(echo '{c}')\"",
+    # interpreters that call a shell (system(), os.system, execSync...)
+    "interp:python-os-system": lambda c: f"python3 -c \"import os; os.system('{c}')\"",
+    "interp:python-shell-true": lambda c: (
+        f"python3 -c \"import subprocess; subprocess.run('{c}', shell=True)\""
+    ),
+    "interp:python-heredoc": lambda c: f"python3 <<'EOF'\nimport os\nos.system('{c}')\nEOF",
+    "interp:perl-system": lambda c: f"perl -e 'system(\"{c}\")'",
+    "interp:ruby-system": lambda c: f"ruby -e 'system(\"{c}\")'",
+    "interp:node-execsync": lambda c: f'node -e \'require("child_process").execSync("{c}")\'',
+    "interp:awk-system": lambda c: f"awk 'BEGIN {{ system(\"{c}\") }}'",
+    # a command run elsewhere: on another host, in a container
+    "remote:ssh": lambda c: f"ssh build-host '{c}'",
+    "container:docker-exec": lambda c: f"docker exec app {c}",
+    "container:kubectl-exec": lambda c: f"kubectl exec -it pod -- {c}",
+    # options and variables that hold a command
+    "option:git-alias": lambda c: f"git -c alias.p='!{c}' p",
+    "option:git-ssh-command": lambda c: f"GIT_SSH_COMMAND='{c}' git fetch",
+    "option:pager": lambda c: f"PAGER='{c}' git log",
+    "option:tar-to-command": lambda c: f"tar -xf a.tar --to-command='{c}'",
+    "option:vim-c": lambda c: f"vim -c '!{c}' -c q",
+    "option:ssh-proxycommand": lambda c: f"ssh -o ProxyCommand='{c}' host true",
+    # jobs started for later or elsewhere
+    "job:at": lambda c: f"echo '{c}' | at now",
+    "job:tmux": lambda c: f"tmux new-session -d '{c}'",
+    "job:screen": lambda c: f"screen -dm sh -c '{c}'",
+    "job:parallel": lambda c: f"parallel ::: '{c}'",
+    "job:xterm": lambda c: f"xterm -e {c}",
 }
+
+# classes that run the command on another machine or filesystem: a path rule about this
+# project's files does not reach them (a Bash rule, about what runs, does)
+_ELSEWHERE = {"remote:ssh", "container:docker-exec", "container:kubectl-exec"}
 
 # a class whose data-only control row is not meaningful (the template itself runs the
 # text: word splitting, eval, a shell fed the text...), so only the command rows count
-_RUNS_ITS_TEXT = {c for c in WRAPPERS if c.startswith(("shell:", "var:"))} | {
+_RUNS_ITS_TEXT = {
+    c for c in WRAPPERS if c.startswith(("shell:", "var:", "interp:", "option:", "job:", "remote:"))
+} | {
     "wrap:env-S",
     "wrap:flock",
     "wrap:watch",
@@ -230,7 +268,7 @@ _RUNS_ITS_TEXT = {c for c in WRAPPERS if c.startswith(("shell:", "var:"))} | {
 
 # classes where the command that runs gets more arguments than the base (``{} +``, the
 # words ``xargs`` reads), so an exact rule or one ending in a literal word must not match
-_APPENDS_ARGUMENTS = {"find:exec-plus", "xargs:bare", "xargs:options"}
+_APPENDS_ARGUMENTS = {"find:exec-plus", "xargs:bare", "xargs:options", "option:git-ssh-command"}
 
 
 def _rules(
@@ -256,6 +294,8 @@ def wrapper_matrix() -> list[Row]:
     rows: list[Row] = []
     for b, (base, forms) in enumerate(BASES.items()):
         for klass, wrap in WRAPPERS.items():
+            if klass in _ELSEWHERE and base in PATH_BASES:
+                continue
             line = wrap(base)
             for form, rule in forms.items():
                 if klass in _APPENDS_ARGUMENTS and form in ("exact", "star-inside"):
