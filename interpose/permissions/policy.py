@@ -5,11 +5,14 @@ the approval path (``tool.approve``).
 
 - ``permissions`` on ``tool.before``: a call a deny rule matches is blocked, the reason
   naming the rule, its source and the command or path it matched;
-- ``permissions.ask`` on ``tool.approve``: the call is judged again on its final
-  arguments (other interceptors may have rewritten them); an ask rule answers
-  ``Approval.ask(reason)``, so the pipeline's human-approval handler decides (an MCP
-  elicitation under ``interpose mcp-proxy``, LangGraph's interrupt under the LangChain
-  adapter; none set means deny); a deny answers ``Approval.deny``.
+- ``permissions.ask`` on ``tool.approve``, when there are ask rules: the call is judged
+  again on its final arguments (interceptors of lower priority may have rewritten them);
+  an ask rule answers ``Approval.ask(reason)``, so the pipeline's human-approval handler
+  decides (an MCP elicitation under ``interpose mcp-proxy``, LangGraph's interrupt under
+  the LangChain adapter; none set means deny); a deny answers ``Approval.deny``.  Without
+  ask rules there is no approver (it would cost every call the approval step), so
+  arguments rewritten after ``tool.before``'s priority (110) are judged by the guards
+  only.
 
 An allow (or no rule) lets the call go on: the built-in guards (the command guard, the
 security audit) and every other interceptor still judge it.  A rule allows what the
@@ -95,11 +98,12 @@ class PermissionPolicy:
         return None
 
     def interceptors(self) -> list[Interceptor]:
-        """The two registrations, ready for ``Registry.add``."""
-        return [
-            self._registration("tool.before", self.id, self.before),
-            self._registration("tool.approve", self.id + ".ask", self.approve),
-        ]
+        """The registrations, ready for ``Registry.add``: the approver only when there
+        are ask rules (an approver puts every call through the approval step)."""
+        regs = [self._registration("tool.before", self.id, self.before)]
+        if any(rule.decision == "ask" for rule in self.permissions.rules):
+            regs.append(self._registration("tool.approve", self.id + ".ask", self.approve))
+        return regs
 
     def install(self, target: Pipeline | Registry) -> list[Interceptor]:
         """Add both registrations to ``target`` (a ``Pipeline`` or a ``Registry``); all

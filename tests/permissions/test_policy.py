@@ -48,6 +48,7 @@ async def call(pipe: Pipeline, command: str, ran: list[str]) -> ToolResult:
 async def test_a_deny_blocks_before_the_tool_runs(tmp_path: Path) -> None:
     pipe = Pipeline(builtins=False)
     PermissionPolicy(permissions(tmp_path, deny=["Bash(git push:*)"])).install(pipe)
+    assert [r.id for r in pipe.registry.list()] == ["permissions"]  # no ask rule: no approver
     ran: list[str] = []
     result = await call(pipe, "cd repo && env X=1 git push origin", ran)
     assert result.status == "blocked"
@@ -152,7 +153,7 @@ async def test_a_config_file_with_permissions_loads_and_decides(
 
 async def test_a_shadow_table_records_and_blocks_nothing(tmp_path: Path) -> None:
     (tmp_path / "interpose.toml").write_text(
-        '[permissions]\nmode = "shadow"\ndeny = ["Bash(git push *)"]\n'
+        '[permissions]\nmode = "shadow"\ndeny = ["Bash(git push *)"]\nask = ["Bash(rm *)"]\n'
     )
     pipe = Pipeline.from_config(tmp_path / "interpose.toml")
     modes = {r.id: r.mode for r in pipe.registry.list() if r.id.startswith("permissions")}
