@@ -20,14 +20,16 @@ event loop and timed inside the coroutine, with the shared ``harness.py``):
   ``tool.before`` handler alone (16 rules, no ``tool.approve`` handler); ``view_of`` alone
   (the view, the analysis looked up) and ``Permissions.judge`` alone on a view built once.
 
-Each case runs with two rule sets: a typical ``[permissions]`` table (:data:`TYPICAL`,
-16 rules: the docs' kind of allow list, a few asks and denies, path rules) and a large
+Each case runs with three rule sets: a typical ``[permissions]`` table (:data:`TYPICAL`,
+16 rules: the docs' kind of allow list, a few asks and denies, path rules), a large
 settings file (:data:`LARGE`, 80 rules: the typical table and 64 more allowed commands,
-the size of the real settings files in ``tests/permissions/data/settings``); and twice:
+the size of the real settings files in ``tests/permissions/data/settings``) and the
+typical table without its ask rules (:data:`NO_ASK`, 13 rules: the policy then needs no
+``tool.approve`` handler); and twice:
 *repeated* (the rules remember their judgement of a command they have seen, as they do
 for an agent repeating itself) and *first time* (that memory emptied before every call,
 so the rules judge the command afresh: the cost of a command seen for the first time,
-whose analysis the guard has just made).  The targets are checked on all four.  The
+whose analysis the guard has just made).  The targets are checked on all six.  The
 short commands: ``git status``, ``ls -la src``, ``cd src && git diff`` (two commands),
 all three allowed by the rules.
 
@@ -86,7 +88,8 @@ LARGE: dict[Decision, list[str]] = {
     **TYPICAL,
     "allow": [*TYPICAL["allow"], *(f"Bash(tool{i} sub{i}:*)" for i in range(64))],
 }
-RULE_SETS = {"typical": TYPICAL, "large": LARGE}
+NO_ASK: dict[Decision, list[str]] = {"deny": TYPICAL["deny"], "allow": TYPICAL["allow"]}
+RULE_SETS = {"typical": TYPICAL, "large": LARGE, "no-ask": NO_ASK}
 # the rules' memory of their judgements: kept (repeated) or emptied before every call
 MEMORY = {"rep": "repeated", "new": "first time"}
 COMMANDS = {"status": "git status", "ls": "ls -la src", "cd": "cd src && git diff"}
