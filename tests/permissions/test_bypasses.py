@@ -193,6 +193,24 @@ def test_an_absolute_or_relative_path_to_the_program() -> None:
     )
 
 
+def test_git_global_options_before_the_subcommand() -> None:
+    # https://github.com/anthropics/claude-code/issues/88857 (deny "Bash(git checkout --
+    # *)", "Bash(git reset --hard *)", "Bash(git branch -D *)" bypassed by "git -C <path>
+    # checkout -- <file>"): what runs is the same subcommand, in another directory.
+    # Claude Code matches the string, so this goes past its documented behaviour; the
+    # command guard reads git's global options (-C, -c, --git-dir...) already.
+    assert_each(
+        {"allow": ["Bash(git *)"], "deny": ["Bash(git checkout -- *)", "Bash(git reset --hard *)"]},
+        [
+            "git -C /srv/project checkout -- testfile.txt",
+            "git -C ../other reset --hard HEAD~1",
+            "git --git-dir=.git --work-tree=. checkout -- testfile.txt",
+            "git -c core.pager=cat reset --hard HEAD",
+        ],
+        "deny",
+    )
+
+
 def test_absolute_path_arguments() -> None:
     # https://github.com/anthropics/claude-code/issues/11662 (deny Bash(cd:*), Bash(cat:*),
     # Bash(ls:*) held for relative arguments; "ls /var/log/", "cd /tmp", "cat
