@@ -172,6 +172,10 @@ def _matcher(
     if key in ("agent", "task") and _PARAM.fullmatch(spec) is None:
         return ParamRule(tools, "subagent_type", _glob(spec))
     param = _PARAM.fullmatch(spec)
+    if param is None and decision == "allow":
+        # Claude Code's own settings carry such rules (Skill(name), Grep(**), LS(**)):
+        # the file loads; an allow interpose cannot read allows nothing
+        return ToolRule(frozenset(), f"{where}: {name}({spec}) cannot be judged here; ignored")
     if param is None:
         raise ConfigError(f"{where}: {name} takes no specifier but Tool(param:value)")
     if decision == "allow":
