@@ -156,7 +156,10 @@ def _matcher(
     if key == "bash":
         if spec.startswith("command:"):
             return ToolRule(frozenset(), f"{where}: Bash(command:...) is ignored (use Bash(...))")
-        return BashRule(tools, _command_pattern(spec), quoting=any(q in spec for q in "'\"\\"))
+        unquoted = _unquoted(spec)
+        if unquoted is not None:
+            return BashRule(tools, _command_pattern(unquoted))
+        return BashRule(tools, _command_pattern(spec), quoting=True)
     if key in ("read", "edit"):
         return _path_rule(key, spec, where, anchors)
     if key in ("write", "glob"):
@@ -264,6 +267,22 @@ class BashRule:
         return full(" ".join(argv)) is not None or (
             self.quoting and full(shlex.join(argv)) is not None
         )
+
+
+def _unquoted(spec: str) -> str | None:
+    """``spec`` with its shell quoting removed as the shell removes it from a command
+    (``cd "d:/Repos/x":*`` is ``cd d:/Repos/x:*``, matched on the command's words joined
+    by spaces); ``spec`` itself when it has no quotes; None when the quotes do not parse
+    (the rule is then matched as written, and on the command shell-quoted)."""
+    if not any(q in spec for q in "'\"\\"):
+        return spec
+    suffix = spec[-2:] if spec.endswith((":*", " *")) else ""
+    body = spec[: len(spec) - len(suffix)]
+    try:
+        words = shlex.split(body.replace("*", "\x00"))
+    except ValueError:
+        return None
+    return " ".join(words).replace("\x00", "*") + suffix
 
 
 def _command_pattern(spec: str) -> re.Pattern[str]:
