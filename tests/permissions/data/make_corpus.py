@@ -512,6 +512,20 @@ def form_rows() -> list[Row]:
             "deny",
         ),
         ("exact-requoted", r(deny=["Bash(npm run build)"]), "npm 'run' \"build\"", "deny"),
+        # quoting in the rule is the shell's, removed as from the command
+        (
+            "quoted-rule",
+            r(deny=['Bash(git commit -m "wip fix")']),
+            "git commit -m 'wip fix'",
+            "deny",
+        ),
+        (
+            "quoted-rule-prefix",
+            r(allow=['Bash(cd "/srv/my project":*)']),
+            'cd "/srv/my project"',
+            "allow",
+        ),
+        ("quoted-rule-other", r(deny=['Bash(git commit -m "wip fix")']), "git commit -m wip", None),
         ("bare-tool-deny", r(deny=["Bash"]), "ls", "deny"),
         ("bare-tool-ask", r(ask=["Bash"]), "echo $(date) && true", "ask"),
         ("bare-star-deny", r(deny=["Bash(*)"]), "pwd", "deny"),
