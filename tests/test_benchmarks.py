@@ -26,6 +26,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_langchain",
         "bench_mcp_proxy",
         "bench_openai_agents",
+        "bench_permissions",
         "bench_process_hook",
         "bench_redis",
         "bench_replay",

@@ -156,15 +156,15 @@ def _matcher(
     if key == "bash":
         if spec.startswith("command:"):
             return ToolRule(frozenset(), f"{where}: Bash(command:...) is ignored (use Bash(...))")
-        head = spec.split(" ", 1)[0]
-        if head == spec and spec.endswith(":*"):  # git:* is git and git ...
-            head = spec[:-2]
-        return BashRule(
-            tools,
-            _command_pattern(spec),
-            quoting=any(q in spec for q in "'\"\\"),
-            program="" if "*" in head or not head else head,
-        )
+        unquoted = _unquoted(spec)
+        written = unquoted if unquoted is not None else spec
+        head = written.split(" ", 1)[0]
+        if head == written and written.endswith(":*"):  # git:* is git and git ...
+            head = written[:-2]
+        program = "" if "*" in head or not head else head
+        if unquoted is not None:
+            return BashRule(tools, _command_pattern(unquoted), program=program)
+        return BashRule(tools, _command_pattern(spec), quoting=True, program=program)
     if key in ("read", "edit"):
         return _path_rule(key, spec, where, anchors)
     if key in ("write", "glob"):
@@ -180,6 +180,10 @@ def _matcher(
     if key in ("agent", "task") and _PARAM.fullmatch(spec) is None:
         return ParamRule(tools, "subagent_type", _glob(spec))
     param = _PARAM.fullmatch(spec)
+    if param is None and decision == "allow":
+        # Claude Code's own settings carry such rules (Skill(name), Grep(**), LS(**)):
+        # the file loads; an allow interpose cannot read allows nothing
+        return ToolRule(frozenset(), f"{where}: {name}({spec}) cannot be judged here; ignored")
     if param is None:
         raise ConfigError(f"{where}: {name} takes no specifier but Tool(param:value)")
     if decision == "allow":
@@ -281,6 +285,22 @@ class BashRule:
         return full(" ".join(argv)) is not None or (
             self.quoting and full(shlex.join(argv)) is not None
         )
+
+
+def _unquoted(spec: str) -> str | None:
+    """``spec`` with its shell quoting removed as the shell removes it from a command
+    (``cd "d:/Repos/x":*`` is ``cd d:/Repos/x:*``, matched on the command's words joined
+    by spaces); ``spec`` itself when it has no quotes; None when the quotes do not parse
+    (the rule is then matched as written, and on the command shell-quoted)."""
+    if not any(q in spec for q in "'\"\\"):
+        return spec
+    suffix = spec[-2:] if spec.endswith((":*", " *")) else ""
+    body = spec[: len(spec) - len(suffix)]
+    try:
+        words = shlex.split(body.replace("*", "\x00"))
+    except ValueError:
+        return None
+    return " ".join(words).replace("\x00", "*") + suffix
 
 
 def _command_pattern(spec: str) -> re.Pattern[str]:

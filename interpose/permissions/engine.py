@@ -22,6 +22,7 @@ from contextlib import suppress
 from typing import NamedTuple
 
 from ..middleware.builtins.command_safety.facts import transparent
+from ..middleware.builtins.command_safety.wrappers import ASSIGNMENT
 from .model import CallView, Decision, Judgement, Match, Rule, ShellCommand
 
 __all__ = ["Permissions", "command_subjects", "subjects"]
@@ -118,6 +119,9 @@ class Permissions:
         covered = {m.subject for m in matches}
         missing = [s for s in subjects(view) if s not in covered]
         if missing:
+            named = _named_with_assignments(view, covered)
+            missing = [s for s in missing if s not in named]
+        if missing:
             shown = ", ".join(repr(s) for s in missing[:3])
             return Judgement(None, matches, f"no allow rule covers {shown}")
         return Judgement("allow", matches)
@@ -193,6 +197,27 @@ def _applies(rule: Rule, tool: str) -> bool:
 
 _NONE = Judgement(None, (), "no permission rule matches")
 _PARTIAL = "part of the command line cannot be read, so no allow rule can cover it"
+
+
+def _named_with_assignments(view: CallView, covered: set[str]) -> set[str]:
+    """The commands an allow rule names together with their leading assignments
+    (``Bash(AWS_PROFILE=ro aws *)`` on ``AWS_PROFILE=ro aws s3 ls``): the level that is
+    only those assignments before the command is covered, so the command is too."""
+    named: set[str] = set()
+    for command in view.commands:
+        argv = command.argv
+        if argv is None:
+            continue
+        n = len(argv)
+        for layer in command.layers:
+            if (
+                len(layer) > n
+                and layer[-n:] == argv
+                and all(ASSIGNMENT.match(word) for word in layer[:-n])
+                and " ".join(layer) in covered
+            ):
+                named.add(command.text)
+    return named
 
 
 Hits = dict[Decision, list[Match]]

@@ -169,9 +169,9 @@ class Recording(Run):
     def _paths(self, words: Sequence[Word]) -> list[str]:
         paths = []
         for word in words:
-            if not word.text or _UNKNOWN.search(word.text):
+            if not word.text:
                 continue
-            path = self.path(word)
+            path = self.path(word)  # follows $HOME, ${HOME}, $PWD, variables set earlier
             if _UNKNOWN.search(path) or path == "/dev/null":
                 continue
             if path == HOME or path.startswith(HOME + "/"):

@@ -83,9 +83,12 @@ def rule_watch(inv: Invocation, run: Run) -> Finding | None:
 def rule_flock(inv: Invocation, run: Run) -> Finding | None:
     parsed = parse_opts(inv.args, _FLOCK, stop_at_operand=True)
     script = parsed.value("--command")
+    rest = parsed.operands[1:]
+    if script is None and len(rest) > 1 and rest[0].text in ("-c", "--command"):
+        script = rest[1]  # "flock FILE -c CMD": flock looks for -c right after the file
     if script is not None:
         return run.nested(script.text, "flock -c script")
-    return run.argv(parsed.operands[1:], "flock")
+    return run.argv(rest, "flock")
 
 
 def rule_script(inv: Invocation, run: Run) -> Finding | None:
@@ -247,7 +250,9 @@ def rule_parallel(inv: Invocation, run: Run) -> Finding | None:
     command = " ".join(w.text for w in words[:k])
     values = [w.text for w in words[k + 1 :] if w.text not in _PARALLEL_SEPARATORS]
     if not command:
-        return None
+        if not values:
+            return None
+        command = "{}"  # "parallel ::: 'CMD' ...": with no command, each value is one
     listed: list[str | None] = list(values) or [None]
     for value in listed:  # every value: each nested analysis is charged to the budget
         shown = value if value is not None else "$PARALLEL_VALUE"
