@@ -266,11 +266,16 @@ class BashRule:
         full = self.pattern.fullmatch
         found: list[str] = []
         for command in view.commands:
-            # a command's text is its argv joined by spaces (see view_of)
-            if command.argv is not None and (
-                full(command.text) is not None or (self.quoting and self.fits(command.argv))
-            ):
-                found.append(command.text)
+            argv = command.argv
+            # a command's text is its argv joined by spaces (see view_of); a program given
+            # by path (./git) is its base name to deny and ask rules, and as written to
+            # all: an allow of git does not cover ./git, a deny of ./evil holds
+            if argv is not None:
+                strict = decision != "allow" or not command.program
+                if (strict and (full(command.text) is not None or self._quoted(argv))) or (
+                    command.program and self.fits((command.program, *argv[1:]))
+                ):
+                    found.append(command.text)
             for layer in command.layers:
                 if self.fits(layer):
                     found.append(" ".join(layer))
@@ -279,6 +284,9 @@ class BashRule:
                     if self.fits(form):
                         found.append(command.text)
         return tuple(found)
+
+    def _quoted(self, argv: tuple[str, ...]) -> bool:
+        return self.quoting and self.pattern.fullmatch(shlex.join(argv)) is not None
 
     def fits(self, argv: tuple[str, ...]) -> bool:
         full = self.pattern.fullmatch
