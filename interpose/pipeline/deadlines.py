@@ -214,6 +214,7 @@ class Watch:
         "deadline",
         "fired",
         "it",
+        "loop",
         "settling",
         "steps",
         "task",
@@ -226,6 +227,7 @@ class Watch:
 
     def __init__(self) -> None:
         self.coro: Any = None  # what ``run`` runs, once it suspended
+        self.loop: Any = None  # the handler loop found in it last (while it runs)
         self.settling = False  # a loop awaits a failure policy, not a handler
         self.armed: Any = None  # the one whose deadline is set
         self.fired: Any = None  # the one the alarm cancelled
@@ -265,8 +267,15 @@ class Watch:
     def _arm(self) -> None:
         """Something suspended: if it is a handler a loop awaits, and not the one armed
         already, arm its deadline."""
-        r = None if self.settling else _awaited_handler(self.coro)
-        if r is None or r is self.armed:
+        if self.settling:
+            return
+        loop = self.loop
+        if loop is None or loop.cr_frame is None:  # the loop found last has ended
+            loop = self.loop = _loop_of(self.coro)
+            if loop is None:  # a tool, an event being published, an approver
+                return
+        r = loop.cr_await
+        if type(r) is not CoroutineType or r is self.armed:
             return
         self.armed = r
         step = self.steps[len(self.steps) - length_hint(self.it) - 1]
@@ -312,14 +321,13 @@ class Watch:
                 self.task.uncancel()
 
 
-def _awaited_handler(coro: Any) -> Any:
-    """The handler coroutine a loop awaits at the bottom of ``coro``'s chain of awaits
-    (through the passages), or None (a tool, an event being published, an approver)."""
+def _loop_of(coro: Any) -> Any:
+    """The handler loop at the bottom of ``coro``'s chain of awaits (through the
+    passages), or None."""
     while True:
         code = getattr(coro, "cr_code", None)
         if code in _loops:
-            r = coro.cr_await
-            return r if type(r) is CoroutineType else None
+            return coro
         if code not in _passages:
             return None
         coro = coro.cr_await
