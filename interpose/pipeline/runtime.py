@@ -50,9 +50,11 @@ class Runtime:
         "chains",
         "entered",
         "failures",
+        "hook_failed",
         "host",
         "seq",
         "services",
+        "settle",
         "trace",
     )
 
@@ -65,6 +67,9 @@ class Runtime:
         self.seq = itertools.count(1)  # the events' sequence numbers
         self.call_ids = itertools.count(1)
         self.failures = Failures(bus, self.seq, debug=False)
+        # its two entries the handler loops take, bound once rather than on every call
+        self.hook_failed = self.failures.hook_failed
+        self.settle = self.failures.settle
         # agent id -> tool name as called -> its compiled chain (no key tuple per call)
         self.chains: dict[str, dict[str, Any]] = {}
 

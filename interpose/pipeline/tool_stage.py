@@ -183,7 +183,7 @@ async def quiet_path(
     result: ToolResult | None = None
     if chain.before:
         out = ToolBeforeOutput(args=args)
-        blocker = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.failures.settle)
+        blocker = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
         if blocker is not None:
             result = blocked(
                 chain.tool_name, out.block_reason or f"blocked by {blocker.id}", blocker.id
@@ -224,7 +224,7 @@ async def quiet_path(
             chain.after_steps,
             _after_input(inp, args, result, duration),
             out_after,
-            rt.failures.settle,
+            rt.settle,
         )
         result = out_after.result
         if not (out_after.retry and failer is None and attempt and attempt <= rt.host.max_retries):
@@ -281,7 +281,7 @@ def _traced_gate(
     name = chain.tool_name
     out = ToolBeforeOutput(args=ctx.args)
     blocker, responder = run_gate_sync_tracked(
-        chain.before, chain.before_steps, _before_input(rt, chain, ctx), out, rt.failures.settle
+        chain.before, chain.before_steps, _before_input(rt, chain, ctx), out, rt.settle
     )
     if blocker is not None:
         return out, blocked(name, out.block_reason or f"blocked by {blocker.id}", blocker.id)
@@ -320,18 +320,16 @@ async def full_path(
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
     )
-    ctx._inp = inp
-    ctx._out = out = ToolBeforeOutput(args=ctx.args)
-    ctx._watch = watch
-    if "tool_exec_end" in wanted:
-        ctx._times = []
+    args = ctx.args
+    out = ToolBeforeOutput(args=args)
+    # what ran, and for how long, when someone will read it in tool_exec_end
+    times: Timings | None = [] if "tool_exec_end" in wanted else None
+    ctx._inp, ctx._out, ctx._watch, ctx._times = inp, out, watch, times
     try:
         result: ToolResult | None = None
         if chain.before:
             if chain.sync_before and not wanted and not chain.track_responders:
-                decider = run_gate_sync(
-                    chain.before, chain.before_steps, inp, out, rt.failures.settle
-                )
+                decider = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
                 responder = None
             else:
                 decider, responder = await run_gate(
@@ -339,15 +337,15 @@ async def full_path(
                     chain.before_steps,
                     inp,
                     out,
-                    rt.failures.hook_failed,
+                    rt.hook_failed,
                     chain.track_responders or bool(wanted),
-                    ctx._times,
+                    times,
                     watch,
                 )
             if decider is not None or out.result is not None:
                 result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
-            _check_rewritten_args(out, ctx.args)
+            _check_rewritten_args(out, args)
         if chain.approvers and _asks_approval(ctx, result):
             denial = await _approve(rt, chain, ctx)
             if denial is not None:
@@ -356,11 +354,11 @@ async def full_path(
             ctx._attempt = 1
             ctx._unended = True  # set before publishing: a publish, once begun, lands
             if "tool_exec_start" in wanted:
-                await bus.publish(_exec_start(rt, ctx._inp))
+                await bus.publish(_exec_start(rt, inp))
             # the tool, inline (one coroutine less than `invoke`): the rows with async
             # handlers, approvers, layers or observers; timed only for whoever reads
             # the duration: after-hooks, tool_exec_end
-            timed = ctx._times is not None or bool(chain.after)
+            timed = times is not None or bool(chain.after)
             start = perf_counter_ns() if timed else 0
             try:
                 value = ctx.call(out.args)
@@ -378,11 +376,12 @@ async def full_path(
             await bus.publish(_skipped(rt, ctx, result))
         if chain.after:
             result = await _after(rt, chain, ctx, result)
+            times = ctx._times  # a retried run's: what ran since the last end
         ctx._unended = False
         if "tool_exec_end" in wanted:
             # built in place, not by _tool_end: one call less on every observed call
-            inp, decider = ctx._inp, ctx._decider
-            ids, ns = _what_ran(ctx._times)
+            decider = ctx._decider
+            ids, ns = _what_ran(times)
             await bus.publish(
                 ev.ToolExecEnd(
                     ts=time.time_ns(),
@@ -557,7 +556,7 @@ async def _after(rt: Runtime, chain: ToolChain, ctx: ToolContext, result: ToolRe
             chain.after_steps,
             _after_input(ctx._inp, args, result, ctx._duration),
             out,
-            rt.failures.hook_failed,
+            rt.hook_failed,
             ctx._times,
             ctx._watch,
         )

@@ -324,7 +324,7 @@ async def _message_core(ctx: MessageContext) -> None:
             provider=turn.provider,
             model=turn.model,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.failures.hook_failed)
+        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.hook_failed)
 
 
 async def _params_core(ctx: ParamsContext) -> None:
@@ -339,14 +339,14 @@ async def _params_core(ctx: ParamsContext) -> None:
             message=turn.user_message,
             metadata=turn.metadata,
         )
-        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.failures.hook_failed)
+        await run_plain(fns, steps, inp, ctx.result, pipe.runtime.hook_failed)
 
 
 async def _llm_core(ctx: LLMContext) -> None:
     turn = _turn(ctx)
     pipe = turn.pipeline
     call = ctx.state["call"]
-    failed = pipe.runtime.failures.hook_failed
+    failed = pipe.runtime.hook_failed
     fns, steps = pipe.hook_steps("llm.before", turn.agent_id)
     if fns:
         inp = LLMBeforeInput(
@@ -406,7 +406,7 @@ async def _command_core(ctx: CommandContext) -> None:
             agent_id=turn.agent_id,
             session_key=turn.session_key,
         )
-        blocker, _ = await run_gate(fns, steps, inp, out, pipe.runtime.failures.hook_failed)
+        blocker, _ = await run_gate(fns, steps, inp, out, pipe.runtime.hook_failed)
         if blocker is not None:
             reason = out.block_reason or f"blocked by {blocker.id}"
             ctx.result = blocked(ctx.command, reason, blocker.id)
@@ -434,7 +434,7 @@ async def _compact_core(ctx: CompactContext) -> None:
             reason=ctx.reason,
             messages=ctx.messages,
         )
-        await run_plain(fns, steps, inp, out, pipe.runtime.failures.hook_failed)
+        await run_plain(fns, steps, inp, out, pipe.runtime.hook_failed)
     if out.summary is None:
         kept = out.messages
         rest = [m for m in ctx.messages if m not in kept]
