@@ -30,7 +30,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from ..errors import AbortTurn, HardAbort
-from .deadlines import Watch, deadline_on_suspend, running_asyncio_loop, watch_loops
+from .deadlines import Watch, deadline_on_suspend, running_asyncio_loop
 from .hooks import OnError
 from .payloads import ToolResult, error_result
 from .registry import Entry
@@ -173,7 +173,8 @@ async def run_plain(
             fns = fns.portable
         else:
             w = Watch()
-            return await w.run(run_plain(fns, steps, inp, out, failed, times, w))  # type: ignore[no-any-return]
+            w.loop = loop = run_plain(fns, steps, inp, out, failed, times, w)
+            return await w.run(loop)  # type: ignore[no-any-return]
     it = iter(fns)
     if w is not None:
         w.it, w.steps = it, steps
@@ -292,7 +293,8 @@ async def run_gate(
             fns = fns.portable
         else:
             w = Watch()
-            return await w.run(run_gate(fns, steps, inp, out, failed, track, times, w))  # type: ignore[no-any-return]
+            w.loop = loop = run_gate(fns, steps, inp, out, failed, track, times, w)
+            return await w.run(loop)  # type: ignore[no-any-return]
     it = iter(fns)
     if w is not None:
         w.it, w.steps = it, steps
@@ -406,6 +408,3 @@ async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int
     else:
         result = ToolResult(output=out)
     return result, time.perf_counter_ns() - start
-
-
-watch_loops(run_plain, run_gate)

@@ -26,7 +26,6 @@ __all__ = [
     "deadline_on_suspend",
     "running_asyncio_loop",
     "watch_here",
-    "watch_loops",
 ]
 
 
@@ -171,11 +170,11 @@ def _finish(
 # (made by the tool stage for its tool.before and tool.after loops) or per run of
 # another stage's loop: a generator between the loop's coroutine and the task, which
 # steps the loop itself.  When the first step returns, nothing suspended and no deadline
-# was armed: the watch cost one generator for the whole call.  When something suspends,
-# the watch looks down the chain of awaits from the coroutine it runs, through the tool
-# stage's own coroutines (the passages), for a handler loop: the coroutine that loop
-# awaits is the handler that waits, and its deadline is armed then, ``timeout`` seconds
-# from its first suspension.  Each handler has its own full timeout, counted from its
+# was armed: the watch cost one generator for the whole call.  Whoever awaits a loop
+# under the watch notes the loop's coroutine on it (``watch.loop``, once per loop, not
+# per handler); when something suspends, the coroutine that loop awaits is the handler
+# that waits, and its deadline is armed then, ``timeout`` seconds from its first
+# suspension.  Each handler has its own full timeout, counted from its
 # own first suspension; a finished handler takes its deadline with it.
 #
 # The deadlines of every watch on an event loop share one timer (``_Alarm``), armed for
@@ -192,15 +191,6 @@ def _finish(
 # the handler opened before it (``anyio.sleep`` opens one).  So on other event loops
 # than asyncio's the loop runs the ``portable`` callables: each such handler inside
 # ``anyio.fail_after`` from its start.
-
-_loops: set[types.CodeType] = set()  # the handler loops: what they await is a handler
-_passages: set[types.CodeType] = set()  # coroutines between a watch and its loops
-
-
-def watch_loops(*fns: Callable[..., Any], passages: bool = False) -> None:
-    """Name coroutine functions a ``Watch`` looks through: handler loops, or (with
-    ``passages``) the coroutines that await them under the watch."""
-    (_passages if passages else _loops).update(fn.__code__ for fn in fns)
 
 
 class Watch:
@@ -227,7 +217,10 @@ class Watch:
 
     def __init__(self) -> None:
         self.coro: Any = None  # what ``run`` runs, once it suspended
-        self.loop: Any = None  # the handler loop found in it last (while it runs)
+        # the handler loop the watched call awaits now, set by whoever awaits it (a
+        # finished one awaits nothing): what it awaits when something suspends is the
+        # handler that waits
+        self.loop: Any = None
         self.settling = False  # a loop awaits a failure policy, not a handler
         self.armed: Any = None  # the one whose deadline is set
         self.fired: Any = None  # the one the alarm cancelled
@@ -270,11 +263,7 @@ class Watch:
         if self.settling:
             return
         loop = self.loop
-        if loop is None or loop.cr_frame is None:  # the loop found last has ended
-            loop = self.loop = _loop_of(self.coro)
-            if loop is None:  # a tool, an event being published, an approver
-                return
-        r = loop.cr_await
+        r = loop.cr_await if loop is not None else None
         if type(r) is not CoroutineType or r is self.armed:
             return
         self.armed = r
@@ -319,18 +308,6 @@ class Watch:
                 # back, as asyncio.timeout does, so that it does not linger on the task
                 self.fired = None
                 self.task.uncancel()
-
-
-def _loop_of(coro: Any) -> Any:
-    """The handler loop at the bottom of ``coro``'s chain of awaits (through the
-    passages), or None."""
-    while True:
-        code = getattr(coro, "cr_code", None)
-        if code in _loops:
-            return coro
-        if code not in _passages:
-            return None
-        coro = coro.cr_await
 
 
 class _Alarm:

@@ -54,7 +54,7 @@ from .chain import (
     run_plain,
 )
 from .context import ToolContext
-from .deadlines import Watch, watch_here, watch_loops
+from .deadlines import Watch, watch_here
 from .failures import Failures, Fault, blocked
 from .onion import build_onion
 from .payloads import (
@@ -332,7 +332,7 @@ async def full_path(
                 decider = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
                 responder = None
             else:
-                decider, responder = await run_gate(
+                gate = run_gate(
                     chain.before,
                     chain.before_steps,
                     inp,
@@ -342,6 +342,9 @@ async def full_path(
                     times,
                     watch,
                 )
+                if watch is not None:
+                    watch.loop = gate  # what the gate awaits when it waits: a handler
+                decider, responder = await gate
             if decider is not None or out.result is not None:
                 result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
@@ -551,15 +554,19 @@ async def _after(rt: Runtime, chain: ToolChain, ctx: ToolContext, result: ToolRe
     args = ctx._out.args
     while True:
         out = ToolAfterOutput(result=result)
-        failer = await run_plain(
+        watch = ctx._watch
+        loop = run_plain(
             chain.after,
             chain.after_steps,
             _after_input(ctx._inp, args, result, ctx._duration),
             out,
             rt.hook_failed,
             ctx._times,
-            ctx._watch,
+            watch,
         )
+        if watch is not None:
+            watch.loop = loop  # what the loop awaits when it waits: a handler
+        failer = await loop
         result = out.result
         # a blocked, denied or responded call (attempt 0) has nothing to re-run
         if not (out.retry and failer is None and 0 < ctx._attempt <= rt.host.max_retries):
@@ -786,6 +793,3 @@ def _what_ran(times: Timings | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
         return (), ()
     ids, ns = zip(*times, strict=False)  # pairs: both come out the same length
     return ids, ns
-
-
-watch_loops(full_path, _after, passages=True)  # the watch of a call looks through them
