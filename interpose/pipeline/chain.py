@@ -391,6 +391,55 @@ def run_gate_sync(
                 return step
 
 
+def run_gate_sync_tracked(
+    fns: tuple[Callable[..., Any], ...],
+    steps: tuple[Step, ...],
+    inp: Any,
+    out: Any,
+    settle: Callable[[Step, Exception, Any, Any], OnError],
+    times: Timings | None = None,
+) -> tuple[Step | None, Step | None]:
+    """``run_gate_sync`` that also names the step that responded (for the span of a
+    traced call, for the events of an observed one) and, with ``times``, appends each
+    handler's (id, duration): sync handlers without a coroutine when no failure needs
+    publishing (nobody listens for ``interceptor_failed``).
+
+    Returns (blocker, responder): the step that blocked (or whose failure blocked), and
+    the last step that set ``out.result``.
+
+    Raises:
+        AbortTurn, HardAbort: raised by a handler (named as its source).
+    """
+    responder: Step | None = None
+    seen = out.result
+    start = 0
+    for i, fn in enumerate(fns):
+        if times is not None:
+            start = perf_counter_ns()
+        try:
+            if fn(inp, out) is not None:
+                raise TypeError(_SYNC_RETURNED)
+        except _ABORTS as exc:
+            if times is not None:
+                times.append((steps[i].id, perf_counter_ns() - start))
+            exc.source = exc.source or steps[i].id
+            raise
+        except Exception as exc:
+            if times is not None:
+                times.append((steps[i].id, perf_counter_ns() - start))
+            if settle(steps[i], exc, inp, out) == "block":
+                return steps[i], responder
+            continue
+        if times is not None:
+            times.append((steps[i].id, perf_counter_ns() - start))
+        if out.block:
+            return steps[i], responder
+        if out.result is not seen:
+            seen = out.result
+            responder = steps[i]
+    return None, responder
+
+
 async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int]:
     """Run an operation (sync or async), timing it; an exception becomes an error result.
 

@@ -51,6 +51,7 @@ from .chain import (
     run_after_sync,
     run_gate,
     run_gate_sync,
+    run_gate_sync_tracked,
     run_plain,
 )
 from .context import ToolContext
@@ -75,7 +76,6 @@ from .tracing import (
     INTERNAL,
     end_tool_span,
     fail_span,
-    run_gate_sync_tracked,
     tool_span_attributes,
 )
 
@@ -331,6 +331,11 @@ async def full_path(
             if chain.sync_before and not wanted and not chain.track_responders:
                 decider = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
                 responder = None
+            elif chain.sync_before and "interceptor_failed" not in wanted:
+                # sync handlers, no failure to publish: no coroutine (the observed rows)
+                decider, responder = run_gate_sync_tracked(
+                    chain.before, chain.before_steps, inp, out, rt.settle, times
+                )
             else:
                 gate = run_gate(
                     chain.before,

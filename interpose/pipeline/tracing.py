@@ -33,7 +33,6 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, Trac
 
 from ..errors import AbortTurn, HardAbort
 from .chain import Step
-from .hooks import OnError
 from .payloads import Approval, ToolResult
 from .redaction import Redactor
 
@@ -45,7 +44,6 @@ __all__ = [
     "tool_span_base",
     "end_tool_span",
     "fail_span",
-    "run_gate_sync_tracked",
 ]
 
 TracingLevel = Literal["off", "tool", "interceptor"]
@@ -210,46 +208,6 @@ def end_tool_span(span: Span, result: ToolResult, tracing: Tracing) -> None:
         span.set_status(Status(StatusCode.ERROR, str(result.output)))
     if tracing.content and span.is_recording():
         span.set_attribute("gen_ai.tool.call.result", tracing.redactor.to_json(result.output))
-
-
-def run_gate_sync_tracked(
-    fns: tuple[Callable[..., Any], ...],
-    steps: tuple[Step, ...],
-    inp: Any,
-    out: Any,
-    settle: Callable[[Step, Exception, Any, Any], OnError],
-) -> tuple[Step | None, Step | None]:
-    """``chain.run_gate_sync`` that also names the step that responded, for a traced
-    call of a quiet chain (its span records who decided).
-
-    Returns (blocker, responder): the step that blocked (or whose failure blocked), and
-    the last step that set ``out.result``.
-
-    Raises:
-        AbortTurn, HardAbort: raised by a handler (named as its source).
-    """
-    responder: Step | None = None
-    seen = out.result
-    for i, fn in enumerate(fns):
-        try:
-            if fn(inp, out) is not None:
-                raise TypeError(
-                    "a sync handler returned a value; interceptors mutate their output "
-                    "and return None (declare it `async def` if it awaits)"
-                )
-        except _ABORTS as exc:
-            exc.source = exc.source or steps[i].id
-            raise
-        except Exception as exc:
-            if settle(steps[i], exc, inp, out) == "block":
-                return steps[i], responder
-            continue
-        if out.block:
-            return steps[i], responder
-        if out.result is not seen:
-            seen = out.result
-            responder = steps[i]
-    return None, responder
 
 
 # -- one span (and/or a timing) per step ---------------------------------------------------
