@@ -23,13 +23,10 @@ from typing import Any, Protocol
 
 import msgspec
 
+from .._registrations import Middleware
 from ..bus import events as ev
 from ..bus.host import Host
 from ..errors import AbortTurn, HardAbort
-
-# the registration record a registry takes: the one name this module still needs from
-# the pipeline layer, until the registration records live below the observers
-from ..pipeline.registry import Middleware
 
 __all__ = ["RECORD_PRIORITY", "CallRecorder", "RecordingHost", "Redacting"]
 

@@ -7,8 +7,10 @@ policy, whether it can block) lives in one table, so that adding a hook is one r
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, TypeAlias
+from typing import NamedTuple
 
+from .._registrations import Mode as Mode
+from .._registrations import OnError as OnError
 from . import payloads as p
 
 __all__ = [
@@ -22,10 +24,7 @@ __all__ = [
     "OnError",
 ]
 
-OnError: TypeAlias = Literal["block", "skip", "raise"]
 ON_ERROR_VALUES: frozenset[str] = frozenset({"block", "skip", "raise"})
-# a registration's mode: enforce its decisions, or only record them (shadow mode)
-Mode: TypeAlias = Literal["enforce", "shadow"]
 MODES: frozenset[str] = frozenset({"enforce", "shadow"})
 
 

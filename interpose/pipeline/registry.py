@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from .._callables import is_async_callable
+from .._registrations import (
+    Handler,
+    Interceptor,
+    Middleware,
+    Registration,
+)
 from ..errors import RegistrationError
 from .hooks import (
     HOOKS,
@@ -24,12 +30,6 @@ from .hooks import (
     STAGES,
     Mode,
     OnError,
-)
-from .registrations import (
-    Handler,
-    Interceptor,
-    Middleware,
-    Registration,
 )
 from .shadow import MODES, ShadowRecorder, shadowed
 from .tools import (

@@ -41,10 +41,10 @@ import msgspec
 from opentelemetry import trace as otel_trace
 
 from .._callables import is_async_callable
+from .._registrations import Interceptor, Middleware
 from ..errors import AbortTurn, HardAbort
 from .hooks import HOOKS, MIDDLEWARE_DEFAULT_ON_ERROR, MODES, Mode, OnError
 from .payloads import Approval, ToolResult
-from .registrations import Interceptor, Middleware
 from .worker import Worker
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeAlias
 
+from .._registrations import ToolMatcher as ToolMatcher
 from ..errors import RegistrationError
 
 __all__ = [
@@ -47,8 +47,6 @@ TOOL_ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
 _ALIASES_OF: dict[str, tuple[str, ...]] = {}
 for _alias, _canonical in TOOL_ALIASES.items():
     _ALIASES_OF[_canonical] = (*_ALIASES_OF.get(_canonical, ()), _alias)
-
-ToolMatcher: TypeAlias = "str | re.Pattern[str] | Sequence[str]"
 
 
 def normalize_tool_name(name: str) -> str:

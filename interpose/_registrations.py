@@ -1,20 +1,35 @@
 """Registrations: what a user adds to a registry (an interceptor or a middleware).
 
-A leaf of the registry: the registry orders them, the shadow mode wraps them; both
-import them from here, so neither imports the other's module for them.
+A leaf below every layer: the registry orders them, the shadow mode wraps them, the
+recording layers of the audit log (an observer) build them; each imports them from
+here.  The pipeline re-exports them (``interpose.pipeline.registry``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from .hooks import Mode, OnError
-from .tools import ToolMatcher
+__all__ = [
+    "Handler",
+    "Interceptor",
+    "Middleware",
+    "Mode",
+    "OnError",
+    "Registration",
+    "ToolMatcher",
+]
 
-__all__ = ["Handler", "Interceptor", "Middleware", "Registration"]
+OnError: TypeAlias = Literal["block", "skip", "raise"]
+"""What a failing handler does to the call: fail closed, be skipped, or raise."""
+
+Mode: TypeAlias = Literal["enforce", "shadow"]
+"""``shadow``: the registration runs and what it decides is recorded, never applied."""
+
+ToolMatcher: TypeAlias = "str | re.Pattern[str] | Sequence[str]"
+"""Which tools a registration applies to (see ``interpose.pipeline.tools``)."""
 
 Handler = Callable[..., Any]
 
