@@ -301,16 +301,13 @@ def _traced_gate(
 async def full_path(
     rt: Runtime, chain: ToolChain, ctx: ToolContext, watch: Watch | None = None
 ) -> ToolResult:
-    """The full path of the call ``ctx`` (its id minted, the pipeline running), the
-    events included.  Every tool_exec_start gets exactly one tool_exec_end, whatever
-    ends the run (a result, ``AbortTurn``, a cancellation, ``HardAbort``, an exception
-    on its way out); a retried run ends with ``retried=True`` before the next starts.
-    """
+    """The full path of the call ``ctx`` (its id minted, the pipeline running): each
+    tool_exec_start gets one tool_exec_end, whatever ends the run (a result, an abort,
+    a cancellation, an exception on its way out)."""
     if watch is None and chain.watched and (watch := watch_here()) is not None:
         return await watch.run(full_path(rt, chain, ctx, watch))  # type: ignore[no-any-return]
-    bus = rt.bus
+    bus, turn, args = rt.bus, ctx.turn, ctx.args
     wanted = bus.wanted
-    turn = ctx.turn
     # the handlers' record of the call (``_before_input``, inline: one call less)
     inp = ToolBeforeInput(
         tool_name=chain.tool_name,
@@ -320,7 +317,6 @@ async def full_path(
         agent_id=ctx.agent_id,
         session_key=ctx.session_key,
     )
-    args = ctx.args
     out = ToolBeforeOutput(args=args)
     # what ran, and for how long, when someone will read it in tool_exec_end
     times: Timings | None = [] if "tool_exec_end" in wanted else None
@@ -328,14 +324,15 @@ async def full_path(
     try:
         result: ToolResult | None = None
         if chain.before:
-            if chain.sync_before and not wanted and not chain.track_responders:
-                decider = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
-                responder = None
-            elif chain.sync_before and "interceptor_failed" not in wanted:
-                # sync handlers, no failure to publish: no coroutine (the observed rows)
-                decider, responder = run_gate_sync_tracked(
-                    chain.before, chain.before_steps, inp, out, rt.settle, times
-                )
+            if chain.sync_before and "interceptor_failed" not in wanted:
+                # sync handlers, no failure to publish: no coroutine
+                if wanted or chain.track_responders:  # the observed rows
+                    decider, responder = run_gate_sync_tracked(
+                        chain.before, chain.before_steps, inp, out, rt.settle, times
+                    )
+                else:  # the rows with approvers
+                    decider = run_gate_sync(chain.before, chain.before_steps, inp, out, rt.settle)
+                    responder = None
             else:
                 gate = run_gate(
                     chain.before,
@@ -363,9 +360,8 @@ async def full_path(
             ctx._unended = True  # set before publishing: a publish, once begun, lands
             if "tool_exec_start" in wanted:
                 await bus.publish(_exec_start(rt, inp))
-            # the tool, inline (one coroutine less than `invoke`): the rows with async
-            # handlers, approvers, layers or observers; timed only for whoever reads
-            # the duration: after-hooks, tool_exec_end
+            # the tool, inline (one coroutine less than `invoke`); timed only for
+            # whoever reads the duration: after-hooks, tool_exec_end
             timed = times is not None or bool(chain.after)
             start = perf_counter_ns() if timed else 0
             try:
@@ -384,34 +380,11 @@ async def full_path(
             await bus.publish(_skipped(rt, ctx, result))
         if chain.after:
             result = await _after(rt, chain, ctx, result)
-            times = ctx._times  # a retried run's: what ran since the last end
         ctx._unended = False
         if "tool_exec_end" in wanted:
-            # built in place, not by _tool_end: one call less on every observed call
-            decider = ctx._decider
-            ids, ns = _what_ran(times)
-            await bus.publish(
-                ev.ToolExecEnd(
-                    ts=time.time_ns(),
-                    seq=next(rt.seq),
-                    turn_id=inp.turn_id,
-                    agent_id=inp.agent_id,
-                    session_key=inp.session_key,
-                    tool_name=inp.tool_name,
-                    tool_call_id=inp.tool_call_id,
-                    status=result.status,
-                    is_error=result.is_error,
-                    duration_ns=ctx._duration,
-                    decided_by=decider.id if decider is not None else "",
-                    reason=ctx._reason,
-                    interceptors=ids,
-                    interceptor_ns=ns,
-                    attempt=ctx._attempt or 1,
-                )
-            )
+            await bus.publish(_tool_end(rt, ctx, result))
         return result
-    except AbortTurn as exc:
-        # the call leaves with the turn; listeners still learn what happened to it
+    except AbortTurn as exc:  # it leaves with the turn; listeners still learn of it
         if "tool_exec_end" in wanted:
             await bus.publish(_aborted(rt, ctx, exc))
         raise
@@ -669,11 +642,11 @@ def _tool_end(
     retried: bool = False,
     decided_by: str | None = None,
 ) -> ev.ToolExecEnd:
-    """The tool_exec_end of the run of ``ctx`` that ended with ``result``, on the slow
-    paths (a retried run, an aborted or cancelled call); the common one is built in
-    place in ``full_path``."""
-    inp, decider = ctx._inp, ctx._decider
-    ids, ns = _what_ran(ctx._times)
+    """The tool_exec_end of the run of ``ctx`` that ended with ``result`` (the end of
+    the call, a retried run, an aborted or cancelled call)."""
+    inp, decider, times = ctx._inp, ctx._decider, ctx._times
+    # the interceptors that ran and their durations: pairs, so both come out as long
+    ids, ns = zip(*times, strict=False) if times else ((), ())
     return ev.ToolExecEnd(
         ts=time.time_ns(),
         seq=next(rt.seq),
@@ -790,11 +763,3 @@ def _decision(answer: Any) -> tuple[str, str]:
     if isinstance(answer, Approval):
         return answer.decision, answer.reason
     raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
-
-
-def _what_ran(times: Timings | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The ``interceptors`` and ``interceptor_ns`` fields of a tool_exec_end."""
-    if not times:
-        return (), ()
-    ids, ns = zip(*times, strict=False)  # pairs: both come out the same length
-    return ids, ns
