@@ -41,6 +41,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import msgspec
 
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
@@ -647,7 +648,9 @@ def _tool_end(
     inp, decider, times = ctx._inp, ctx._decider, ctx._times
     # the interceptors that ran and their durations: pairs, so both come out as long
     ids, ns = zip(*times, strict=False) if times else ((), ())
-    return ev.ToolExecEnd(
+    # 15 keywords at most: past that CPython builds the call's keywords into a dict
+    # (half a microsecond), so ``retried``, rare, is set on a copy
+    end = ev.ToolExecEnd(
         ts=time.time_ns(),
         seq=next(rt.seq),
         turn_id=inp.turn_id,
@@ -665,8 +668,8 @@ def _tool_end(
         interceptors=ids,
         interceptor_ns=ns,
         attempt=ctx._attempt or 1,
-        retried=retried,
     )
+    return msgspec.structs.replace(end, retried=True) if retried else end
 
 
 # -- compiling a chain ----------------------------------------------------------------
