@@ -25,18 +25,16 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..middleware.builtins.command_safety import share_analyses
+from ..middleware.builtins.policies._base import Policy
 from ..pipeline.hooks import Mode
 from ..pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
-from ..pipeline.registry import Interceptor, Registry
+from ..pipeline.registry import Interceptor
 from .engine import Permissions
 from .model import Judgement
 from .view import view_of
-
-if TYPE_CHECKING:
-    from ..pipeline.pipeline import Pipeline
 
 __all__ = ["PERMISSIONS_PRIORITY", "PermissionPolicy"]
 
@@ -44,7 +42,7 @@ PERMISSIONS_PRIORITY = 110
 """Before the built-in guards (100): a user's deny names the user's rule."""
 
 
-class PermissionPolicy:
+class PermissionPolicy(Policy):
     """The rules of ``permissions`` as a ``tool.before`` interceptor and an approver.
 
     ``cwd`` and ``home`` anchor the relative paths of a call (a shell command's
@@ -115,31 +113,12 @@ class PermissionPolicy:
     def interceptors(self) -> list[Interceptor]:
         """The registrations, ready for ``Registry.add``: the approver only when there
         are ask rules (an approver puts every call through the approval step)."""
-        regs = [self._registration("tool.before", self.id, self.before)]
+        regs = [self._handler("tool.before", self.id, self.before)]
         if self._asks:
-            regs.append(self._registration("tool.approve", self.id + ".ask", self.approve))
+            regs.append(self._handler("tool.approve", self.id + ".ask", self.approve))
         return regs
 
-    def install(self, target: Pipeline | Registry) -> list[Interceptor]:
-        """Add both registrations to ``target`` (a ``Pipeline`` or a ``Registry``); all
-        or nothing.
-
-        Raises:
-            RegistrationError: a registration was rejected (an id already taken).
-        """
-        registry = target if isinstance(target, Registry) else target.registry
-        added: list[Interceptor] = []
-        try:
-            for reg in self.interceptors():
-                registry.add(reg)
-                added.append(reg)
-        except BaseException:
-            for reg in reversed(added):
-                registry.remove(reg.id)
-            raise
-        return added
-
-    def _registration(self, hook: str, id: str, handler: Callable[..., Any]) -> Interceptor:
+    def _handler(self, hook: str, id: str, handler: Callable[..., Any]) -> Interceptor:
         return Interceptor(
             id=id,
             hook=hook,
