@@ -263,35 +263,17 @@ class BashRule:
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]:
         if view.tool not in self.tools:
             return ()
-        full = self.pattern.fullmatch
-        found: list[str] = []
-        for command in view.commands:
-            argv = command.argv
-            # a command's text is its argv joined by spaces (see view_of); a program given
-            # by path (./git) is its base name to deny and ask rules, and as written to
-            # all: an allow of git does not cover ./git, a deny of ./evil holds
-            if argv is not None:
-                strict = decision != "allow" or not command.program
-                if (strict and (full(command.text) is not None or self._quoted(argv))) or (
-                    command.program and self.fits((command.program, *argv[1:]))
-                ):
-                    found.append(command.text)
-            for layer in command.layers:
-                if self.fits(layer):
-                    found.append(" ".join(layer))
-            if decision != "allow":
-                for form in command.forms:  # git -C x push is git push
-                    if self.fits(form):
-                        found.append(command.text)
-        return tuple(found)
-
-    def _quoted(self, argv: tuple[str, ...]) -> bool:
-        return self.quoting and self.pattern.fullmatch(shlex.join(argv)) is not None
-
-    def fits(self, argv: tuple[str, ...]) -> bool:
-        full = self.pattern.fullmatch
-        return full(" ".join(argv)) is not None or (
-            self.quoting and full(shlex.join(argv)) is not None
+        allow, full = decision == "allow", self.pattern.fullmatch
+        return tuple(
+            dict.fromkeys(
+                subject
+                for command in view.commands
+                for text, argv, subject, strict in command.spellings()
+                if not (strict and allow)
+                and (
+                    full(text) is not None or (self.quoting and full(shlex.join(argv)) is not None)
+                )
+            )
         )
 
 

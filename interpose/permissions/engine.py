@@ -224,36 +224,19 @@ Hits = dict[Decision, list[Match]]
 
 
 def _command_hits(lists: _Lists, view: CallView) -> Hits | None:
-    """What the command rules match of ``view``, by decision, in one regex per text:
-    each command's text (a known program; one given by path also as written, and only
-    so for an allow), each wrapper level and, for deny and ask, each other form of a
-    command (the command's own text is then the subject) -- what
-    a ``command_pattern`` matcher's ``match`` gives (``BashRule``), here the first rule
-    of the strictest decision that matches each text.  None: each rule is asked."""
+    """What the command rules match of ``view``, by decision, in one regex per spelling
+    of each command (``ShellCommand.spellings``, as ``BashRule.match`` sees them): the
+    first rule of the strictest decision that matches each.  None: each rule is asked."""
     index = lists.by_program
     if index is None or not view.commands:
         return None
     wild = index.get("")
     hits: Hits = {"deny": [], "ask": [], "allow": []}
     for command in view.commands:
-        argv = command.argv
-        if argv is not None:
-            rule = _first(index, wild, command.text)
-            if rule is not None and (rule.decision != "allow" or not command.program):
-                hits[rule.decision].append(Match(rule, command.text))
-            if command.program:  # given by path: an allow sees it as written (./git)
-                rule = _first(index, wild, " ".join((command.program, *argv[1:])))
-                if rule is not None:
-                    hits[rule.decision].append(Match(rule, command.text))
-        for layer in command.layers:
-            text = " ".join(layer)
+        for text, _, subject, strict in command.spellings():
             rule = _first(index, wild, text)
-            if rule is not None:
-                hits[rule.decision].append(Match(rule, text))
-        for form in command.forms:
-            rule = _first(index, wild, " ".join(form))
-            if rule is not None and rule.decision != "allow":
-                hits[rule.decision].append(Match(rule, command.text))
+            if rule is not None and not (strict and rule.decision == "allow"):
+                hits[rule.decision].append(Match(rule, subject))
     return hits
 
 

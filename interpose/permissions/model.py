@@ -47,6 +47,27 @@ class ShellCommand(msgspec.Struct, frozen=True):
     do not): git's subcommand without the global options before it (``git -C repo push``
     is also ``git push``), so ``Bash(git push *)`` holds whatever options precede it."""
 
+    def spellings(self) -> tuple[tuple[str, tuple[str, ...], str, bool], ...]:
+        """Each spelling a command rule is matched on -- its text (the argv joined by
+        spaces) and argv -- with the subject it then matches and whether only deny and
+        ask rules see it: the command as it runs (only them when its program was given
+        by path: an allow of ``git`` does not cover ``./git``), the command as written,
+        each wrapper level, each other form."""
+        argv, text, program = self.argv, self.text, self.program
+        if not (program or self.layers or self.forms):  # most commands: as they run
+            return ((text, argv, text, False),) if argv is not None else ()
+        found: list[tuple[str, tuple[str, ...], str, bool]] = []
+        if argv is not None:
+            found.append((text, argv, text, bool(program)))
+            if program:
+                written = (program, *argv[1:])
+                found.append((" ".join(written), written, text, False))
+        for layer in self.layers:
+            joined = " ".join(layer)
+            found.append((joined, layer, joined, False))
+        found += [(" ".join(form), form, text, True) for form in self.forms]
+        return tuple(found)
+
 
 class CallView(msgspec.Struct, frozen=True):
     """The facts of one tool call that permission rules look at, read once per call (a

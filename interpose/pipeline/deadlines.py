@@ -200,7 +200,6 @@ class Watch:
         "alarm",
         "armed",
         "cancelling",
-        "coro",
         "deadline",
         "fired",
         "it",
@@ -216,7 +215,6 @@ class Watch:
     cancelling: int  # the task's cancellation requests before its first deadline
 
     def __init__(self) -> None:
-        self.coro: Any = None  # what ``run`` runs, once it suspended
         # the handler loop the watched call awaits now, set by whoever awaits it (a
         # finished one awaits nothing): what it awaits when something suspends is the
         # handler that waits
@@ -234,7 +232,6 @@ class Watch:
             yielded = coro.send(None)
         except StopIteration as done:  # nothing suspended: the common case
             return done.value
-        self.coro = coro
         try:
             while True:
                 self._arm()
