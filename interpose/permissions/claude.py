@@ -313,6 +313,7 @@ class PathRule:
     pattern: re.Pattern[str]
     anywhere: re.Pattern[str] | None = None  # deny/ask: a bare name at any depth
     uses_args: ClassVar[bool] = False  # looks at the raw arguments (see Permissions)
+    paths_only: ClassVar[bool] = True  # matches nothing in a call without paths (see Permissions)
     warning: str = ""
 
     def applies(self, tool: str) -> bool:

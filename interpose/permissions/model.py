@@ -89,7 +89,13 @@ class Matcher(Protocol):
     """The predicate half of a rule: the subjects of ``view`` it matches (each command's
     ``text``, a path, a domain, the tool's name), empty when none.  ``decision`` is the
     rule's own: some spellings match differently in allow and in deny/ask rules (Claude
-    Code's deny/ask rules see past any leading ``VAR=value``; its allow rules do not)."""
+    Code's deny/ask rules see past any leading ``VAR=value``; its allow rules do not).
+
+    Optional attributes the engine reads to do less: ``applies(tool)`` (whether calls of
+    ``tool`` can match at all), ``uses_args`` (False: the matcher reads only the view's
+    facts, so its judgements can be remembered), ``paths_only`` (True: it matches only
+    paths read or written, so a call with none skips it), ``command_pattern`` (a regex
+    over command texts, folded with the others into one)."""
 
     def match(self, view: CallView, decision: Decision) -> tuple[str, ...]: ...
 

@@ -136,4 +136,7 @@ _PLAIN = (str, int, float, bool, type(None))
 def _snapshot(args: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``args`` that later changes to them, in place or not, do not reach (the
     values of a shell call are strings: a shallow copy; anything else is copied deep)."""
-    return {k: v if type(v) in _PLAIN else copy.deepcopy(v) for k, v in args.items()}
+    for value in args.values():
+        if type(value) not in _PLAIN:
+            return {k: v if type(v) in _PLAIN else copy.deepcopy(v) for k, v in args.items()}
+    return dict(args)

@@ -32,7 +32,6 @@ class ToolChain:
         "after",
         "after_steps",
         "app",
-        "approver_steps",
         "approvers",
         "before",
         "before_steps",
@@ -55,8 +54,8 @@ class ToolChain:
         self.tool_name = tool_name
         self.before: tuple[Callable[..., Any], ...] = ()
         self.before_steps: tuple[Step, ...] = ()
-        self.approvers: tuple[Callable[..., Any], ...] = ()
-        self.approver_steps: tuple[Step, ...] = ()
+        # (handler, its step) pairs: one loop over a tuple (a zip costs ~200 ns a call)
+        self.approvers: tuple[tuple[Callable[..., Any], Step], ...] = ()
         self.after: tuple[Callable[..., Any], ...] = ()
         self.after_steps: tuple[Step, ...] = ()
         self.layers: tuple[Step, ...] = ()  # the tool middleware, outermost first
@@ -106,7 +105,8 @@ def compile_tool(
         return callables(steps), steps
 
     chain.before, chain.before_steps = compiled("tool.before", host.interceptor_timeout)
-    chain.approvers, chain.approver_steps = compiled("tool.approve", host.approval_timeout)
+    approvers, approver_steps = compiled("tool.approve", host.approval_timeout)
+    chain.approvers = tuple(zip(approvers, approver_steps, strict=True))
     chain.after, chain.after_steps = compiled("tool.after", host.interceptor_timeout)
     _, layers = compile_steps(reg.entries("tool", tool=tool, agent=agent_id), None, wrap=False)
     if spans is not None:

@@ -352,7 +352,7 @@ async def full_path(
                 result = _gated(chain, ctx, decider, responder)
         if type(out.args) is not dict:
             _check_rewritten_args(out, args)
-        if chain.approvers and _asks_approval(ctx, result):
+        if chain.approvers and (result is None or _asks_approval(ctx, result)):
             denial = await _approve(rt, chain, ctx)
             if denial is not None:
                 result = denial
@@ -395,11 +395,9 @@ async def full_path(
         raise
 
 
-def _asks_approval(ctx: ToolContext, result: ToolResult | None) -> bool:
-    """Whether the approvers see the call: it goes on, or it was answered by a step
-    that is not trusted to answer past them."""
-    if result is None:
-        return True
+def _asks_approval(ctx: ToolContext, result: ToolResult) -> bool:
+    """Whether the approvers see a call that has a result: it was answered by a step
+    that is not trusted to answer past them (a call that goes on, they always see)."""
     decider = ctx._decider
     return result.status == "responded" and not (decider is not None and decider.trusted)
 
@@ -451,7 +449,7 @@ async def _approve(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResul
         agent_id=inp.agent_id,
         session_key=inp.session_key,
     )
-    for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
+    for fn, step in chain.approvers:
         start = perf_counter_ns() if times is not None else 0
         try:
             try:
@@ -461,6 +459,8 @@ async def _approve(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResul
             finally:
                 if times is not None:
                     times.append((step.id, perf_counter_ns() - start))
+            if answer is None:  # no opinion: the usual answer
+                continue
             decision, reason = _decision(answer)
         except _ABORTS as exc:
             exc.source = exc.source or step.id

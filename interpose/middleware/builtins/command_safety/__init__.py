@@ -114,7 +114,6 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -347,8 +346,10 @@ class _Analyses:
     def get(self, key: str | tuple[str, ...]) -> Analysis | None:
         found = self._table.get(key)  # atomic; no lock on the path every call takes
         if found is not None:
-            with suppress(KeyError):  # another thread let it go meanwhile
+            try:
                 self._table.move_to_end(key)
+            except KeyError:  # another thread let it go meanwhile
+                pass
         return found
 
     def clear(self) -> None:
@@ -394,7 +395,7 @@ def analysis_of(command: str | Sequence[str]) -> Analysis:
     [('cd', 'x'), ('git', 'push')]
     """
     key = command if isinstance(command, str) else tuple(command)
-    share_analyses()
+    _ANALYSES.wanted = True  # share_analyses(), inline: every call of the rules comes here
     known = _ANALYSES.get(key)
     if known is not None and known.whole:
         return known
