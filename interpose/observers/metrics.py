@@ -148,7 +148,8 @@ class MetricsObserver:
                 self.tool_duration.record(event.duration_ns / 1e9, attributes)
             record = self.interceptor_duration.record
             # interceptor_ns may be shorter: middleware layers are not timed on their own
-            for interceptor, ns in zip(event.interceptors, event.interceptor_ns, strict=False):
+            # (and zip without strict=: the keyword costs ~130 ns a call)
+            for interceptor, ns in zip(event.interceptors, event.interceptor_ns):  # noqa: B905
                 record(ns / 1e9, {"interpose.interceptor.id": interceptor})
         elif isinstance(event, ShadowDecision):
             self.shadow_decisions.add(
