@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .chain import Step, callables, compile_steps
+from .chain import Step, any_async, any_watched, callables, compile_steps
 from .context import ToolContext
 from .tools import normalize_tool_name
 from .tracing import instrument, tool_span_base
@@ -113,13 +113,13 @@ def compile_tool(
         layers = tuple(instrument(s, spans, layer=True) for s in layers)
     chain.layers = layers  # the stage builds the onion around its core from them
     chain.empty = not (chain.before or chain.approvers or chain.after or layers)
-    chain.watched = any(s.watched for s in chain.before_steps + chain.after_steps)
-    chain.sync_before = not any(s.is_async for s in chain.before_steps)
+    chain.watched = any_watched(chain.before_steps) or any_watched(chain.after_steps)
+    chain.sync_before = not any_async(chain.before_steps)
     chain.quiet = (
         bool(chain.before or chain.after)
         and not (chain.approvers or layers)
         and chain.sync_before
-        and not any(s.is_async for s in chain.after_steps)
+        and not any_async(chain.after_steps)
     )
     if base is not None:
         chain.span_base = tool_span_base(tool, raw_name, agent_id)
