@@ -515,8 +515,7 @@ class Pipeline:
         """
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
-            rt = self.runtime
-            chains = rt.chains.get(agent_id)
+            chains = self._tool_chains.get(agent_id)
             chain = chains.get(name) if chains is not None else None
             try:
                 if (
@@ -540,6 +539,7 @@ class Pipeline:
                         except Exception as exc:
                             return error_result(exc)
                         return ToolResult(output=value)
+                    rt = self.runtime
                     if chain.quiet:
                         inp = ToolBeforeInput(
                             tool_name=chain.tool_name,
@@ -571,7 +571,7 @@ class Pipeline:
                         raise MiddlewareError("tool")
                     return ctx.result
                 ctx = ToolContext(None, "", name, call_id or "", args, call, agent_id, session_key)
-                return await run_tool(rt, ctx)
+                return await run_tool(self.runtime, ctx)
             except AbortTurn as exc:
                 return refusal(
                     "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
