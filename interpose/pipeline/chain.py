@@ -423,8 +423,8 @@ def run_gate_sync_tracked(
 ) -> tuple[Step | None, Step | None]:
     """``run_gate_sync`` that also names the step that responded (for the span of a
     traced call, for the events of an observed one) and, with ``times``, appends each
-    handler's (id, duration): sync handlers without a coroutine when no failure needs
-    publishing (nobody listens for ``interceptor_failed``).
+    handler's (id, duration): sync handlers without a coroutine (``settle`` publishes
+    a failure at once).
 
     Returns (blocker, responder): the step that blocked (or whose failure blocked), and
     the last step that set ``out.result``.

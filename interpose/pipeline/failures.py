@@ -219,19 +219,24 @@ class Failures:
         return self.debug or debug_env()
 
     async def hook_failed(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
-        """A handler raised: publish it, then settle it (see ``settle``)."""
+        """A handler raised: publish it (waiting for room in a full ``block`` buffer),
+        then count, log and apply its policy as ``settle`` does."""
         fault = _fault(step, exc)
         if "interceptor_failed" in self.bus.wanted:
             await self.publish(step, exc, fault, inp)
-        return self.settle(step, exc, inp, out, fault)
+        return self._apply(step, exc, inp, out, fault)
 
-    def settle(
-        self, step: Step, exc: Exception, inp: Any, out: Any, fault: Fault | None = None
-    ) -> OnError:
-        """Count and log a handler failure, apply its policy to ``out``, return the
-        policy; re-raises for "raise".  Synchronous, for the quiet path."""
-        if fault is None:
-            fault = _fault(step, exc)
+    def settle(self, step: Step, exc: Exception, inp: Any, out: Any) -> OnError:
+        """A handler of a loop of sync handlers raised (they run without a coroutine):
+        publish it at once (the bus's ``publish_now``: past a full ``block`` buffer,
+        never lost), count and log it, apply its policy to ``out``, return the policy;
+        re-raises for "raise"."""
+        fault = _fault(step, exc)
+        if "interceptor_failed" in self.bus.wanted:
+            self.bus.publish_now(self.failed_event(step, exc, fault, inp))
+        return self._apply(step, exc, inp, out, fault)
+
+    def _apply(self, step: Step, exc: Exception, inp: Any, out: Any, fault: Fault) -> OnError:
         tool = _subject(inp)
         self.count(step, exc, tool, fault)
         if step.on_error == "raise":
@@ -298,25 +303,29 @@ class Failures:
     async def publish(self, step: Step, exc: Exception, fault: Fault, about: Any) -> None:
         """Publish the ``interceptor_failed`` of ``step``; ``about`` is the hook input
         or the ``Where`` of the call it failed in."""
-        await self.bus.publish(
-            ev.InterceptorFailed(
-                ts=time.time_ns(),
-                seq=next(self.seq),
-                turn_id=about.turn_id,
-                agent_id=about.agent_id,
-                session_key=about.session_key,
-                hook=step.hook,
-                interceptor_id=step.id,
-                error_type=fault.error_type,
-                error=fault.error,
-                policy=step.on_error,
-                timed_out=isinstance(exc, TimeoutError),
-                tool_name=_subject(about),
-                tool_call_id=getattr(about, "tool_call_id", ""),
-                handler=fault.handler,
-                defined_at=fault.defined_at,
-                raised_at=fault.raised_at,
-            )
+        await self.bus.publish(self.failed_event(step, exc, fault, about))
+
+    def failed_event(
+        self, step: Step, exc: Exception, fault: Fault, about: Any
+    ) -> ev.InterceptorFailed:
+        """The ``interceptor_failed`` of ``step`` (see ``publish``)."""
+        return ev.InterceptorFailed(
+            ts=time.time_ns(),
+            seq=next(self.seq),
+            turn_id=about.turn_id,
+            agent_id=about.agent_id,
+            session_key=about.session_key,
+            hook=step.hook,
+            interceptor_id=step.id,
+            error_type=fault.error_type,
+            error=fault.error,
+            policy=step.on_error,
+            timed_out=isinstance(exc, TimeoutError),
+            tool_name=_subject(about),
+            tool_call_id=getattr(about, "tool_call_id", ""),
+            handler=fault.handler,
+            defined_at=fault.defined_at,
+            raised_at=fault.raised_at,
         )
 
     def observer_failed(

@@ -330,8 +330,8 @@ async def full_path(
     try:
         result: ToolResult | None = None
         if chain.before:
-            if chain.sync_before and "interceptor_failed" not in wanted:
-                # sync handlers, no failure to publish: no coroutine
+            if chain.sync_before:
+                # sync handlers: no coroutine (a failure is published at once)
                 if wanted or chain.track_responders:  # the observed rows
                     decider, responder = run_gate_sync_tracked(
                         chain.before, chain.before_steps, inp, out, rt.settle, times

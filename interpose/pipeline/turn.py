@@ -83,6 +83,16 @@ class TurnHost(Protocol):
 class Turn:
     """One turn of one agent in one session.  Create it with ``pipe.turn(...)``."""
 
+    # what a turn starts with, read from the class until set (``pipe.call_tool`` with
+    # observers makes a turn per call: seven stores less on each)
+    user_message: str = ""
+    resolved: ParamsBeforeOutput | None = None
+    aborted: bool = False
+    abort_reason: str = ""
+    _started: int = 0
+    _span: Span | None = None
+    _context_token: object = None
+
     def __init__(
         self,
         pipeline: TurnHost,
@@ -99,14 +109,7 @@ class Turn:
         self.session_key = session_key
         self.provider = provider
         self.model = model
-        self.user_message: str = ""
         self.metadata: dict[str, Any] = {}
-        self.resolved: ParamsBeforeOutput | None = None
-        self.aborted = False
-        self.abort_reason = ""
-        self._started = 0
-        self._span: Span | None = None
-        self._context_token: object = None
 
     def __repr__(self) -> str:
         state = f" aborted={self.abort_reason!r}" if self.aborted else ""
@@ -115,9 +118,10 @@ class Turn:
     # -- lifecycle ------------------------------------------------------------------
 
     async def __aenter__(self) -> Turn:
-        self.pipeline.runtime.check_running()
+        rt = self.pipeline.runtime
+        rt.check_running()
         self._started = time.perf_counter_ns()
-        tracer = self.pipeline.runtime.trace.tracer()
+        tracer = rt.trace.tracer()
         if tracer is not None:
             # current for the whole turn: the chat and execute_tool spans nest in it
             self._span = span = tracer.start_span(
