@@ -21,7 +21,7 @@ from interpose.approvals import (
     UnknownRequest,
 )
 from interpose.approvals.waiting import DurableApprovals
-from interpose.bus.events import Event
+from interpose.bus.events import Event, GrantUsed
 from interpose.permissions.claude import parse_claude_rule
 from interpose.permissions.engine import Permissions
 from interpose.permissions.policy import PermissionPolicy
@@ -179,7 +179,7 @@ async def test_a_grant_lets_the_next_matching_call_pass_and_revoke_ends_it(tmp_p
             with anyio.fail_after(0.5):
                 await run(pipe, "git push origin d", ran, "c4")
     assert ran == ["git push origin a", "git push origin b"]
-    used = [e for e in seen if e.kind == "grant_used"]
+    used = [e for e in seen if isinstance(e, GrantUsed)]
     assert len(used) == 1
     assert used[0].granted_by == "alice"
     assert used[0].grant_id == grant.id
