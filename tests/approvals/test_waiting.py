@@ -11,7 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from interpose import Pipeline, ToolResult
+from interpose import (
+    Approval,
+    ApprovalRequest,
+    Pipeline,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolResult,
+)
 from interpose.approvals import (
     AlreadyDecided,
     ApprovalRecord,
@@ -209,3 +216,30 @@ async def test_expiry_denies_never_hangs(
     assert record.state == "expired"
     with pytest.raises(AlreadyDecided):
         await store.decide(record.id, "approve", approver="late")
+
+
+async def test_edits_are_bounded(tmp_path: Path) -> None:
+    # a tool.before handler that rewrites every command makes each edit ask again
+    pipe = Pipeline()
+
+    @pipe.intercept("tool.before", tools=["exec"], id="verbose")
+    def verbose(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.args = {"command": out.args["command"] + " -v"}
+
+    @pipe.approver(tools=["exec"], id="asker")
+    def asker(request: ApprovalRequest) -> Approval:
+        return Approval.ask("always", rule="any")
+
+    edits: list[str] = []
+
+    def person(request: ApprovalRequest, reason: str) -> Approval:
+        edits.append(request.args["command"])
+        return Approval.edited({"command": "echo hi"})
+
+    pipe.human_approval = person
+    ran: list[str] = []
+    result = await run(pipe, "git push", ran, "c1")
+    assert result.status == "denied"
+    assert result.output["reason"] == "the arguments were edited more than 3 times"
+    assert edits == ["git push -v", "echo hi -v", "echo hi -v", "echo hi -v"]
+    assert ran == []
