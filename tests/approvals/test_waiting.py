@@ -27,8 +27,9 @@ from interpose.approvals import (
     MemoryApprovalStore,
     UnknownRequest,
 )
+from interpose.approvals.events import publish_changes
 from interpose.approvals.waiting import DurableApprovals
-from interpose.bus.events import Event, GrantUsed
+from interpose.bus.events import Event, GrantRevoked, GrantUsed
 from interpose.permissions.claude import parse_claude_rule
 from interpose.permissions.engine import Permissions
 from interpose.permissions.policy import PermissionPolicy
@@ -243,3 +244,33 @@ async def test_edits_are_bounded(tmp_path: Path) -> None:
     assert result.output["reason"] == "the arguments were edited more than 3 times"
     assert edits == ["git push -v", "echo hi -v", "echo hi -v", "echo hi -v"]
     assert ran == []
+
+
+async def test_a_stores_changes_from_any_process_reach_a_bus(tmp_path: Path) -> None:
+    store = MemoryApprovalStore()
+    pipe = Pipeline(builtins=False)
+    seen: list[Event] = []
+    done = anyio.Event()
+
+    def heard(event: Event) -> None:
+        seen.append(event)
+        if event.kind == "grant_revoked":
+            done.set()
+
+    kinds = ["approval_requested", "approval_decided", "grant_added", "grant_revoked"]
+    pipe.subscribe(heard, events=kinds)
+    ran: list[str] = []
+    decider = pipeline(tmp_path, store)
+    with anyio.fail_after(LIMIT):
+        async with pipe, anyio.create_task_group() as tg:
+            tg.start_soon(lambda: publish_changes(store, pipe.bus, since="0"))
+            tg.start_soon(lambda: decide_when_asked(store, "approve", grant=GrantSpec()))
+            await run(decider, "git push", ran, "c1")
+            [grant] = await store.grants()
+            await store.revoke(grant.id, by="carol")
+            await done.wait()
+            tg.cancel_scope.cancel()
+    assert [e.kind for e in seen] == kinds
+    revoked = seen[-1]
+    assert isinstance(revoked, GrantRevoked)
+    assert revoked.revoked_by == "carol"
