@@ -274,3 +274,25 @@ async def test_a_stores_changes_from_any_process_reach_a_bus(tmp_path: Path) -> 
     revoked = seen[-1]
     assert isinstance(revoked, GrantRevoked)
     assert revoked.revoked_by == "carol"
+
+
+async def test_an_edit_replaces_a_response_to_the_old_arguments(tmp_path: Path) -> None:
+    store = MemoryApprovalStore()
+    pipe = pipeline(tmp_path, store)
+
+    @pipe.intercept("tool.before", tools=["exec"], id="cached")
+    def cached(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.args["command"] == "git push":  # an untrusted answer: approvers still run
+            out.result = "cached push"
+
+    ran: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: decide_when_asked(store, "approve"))
+            answered = await run(pipe, "git push", ran, "c1")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: decide_when_asked(store, "edit", args={"command": "git push -n"}))
+            edited = await run(pipe, "git push", ran, "c2")
+    assert (answered.status, answered.output) == ("responded", "cached push")
+    assert (edited.status, edited.output) == ("ok", "done")
+    assert ran == ["git push -n"]
