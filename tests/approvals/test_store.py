@@ -265,3 +265,26 @@ async def test_changes_stream_in_order(store: ApprovalStore) -> None:
     assert seen[1].request.decided_by == "a"
     cursors = [c.cursor for c in seen]
     assert len(set(cursors)) == 4
+
+
+def test_the_memory_store_serves_one_event_loop_after_another() -> None:
+    store = MemoryApprovalStore()
+    record = anyio.run(store.submit, ask())
+
+    async def give_up_waiting() -> None:
+        with anyio.move_on_after(0.05):
+            await store.wait(record.id)
+
+    async def wait_and_decide() -> str:
+        with anyio.fail_after(LIMIT):
+            return await waited_and_decided()
+
+    async def waited_and_decided() -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.wait, record.id)
+            await anyio.wait_all_tasks_blocked()
+            await store.decide(record.id, "approve", approver="alice")
+        return (await store.get(record.id)).state
+
+    anyio.run(give_up_waiting)  # a waiter of this loop is left behind
+    assert anyio.run(wait_and_decide) == "approved"
