@@ -5,6 +5,7 @@ denies, and the bus hears of every step."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from interpose.approvals import (
     UnknownRequest,
 )
 from interpose.approvals.events import publish_changes
+from interpose.approvals.redis import RedisApprovalStore
 from interpose.approvals.waiting import DurableApprovals
 from interpose.bus.events import Event, GrantRevoked, GrantUsed
 from interpose.permissions.claude import parse_claude_rule
@@ -296,3 +298,20 @@ async def test_an_edit_replaces_a_response_to_the_old_arguments(tmp_path: Path) 
     assert (answered.status, answered.output) == ("responded", "cached push")
     assert (edited.status, edited.output) == ("ok", "done")
     assert ran == ["git push -n"]
+
+
+async def test_a_store_that_cannot_be_reached_fails_closed(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    rule = parse_claude_rule("Bash(git push:*)", "ask", source="test", base=tmp_path, cwd=tmp_path)
+    pipe = Pipeline()
+    PermissionPolicy(Permissions([rule])).install(pipe)
+    store = RedisApprovalStore(f"redis://127.0.0.1:{port}/0")
+    DurableApprovals(store).install(pipe)
+    ran: list[str] = []
+    result = await run(pipe, "git push", ran, "c1")
+    await store.aclose()
+    assert result.status == "denied"
+    assert "the handler failed" in result.output["reason"]
+    assert ran == []
