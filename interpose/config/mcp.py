@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 import msgspec
 
 __all__ = [
+    "McpAuthConfig",
     "McpConfig",
     "McpServerConfig",
     "check_servers",
@@ -66,6 +67,28 @@ class McpServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     headers: Annotated[
         dict[str, str], msgspec.Meta(description="HTTP headers sent to a `url` server")
     ] = {}
+
+
+class McpAuthConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``[mcp.auth]``: bearer tokens (JWTs) on the HTTP front of ``interpose mcp-proxy``."""
+
+    jwks: Annotated[
+        str,
+        msgspec.Meta(
+            description="the JSON Web Key Set that signs the tokens: a file (relative: to "
+            "the config file's directory) or an `https://` URL"
+        ),
+    ]
+    issuer: Annotated[
+        str | None, msgspec.Meta(description="the `iss` a token must have; unset: any")
+    ] = None
+    audience: Annotated[
+        list[str],
+        msgspec.Meta(description="a token's `aud` must name one of these; empty: no `aud` check"),
+    ] = []
+    leeway_s: Annotated[
+        float, msgspec.Meta(description="clock skew allowed on `exp` and `nbf`", ge=0)
+    ] = 30.0
 
 
 class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -120,6 +143,13 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ge=1024,
         ),
     ] = 16 << 20
+    auth: Annotated[
+        McpAuthConfig | None,
+        msgspec.Meta(
+            description="require a bearer token (JWT) on every HTTP request (`--listen`); "
+            "its claims are the call's principal"
+        ),
+    ] = None
 
 
 def _field(name: str) -> str:

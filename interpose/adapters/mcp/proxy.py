@@ -70,6 +70,7 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from . import serve
+from .bearer import JwtVerifier, principal_of
 from .config import McpConfig, mcp_namespace, server_key
 from .pathguard import McpPathGuard
 
@@ -399,6 +400,7 @@ class McpProxy:
             session_key=self._session_key(ctx),
             progress=progress,
             downstream=downstream,
+            principal=principal_of(getattr(ctx.request, "scope", None)),
         )
         if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             return result  # the upstream's JSON as it sent it
@@ -417,12 +419,14 @@ class McpProxy:
         progress: ProgressFn | None,
         downstream: Downstream | None,
         related: bool = True,
+        principal: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One ``tools/call`` of a client: the tool stage around the upstream call; the
         result as JSON (the upstream's own when the call went through).
 
         ``related``: an approval question goes out tied to the request (on its
-        stream, over HTTP); False: on the session's own channel.
+        stream, over HTTP); False: on the session's own channel.  ``principal``: the
+        claims of the client's bearer token (``[mcp.auth]``), the call's principal.
 
         Raises:
             MCPError: an unknown tool, or the upstream's protocol error (its code kept).
@@ -719,13 +723,19 @@ class McpProxy:
         await serve.serve_stdio(self)
 
     async def serve_http(
-        self, host: str, port: int, *, ready: Callable[[str], None] | None = None
+        self,
+        host: str,
+        port: int,
+        *,
+        ready: Callable[[str], None] | None = None,
+        auth: JwtVerifier | None = None,
     ) -> None:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
         gets the URL once the socket listens (port 0: the port the system chose)
         (``serve.serve_http``).
 
-        Each MCP session gets its own upstream connections, closed with the session.
+        Each MCP session gets its own upstream connections, closed with the session;
+        ``auth``: every request needs a bearer token it accepts (else 401).
 
         Raises:
             UsageError: ``host:port`` cannot be listened on (in use, not an address
@@ -733,7 +743,7 @@ class McpProxy:
             UpstreamError: an upstream did not start (or died during its handshake):
                 nothing listens.
         """
-        await serve.serve_http(self, host, port, ready=ready)
+        await serve.serve_http(self, host, port, ready=ready, auth=auth)
 
 
 def _server_event(message: Any) -> ServerEvent | None:
