@@ -1,0 +1,185 @@
+// The inbox page: the pending requests (GET /api/requests), the decision buttons (POST
+// /api/requests/ID/decide, with the page's CSRF token), the live stream of changes
+// (GET /api/events, server-sent events) and the per-rule counters (GET /api/counters).
+// Everything an agent wrote (arguments, reasons, claims) is put in as text, never HTML.
+"use strict";
+
+const csrf = document.querySelector('meta[name="csrf"]').content;
+const pendingList = document.getElementById("pending");
+const template = document.getElementById("request-template");
+const filters = {
+  agent: document.getElementById("filter-agent"),
+  tool: document.getElementById("filter-tool"),
+};
+let refreshing = null;
+
+function clock(seconds) {
+  return seconds ? new Date(seconds * 1000).toISOString().slice(11, 19) + "Z" : "";
+}
+
+async function api(path, body) {
+  const init = { headers: { accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["content-type"] = "application/json";
+    init.headers["x-interpose-csrf"] = csrf;
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  return data;
+}
+
+function showError(where, error) {
+  where.textContent = error ? String(error.message || error) : "";
+  where.hidden = !error;
+}
+
+function renderRequest(request) {
+  const item = template.content.firstElementChild.cloneNode(true);
+  item.dataset.id = request.id;
+  item.querySelector(".tool").textContent = request.tool_name;
+  item.querySelector(".who").textContent =
+    `${request.agent_id || "?"} · ${request.session_key || "-"}`;
+  const created = item.querySelector(".created");
+  created.textContent = clock(request.created_at);
+  created.dateTime = new Date(request.created_at * 1000).toISOString();
+  const rule = request.rule ? `${request.rule}: ` : "";
+  item.querySelector(".reason").textContent = rule + (request.reason || "asked");
+  const args = JSON.stringify(request.args, null, 2);
+  item.querySelector(".args").textContent = args;
+  item.querySelector(".edited").value = args;
+  const claims = item.querySelector(".principal");
+  if (request.principal && Object.keys(request.principal).length) {
+    for (const [key, value] of Object.entries(request.principal)) {
+      const term = document.createElement("dt");
+      term.textContent = key;
+      const detail = document.createElement("dd");
+      detail.textContent = typeof value === "string" ? value : JSON.stringify(value);
+      claims.append(term, detail);
+    }
+    claims.hidden = false;
+  }
+  const problem = item.querySelector(".problem");
+  const decide = async (body) => {
+    showError(problem, null);
+    try {
+      await api(`/api/requests/${encodeURIComponent(request.id)}/decide`, body);
+      refresh();
+    } catch (error) {
+      showError(problem, error);
+    }
+  };
+  item.querySelector(".approve").onclick = () => decide({ decision: "approve" });
+  item.querySelector(".deny").onclick = () =>
+    decide({ decision: "deny", reason: item.querySelector(".deny-reason").value });
+  item.querySelector(".edit").onclick = () => {
+    const editor = item.querySelector(".editor");
+    editor.hidden = !editor.hidden;
+  };
+  item.querySelector(".approve-edited").onclick = () => {
+    let edited;
+    try {
+      edited = JSON.parse(item.querySelector(".edited").value);
+    } catch (error) {
+      showError(problem, new Error(`the arguments are not JSON: ${error.message}`));
+      return;
+    }
+    decide({ decision: "edit", args: edited });
+  };
+  item.querySelector(".grant").onclick = () => {
+    const ttl = item.querySelector(".grant-ttl").value;
+    decide({
+      decision: "grant",
+      scope: item.querySelector(".grant-scope").value,
+      ttl_s: ttl ? Number(ttl) : null,
+    });
+  };
+  return item;
+}
+
+async function refresh() {
+  if (refreshing) return refreshing;
+  refreshing = (async () => {
+    const query = new URLSearchParams({ state: "pending" });
+    for (const [name, input] of Object.entries(filters)) {
+      if (input.value.trim()) query.set(name, input.value.trim());
+    }
+    try {
+      const [listed, counted] = await Promise.all([
+        api(`/api/requests?${query}`),
+        api("/api/counters"),
+      ]);
+      pendingList.replaceChildren(...listed.requests.map(renderRequest));
+      document.getElementById("pending-count").textContent = listed.requests.length;
+      document.getElementById("empty").hidden = listed.requests.length > 0;
+      renderCounters(counted.rules);
+      showError(document.getElementById("error"), null);
+    } catch (error) {
+      showError(document.getElementById("error"), error);
+    } finally {
+      refreshing = null;
+    }
+  })();
+  return refreshing;
+}
+
+function renderCounters(rules) {
+  const body = document.querySelector("#counters tbody");
+  body.replaceChildren(
+    ...Object.entries(rules).map(([rule, states]) => {
+      const row = document.createElement("tr");
+      row.dataset.rule = rule;
+      const other = Object.entries(states)
+        .filter(([state]) => !["pending", "approved", "denied"].includes(state))
+        .reduce((sum, [, n]) => sum + n, 0);
+      const cells = [rule, states.pending || 0, states.approved || 0, states.denied || 0, other];
+      cells.forEach((value, index) => {
+        const cell = document.createElement("td");
+        cell.textContent = value;
+        if (index) cell.className = "n";
+        row.append(cell);
+      });
+      return row;
+    }),
+  );
+}
+
+function showChange(change) {
+  const request = change.request;
+  if (!request || request.state === "pending") return;
+  const item = document.createElement("li");
+  item.dataset.id = request.id;
+  item.dataset.state = request.state;
+  const state = document.createElement("span");
+  state.className = `state ${request.state}`;
+  state.textContent = request.state;
+  const by = request.decided_by ? ` by ${request.decided_by}` : "";
+  const why = request.decision_reason ? ` (${request.decision_reason})` : "";
+  item.append(state, ` ${request.tool_name}${by}${why} `, clock(request.decided_at));
+  document.getElementById("decisions").prepend(item);
+}
+
+function listen() {
+  const live = document.getElementById("live");
+  const events = new EventSource("/api/events");
+  events.onopen = () => {
+    live.textContent = "live";
+    live.className = "online";
+    refresh();
+  };
+  events.onmessage = (event) => {
+    showChange(JSON.parse(event.data));
+    refresh();
+  };
+  events.onerror = () => {
+    live.textContent = "reconnecting…";
+    live.className = "offline";
+  };
+}
+
+for (const input of Object.values(filters)) input.addEventListener("input", () => refresh());
+document.getElementById("filters").addEventListener("submit", (event) => event.preventDefault());
+refresh();
+listen();
