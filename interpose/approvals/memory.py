@@ -1,0 +1,225 @@
+"""The approval store of one process: dicts, and an event that wakes every waiter on
+each change.  The default store; a fleet uses :class:`~.redis.RedisApprovalStore`."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import msgspec
+
+from .model import (
+    Action,
+    ApprovalRecord,
+    Change,
+    ChangeKind,
+    Grant,
+    GrantSpec,
+    State,
+    UnknownGrant,
+    UnknownRequest,
+)
+from .store import COUNTS, counter_key, decided, due
+
+__all__ = ["MemoryApprovalStore"]
+
+
+class MemoryApprovalStore:
+    """An :class:`~.store.ApprovalStore` in this process's memory (see there for each
+    method).  ``history`` changes are kept for ``changes(since=...)``; ``clock`` gives
+    the time in seconds since the epoch."""
+
+    def __init__(self, *, history: int = 10_000, clock: Callable[[], float] = time.time) -> None:
+        self._requests: dict[str, ApprovalRecord] = {}
+        self._grants: dict[str, Grant] = {}
+        self._counters: dict[str, dict[str, int]] = {}
+        self._log: deque[Change] = deque(maxlen=history)
+        self._seq = 0
+        self._changed: anyio.Event | None = None
+        self.clock = clock
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def submit(self, record: ApprovalRecord) -> ApprovalRecord:
+        known = self._requests.get(record.id)
+        if known is not None:
+            return self._fresh(known)
+        record = msgspec.structs.replace(record, state="pending")
+        self._requests[record.id] = record
+        self._count(record, "asked")
+        self._emit("request_created", request=record)
+        return record
+
+    async def get(self, request_id: str) -> ApprovalRecord:
+        return self._fresh(self._find(request_id))
+
+    async def list_pending(
+        self, *, agent: str | None = None, tool: str | None = None, limit: int | None = None
+    ) -> list[ApprovalRecord]:
+        return await self.list_requests(state="pending", agent=agent, tool=tool, limit=limit)
+
+    async def list_requests(
+        self,
+        *,
+        state: State | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        limit: int | None = None,
+    ) -> list[ApprovalRecord]:
+        found = [
+            record
+            for record in map(self._fresh, list(self._requests.values()))
+            if (state is None or record.state == state)
+            and (agent is None or record.agent_id == agent)
+            and (tool is None or record.tool_name == tool)
+        ]
+        found.sort(key=lambda r: r.created, reverse=True)
+        return found[:limit] if limit is not None else found
+
+    async def decide(
+        self,
+        request_id: str,
+        action: Action,
+        *,
+        approver: str,
+        reason: str = "",
+        args: object = None,
+        grant: GrantSpec | None = None,
+    ) -> ApprovalRecord:
+        record = self._fresh(self._find(request_id))
+        record, made = decided(
+            record,
+            action,
+            approver=approver,
+            reason=reason,
+            args=args,
+            grant=grant,
+            now=self.clock(),
+        )
+        self._requests[record.id] = record
+        self._count(record, record.state)
+        self._emit("request_decided", request=record)
+        if made is not None:
+            self._grants[made.id] = made
+            self._emit("grant_added", grant=made)
+        return record
+
+    async def expire(self, request_id: str) -> ApprovalRecord:
+        record = self._find(request_id)
+        if record.state != "pending":
+            return record
+        return self._expired(record)
+
+    async def wait(self, request_id: str) -> ApprovalRecord:
+        while True:
+            record = self._fresh(self._find(request_id))
+            if record.state != "pending":
+                return record
+            changed = self._event()
+            with anyio.move_on_after(max(0.0, record.expires - self.clock())):
+                await changed.wait()
+
+    # -- grants ------------------------------------------------------------------------
+
+    async def grants(self, *, agent: str | None = None, live: bool = True) -> list[Grant]:
+        now = self.clock()
+        found = [
+            g
+            for g in self._grants.values()
+            if (not live or g.live(now)) and (agent is None or g.agent_id == agent)
+        ]
+        found.sort(key=lambda g: g.created, reverse=True)
+        return found
+
+    async def add_grant(self, grant: Grant) -> Grant:
+        if grant.id in self._grants:
+            raise ValueError(f"a grant with id {grant.id} exists")
+        self._grants[grant.id] = grant
+        self._emit("grant_added", grant=grant)
+        return grant
+
+    async def revoke(self, grant_id: str, *, by: str) -> Grant:
+        grant = self._grants.get(grant_id)
+        if grant is None:
+            raise UnknownGrant(f"no grant has id {grant_id!r}")
+        if grant.revoked_at is not None:
+            return grant
+        grant = msgspec.structs.replace(grant, revoked_at=self.clock(), revoked_by=by)
+        self._grants[grant_id] = grant
+        self._emit("grant_revoked", grant=grant)
+        return grant
+
+    async def match_grant(self, record: ApprovalRecord) -> Grant | None:
+        now = self.clock()
+        for grant in await self.grants(agent=record.agent_id):
+            if grant.covers(record, now):
+                self._count(record, "granted")
+                self._emit("grant_used", grant=grant, request=record)
+                return grant
+        return None
+
+    # -- the stream and the counters ---------------------------------------------------
+
+    async def changes(self, since: str | None = None) -> AsyncIterator[Change]:
+        seq = self._seq if since is None else int(since)
+        while True:
+            changed = self._event()
+            fresh = [c for c in self._log if int(c.cursor) > seq]
+            for change in fresh:
+                seq = int(change.cursor)
+                yield change
+            if not fresh:
+                await changed.wait()
+
+    async def counters(self) -> dict[str, dict[str, int]]:
+        return {key: dict(counts) for key, counts in self._counters.items()}
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _find(self, request_id: str) -> ApprovalRecord:
+        record = self._requests.get(request_id)
+        if record is None:
+            raise UnknownRequest(f"no request has id {request_id!r}")
+        return record
+
+    def _fresh(self, record: ApprovalRecord) -> ApprovalRecord:
+        """``record``, expired first when its time is up."""
+        return self._expired(record) if due(record, self.clock()) else record
+
+    def _expired(self, record: ApprovalRecord) -> ApprovalRecord:
+        record = msgspec.structs.replace(
+            record, state="expired", decided_at=self.clock(), decision_reason="expired"
+        )
+        self._requests[record.id] = record
+        self._count(record, "expired")
+        self._emit("request_expired", request=record)
+        return record
+
+    def _count(self, record: ApprovalRecord, what: str) -> None:
+        counts = self._counters.setdefault(counter_key(record), dict.fromkeys(COUNTS, 0))
+        counts[what] += 1
+
+    def _event(self) -> anyio.Event:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        return self._changed
+
+    def _emit(
+        self,
+        kind: ChangeKind,
+        *,
+        request: ApprovalRecord | None = None,
+        grant: Grant | None = None,
+    ) -> None:
+        self._seq += 1
+        self._log.append(
+            Change(kind=kind, cursor=str(self._seq), ts=self.clock(), request=request, grant=grant)
+        )
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
