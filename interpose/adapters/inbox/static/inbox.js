@@ -43,8 +43,8 @@ function renderRequest(request) {
   item.querySelector(".who").textContent =
     `${request.agent_id || "?"} · ${request.session_key || "-"}`;
   const created = item.querySelector(".created");
-  created.textContent = clock(request.created_at);
-  created.dateTime = new Date(request.created_at * 1000).toISOString();
+  created.textContent = clock(request.created);
+  created.dateTime = new Date(request.created * 1000).toISOString();
   const rule = request.rule ? `${request.rule}: ` : "";
   item.querySelector(".reason").textContent = rule + (request.reason || "asked");
   const args = JSON.stringify(request.args, null, 2);
@@ -88,12 +88,16 @@ function renderRequest(request) {
     }
     decide({ decision: "edit", args: edited });
   };
+  if (!request.rule) item.querySelector('.grant-match option[value="rule"]').remove();
   item.querySelector(".grant").onclick = () => {
     const ttl = item.querySelector(".grant-ttl").value;
     decide({
-      decision: "grant",
-      scope: item.querySelector(".grant-scope").value,
-      ttl_s: ttl ? Number(ttl) : null,
+      decision: "approve",
+      grant: {
+        match: item.querySelector(".grant-match").value,
+        scope: item.querySelector(".grant-scope").value,
+        ttl: ttl ? Number(ttl) : null,
+      },
     });
   };
   return item;
@@ -127,37 +131,53 @@ async function refresh() {
 
 function renderCounters(rules) {
   const body = document.querySelector("#counters tbody");
+  const columns = ["asked", "approved", "denied", "edited", "expired", "granted"];
   body.replaceChildren(
-    ...Object.entries(rules).map(([rule, states]) => {
+    ...Object.entries(rules).map(([rule, counts]) => {
       const row = document.createElement("tr");
       row.dataset.rule = rule;
-      const other = Object.entries(states)
-        .filter(([state]) => !["pending", "approved", "denied"].includes(state))
-        .reduce((sum, [, n]) => sum + n, 0);
-      const cells = [rule, states.pending || 0, states.approved || 0, states.denied || 0, other];
-      cells.forEach((value, index) => {
+      for (const value of [rule, ...columns.map((name) => counts[name] || 0)]) {
         const cell = document.createElement("td");
         cell.textContent = value;
-        if (index) cell.className = "n";
+        if (value !== rule) cell.className = "n";
         row.append(cell);
-      });
+      }
       return row;
     }),
   );
 }
 
+// one line per change of the store that a person wants to see go by
 function showChange(change) {
   const request = change.request;
-  if (!request || request.state === "pending") return;
+  const grant = change.grant;
+  let state, text;
+  if (change.kind === "request_decided" || change.kind === "request_expired") {
+    state = request.state;
+    const by = request.decided_by ? ` by ${request.decided_by}` : "";
+    const why = request.state === "denied" && request.decision_reason
+      ? `: ${request.decision_reason}` : "";
+    text = ` ${request.tool_name} (${request.agent_id})${by}${why}`;
+  } else if (change.kind === "grant_used") {
+    state = "granted";
+    text = ` ${request.tool_name} (${request.agent_id}) by the grant of ${grant.granted_by}`;
+  } else if (change.kind === "grant_added" || change.kind === "grant_revoked") {
+    state = change.kind === "grant_added" ? "grant" : "revoked";
+    const by = change.kind === "grant_added" ? grant.granted_by : grant.revoked_by;
+    text = ` ${grant.rule || grant.tool_name} for this ${grant.scope} by ${by}`;
+  } else {
+    return;
+  }
   const item = document.createElement("li");
-  item.dataset.id = request.id;
-  item.dataset.state = request.state;
-  const state = document.createElement("span");
-  state.className = `state ${request.state}`;
-  state.textContent = request.state;
-  const by = request.decided_by ? ` by ${request.decided_by}` : "";
-  const why = request.decision_reason ? ` (${request.decision_reason})` : "";
-  item.append(state, ` ${request.tool_name}${by}${why} `, clock(request.decided_at));
+  item.dataset.kind = change.kind;
+  item.dataset.state = state;
+  if (request) item.dataset.id = request.id;
+  const label = document.createElement("span");
+  label.className = `state ${state}`;
+  label.textContent = state;
+  const when = document.createElement("time");
+  when.textContent = ` ${clock(change.ts)}`;
+  item.append(label, text, when);
   document.getElementById("decisions").prepend(item);
 }
 
