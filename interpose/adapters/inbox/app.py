@@ -83,10 +83,16 @@ async def _json_body(request: Request) -> object:
 
 
 def build_app(
-    backend: StoreBackend, *, host: str, tokens: Tokens, allowed_hosts: tuple[str, ...] = ()
+    backend: StoreBackend,
+    *,
+    host: str,
+    tokens: Tokens,
+    allowed_hosts: tuple[str, ...] = (),
+    events: EventStream | None = None,
 ) -> InboxGuard:
     """The inbox for ``backend``, behind its guard (``host``: the address it is bound
-    to, checked against every request's ``Host``)."""
+    to, checked against every request's ``Host``; ``events``: the event stream
+    endpoint, to close its streams when the server stops)."""
     page = (_STATIC / "index.html").read_text(encoding="utf-8")
     assets = {name: (_STATIC / name).read_bytes() for name in _TYPES}
     guard: InboxGuard
@@ -168,7 +174,7 @@ def build_app(
             Route("/api/grants", grants),
             Route("/api/grants/{id}/revoke", _refusing(revoke), methods=["POST"]),
             Route("/api/counters", counters),
-            Route("/api/events", EventStream(backend)),
+            Route("/api/events", events or EventStream(backend)),
         ]
     )
     guard = InboxGuard(app, host=host, tokens=tokens, allowed_hosts=allowed_hosts)
@@ -185,6 +191,12 @@ class EventStream:
 
     def __init__(self, backend: StoreBackend) -> None:
         self.backend = backend
+        self._open: set[anyio.CancelScope] = set()
+
+    def close(self) -> None:
+        """End every open stream (the server is stopping: its clients reconnect)."""
+        for scope in self._open:
+            scope.cancel()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         lock = anyio.Lock()  # one message at a time on the connection
@@ -213,6 +225,7 @@ class EventStream:
 
         opened = anyio.Event()
         async with anyio.create_task_group() as tg:
+            self._open.add(tg.cancel_scope)
 
             async def relay() -> None:
                 async with aclosing(self.backend.changes()) as changes:
@@ -239,6 +252,7 @@ class EventStream:
             tg.start_soon(until_gone)
             tg.start_soon(keep_alive)
             tg.start_soon(relay)
+        self._open.discard(tg.cancel_scope)
         if opened.is_set():
             with anyio.CancelScope(shield=True):
                 try:

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from ...errors import UsageError
-from .app import build_app
+from .app import EventStream, build_app
 from .backend import StoreBackend, open_store
 from .security import Tokens
 
@@ -54,7 +54,10 @@ async def running(
     """
     import uvicorn
 
-    app = build_app(backend, host=host, tokens=tokens, allowed_hosts=allowed_hosts)
+    events = EventStream(backend)
+    app = build_app(
+        backend, host=host, tokens=tokens, allowed_hosts=allowed_hosts, events=events
+    )
     listening = _listen(host, port)
     config = uvicorn.Config(
         app,
@@ -76,6 +79,7 @@ async def running(
         try:
             yield url
         finally:
+            events.close()  # (uvicorn would wait for them, then cancel them)
             server.should_exit = True
 
 

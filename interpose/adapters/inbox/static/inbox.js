@@ -12,6 +12,7 @@ const filters = {
   tool: document.getElementById("filter-tool"),
 };
 let refreshing = null;
+let again = false;
 
 function clock(seconds) {
   return seconds ? new Date(seconds * 1000).toISOString().slice(11, 19) + "Z" : "";
@@ -103,30 +104,48 @@ function renderRequest(request) {
   return item;
 }
 
-async function refresh() {
-  if (refreshing) return refreshing;
+// one load at a time; a refresh asked for during a load loads again after it (the
+// change that asked may have come after the load read the list)
+function refresh() {
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
   refreshing = (async () => {
-    const query = new URLSearchParams({ state: "pending" });
-    for (const [name, input] of Object.entries(filters)) {
-      if (input.value.trim()) query.set(name, input.value.trim());
-    }
     try {
-      const [listed, counted] = await Promise.all([
-        api(`/api/requests?${query}`),
-        api("/api/counters"),
-      ]);
-      pendingList.replaceChildren(...listed.requests.map(renderRequest));
-      document.getElementById("pending-count").textContent = listed.requests.length;
-      document.getElementById("empty").hidden = listed.requests.length > 0;
-      renderCounters(counted.rules);
-      showError(document.getElementById("error"), null);
-    } catch (error) {
-      showError(document.getElementById("error"), error);
+      do {
+        again = false;
+        await load();
+      } while (again);
     } finally {
       refreshing = null;
     }
   })();
   return refreshing;
+}
+
+async function load() {
+  const query = new URLSearchParams({ state: "pending" });
+  for (const [name, input] of Object.entries(filters)) {
+    if (input.value.trim()) query.set(name, input.value.trim());
+  }
+  try {
+    const [listed, counted] = await Promise.all([
+      api(`/api/requests?${query}`),
+      api("/api/counters"),
+    ]);
+    // a request shown already keeps its element (and what the person typed in it)
+    const shown = new Map([...pendingList.children].map((item) => [item.dataset.id, item]));
+    pendingList.replaceChildren(
+      ...listed.requests.map((request) => shown.get(request.id) || renderRequest(request)),
+    );
+    document.getElementById("pending-count").textContent = listed.requests.length;
+    document.getElementById("empty").hidden = listed.requests.length > 0;
+    renderCounters(counted.rules);
+    showError(document.getElementById("error"), null);
+  } catch (error) {
+    showError(document.getElementById("error"), error);
+  }
 }
 
 function renderCounters(rules) {

@@ -1,0 +1,191 @@
+"""The inbox's page in a real headless browser (Debian's chromium, driven by selenium
+through its chromedriver): a person's click on "approve" resumes the waiting call, and
+the page shows the decision, and new requests, live (server-sent events) without a
+reload.  A failing test leaves a screenshot of the page in its temp dir.  One test also
+writes docs/approvals-inbox.png (two pending requests, fixed content) for the docs.
+
+The browser is driven from a worker thread (selenium blocks); the inbox and the waiting
+call run on the test's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+from browser import screenshot, wait_for
+from inbox_helpers import TIMEOUT, ask, client, csrf_of_page, serving
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+
+from interpose.approvals import ApprovalRecord, ApprovalStore, MemoryApprovalStore
+
+pytestmark = pytest.mark.integration
+
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+
+
+async def in_browser(step: Callable[[], None]) -> None:
+    """Run ``step`` (selenium calls, which block) in a worker thread."""
+    await anyio.to_thread.run_sync(step)
+
+
+async def until_asked(store: ApprovalStore, count: int) -> list[ApprovalRecord]:
+    """Wait (on the store's change stream) until ``count`` requests are pending."""
+    changes = store.changes(since="0")
+    try:
+        async for _ in changes:
+            pending = await store.list_pending()
+            if len(pending) >= count:
+                return pending
+    finally:
+        await changes.aclose()
+    raise AssertionError("unreachable")
+
+
+def row(driver: webdriver.Chrome, request_id: str) -> object:
+    found = driver.find_elements(By.CSS_SELECTOR, f'#pending li[data-id="{request_id}"]')
+    return found[0] if found else None
+
+
+async def test_a_click_on_approve_resumes_the_waiting_call(browser: webdriver.Chrome) -> None:
+    store = MemoryApprovalStore()
+    outcome: list[ApprovalRecord] = []
+
+    async def waiting_call() -> None:
+        record = await store.submit(ask(principal={"sub": "alice", "team": "ops"}))
+        outcome.append(await store.wait(record.id))
+
+    with anyio.fail_after(TIMEOUT * 2):
+        async with serving(store) as url, anyio.create_task_group() as tg:
+            tg.start_soon(waiting_call)
+            (asked,) = await until_asked(store, 1)
+
+            def approve() -> None:
+                browser.get(url)
+                item = wait_for(browser, lambda: row(browser, asked.id), "the pending request")
+                text = item.text  # type: ignore[attr-defined]
+                assert "exec" in text and "git push origin main" in text
+                assert "Bash(git push:*): pushing changes" in text
+                assert "alice" in text and "ops" in text  # the principal's claims
+                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live",
+                         "the live stream open")
+                browser.execute_script("window.notReloaded = true")
+                item.find_element(By.CSS_SELECTOR, "button.approve").click()  # type: ignore[attr-defined]
+                decided = wait_for(
+                    browser,
+                    lambda: browser.find_elements(
+                        By.CSS_SELECTOR, f'#decisions li[data-id="{asked.id}"]'
+                    ),
+                    "the decision in the live list",
+                )
+                assert "approved" in decided[0].text and "local@127.0.0.1" in decided[0].text
+                wait_for(browser, lambda: row(browser, asked.id) is None, "the request gone")
+                assert browser.execute_script("return window.notReloaded") is True
+
+            await in_browser(approve)
+    assert [r.state for r in outcome] == ["approved"]
+    assert outcome[0].decided_by == "local@127.0.0.1"
+
+
+async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
+    browser: webdriver.Chrome,
+) -> None:
+    store = MemoryApprovalStore()
+    first = await store.submit(ask(call="1"))
+    with anyio.fail_after(TIMEOUT * 2):
+        async with serving(store) as url, client(url) as http:
+
+            def opened() -> None:
+                browser.get(url)
+                wait_for(browser, lambda: row(browser, first.id), "the first request")
+                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live",
+                         "the live stream open")
+                browser.execute_script("window.notReloaded = true")
+
+            await in_browser(opened)
+            second = await store.submit(ask("read", {"path": ".env"}, call="2", rule="Read(./.env)"))
+            csrf = await csrf_of_page(http)
+            denied = await http.post(
+                f"/api/requests/{first.id}/decide",
+                json={"decision": "deny", "reason": "not today"},
+                headers={"x-interpose-csrf": csrf},
+            )
+            assert denied.status_code == 200
+
+            def shown() -> None:
+                wait_for(browser, lambda: row(browser, second.id), "the new request")
+                wait_for(browser, lambda: row(browser, first.id) is None, "the denied one gone")
+                line = wait_for(
+                    browser,
+                    lambda: browser.find_elements(
+                        By.CSS_SELECTOR, f'#decisions li[data-id="{first.id}"]'
+                    ),
+                    "the deny in the live list",
+                )
+                assert "denied" in line[0].text and "not today" in line[0].text
+                counts = browser.find_element(By.CSS_SELECTOR, '#counters tr[data-rule="Bash(git push:*)"]')
+                cells = [cell.text for cell in counts.find_elements(By.TAG_NAME, "td")]
+                assert cells[1:] == ["1", "0", "1", "0", "0", "0"]  # asked, ..., denied
+                assert browser.execute_script("return window.notReloaded") is True
+
+            await in_browser(shown)
+
+
+async def test_the_docs_screenshot_of_the_page(browser: webdriver.Chrome) -> None:
+    # a fixed clock: every time on the page (asked at, decided at) is the same each run
+    clock = 1_795_000_000.0
+    store = MemoryApprovalStore(clock=lambda: clock)
+    await store.submit(
+        ask(
+            "mcp__github__merge_pull_request",
+            {"owner": "acme", "repo": "api", "pull_number": 1234, "merge_method": "squash"},
+            agent="release-bot",
+            session="nightly-7",
+            call="m1",
+            rule="mcp__github__merge_pull_request",
+            reason="merging needs a person",
+            created=clock - 95,
+            ttl=3600,
+            principal={"sub": "svc-release", "iss": "https://idp.acme.test", "team": "platform"},
+        )
+    )
+    await store.submit(
+        ask(
+            "exec",
+            {"command": "git push --force origin main"},
+            agent="coder-3",
+            session="pr-881",
+            call="x1",
+            rule="Bash(git push:*)",
+            reason="pushing to a remote",
+            created=clock - 20,
+            ttl=3600,
+        )
+    )
+    done = await store.submit(
+        ask("exec", {"command": "rm -rf build"}, agent="coder-3", session="pr-881", call="x0",
+            rule="Bash(rm:*)", reason="deleting files", created=clock - 300, ttl=3600)
+    )
+    with anyio.fail_after(TIMEOUT * 2):
+        async with serving(store) as url:
+
+            def opened() -> None:
+                browser.get(url)
+                wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 3, "three requests")
+                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live", "live")
+
+            await in_browser(opened)
+            await store.decide(done.id, "deny", approver="maria@10.0.0.7", reason="use make clean")
+
+            def shot() -> None:
+                wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 2, "two requests")
+                wait_for(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#decisions li"), "the deny")
+                browser.execute_script("document.activeElement && document.activeElement.blur()")
+                screenshot(browser, DOCS / "approvals-inbox.png")
+
+            await in_browser(shot)
+    assert (DOCS / "approvals-inbox.png").stat().st_size > 10_000
