@@ -133,6 +133,12 @@ class MemoryApprovalStore:
         found.sort(key=lambda g: g.created, reverse=True)
         return found
 
+    async def get_grant(self, grant_id: str) -> Grant:
+        grant = self._grants.get(grant_id)
+        if grant is None:
+            raise UnknownGrant(f"no grant has id {grant_id!r}")
+        return grant
+
     async def add_grant(self, grant: Grant) -> Grant:
         if grant.id in self._grants:
             raise ValueError(f"a grant with id {grant.id} exists")
@@ -141,9 +147,7 @@ class MemoryApprovalStore:
         return grant
 
     async def revoke(self, grant_id: str, *, by: str) -> Grant:
-        grant = self._grants.get(grant_id)
-        if grant is None:
-            raise UnknownGrant(f"no grant has id {grant_id!r}")
+        grant = await self.get_grant(grant_id)
         if grant.revoked_at is not None:
             return grant
         grant = msgspec.structs.replace(grant, revoked_at=self.clock(), revoked_by=by)

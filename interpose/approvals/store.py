@@ -141,6 +141,14 @@ class ApprovalStore(Protocol):
         ``live`` is False, only agent ``agent``'s when given."""
         ...
 
+    async def get_grant(self, grant_id: str) -> Grant:
+        """The grant ``grant_id`` as it is now (live, expired or revoked).
+
+        Raises:
+            UnknownGrant: no grant has this id.
+        """
+        ...
+
     async def add_grant(self, grant: Grant) -> Grant:
         """Store ``grant`` (its id must be new) with a ``grant_added`` change; return it.
 

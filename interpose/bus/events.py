@@ -29,6 +29,12 @@ __all__ = [
     "TurnStarted",
     "CallRecorded",
     "ShadowDecision",
+    "ApprovalRequested",
+    "ApprovalDecided",
+    "ApprovalExpired",
+    "GrantAdded",
+    "GrantRevoked",
+    "GrantUsed",
     "decode_event",
     "encode_event",
 ]
@@ -223,6 +229,79 @@ class TurnAborted(_Event, tag="turn_aborted", frozen=True):
     duration_ns: int = 0
 
 
+class ApprovalRequested(_Event, tag="approval_requested", frozen=True):
+    """An ask became an approval request in an approval store (``interpose.approvals``),
+    or a restarted agent found its request there (``resumed``)."""
+
+    request_id: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    args_hash: str = ""
+    asked_by: str = ""
+    rule: str = ""
+    reason: str = ""
+    expires: float = 0.0
+    principal_sub: str = ""
+    resumed: bool = False
+
+
+class ApprovalDecided(_Event, tag="approval_decided", frozen=True):
+    """A person decided an approval request: ``state`` approved, denied or edited (the
+    call goes on with ``edited_args_hash``'s arguments, judged again), by
+    ``decided_by``; ``grant_id`` names the grant the decision added."""
+
+    request_id: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    state: str = ""
+    decided_by: str = ""
+    reason: str = ""
+    edited_args_hash: str = ""
+    grant_id: str = ""
+
+
+class ApprovalExpired(_Event, tag="approval_expired", frozen=True):
+    """An approval request got no decision in time: the call is denied."""
+
+    request_id: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    reason: str = ""
+
+
+class GrantAdded(_Event, tag="grant_added", frozen=True):
+    """A standing grant was added by ``granted_by``, bound to ``rule`` (``match``
+    "rule") or ``args_hash`` ("args") for the agent (and its session, scope
+    "session"), until ``expires`` (0: until revoked)."""
+
+    grant_id: str = ""
+    granted_by: str = ""
+    match: str = ""
+    scope: str = ""
+    tool_name: str = ""
+    rule: str = ""
+    args_hash: str = ""
+    expires: float = 0.0
+    request_id: str = ""
+
+
+class GrantRevoked(_Event, tag="grant_revoked", frozen=True):
+    grant_id: str = ""
+    revoked_by: str = ""
+
+
+class GrantUsed(_Event, tag="grant_used", frozen=True):
+    """A standing grant allowed a call without asking: the allow, with who granted it."""
+
+    grant_id: str = ""
+    granted_by: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    rule: str = ""
+    args_hash: str = ""
+    request_id: str = ""
+
+
 Event: TypeAlias = (
     TurnStarted
     | MessageReceived
@@ -238,6 +317,12 @@ Event: TypeAlias = (
     | CallRecorded
     | TurnEnded
     | TurnAborted
+    | ApprovalRequested
+    | ApprovalDecided
+    | ApprovalExpired
+    | GrantAdded
+    | GrantRevoked
+    | GrantUsed
 )
 
 EventKind: TypeAlias = Literal[
@@ -255,6 +340,12 @@ EventKind: TypeAlias = Literal[
     "call_recorded",
     "turn_ended",
     "turn_aborted",
+    "approval_requested",
+    "approval_decided",
+    "approval_expired",
+    "grant_added",
+    "grant_revoked",
+    "grant_used",
 ]
 
 EVENT_KINDS: frozenset[str] = frozenset(EventKind.__args__)  # type: ignore[attr-defined]

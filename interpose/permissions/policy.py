@@ -105,7 +105,7 @@ class PermissionPolicy(Policy):
         else:
             judgement = self.judge(request.tool_name, request.args)
         if judgement.decision == "ask":
-            return Approval.ask(f"permissions: {judgement.reason}")
+            return Approval.ask(f"permissions: {judgement.reason}", rule=_asking(judgement))
         if judgement.decision == "deny" and self.mode == "enforce":  # shadow: recorded once
             return Approval.deny(f"permissions: {judgement.reason}")
         return None
@@ -131,6 +131,13 @@ class PermissionPolicy(Policy):
 
 
 _PLAIN = (str, int, float, bool, type(None))
+
+
+def _asking(judgement: Judgement) -> str:
+    """The rules that asked, as written (``Bash(git push:*)``; several joined by `` + ``):
+    what a standing grant made from the ask is bound to."""
+    texts = dict.fromkeys(m.rule.text for m in judgement.matches if m.rule.decision == "ask")
+    return " + ".join(texts)
 
 
 def _snapshot(args: Mapping[str, Any]) -> dict[str, Any]:

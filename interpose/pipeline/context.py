@@ -6,7 +6,9 @@ goes into ``ctx.state`` (created on first use) or into its own locals.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol
 
 import msgspec
@@ -37,7 +39,28 @@ __all__ = [
     "ToolContext",
     "TurnContext",
     "TurnInfo",
+    "acting_as",
+    "current_principal",
 ]
+
+_principal: ContextVar[dict[str, Any] | None] = ContextVar("interpose_principal", default=None)
+
+
+def current_principal() -> dict[str, Any] | None:
+    """The claims of the principal the calls of this task are made for (a bearer
+    token's, set by the front that checked it with ``acting_as``), or None."""
+    return _principal.get()
+
+
+@contextmanager
+def acting_as(claims: Mapping[str, Any] | None) -> Iterator[None]:
+    """The calls made inside (in this task and the tasks it starts) are made for the
+    principal ``claims``: ``ToolContext.principal``, the approval request's."""
+    token = _principal.set(dict(claims) if claims is not None else None)
+    try:
+        yield
+    finally:
+        _principal.reset(token)
 
 
 class Context:
@@ -141,6 +164,11 @@ class ToolContext(msgspec.Struct, Context, eq=False):
     _reason: str = ""
 
     stage: ClassVar[str] = "tool"
+
+    @property
+    def principal(self) -> dict[str, Any] | None:
+        """Who the call is made for (``acting_as``): a bearer token's claims, or None."""
+        return _principal.get()
 
     def has_result(self) -> bool:
         return self.result is not None

@@ -184,7 +184,10 @@ class ToolBeforeOutput(msgspec.Struct, kw_only=True):
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What an approver sees: the call with its final arguments."""
+    """What an approver sees: the call with its final arguments.  What the
+    human-approval handler sees also names the approver that asked (``asked_by``), the
+    rule it named (``Approval.ask(reason, rule=...)``) and the principal the call is
+    made for (``context.current_principal()``: a JWT's claims, or None)."""
 
     tool_name: str
     tool_call_id: str = ""
@@ -192,6 +195,9 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     agent_id: str = ""
     session_key: str = ""
     turn_id: str = ""
+    asked_by: str = ""
+    rule: str = ""
+    principal: dict[str, Any] | None = None
 
 
 class Approval(msgspec.Struct, frozen=True, kw_only=True):
@@ -200,6 +206,11 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
 
     decision: Literal["allow", "deny", "ask"] = "allow"
     reason: str = ""
+    #: an ask's rule (its pattern: what a standing grant is bound to)
+    rule: str = ""
+    #: a human's allow of other arguments (edit then approve): the call is judged
+    #: again, by the tool.before handlers and the approvers, with these
+    args: dict[str, Any] | None = None
 
     @classmethod
     def allow(cls, reason: str = "") -> Approval:
@@ -210,8 +221,13 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
         return cls(decision="deny", reason=reason)
 
     @classmethod
-    def ask(cls, reason: str = "") -> Approval:
-        return cls(decision="ask", reason=reason)
+    def ask(cls, reason: str = "", *, rule: str = "") -> Approval:
+        return cls(decision="ask", reason=reason, rule=rule)
+
+    @classmethod
+    def edited(cls, args: dict[str, Any], reason: str = "") -> Approval:
+        """A human's allow of the call with ``args`` instead (judged again first)."""
+        return cls(decision="allow", reason=reason, args=args)
 
 
 class ToolAfterInput(msgspec.Struct, frozen=True, kw_only=True):

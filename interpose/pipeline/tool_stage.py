@@ -12,7 +12,7 @@ keeps the call's behaviour:
    handlers and nobody listening: plain loops over them around the tool;
 3. the full path: in the ``execute_tool`` span when tracing (``_traced``), through the
    middleware onion when the tool has layers, into ``full_path``: tool.before →
-   tool.approve (``_approve``) → the tool → tool.after, with the tool_exec_* events
+   tool.approve (``approving.approve``) → the tool → tool.after, with the tool_exec_* events
    for whoever listens.
 
 The handlers read the call's identity from its ``ToolBeforeInput``, built from the
@@ -32,7 +32,6 @@ the first call of a chain) uses ``chain.invoke``.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
@@ -45,6 +44,7 @@ import msgspec
 
 from ..bus import events as ev
 from ..errors import AbortTurn, HardAbort, MiddlewareError
+from .approving import approve
 from .chain import (
     Step,
     Timings,
@@ -57,11 +57,9 @@ from .chain import (
 )
 from .context import ToolContext
 from .deadlines import Watch, watch_here
-from .failures import Failures, Fault, blocked
+from .failures import blocked
 from .onion import build_onion
 from .payloads import (
-    Approval,
-    ApprovalRequest,
     ToolAfterInput,
     ToolAfterOutput,
     ToolBeforeInput,
@@ -83,12 +81,11 @@ from .tracing import (
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
-    from .runtime import Host, Runtime
+    from .runtime import Runtime
 
 __all__ = ["ToolCallable", "full_path", "quiet_path", "run_tool"]
 
 ToolCallable = Callable[[dict[str, Any]], Any]
-log = logging.getLogger("interpose")
 _ABORTS = (AbortTurn, HardAbort)
 _CACHE_LIMIT = 4096
 
@@ -353,7 +350,7 @@ async def full_path(
         if type(out.args) is not dict:
             _check_rewritten_args(out, args)
         if chain.approvers and _asks_approval(ctx, result):
-            denial = await _approve(rt, chain, ctx)
+            denial = await approve(rt, chain, ctx, _rejudge)
             if denial is not None:
                 result = denial
         if result is None:
@@ -433,96 +430,33 @@ def _gated(
     return result
 
 
-async def _approve(rt: Runtime, chain: ToolChain, ctx: ToolContext) -> ToolResult | None:
-    """Run the approvers; None if all allow, else the refusal (noting who decided on
-    ``ctx``): "denied" for a deny or a late answer, "blocked" for an approver that
-    failed closed (its details hold the failure).
-
-    Raises:
-        AbortTurn, HardAbort: from an approver.
-        Exception: an approver's failure, when its policy is "raise".
-    """
-    inp, times, name = ctx._inp, ctx._times, chain.tool_name
-    request = ApprovalRequest(
-        turn_id=inp.turn_id,
-        tool_name=name,
-        tool_call_id=inp.tool_call_id,
-        args=ctx._out.args,
-        agent_id=inp.agent_id,
-        session_key=inp.session_key,
+async def _rejudge(
+    rt: Runtime, chain: ToolChain, ctx: ToolContext, args: dict[str, Any]
+) -> ToolResult | None:
+    """Judge the call again with the arguments a person edited (``approving.approve``):
+    the tool.before handlers run on them; the result when they block or answer the
+    call, else None (the call goes on with them)."""
+    out = ctx._out
+    out.args, out.block, out.block_reason, out.result = args, False, "", None
+    if not chain.before:
+        return None
+    watch = ctx._watch
+    gate = run_gate(
+        chain.before,
+        chain.before_steps,
+        ctx._inp,
+        out,
+        rt.hook_failed,
+        True,
+        ctx._times,
+        watch,
     )
-    for fn, step in zip(chain.approvers, chain.approver_steps, strict=True):
-        start = perf_counter_ns() if times is not None else 0
-        try:
-            try:
-                answer = fn(request)
-                if answer is not None and isawaitable(answer):
-                    answer = await answer
-            finally:
-                if times is not None:
-                    times.append((step.id, perf_counter_ns() - start))
-            decision, reason = _decision(answer)
-        except _ABORTS as exc:
-            exc.source = exc.source or step.id
-            raise
-        except Exception as exc:
-            fault = await rt.failures.record(step, exc, request)
-            if isinstance(exc, TimeoutError):  # a late approver is a deny, whatever the policy
-                late = (
-                    f"approver '{step.id}' did not answer within {step.timeout}s"
-                    if step.timeout is not None
-                    else f"approver '{step.id}' timed out: {fault.error}"
-                )
-                ctx._decider, ctx._reason = step, late
-                return refusal("denied", name, late, decided_by=step.id)
-            if step.on_error == "raise":
-                raise
-            if step.on_error == "skip":
-                continue
-            ctx._decider = step
-            ctx._reason = f"interceptor '{step.id}' failed: {fault.error}"
-            return refusal(
-                "blocked", name, ctx._reason, decided_by=step.id, failure=fault.details()
-            )
-        if decision == "ask":
-            decision, reason = await _ask_human(rt.host, rt.failures, request, reason)
-        if decision == "deny":
-            ctx._decider = step
-            ctx._reason = reason or f"denied by {step.id}"
-            return refusal("denied", name, ctx._reason, decided_by=step.id)
-    return None
-
-
-async def _ask_human(
-    host: Host, failures: Failures, request: ApprovalRequest, reason: str
-) -> tuple[str, str]:
-    """The human's answer to an approver's "ask", as (decision, reason); no handler,
-    a failing one, a late one or another "ask" mean deny."""
-    if host.human_approval is None:
-        return "deny", f"approval required ({reason}) but no human-approval handler is set"
-    try:
-        with anyio.fail_after(host.approval_timeout):
-            answer = host.human_approval(request, reason)
-            if isawaitable(answer):
-                answer = await answer
-        decision, why = _decision(answer)
-    except TimeoutError:
-        return (
-            "deny",
-            f"approval required ({reason}): no answer within {host.approval_timeout}s",
-        )
-    except Exception as exc:
-        fault = Fault.of(host.human_approval, exc, f"{type(exc).__name__}: {exc}", deadline=False)
-        log.warning(
-            "human-approval handler failed: %s [%s]",
-            fault.error,
-            fault.where(),
-            exc_info=exc if failures.debugging() else None,
-        )
-        return "deny", f"approval required ({reason}): the handler failed: {exc!r}"
-    if decision == "ask":
-        return "deny", f"approval required ({reason}): the handler answered 'ask' again"
-    return decision, why or reason
+    if watch is not None:
+        watch.loop = gate
+    decider, responder = await gate
+    if type(out.args) is not dict:
+        _check_rewritten_args(out, args)
+    return _gated(chain, ctx, decider, responder)
 
 
 async def _after(rt: Runtime, chain: ToolChain, ctx: ToolContext, result: ToolResult) -> ToolResult:
@@ -751,18 +685,3 @@ def _as_responded(value: Any) -> ToolResult:
             value.status = "responded"
         return value
     return ToolResult(output=value, status="responded")
-
-
-def _decision(answer: Any) -> tuple[str, str]:
-    """(decision, reason) of an approver's answer.
-
-    Raises:
-        TypeError: the answer is not an Approval, a bool or None.
-    """
-    if answer is None or answer is True:
-        return "allow", ""
-    if answer is False:
-        return "deny", ""
-    if isinstance(answer, Approval):
-        return answer.decision, answer.reason
-    raise TypeError(f"an approver must return Approval, bool or None, got {type(answer).__name__}")
