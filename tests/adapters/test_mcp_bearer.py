@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from threading import Thread
@@ -31,6 +31,12 @@ from mcp_helpers import CALL_TIMEOUT, HttpProxy, python_server
 from test_mcp_inprocess import time_server
 
 from interpose import Approval, ApprovalRequest, Pipeline
+from interpose.adapters.inbox.backend import StoreBackend
+from interpose.adapters.inbox.security import Tokens
+from interpose.adapters.inbox.serve import running
+from interpose.approvals import MemoryApprovalStore
+from interpose.approvals.waiting import DurableApprovals
+from interpose.pipeline.context import current_principal
 from interpose.adapters.mcp.bearer import JwksKeys, JwtVerifier
 from interpose.adapters.mcp.proxy import McpProxy
 from interpose.config.mcp import McpAuthConfig
@@ -184,33 +190,71 @@ async def serving(pipe: Pipeline, verifier: JwtVerifier) -> AsyncIterator[str]:
         tg.cancel_scope.cancel()
 
 
+def inbox(store: MemoryApprovalStore) -> AbstractAsyncContextManager[str]:
+    return running(StoreBackend(store), "127.0.0.1", 0, tokens=Tokens())
+
+
 def recording(pipe: Pipeline) -> list[dict[str, Any] | None]:
+    """What an approver of ``pipe`` reads as the principal of each call."""
     seen: list[dict[str, Any] | None] = []
 
     @pipe.approver(id="who")
     def who(request: ApprovalRequest) -> Approval:
-        seen.append(request.principal)
+        seen.append(current_principal())
         return Approval.allow()
 
     return seen
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_the_token_claims_are_the_principal_the_approver_sees(
+async def test_the_claims_are_the_principal_of_the_ask_the_inbox_shows(
     jwks_file: Path, mode: str
 ) -> None:
+    """The token's claims reach the approval request the call's ask makes (in the store
+    the inbox serves), and a decision there lets the call through."""
     pipe = Pipeline()
+    store = MemoryApprovalStore()
+    DurableApprovals(store).install(pipe)
     seen = recording(pipe)
+
+    @pipe.approver(id="person")
+    def person(request: ApprovalRequest) -> Approval:
+        return Approval.ask("a person decides", rule="mcp__time__get_current_time")
+
     auth = McpAuthConfig(jwks=jwks_file.name, issuer=ISSUER, audience=[AUDIENCE])
     verifier = JwtVerifier.from_config(auth, jwks_file.parent)
+    results: list[Any] = []
     with anyio.fail_after(CALL_TIMEOUT):
-        async with serving(pipe, verifier) as url, client(url, token(team="ops"), mode) as c:
-            result = await c.call_tool("get_current_time", {"timezone": "UTC"})
-    assert not result.is_error
-    assert len(seen) == 1
-    principal = seen[0]
-    assert principal is not None
+        async with (
+            serving(pipe, verifier) as url,
+            client(url, token(team="ops"), mode) as c,
+            inbox(store) as inbox_url,
+            httpx2.AsyncClient(base_url=inbox_url) as http,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def call() -> None:
+                results.append(await c.call_tool("get_current_time", {"timezone": "UTC"}))
+
+            tg.start_soon(call)
+            async with aclosing(store.changes(since="0")) as changes:
+                async for change in changes:
+                    if change.kind == "request_created":
+                        break
+            (shown,) = (await http.get("/api/requests")).json()["requests"]
+            page = (await http.get("/")).text
+            csrf = page.split('name="csrf" content="', 1)[1].split('"', 1)[0]
+            decided = await http.post(
+                f"/api/requests/{shown['id']}/decide",
+                json={"decision": "approve"},
+                headers={"x-interpose-csrf": csrf},
+            )
+            assert decided.status_code == 200, decided.text
+    principal = shown["principal"]
     assert (principal["sub"], principal["team"], principal["iss"]) == ("alice", "ops", ISSUER)
+    assert shown["tool_name"] == "mcp__time__get_current_time"
+    assert [p and p["sub"] for p in seen] == ["alice"]
+    assert not results[0].is_error
 
 
 class KeySetServer:

@@ -70,8 +70,16 @@ async def running(
     server = uvicorn.Server(config)
     bound = listening.getsockname()[1]
     url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/"
+    async def serve() -> None:
+        try:
+            await server.serve([listening])
+        finally:  # (cancelled, uvicorn's shutdown does not run: stop listening here)
+            for asyncio_server in server.servers:
+                asyncio_server.close()
+            listening.close()
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [listening])
+        tg.start_soon(serve)
         with anyio.fail_after(START_TIMEOUT):
             # uvicorn has no event for "listening": look every 10 ms (start-up only)
             while not server.started:  # noqa: ASYNC110

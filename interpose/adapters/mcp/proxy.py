@@ -66,6 +66,7 @@ from ...pipeline.payloads import (
     ToolBeforeOutput,
     ToolResult,
 )
+from ...pipeline.context import acting_as
 from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
@@ -480,13 +481,14 @@ class McpProxy:
         asking = (downstream, request_id if related else None) if downstream else None
         token = _current.set(asking)
         try:
-            result = await self.pipe.call_tool(
-                name,
-                arguments,
-                call=call,
-                call_id=str(request_id) if request_id is not None else None,
-                session_key=session_key,
-            )
+            with acting_as(principal):
+                result = await self.pipe.call_tool(
+                    name,
+                    arguments,
+                    call=call,
+                    call_id=str(request_id) if request_id is not None else None,
+                    session_key=session_key,
+                )
         finally:
             _current.reset(token)
         return self._to_mcp(result, failed)

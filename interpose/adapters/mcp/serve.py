@@ -144,7 +144,14 @@ async def serve_http(
                 ready(url)
 
         tg.start_soon(announce)
-        await server.serve(sockets=[listening])
+        try:
+            await server.serve(sockets=[listening])
+        finally:
+            # cancelled (served in process, not stopped by a signal): uvicorn's shutdown
+            # did not run, so stop listening here
+            for running in server.servers:
+                running.close()
+            listening.close()
         tg.cancel_scope.cancel()
 
 
