@@ -6,15 +6,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
+
+from interpose import Pipeline, ToolResult
 
 from interpose.adapters.inbox.backend import StoreBackend
 from interpose.adapters.inbox.security import Tokens
 from interpose.adapters.inbox.serve import running
 from interpose.approvals import ApprovalRecord, ApprovalStore, args_hash, request_id
+from interpose.approvals.waiting import DurableApprovals
+from interpose.permissions.claude import parse_claude_rule
+from interpose.permissions.engine import Permissions
+from interpose.permissions.policy import PermissionPolicy
 
 TIMEOUT = 20.0  # s: the bound of every test's exchanges
 
@@ -74,3 +81,39 @@ async def csrf_of_page(http: httpx2.AsyncClient) -> str:
     found = re.search(r'<meta name="csrf" content="([^"]+)">', page.text)
     assert found is not None
     return found.group(1)
+
+
+def agent(tmp_path: Path, store: ApprovalStore) -> Pipeline:
+    """An agent's pipeline whose rule ``Bash(git push:*)`` asks, the asks waiting in
+    ``store`` for a person (``DurableApprovals``)."""
+    rule = parse_claude_rule("Bash(git push:*)", "ask", source="test", base=tmp_path, cwd=tmp_path)
+    pipe = Pipeline()
+    PermissionPolicy(Permissions([rule])).install(pipe)
+    DurableApprovals(store).install(pipe)
+    return pipe
+
+
+async def run_command(
+    pipe: Pipeline, command: str, ran: list[str], call_id: str = "call-1"
+) -> ToolResult:
+    """The agent's ``exec`` of ``command`` (what ran is appended to ``ran``)."""
+
+    def tool(args: dict[str, Any]) -> str:
+        ran.append(args["command"])
+        return "done"
+
+    return await pipe.call_tool(
+        "exec", {"command": command}, call=tool, call_id=call_id, agent_id="agent-1",
+        session_key="s1",
+    )
+
+
+async def asked(store: ApprovalStore, call_id: str) -> ApprovalRecord:
+    """The request the call ``call_id`` made in ``store``, once it is there (read on the
+    store's change stream from its start)."""
+    async with aclosing(store.changes(since="0")) as changes:
+        async for change in changes:
+            request = change.request
+            if change.kind == "request_created" and request and request.tool_call_id == call_id:
+                return request
+    raise AssertionError("unreachable")

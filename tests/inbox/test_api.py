@@ -7,12 +7,24 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from inbox_helpers import TIMEOUT, ask, client, csrf_of_page, serving
+from inbox_helpers import (
+    TIMEOUT,
+    agent,
+    ask,
+    asked,
+    client,
+    csrf_of_page,
+    run_command,
+    serving,
+)
+
+from interpose import ToolResult
 
 from interpose.approvals import MemoryApprovalStore
 
@@ -196,3 +208,50 @@ async def test_the_event_stream_sends_each_change_as_it_happens() -> None:
     assert seen[0]["request"]["state"] == "denied"
     assert seen[0]["request"]["decided_by"] == "local@127.0.0.1"
     assert seen[1]["request"]["id"] == second.id
+
+
+async def test_a_waiting_call_resumes_when_a_decision_is_made_through_the_api(
+    tmp_path: Path,
+) -> None:
+    """A real pipeline whose permission rule asks: its call waits in the store until the
+    inbox's API decides it; approve runs it, deny gives the model the person's reason,
+    an edit runs the edited arguments once they are judged again."""
+    store = MemoryApprovalStore()
+    pipe = agent(tmp_path, store)
+    ran: list[str] = []
+    results: dict[str, ToolResult] = {}
+    decisions = {
+        "c1": {"decision": "approve"},
+        "c2": {"decision": "deny", "reason": "not on friday"},
+        "c3": {"decision": "edit", "args": {"command": "git push --dry-run origin main"}},
+    }
+    with anyio.fail_after(TIMEOUT):
+        async with serving(store) as url, client(url) as http:
+            csrf = await csrf_of_page(http)
+            for call, body in decisions.items():
+                async with anyio.create_task_group() as tg:
+
+                    async def call_tool(call: str = call) -> None:
+                        results[call] = await run_command(pipe, "git push origin main", ran, call)
+
+                    tg.start_soon(call_tool)
+                    waiting = await asked(store, call)
+                    (listed,) = (await http.get("/api/requests")).json()["requests"]
+                    assert listed["id"] == waiting.id and listed["rule"] == "Bash(git push:*)"
+                    answer = await http.post(
+                        f"/api/requests/{waiting.id}/decide",
+                        json=body,
+                        headers={"x-interpose-csrf": csrf},
+                    )
+                    assert answer.status_code == 200, answer.text
+    assert results["c1"].status == "ok"
+    assert results["c2"].status == "denied"
+    assert results["c2"].output["reason"] == "not on friday"
+    assert results["c3"].status == "ok"
+    assert ran == ["git push origin main", "git push --dry-run origin main"]
+    states = {r.tool_call_id: (r.state, r.decided_by) for r in await store.list_requests()}
+    assert states == {
+        "c1": ("approved", "local@127.0.0.1"),
+        "c2": ("denied", "local@127.0.0.1"),
+        "c3": ("edited", "local@127.0.0.1"),
+    }

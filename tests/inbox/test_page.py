@@ -17,11 +17,14 @@ import anyio
 import anyio.to_thread
 import pytest
 from browser import screenshot, wait_for
-from inbox_helpers import TIMEOUT, ask, client, csrf_of_page, serving
+from inbox_helpers import TIMEOUT, agent, ask, asked, client, csrf_of_page, run_command, serving
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
 
-from interpose.approvals import ApprovalRecord, ApprovalStore, MemoryApprovalStore
+from interpose import ToolResult
+from interpose.approvals import MemoryApprovalStore
+from interpose.pipeline.context import acting_as
 
 pytestmark = pytest.mark.integration
 
@@ -33,62 +36,56 @@ async def in_browser(step: Callable[[], None]) -> None:
     await anyio.to_thread.run_sync(step)
 
 
-async def until_asked(store: ApprovalStore, count: int) -> list[ApprovalRecord]:
-    """Wait (on the store's change stream) until ``count`` requests are pending."""
-    changes = store.changes(since="0")
-    try:
-        async for _ in changes:
-            pending = await store.list_pending()
-            if len(pending) >= count:
-                return pending
-    finally:
-        await changes.aclose()
-    raise AssertionError("unreachable")
-
-
-def row(driver: webdriver.Chrome, request_id: str) -> object:
+def row(driver: webdriver.Chrome, request_id: str) -> WebElement | None:
     found = driver.find_elements(By.CSS_SELECTOR, f'#pending li[data-id="{request_id}"]')
     return found[0] if found else None
 
 
-async def test_a_click_on_approve_resumes_the_waiting_call(browser: webdriver.Chrome) -> None:
+async def test_a_click_on_approve_resumes_the_waiting_call(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    """An agent's call waits (a real pipeline, its permission rule asks, the ask in the
+    store); a person opens the page and clicks approve; the call runs."""
     store = MemoryApprovalStore()
-    outcome: list[ApprovalRecord] = []
+    pipe = agent(tmp_path, store)
+    ran: list[str] = []
+    results: list[ToolResult] = []
 
     async def waiting_call() -> None:
-        record = await store.submit(ask(principal={"sub": "alice", "team": "ops"}))
-        outcome.append(await store.wait(record.id))
+        with acting_as({"sub": "alice", "team": "ops"}):  # (a bearer token's claims)
+            results.append(await run_command(pipe, "git push origin main", ran, "c1"))
 
     with anyio.fail_after(TIMEOUT * 2):
         async with serving(store) as url, anyio.create_task_group() as tg:
             tg.start_soon(waiting_call)
-            (asked,) = await until_asked(store, 1)
+            waiting = await asked(store, "c1")
 
             def approve() -> None:
                 browser.get(url)
-                item = wait_for(browser, lambda: row(browser, asked.id), "the pending request")
-                text = item.text  # type: ignore[attr-defined]
+                item = wait_for(browser, lambda: row(browser, waiting.id), "the pending request")
+                text = item.text
                 assert "exec" in text and "git push origin main" in text
-                assert "Bash(git push:*): pushing changes" in text
+                assert "Bash(git push:*)" in text
                 assert "alice" in text and "ops" in text  # the principal's claims
                 wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live",
                          "the live stream open")
                 browser.execute_script("window.notReloaded = true")
-                item.find_element(By.CSS_SELECTOR, "button.approve").click()  # type: ignore[attr-defined]
+                item.find_element(By.CSS_SELECTOR, "button.approve").click()
                 decided = wait_for(
                     browser,
                     lambda: browser.find_elements(
-                        By.CSS_SELECTOR, f'#decisions li[data-id="{asked.id}"]'
+                        By.CSS_SELECTOR, f'#decisions li[data-id="{waiting.id}"]'
                     ),
                     "the decision in the live list",
                 )
                 assert "approved" in decided[0].text and "local@127.0.0.1" in decided[0].text
-                wait_for(browser, lambda: row(browser, asked.id) is None, "the request gone")
+                wait_for(browser, lambda: row(browser, waiting.id) is None, "the request gone")
                 assert browser.execute_script("return window.notReloaded") is True
 
             await in_browser(approve)
-    assert [r.state for r in outcome] == ["approved"]
-    assert outcome[0].decided_by == "local@127.0.0.1"
+    assert [r.status for r in results] == ["ok"]
+    assert ran == ["git push origin main"]
+    assert (await store.get(waiting.id)).decided_by == "local@127.0.0.1"
 
 
 async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
