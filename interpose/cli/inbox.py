@@ -1,12 +1,13 @@
 """``interpose inbox``: serve the approvals inbox (the page and its JSON API) over the
-approval store of ``--redis`` or of ``[approvals]`` in ``--config``."""
+fleet's approval store on Redis (``--redis``)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
-from ._common import Subparsers, command, existing, usage
+from ._common import Subparsers, command, usage
 
 __all__ = ["add_parser", "run"]
 
@@ -23,8 +24,8 @@ Requests whose Host header is not the inbox's address are refused (DNS rebinding
 state-changing requests need the token or the page's same-origin proof (CSRF token)."""
 EXITS = """\
   0  stopped (SIGTERM, SIGINT)
-  2  bad arguments, a bad config file, no token for a non-loopback address, an
-     address that cannot be listened on, a Redis server that does not answer"""
+  2  bad arguments, no token for a non-loopback address, an address that cannot be
+     listened on, no --redis or a Redis server that does not answer"""
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -49,7 +50,10 @@ def add_parser(sub: Subparsers) -> None:
         "--redis", default=None, metavar="URL", help="the fleet's approval store on Redis"
     )
     inbox.add_argument(
-        "--config", default=None, metavar="FILE", help="interpose.toml ([approvals])"
+        "--redis-prefix",
+        default=None,
+        metavar="PREFIX",
+        help="the keys of the approval store on Redis (default interpose:approvals)",
     )
     inbox.add_argument(
         "--token-file",
@@ -89,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
             f"--listen {host}: an address other than loopback needs a token "
             f"(${TOKEN_ENV} or --token-file)"
         )
-    if args.config is not None:
-        existing(args.config)
-    store = open_store(redis=args.redis, config=args.config)
+    backend = open_store(redis=args.redis, prefix=args.redis_prefix)
+    logging.basicConfig(format="interpose inbox: %(message)s", stream=sys.stderr)
+    logging.getLogger("interpose.inbox").setLevel(logging.INFO)  # every decision, who made it
     serve_inbox(
-        store,
+        backend,
         host,
         port,
         tokens=tokens,

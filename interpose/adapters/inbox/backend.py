@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ...errors import UsageError
 from ...approvals import (
     AlreadyDecided,
     ApprovalStore,
@@ -26,7 +27,15 @@ from ...approvals import (
     UnknownRequest,
 )
 
-__all__ = ["Decision", "DecisionError", "StoreBackend", "open_store", "parse_decision"]
+__all__ = [
+    "Decision",
+    "DecisionError",
+    "StoreBackend",
+    "change_json",
+    "open_store",
+    "parse_decision",
+    "reachable",
+]
 
 _STATES = frozenset(("pending", "approved", "denied", "expired", "edited"))
 
@@ -165,14 +174,35 @@ class StoreBackend:
                 yield change_json(change)
 
 
-def open_store(*, redis: str | None, config: str | None) -> StoreBackend:
-    """The store ``interpose inbox`` serves: Redis at ``redis``, else ``[approvals]``
-    of the config file ``config``.
+def open_store(*, redis: str | None, prefix: str | None = None) -> StoreBackend:
+    """The store ``interpose inbox`` serves: the fleet's, on the Redis server at
+    ``redis`` under the keys ``prefix`` (an inbox in its own process would only ever see
+    its own, empty, memory store).
 
     Raises:
-        UsageError: neither names a shared store (an inbox in its own process would
-            only ever see its own, empty, memory store).
+        UsageError: no URL, not a Redis URL, or redis-py is not installed.
     """
-    from ...errors import UsageError
+    if redis is None:
+        raise UsageError(
+            "--redis URL is needed: the approval requests of the agents are in their Redis"
+        )
+    try:
+        from ...approvals.redis import DEFAULT_PREFIX, RedisApprovalStore
 
-    raise UsageError("--redis URL is needed (the approvals of other processes live there)")
+        return StoreBackend(RedisApprovalStore(redis, prefix=prefix or DEFAULT_PREFIX))
+    except ImportError:
+        raise UsageError("--redis needs the redis extra: pip install 'interpose[redis]'") from None
+    except ValueError as exc:
+        raise UsageError(f"--redis: {exc}") from None
+
+
+async def reachable(backend: StoreBackend) -> None:
+    """Read the store once (its counters).
+
+    Raises:
+        UsageError: it does not answer.
+    """
+    try:
+        await backend.counters()
+    except Exception as exc:
+        raise UsageError(f"{backend.store!r} does not answer: {exc}") from None

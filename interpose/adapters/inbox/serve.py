@@ -13,7 +13,7 @@ import anyio
 
 from ...errors import UsageError
 from .app import EventStream, build_app
-from .backend import StoreBackend, open_store
+from .backend import StoreBackend, open_store, reachable
 from .security import Tokens
 
 __all__ = ["open_store", "running", "serve_inbox"]
@@ -103,11 +103,16 @@ def serve_inbox(
     """Serve the inbox until SIGTERM or SIGINT (``interpose inbox``).
 
     Raises:
-        UsageError: ``host:port`` cannot be listened on.
+        UsageError: ``host:port`` cannot be listened on, the store does not answer.
     """
 
     async def main() -> None:
-        async with backend, running(
+        async with backend:
+            await reachable(backend)
+            await serve()
+
+    async def serve() -> None:
+        async with running(
             backend, host, port, tokens=tokens, allowed_hosts=allowed_hosts
         ) as url:
             if ready is not None:
