@@ -40,6 +40,9 @@ class MemoryApprovalStore:
         self._changed: anyio.Event | None = None
         self.clock = clock
 
+    def __repr__(self) -> str:
+        return "MemoryApprovalStore()"
+
     # -- requests ----------------------------------------------------------------------
 
     async def submit(self, record: ApprovalRecord) -> ApprovalRecord:

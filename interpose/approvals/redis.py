@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -45,7 +46,7 @@ from .store import COUNTS, counter_key, decided, due
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["DEFAULT_PREFIX", "RedisApprovalStore"]
+__all__ = ["DEFAULT_PREFIX", "RedisApprovalStore", "shown_url"]
 
 DEFAULT_PREFIX = "interpose:approvals"
 _STREAM_MAXLEN = 100_000
@@ -90,6 +91,15 @@ return 1
 """
 
 
+def shown_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for showing it)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 class RedisApprovalStore:
     """An :class:`~.store.ApprovalStore` on the Redis server at ``url`` (see the module
     and ``ApprovalStore`` for each method).  Connects on first use; ``aclose`` when
@@ -120,7 +130,7 @@ class RedisApprovalStore:
         self._swap = self._client.register_script(_SWAP)
 
     def __repr__(self) -> str:
-        return f"RedisApprovalStore({self.url!r}, prefix={self.prefix!r})"
+        return f"RedisApprovalStore({shown_url(self.url)!r}, prefix={self.prefix!r})"
 
     def _key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))

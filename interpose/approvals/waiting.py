@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import msgspec
 
 from ..bus import events as ev
@@ -64,6 +65,17 @@ class DurableApprovals:
         pipe.human_approval = self
         self.pipeline = pipe
         return self
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """A pipeline service (``pipe.add_service``): nothing to start."""
+
+    async def aclose(self) -> None:
+        """A pipeline service: close the store's connections when the pipeline exits."""
+        await self.store.aclose()
+
+    def describe(self) -> str:
+        """One line for ``interpose check``: the store and how long a request waits."""
+        return f"approvals: store={self.store!r} request timeout={self.wait_seconds():g}s"
 
     def wait_seconds(self) -> float:
         """How long a new request waits for a decision."""

@@ -241,6 +241,7 @@ def _stack_lines(built: Built) -> list[str]:
     export = f", exported to {built.exporter}" if built.exporter else ""
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
     lines += _permission_lines(built)
+    lines += _approval_lines(built)
     if built.priority_order == "picoclaw":
         lines.append(
             "priority order: picoclaw (builtins before process hooks, lower priority "
@@ -251,6 +252,15 @@ def _stack_lines(built: Built) -> list[str]:
         lines.append("notes:")
         lines += [f"  {note}" for note in built.notes]
     return lines
+
+
+def _approval_lines(built: Built) -> list[str]:
+    """``[approvals]``: the store, how long a request waits, the approvers that ask."""
+    if built.approvals is None:
+        return []
+    approvers = [e.registration.id for e in built.pipeline.registry.entries("tool.approve")]
+    asking = ", ".join(approvers) if approvers else "none (no approver asks: no request is made)"
+    return [built.approvals.describe(), f"  approvers that may ask: {asking}"]
 
 
 def _permission_lines(built: Built) -> list[str]:

@@ -19,6 +19,7 @@ from .schema import BuiltinsConfig, Config, fields_of
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from ..approvals.waiting import DurableApprovals
     from ..external.command.tool_mapping import ToolMapping
     from ..permissions.engine import Permissions
     from ..pipeline.pipeline import Pipeline
@@ -49,6 +50,7 @@ class Built:
             is built.
         permissions: the ``[permissions]`` rules (``interpose explain`` judges with
             them), also when the table is disabled.
+        approvals: the ``[approvals]`` handler (its store), when the table is on.
     """
 
     pipeline: Pipeline
@@ -60,6 +62,7 @@ class Built:
     order: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     permissions: Permissions | None = None  # the [permissions] rules, registered or not
+    approvals: DurableApprovals | None = None  # the [approvals] handler, when on
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")

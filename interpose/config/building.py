@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import field_key
+from ._approvals import ApprovalSteps
 from ._builder import Built, seconds
 from ._builtins import BuiltinSteps
 from ._hooks import HookSteps
@@ -94,7 +95,7 @@ def describe(
     return Builder(config, root, source, dry=True, run_plugins=True).build()
 
 
-class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps):
+class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalSteps):
     """Builds one pipeline from one config; every step names its field when it fails.
 
     ``dry``: no side effects (no file opened, no exporter); ``run_plugins``: call the
@@ -163,6 +164,7 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps):
             for i, plugin in enumerate(hooks.claude_plugins):
                 self.claude_plugin(pipe, built, f"hooks.claude_plugins[{i}]", plugin)
         self.permissions(pipe, built, config.permissions)
+        self.approvals(pipe, built, config.approvals)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

@@ -542,6 +542,29 @@ class PermissionsConfig(_Table):
     tests: list[PermissionTestConfig] = []  # inline policy tests: [[permissions.tests]]
 
 
+class ApprovalsConfig(_Table):
+    """``[approvals]``: an ask becomes an approval request in a store, decided by a person
+    in any process (approve, deny, edit then approve, standing grants); see
+    docs/approvals.md."""
+
+    enabled: Annotated[bool, _doc("answer asks from the store")] = True
+    store: Annotated[
+        Literal["memory", "redis"],
+        _doc("`memory` (this process) or `redis` (a fleet: needs the `redis` extra)"),
+    ] = "memory"
+    url: Annotated[str, _doc('the Redis server of `store = "redis"`')] = "redis://127.0.0.1:6379/0"
+    prefix: Annotated[str, _doc("the prefix of the store's Redis keys", min_length=1)] = (
+        "interpose:approvals"
+    )
+    timeout_ms: Annotated[
+        Annotated[int, msgspec.Meta(gt=0)] | None,
+        _doc(
+            "how long a request waits for a decision, then it expires (a deny); unset: "
+            "`hooks.defaults.approval_timeout_ms`, which it may not exceed"
+        ),
+    ] = None
+
+
 class Config(_Table, dict=True):
     """A whole config file.
 
@@ -554,6 +577,7 @@ class Config(_Table, dict=True):
     plugins: dict[str, dict[str, Any]] = {}
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
+    approvals: ApprovalsConfig | None = None
     # What the loader left out of a PicoClaw-shaped file, one line each, shown by
     # ``interpose check`` and logged when the pipeline is built (see
     # ``interpose.external.process.picoclaw``).  Not a

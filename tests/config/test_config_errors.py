@@ -41,13 +41,15 @@ from interpose.config import (
     load_config,
     reference,
 )
+from interpose.config.schema import ApprovalsConfig
 
 FILES = Path(__file__).parent / "files"
 INVALID = FILES / "invalid"
 
 # observe takes interpose's kinds and PicoClaw's names of them: the message lists both
 EVENT_KINDS_LISTED = (
-    "unknown event kind 'tool_exploded'; expected one of call_recorded, hook_message, "
+    "unknown event kind 'tool_exploded'; expected one of approval_decided, approval_expired, "
+    "approval_requested, call_recorded, grant_added, grant_revoked, grant_used, hook_message, "
     "interceptor_failed, llm_request, llm_response, message_received, params_resolved, "
     "shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, turn_aborted, turn_ended, "
     "turn_started (or PicoClaw's names of them, "
@@ -247,7 +249,7 @@ def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
         decode_config({"_notes": ["all is well"]}, file="settings")
     assert str(caught.value) == (
         "settings: _notes: unknown field; expected one of: "
-        "hooks, observers, tracing, plugins, mcp, permissions"
+        "hooks, observers, tracing, plugins, mcp, permissions, approvals"
     )
     assert decode_config({})._notes == ()
     assert Config()._notes == ()
@@ -306,6 +308,7 @@ def _every_table() -> dict[str, Any]:
                 "remote": McpServerConfig(url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
             }
         ),
+        approvals=ApprovalsConfig(),
     )
     data: dict[str, Any] = msgspec.to_builtins(config)
     return data
