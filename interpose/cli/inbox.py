@@ -1,5 +1,5 @@
 """``interpose inbox``: serve the approvals inbox (the page and its JSON API) over the
-fleet's approval store on Redis (``--redis``)."""
+fleet's approval store on Redis (``--redis``, or ``[approvals]`` of ``--config``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from ._common import Subparsers, command, usage
+from ._common import Subparsers, command, existing, usage
 
 __all__ = ["add_parser", "run"]
 
@@ -24,8 +24,9 @@ Requests whose Host header is not the inbox's address are refused (DNS rebinding
 state-changing requests need the token or the page's same-origin proof (CSRF token)."""
 EXITS = """\
   0  stopped (SIGTERM, SIGINT)
-  2  bad arguments, no token for a non-loopback address, an address that cannot be
-     listened on, no --redis or a Redis server that does not answer"""
+  2  bad arguments, a bad config file, no token for a non-loopback address, an
+     address that cannot be listened on, no Redis store (--redis or [approvals] store =
+     "redis" in --config) or a Redis server that does not answer"""
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -48,6 +49,12 @@ def add_parser(sub: Subparsers) -> None:
     )
     inbox.add_argument(
         "--redis", default=None, metavar="URL", help="the fleet's approval store on Redis"
+    )
+    inbox.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='the agents\' interpose.toml: its [approvals] store = "redis" (url, prefix)',
     )
     inbox.add_argument(
         "--redis-prefix",
@@ -93,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
             f"--listen {host}: an address other than loopback needs a token "
             f"(${TOKEN_ENV} or --token-file)"
         )
-    backend = open_store(redis=args.redis, prefix=args.redis_prefix)
+    redis, prefix = _store_of(args)
+    backend = open_store(redis=redis, prefix=prefix)
     logging.basicConfig(format="interpose inbox: %(message)s", stream=sys.stderr)
     logging.getLogger("interpose.inbox").setLevel(logging.INFO)  # every decision, who made it
     serve_inbox(
@@ -105,3 +113,30 @@ def run(args: argparse.Namespace) -> int:
         ready=lambda url: print(f"interpose inbox: serving on {url}", file=sys.stderr, flush=True),
     )
     return 0
+
+
+def _store_of(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The Redis URL and key prefix of the store: ``--redis`` and ``--redis-prefix``
+    over the ``[approvals]`` table of ``--config``.
+
+    Raises:
+        UsageError: the config file cannot be read or is invalid, or its approvals are
+            not in Redis (a memory store is the agent process's own).
+    """
+    if args.config is None:
+        return args.redis, args.redis_prefix
+    from ..config import parse_config
+    from ..errors import ConfigError
+
+    existing(args.config)
+    try:
+        table = parse_config(args.config).approvals
+    except ConfigError as exc:
+        raise usage(str(exc)) from None
+    if args.redis is None and (table is None or table.store != "redis"):
+        raise usage(
+            f'--config {args.config}: its approvals are not in Redis ([approvals] store = '
+            '"redis"): an inbox cannot see another process\'s memory; or give --redis URL'
+        )
+    url = args.redis or (table.url if table is not None else None)
+    return url, args.redis_prefix or (table.prefix if table is not None else None)

@@ -91,12 +91,21 @@ class Inbox:
         return code
 
 
+@pytest.mark.parametrize("given", ["flags", "config"])
 async def test_a_script_decides_through_the_command_and_the_agent_resumes(
-    redis_server: RedisServer, tmp_path: Path
+    redis_server: RedisServer, tmp_path: Path, given: str
 ) -> None:
     prefix = f"test:{uuid.uuid4().hex[:10]}"
     store = RedisApprovalStore(redis_server.url, prefix=prefix)
-    command = Inbox("--redis", redis_server.url, "--redis-prefix", prefix)
+    if given == "flags":
+        command = Inbox("--redis", redis_server.url, "--redis-prefix", prefix)
+    else:  # the agents' own config file names the store
+        config = tmp_path / "interpose.toml"
+        config.write_text(
+            f'[approvals]\nstore = "redis"\nurl = "{redis_server.url}"\nprefix = "{prefix}"\n',
+            encoding="utf-8",
+        )
+        command = Inbox("--config", str(config))
     pipe = agent(tmp_path, store)
     ran: list[str] = []
     results: list[ToolResult] = []
@@ -162,4 +171,18 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2() -> None:
         timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
-    assert no_store.returncode == 2 and "--redis URL is needed" in no_store.stderr
+    assert no_store.returncode == 2 and "is needed" in no_store.stderr
+
+
+def test_a_config_whose_approvals_are_in_memory_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "interpose.toml"
+    config.write_text('[approvals]\nstore = "memory"\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "interpose.cli", "inbox", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "not in Redis" in done.stderr and done.stderr.count("\n") == 1

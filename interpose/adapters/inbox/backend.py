@@ -184,7 +184,8 @@ def open_store(*, redis: str | None, prefix: str | None = None) -> StoreBackend:
     """
     if redis is None:
         raise UsageError(
-            "--redis URL is needed: the approval requests of the agents are in their Redis"
+            "--redis URL (or --config with [approvals] store = \"redis\") is needed: the "
+            "agents' approval requests are in their Redis"
         )
     try:
         from ...approvals.redis import DEFAULT_PREFIX, RedisApprovalStore
