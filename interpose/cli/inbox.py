@@ -39,7 +39,9 @@ def _host_port(text: str) -> tuple[str, int]:
 
 def add_parser(sub: Subparsers) -> None:
     """The ``inbox`` subcommand."""
-    inbox = command(sub, "inbox", "serve the approvals inbox (web page + JSON API)", DESCRIPTION, EXITS)
+    inbox = command(
+        sub, "inbox", "serve the approvals inbox (web page + JSON API)", DESCRIPTION, EXITS
+    )
     inbox.add_argument(
         "--listen",
         default=("127.0.0.1", 8700),
@@ -88,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        raise usage("the inbox needs the mcp extra (Starlette, uvicorn): pip install "
-                    "'interpose[mcp]'") from None
+        raise usage(
+            "the inbox needs the mcp extra (Starlette, uvicorn): pip install 'interpose[mcp]'"
+        ) from None
     from ..adapters.inbox.security import TOKEN_ENV, is_loopback, read_tokens
     from ..adapters.inbox.serve import open_store, serve_inbox
 
@@ -135,7 +138,7 @@ def _store_of(args: argparse.Namespace) -> tuple[str | None, str | None]:
         raise usage(str(exc)) from None
     if args.redis is None and (table is None or table.store != "redis"):
         raise usage(
-            f'--config {args.config}: its approvals are not in Redis ([approvals] store = '
+            f"--config {args.config}: its approvals are not in Redis ([approvals] store = "
             '"redis"): an inbox cannot see another process\'s memory; or give --redis URL'
         )
     url = args.redis or (table.url if table is not None else None)

@@ -34,12 +34,12 @@ from interpose import Approval, ApprovalRequest, Pipeline
 from interpose.adapters.inbox.backend import StoreBackend
 from interpose.adapters.inbox.security import Tokens
 from interpose.adapters.inbox.serve import running
-from interpose.approvals import MemoryApprovalStore
-from interpose.approvals.waiting import DurableApprovals
-from interpose.pipeline.context import current_principal
 from interpose.adapters.mcp.bearer import JwksKeys, JwtVerifier
 from interpose.adapters.mcp.proxy import McpProxy
+from interpose.approvals import MemoryApprovalStore
+from interpose.approvals.waiting import DurableApprovals
 from interpose.config.mcp import McpAuthConfig
+from interpose.pipeline.context import current_principal
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -166,7 +166,8 @@ def test_jwks_needs_listen_and_jwt_options_need_jwks(jwks_file: Path) -> None:
     missing = _run("--listen", "127.0.0.1:0", "--jwks", str(jwks_file.with_name("nope.json")))
     assert missing.returncode == 2
     assert missing.stderr.startswith("interpose mcp-proxy: jwks ")
-    assert "nope.json" in missing.stderr and "Traceback" not in missing.stderr
+    assert "nope.json" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 # -- in process: the claims are the call's principal, on both lanes ----------------------

@@ -13,7 +13,6 @@ from typing import Any
 import httpx2
 
 from interpose import Pipeline, ToolResult
-
 from interpose.adapters.inbox.backend import StoreBackend
 from interpose.adapters.inbox.security import Tokens
 from interpose.adapters.inbox.serve import running
@@ -103,7 +102,11 @@ async def run_command(
         return "done"
 
     return await pipe.call_tool(
-        "exec", {"command": command}, call=tool, call_id=call_id, agent_id="agent-1",
+        "exec",
+        {"command": command},
+        call=tool,
+        call_id=call_id,
+        agent_id="agent-1",
         session_key="s1",
     )
 

@@ -25,7 +25,6 @@ from inbox_helpers import (
 )
 
 from interpose import ToolResult
-
 from interpose.approvals import MemoryApprovalStore
 
 pytestmark = pytest.mark.integration
@@ -53,9 +52,15 @@ async def test_the_pending_requests_are_listed_newest_first_and_filtered() -> No
     assert done.id in [r["id"] for r in everything["requests"]]
     assert one.status_code == 200
     shown = one.json()
-    assert (shown["tool_name"], shown["args"], shown["rule"]) == ("read", {"path": ".env"}, "Read(./.env)")
-    assert shown["args_hash"] == newer.args_hash and shown["state"] == "pending"
-    assert unknown.status_code == 404 and "apr_nothing" in unknown.json()["error"]
+    assert (shown["tool_name"], shown["args"], shown["rule"]) == (
+        "read",
+        {"path": ".env"},
+        "Read(./.env)",
+    )
+    assert shown["args_hash"] == newer.args_hash
+    assert shown["state"] == "pending"
+    assert unknown.status_code == 404
+    assert "apr_nothing" in unknown.json()["error"]
     assert bad_state.status_code == 400
 
 
@@ -107,7 +112,8 @@ async def test_each_decision_is_recorded_with_the_approver_and_logged(
         ("Bash(git push:*)", "session", "local@127.0.0.1")
     ]
     assert records[3].grant_id == grants[0]["id"]
-    assert revoked.status_code == 200 and revoked.json()["revoked_by"] == "local@127.0.0.1"
+    assert revoked.status_code == 200
+    assert revoked.json()["revoked_by"] == "local@127.0.0.1"
     assert live == []
     assert counters["Bash(git push:*)"]["approved"] == 2
     assert counters["Bash(git push:*)"]["denied"] == 1
@@ -237,7 +243,8 @@ async def test_a_waiting_call_resumes_when_a_decision_is_made_through_the_api(
                     tg.start_soon(call_tool)
                     waiting = await asked(store, call)
                     (listed,) = (await http.get("/api/requests")).json()["requests"]
-                    assert listed["id"] == waiting.id and listed["rule"] == "Bash(git push:*)"
+                    assert listed["id"] == waiting.id
+                    assert listed["rule"] == "Bash(git push:*)"
                     answer = await http.post(
                         f"/api/requests/{waiting.id}/decide",
                         json=body,

@@ -23,11 +23,11 @@ import pytest
 from inbox_helpers import TIMEOUT, agent, asked, run_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
-from redis_helpers import RedisServer, find_redis_server, free_port  # noqa: E402
+from redis_helpers import RedisServer, find_redis_server, free_port
 
-from interpose import ToolResult  # noqa: E402
-from interpose.adapters.inbox.security import TOKEN_ENV  # noqa: E402
-from interpose.approvals.redis import RedisApprovalStore  # noqa: E402
+from interpose import ToolResult
+from interpose.adapters.inbox.security import TOKEN_ENV
+from interpose.approvals.redis import RedisApprovalStore
 
 pytestmark = pytest.mark.integration
 
@@ -145,7 +145,8 @@ async def test_a_script_decides_through_the_command_and_the_agent_resumes(
         code = command.stop()
         await store.aclose()
     assert code == 0, "".join(command.lines)
-    assert [r.status for r in results] == ["ok"] and ran == ["git push origin main"]
+    assert [r.status for r in results] == ["ok"]
+    assert ran == ["git push origin main"]
     decision = next(c for c in seen if c["kind"] == "request_decided")["request"]
     assert (decision["state"], decision["decided_by"]) == ("approved", "token@127.0.0.1")
     logged = "".join(command.lines)
@@ -155,7 +156,16 @@ async def test_a_script_decides_through_the_command_and_the_agent_resumes(
 def test_a_redis_that_does_not_answer_is_one_line_and_exit_2() -> None:
     dead = f"redis://127.0.0.1:{free_port()}/0"
     done = subprocess.run(
-        [sys.executable, "-m", "interpose.cli", "inbox", "--listen", "127.0.0.1:0", "--redis", dead],
+        [
+            sys.executable,
+            "-m",
+            "interpose.cli",
+            "inbox",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis",
+            dead,
+        ],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -163,7 +173,8 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("interpose inbox: RedisApprovalStore(")
-    assert "does not answer" in done.stderr and done.stderr.count("\n") == 1
+    assert "does not answer" in done.stderr
+    assert done.stderr.count("\n") == 1
     no_store = subprocess.run(
         [sys.executable, "-m", "interpose.cli", "inbox"],
         capture_output=True,
@@ -171,7 +182,8 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2() -> None:
         timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
-    assert no_store.returncode == 2 and "is needed" in no_store.stderr
+    assert no_store.returncode == 2
+    assert "is needed" in no_store.stderr
 
 
 def test_a_config_whose_approvals_are_in_memory_is_refused(tmp_path: Path) -> None:
@@ -185,4 +197,5 @@ def test_a_config_whose_approvals_are_in_memory_is_refused(tmp_path: Path) -> No
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2
-    assert "not in Redis" in done.stderr and done.stderr.count("\n") == 1
+    assert "not in Redis" in done.stderr
+    assert done.stderr.count("\n") == 1

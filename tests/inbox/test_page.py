@@ -64,11 +64,16 @@ async def test_a_click_on_approve_resumes_the_waiting_call(
                 browser.get(url)
                 item = wait_for(browser, lambda: row(browser, waiting.id), "the pending request")
                 text = item.text
-                assert "exec" in text and "git push origin main" in text
+                assert "exec" in text
+                assert "git push origin main" in text
                 assert "Bash(git push:*)" in text
-                assert "alice" in text and "ops" in text  # the principal's claims
-                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live",
-                         "the live stream open")
+                assert "alice" in text
+                assert "ops" in text
+                wait_for(
+                    browser,
+                    lambda: browser.find_element(By.ID, "live").text == "live",
+                    "the live stream open",
+                )
                 browser.execute_script("window.notReloaded = true")
                 item.find_element(By.CSS_SELECTOR, "button.approve").click()
                 decided = wait_for(
@@ -78,7 +83,8 @@ async def test_a_click_on_approve_resumes_the_waiting_call(
                     ),
                     "the decision in the live list",
                 )
-                assert "approved" in decided[0].text and "local@127.0.0.1" in decided[0].text
+                assert "approved" in decided[0].text
+                assert "local@127.0.0.1" in decided[0].text
                 wait_for(browser, lambda: row(browser, waiting.id) is None, "the request gone")
                 assert browser.execute_script("return window.notReloaded") is True
 
@@ -99,12 +105,17 @@ async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
             def opened() -> None:
                 browser.get(url)
                 wait_for(browser, lambda: row(browser, first.id), "the first request")
-                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live",
-                         "the live stream open")
+                wait_for(
+                    browser,
+                    lambda: browser.find_element(By.ID, "live").text == "live",
+                    "the live stream open",
+                )
                 browser.execute_script("window.notReloaded = true")
 
             await in_browser(opened)
-            second = await store.submit(ask("read", {"path": ".env"}, call="2", rule="Read(./.env)"))
+            second = await store.submit(
+                ask("read", {"path": ".env"}, call="2", rule="Read(./.env)")
+            )
             csrf = await csrf_of_page(http)
             denied = await http.post(
                 f"/api/requests/{first.id}/decide",
@@ -123,8 +134,11 @@ async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
                     ),
                     "the deny in the live list",
                 )
-                assert "denied" in line[0].text and "not today" in line[0].text
-                counts = browser.find_element(By.CSS_SELECTOR, '#counters tr[data-rule="Bash(git push:*)"]')
+                assert "denied" in line[0].text
+                assert "not today" in line[0].text
+                counts = browser.find_element(
+                    By.CSS_SELECTOR, '#counters tr[data-rule="Bash(git push:*)"]'
+                )
                 cells = [cell.text for cell in counts.find_elements(By.TAG_NAME, "td")]
                 assert cells[1:] == ["1", "0", "1", "0", "0", "0"]  # asked, ..., denied
                 assert browser.execute_script("return window.notReloaded") is True
@@ -164,23 +178,46 @@ async def test_the_docs_screenshot_of_the_page(browser: webdriver.Chrome) -> Non
         )
     )
     done = await store.submit(
-        ask("exec", {"command": "rm -rf build"}, agent="coder-3", session="pr-881", call="x0",
-            rule="Bash(rm:*)", reason="deleting files", created=clock - 300, ttl=3600)
+        ask(
+            "exec",
+            {"command": "rm -rf build"},
+            agent="coder-3",
+            session="pr-881",
+            call="x0",
+            rule="Bash(rm:*)",
+            reason="deleting files",
+            created=clock - 300,
+            ttl=3600,
+        )
     )
     with anyio.fail_after(TIMEOUT * 2):
         async with serving(store) as url:
 
             def opened() -> None:
                 browser.get(url)
-                wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 3, "three requests")
-                wait_for(browser, lambda: browser.find_element(By.ID, "live").text == "live", "live")
+                wait_for(
+                    browser,
+                    lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 3,
+                    "three requests",
+                )
+                wait_for(
+                    browser, lambda: browser.find_element(By.ID, "live").text == "live", "live"
+                )
 
             await in_browser(opened)
             await store.decide(done.id, "deny", approver="maria@10.0.0.7", reason="use make clean")
 
             def shot() -> None:
-                wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 2, "two requests")
-                wait_for(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#decisions li"), "the deny")
+                wait_for(
+                    browser,
+                    lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending li")) == 2,
+                    "two requests",
+                )
+                wait_for(
+                    browser,
+                    lambda: browser.find_elements(By.CSS_SELECTOR, "#decisions li"),
+                    "the deny",
+                )
                 browser.execute_script("document.activeElement && document.activeElement.blur()")
                 screenshot(browser, DOCS / "approvals-inbox.png")
 

@@ -47,7 +47,8 @@ async def test_a_host_header_that_is_not_the_inbox_gets_400_on_every_route() -> 
     for answer in answers:
         assert answer.status_code == 400
         assert "evil.example" in answer.json()["error"]
-    assert allowed.status_code == 200 and localhost.status_code == 200
+    assert allowed.status_code == 200
+    assert localhost.status_code == 200
     assert (await store.get(pending.id)).state == "pending"
 
 
@@ -62,18 +63,24 @@ async def test_a_cross_site_post_is_refused_without_the_token_or_the_csrf_token(
             same_origin = {"origin": url.rstrip("/"), "sec-fetch-site": "same-origin"}
             refused = {
                 # a form or fetch of another site the person has open
-                "cross-site, no csrf": {"origin": "https://evil.example",
-                                        "sec-fetch-site": "cross-site"},
-                "cross-site, stolen csrf": {"origin": "https://evil.example",
-                                            "sec-fetch-site": "cross-site",
-                                            "x-interpose-csrf": csrf},
+                "cross-site, no csrf": {
+                    "origin": "https://evil.example",
+                    "sec-fetch-site": "cross-site",
+                },
+                "cross-site, stolen csrf": {
+                    "origin": "https://evil.example",
+                    "sec-fetch-site": "cross-site",
+                    "x-interpose-csrf": csrf,
+                },
                 "other origin, csrf": {"origin": "http://127.0.0.1:1", "x-interpose-csrf": csrf},
                 "same-site sibling": {"sec-fetch-site": "same-site", "x-interpose-csrf": csrf},
                 "same origin, no csrf": same_origin,
                 "forged csrf": {**same_origin, "x-interpose-csrf": "nonce.0123456789abcdef"},
                 "no headers at all": {},
             }
-            answers = {what: await http.post(path, json=body, headers=h) for what, h in refused.items()}
+            answers = {
+                what: await http.post(path, json=body, headers=h) for what, h in refused.items()
+            }
             for what, answer in answers.items():
                 assert answer.status_code == 403, (what, answer.text)
                 assert (await store.get(pending.id)).state == "pending", what
@@ -117,9 +124,11 @@ async def test_with_a_token_every_request_needs_it_and_the_approver_is_its_name(
             assert scripted.status_code == 200, scripted.text
             # a person: /?token= sets the cookie; a change also needs the page's CSRF token
             opened = await http.get(f"/?token={TOKEN}")
-            assert opened.status_code == 303 and opened.headers["location"] == "/"
+            assert opened.status_code == 303
+            assert opened.headers["location"] == "/"
             cookie = opened.headers["set-cookie"]
-            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert "HttpOnly" in cookie
+            assert "SameSite=Strict" in cookie
             assert http.cookies.get("interpose_inbox") == TOKEN
             csrf = await csrf_of_page(http)
             path = f"/api/requests/{by_person.id}/decide"
@@ -160,13 +169,17 @@ def test_the_command_refuses_a_non_loopback_address_without_a_token(tmp_path: Pa
     exposed = inbox("--listen", "0.0.0.0:0", "--redis", "redis://127.0.0.1:1/0")
     assert exposed.returncode == 2
     assert exposed.stderr.startswith("interpose inbox: --listen 0.0.0.0: ")
-    assert "token" in exposed.stderr and "Traceback" not in exposed.stderr
+    assert "token" in exposed.stderr
+    assert "Traceback" not in exposed.stderr
     short = inbox("--listen", "0.0.0.0:0", env={TOKEN_ENV: "short"})
-    assert short.returncode == 2 and "16 characters" in short.stderr
+    assert short.returncode == 2
+    assert "16 characters" in short.stderr
     missing = inbox("--token-file", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "nope" in missing.stderr
+    assert missing.returncode == 2
+    assert "nope" in missing.stderr
     bad_listen = inbox("--listen", "nowhere")
-    assert bad_listen.returncode == 2 and "--listen" in bad_listen.stderr
+    assert bad_listen.returncode == 2
+    assert "--listen" in bad_listen.stderr
 
 
 async def test_the_server_binds_loopback_by_default() -> None:

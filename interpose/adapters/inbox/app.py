@@ -205,7 +205,9 @@ class EventStream:
         async def write(chunk: str) -> None:
             nonlocal last
             async with lock:
-                await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                await send(
+                    {"type": "http.response.body", "body": chunk.encode(), "more_body": True}
+                )
                 last = anyio.current_time()
 
         async def start() -> None:

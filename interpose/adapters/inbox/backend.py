@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...errors import UsageError
 from ...approvals import (
     AlreadyDecided,
     ApprovalStore,
@@ -26,6 +25,7 @@ from ...approvals import (
     UnknownGrant,
     UnknownRequest,
 )
+from ...errors import UsageError
 
 __all__ = [
     "Decision",
@@ -184,7 +184,7 @@ def open_store(*, redis: str | None, prefix: str | None = None) -> StoreBackend:
     """
     if redis is None:
         raise UsageError(
-            "--redis URL (or --config with [approvals] store = \"redis\") is needed: the "
+            '--redis URL (or --config with [approvals] store = "redis") is needed: the '
             "agents' approval requests are in their Redis"
         )
     try:

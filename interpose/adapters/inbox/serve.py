@@ -55,9 +55,7 @@ async def running(
     import uvicorn
 
     events = EventStream(backend)
-    app = build_app(
-        backend, host=host, tokens=tokens, allowed_hosts=allowed_hosts, events=events
-    )
+    app = build_app(backend, host=host, tokens=tokens, allowed_hosts=allowed_hosts, events=events)
     listening = _listen(host, port)
     config = uvicorn.Config(
         app,
@@ -70,6 +68,7 @@ async def running(
     server = uvicorn.Server(config)
     bound = listening.getsockname()[1]
     url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/"
+
     async def serve() -> None:
         try:
             await server.serve([listening])
@@ -112,9 +111,7 @@ def serve_inbox(
             await serve()
 
     async def serve() -> None:
-        async with running(
-            backend, host, port, tokens=tokens, allowed_hosts=allowed_hosts
-        ) as url:
+        async with running(backend, host, port, tokens=tokens, allowed_hosts=allowed_hosts) as url:
             if ready is not None:
                 ready(url)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

@@ -59,6 +59,7 @@ from pydantic import BaseModel
 
 from ...bus import events as ev
 from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
+from ...pipeline.context import acting_as
 from ...pipeline.payloads import (
     Approval,
     ApprovalRequest,
@@ -66,7 +67,6 @@ from ...pipeline.payloads import (
     ToolBeforeOutput,
     ToolResult,
 )
-from ...pipeline.context import acting_as
 from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
