@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from threading import Thread
@@ -98,7 +98,8 @@ async def post(url: str, bearer: str | None) -> httpx2.Response:
     if bearer is not None:
         headers["authorization"] = f"Bearer {bearer}"
     async with httpx2.AsyncClient(timeout=CALL_TIMEOUT) as http:
-        return await http.post(url, json=initialize(), headers=headers)
+        response: httpx2.Response = await http.post(url, json=initialize(), headers=headers)
+        return response
 
 
 @asynccontextmanager
@@ -238,10 +239,9 @@ async def test_the_claims_are_the_principal_of_the_ask_the_inbox_shows(
                 results.append(await c.call_tool("get_current_time", {"timezone": "UTC"}))
 
             tg.start_soon(call)
-            async with aclosing(store.changes(since="0")) as changes:
-                async for change in changes:
-                    if change.kind == "request_created":
-                        break
+            async for change in store.changes(since="0"):  # (a memory store's)
+                if change.kind == "request_created":
+                    break
             (shown,) = (await http.get("/api/requests")).json()["requests"]
             page = (await http.get("/")).text
             csrf = page.split('name="csrf" content="', 1)[1].split('"', 1)[0]

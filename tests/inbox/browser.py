@@ -60,11 +60,12 @@ def wait_for(
         AssertionError: not within ``timeout`` s (saying ``describe``).
     """
     try:
-        found: T = WebDriverWait(driver, timeout, poll_frequency=0.05).until(
+        found = WebDriverWait(driver, timeout, poll_frequency=0.05).until(
             lambda _: what(), describe
         )
     except TimeoutException:
         raise AssertionError(f"the page did not show {describe} within {timeout}s") from None
+    assert found is not None  # (until returns a true value)
     return found
 
 

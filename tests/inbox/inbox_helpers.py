@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 
@@ -16,7 +16,7 @@ from interpose import Pipeline, ToolResult
 from interpose.adapters.inbox.backend import StoreBackend
 from interpose.adapters.inbox.security import Tokens
 from interpose.adapters.inbox.serve import running
-from interpose.approvals import ApprovalRecord, ApprovalStore, args_hash, request_id
+from interpose.approvals import ApprovalRecord, ApprovalStore, Change, args_hash, request_id
 from interpose.approvals.waiting import DurableApprovals
 from interpose.permissions.claude import parse_claude_rule
 from interpose.permissions.engine import Permissions
@@ -114,7 +114,9 @@ async def run_command(
 async def asked(store: ApprovalStore, call_id: str) -> ApprovalRecord:
     """The request the call ``call_id`` made in ``store``, once it is there (read on the
     store's change stream from its start)."""
-    async with aclosing(store.changes(since="0")) as changes:
+    # (the stores' changes are async generators: closed here, not left to the collector)
+    following = cast("AsyncGenerator[Change, None]", store.changes(since="0"))
+    async with aclosing(following) as changes:
         async for change in changes:
             request = change.request
             if change.kind == "request_created" and request and request.tool_call_id == call_id:

@@ -134,9 +134,9 @@ async def test_stale_or_malformed_decisions_get_a_4xx_and_change_nothing() -> No
             headers = {"x-interpose-csrf": csrf, "content-type": "application/json"}
 
             async def post(request: str, body: bytes) -> httpx2.Response:
-                return await http.post(
-                    f"/api/requests/{request}/decide", content=body, headers=headers
-                )
+                path = f"/api/requests/{request}/decide"
+                response: httpx2.Response = await http.post(path, content=body, headers=headers)
+                return response
 
             def js(value: object) -> bytes:
                 return json.dumps(value).encode()

@@ -10,13 +10,13 @@ call run on the test's event loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 import pytest
-from browser import screenshot, wait_for
+from browser import chromium, screenshot, wait_for
 from inbox_helpers import TIMEOUT, agent, ask, asked, client, csrf_of_page, run_command, serving
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -29,6 +29,20 @@ from interpose.pipeline.context import acting_as
 pytestmark = pytest.mark.integration
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+
+
+@pytest.fixture
+def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[webdriver.Chrome]:
+    """A headless chromium; when the test fails, a screenshot of its page is written to
+    the test's temp dir (``failure.png``, its path printed)."""
+    failed = request.session.testsfailed  # (a failed call is counted before teardown)
+    driver = chromium()
+    try:
+        yield driver
+        if request.session.testsfailed > failed:
+            print(f"the page when the test failed: {screenshot(driver, tmp_path / 'failure.png')}")
+    finally:
+        driver.quit()
 
 
 async def in_browser(step: Callable[[], None]) -> None:

@@ -116,7 +116,7 @@ def build_app(
             limit = max(1, min(int(query.get("limit", "200")), MAX_LIST))
         except ValueError:
             raise DecisionError(400, "limit: expected a number") from None
-        found = await backend.list(
+        found = await backend.requests(
             state=None if state == "all" else state,
             agent=query.get("agent") or None,
             tool=query.get("tool") or None,

@@ -9,8 +9,7 @@ store's refusals become ``DecisionError`` with the HTTP status that says what wa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import Any, Literal
 
@@ -101,7 +100,7 @@ class StoreBackend:
     ) -> None:
         await self.store.aclose()
 
-    async def list(
+    async def requests(
         self, *, state: str | None, agent: str | None, tool: str | None, limit: int
     ) -> list[dict[str, Any]]:
         """Requests newest first (``state`` None: any).
@@ -166,12 +165,17 @@ class StoreBackend:
     async def counters(self) -> dict[str, dict[str, int]]:
         return await self.store.counters()
 
-    async def changes(self) -> AsyncIterator[dict[str, Any]]:
+    async def changes(self) -> AsyncGenerator[dict[str, Any], None]:
         """The store's changes from now on, as JSON (the store's iterator is closed
         when this one is)."""
-        async with aclosing(self.store.changes()) as changes:
+        changes = self.store.changes()
+        try:
             async for change in changes:
                 yield change_json(change)
+        finally:
+            close = getattr(changes, "aclose", None)  # (an async generator: most are)
+            if close is not None:
+                await close()
 
 
 def open_store(*, redis: str | None, prefix: str | None = None) -> StoreBackend:

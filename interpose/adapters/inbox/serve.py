@@ -19,7 +19,7 @@ from .security import Tokens
 __all__ = ["open_store", "running", "serve_inbox"]
 
 START_TIMEOUT = 10.0  # s: until uvicorn says it listens
-GRACE = 2.0  # s: open event streams get this long to end on shutdown
+GRACE = 2  # s: open event streams get this long to end on shutdown
 
 
 def _listen(host: str, port: int) -> socket.socket:
