@@ -70,7 +70,9 @@ class McpServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class McpAuthConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``[mcp.auth]``: bearer tokens (JWTs) on the HTTP front of ``interpose mcp-proxy``."""
+    """``[mcp.auth]``: bearer tokens (JWTs) required on every HTTP request of
+    ``interpose mcp-proxy --listen`` (else 401); a token's claims are the principal of
+    the calls it makes (docs/mcp.md)."""
 
     jwks: Annotated[
         str,
@@ -143,13 +145,9 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ge=1024,
         ),
     ] = 16 << 20
-    auth: Annotated[
-        McpAuthConfig | None,
-        msgspec.Meta(
-            description="require a bearer token (JWT) on every HTTP request (`--listen`); "
-            "its claims are the call's principal"
-        ),
-    ] = None
+    # bearer tokens (JWT) required on every HTTP request (`--listen`); their claims are
+    # the calls' principal (a table of its own: its struct is documented)
+    auth: McpAuthConfig | None = None
 
 
 def _field(name: str) -> str:

@@ -18,6 +18,7 @@ import pytest
 
 from interpose import ConfigError, Pipeline
 from interpose.adapters.mcp.config import McpConfig, McpServerConfig
+from interpose.config.mcp import McpAuthConfig
 from interpose.config import (
     AuditConfig,
     BuiltinsConfig,
@@ -306,7 +307,8 @@ def _every_table() -> dict[str, Any]:
             servers={
                 "time": McpServerConfig(command="true", env={"A": "b"}),
                 "remote": McpServerConfig(url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
-            }
+            },
+            auth=McpAuthConfig(jwks="keys.json", audience=["gateway"]),
         ),
         approvals=ApprovalsConfig(),
     )
