@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         raise usage(
             "the inbox needs the mcp extra (Starlette, uvicorn): pip install 'interpose[mcp]'"
         ) from None
-    from ..adapters.inbox.security import TOKEN_ENV, is_loopback, read_tokens
+    from ..adapters.inbox.security import TOKEN_ENV, is_loopback, is_wildcard, read_tokens
     from ..adapters.inbox.serve import open_store, serve_inbox
 
     host, port = args.listen
@@ -102,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
         raise usage(
             f"--listen {host}: an address other than loopback needs a token "
             f"(${TOKEN_ENV} or --token-file)"
+        )
+    if is_wildcard(host) and not args.allow_host:
+        # every Host would be someone else's: the check needs the names it is reached by
+        raise usage(
+            f"--listen {host}: every address of this machine; name the ones the inbox is "
+            "reached by with --allow-host NAME (each Host header is checked against them)"
         )
     redis, prefix = _store_of(args)
     backend = open_store(redis=redis, prefix=prefix)

@@ -171,6 +171,9 @@ def test_the_command_refuses_a_non_loopback_address_without_a_token(tmp_path: Pa
     assert exposed.stderr.startswith("interpose inbox: --listen 0.0.0.0: ")
     assert "token" in exposed.stderr
     assert "Traceback" not in exposed.stderr
+    every = inbox("--listen", "0.0.0.0:0", env={TOKEN_ENV: TOKEN})
+    assert every.returncode == 2
+    assert "--allow-host" in every.stderr  # (else no Host header could be checked)
     short = inbox("--listen", "0.0.0.0:0", env={TOKEN_ENV: "short"})
     assert short.returncode == 2
     assert "16 characters" in short.stderr

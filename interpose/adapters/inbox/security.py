@@ -49,6 +49,7 @@ __all__ = [
     "Tokens",
     "identity",
     "is_loopback",
+    "is_wildcard",
     "read_tokens",
 ]
 
@@ -56,6 +57,14 @@ TOKEN_ENV = "INTERPOSE_INBOX_TOKEN"
 COOKIE = "interpose_inbox"
 CSRF_HEADER = b"x-interpose-csrf"
 _SAFE = frozenset(("GET", "HEAD"))
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is every address of the machine (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 def is_loopback(host: str) -> bool:
@@ -142,7 +151,8 @@ class InboxGuard:
     ) -> None:
         self.app = app
         self.tokens = tokens
-        hosts = {_hostname(host) or host.strip("[]").lower()} | {h.lower() for h in allowed_hosts}
+        named = {_hostname(name) or name.strip("[]").lower() for name in allowed_hosts}
+        hosts = {_hostname(host) or host.strip("[]").lower()} | named
         if is_loopback(host):
             hosts |= {"localhost", "127.0.0.1", "::1"}
         self.hosts = frozenset(hosts)

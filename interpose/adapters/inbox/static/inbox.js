@@ -4,7 +4,7 @@
 // Everything an agent wrote (arguments, reasons, claims) is put in as text, never HTML.
 "use strict";
 
-const csrf = document.querySelector('meta[name="csrf"]').content;
+let csrf = document.querySelector('meta[name="csrf"]').content;
 const pendingList = document.getElementById("pending");
 const template = document.getElementById("request-template");
 const filters = {
@@ -18,7 +18,7 @@ function clock(seconds) {
   return seconds ? new Date(seconds * 1000).toISOString().slice(11, 19) + "Z" : "";
 }
 
-async function api(path, body) {
+async function api(path, body, retried = false) {
   const init = { headers: { accept: "application/json" }, credentials: "same-origin" };
   if (body !== undefined) {
     init.method = "POST";
@@ -28,6 +28,11 @@ async function api(path, body) {
   }
   const response = await fetch(path, init);
   const data = await response.json().catch(() => ({}));
+  if (response.status === 403 && body !== undefined && !retried) {
+    // the inbox restarted since this page was served: its CSRF token is stale
+    csrf = (await api("/api/csrf")).csrf;
+    return api(path, body, true);
+  }
   if (!response.ok) throw new Error(data.error || response.statusText);
   return data;
 }
