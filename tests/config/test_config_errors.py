@@ -18,7 +18,6 @@ import pytest
 
 from interpose import ConfigError, Pipeline
 from interpose.adapters.mcp.config import McpConfig, McpServerConfig
-from interpose.config.mcp import McpAuthConfig
 from interpose.config import (
     AuditConfig,
     BuiltinsConfig,
@@ -42,6 +41,7 @@ from interpose.config import (
     load_config,
     reference,
 )
+from interpose.config.mcp import McpAuthConfig
 from interpose.config.schema import ApprovalsConfig
 
 FILES = Path(__file__).parent / "files"
