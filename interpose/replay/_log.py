@@ -14,7 +14,11 @@ import msgspec
 
 from ..bus.events import (
     EVENT_KINDS,
+    ApprovalDecided,
+    ApprovalExpired,
+    ApprovalRequested,
     CallRecorded,
+    GrantUsed,
     ToolExecEnd,
     TurnAborted,
     TurnEnded,
@@ -41,13 +45,20 @@ class LogError(InterposeError, ValueError):
         self.problem = problem
 
 
+#: the events of a call's ask: its request, the person's decision, or the grant that
+#: allowed it without asking (``interpose.approvals``)
+AskEvent = ApprovalRequested | ApprovalDecided | ApprovalExpired | GrantUsed
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
-    """A ``call_recorded`` event and where it was read."""
+    """A ``call_recorded`` event and where it was read; ``asks``: the events of its asks
+    that the log holds before it, in order (a tool call's)."""
 
     event: CallRecorded
     path: str
     line: int
+    asks: tuple[AskEvent, ...] = ()
 
 
 @dataclass(slots=True)
@@ -117,6 +128,8 @@ class LogReader:
         # turn id -> call ids ended there and not recorded (yet), oldest turn first
         self._pending: OrderedDict[str, set[str]] = OrderedDict()
         self._waiting = 0
+        # (turn id, call id) -> the events of its asks, until its call_recorded
+        self._asks: OrderedDict[tuple[str, str], list[AskEvent]] = OrderedDict()
 
     def check(self) -> None:
         """Open and close every file: a missing or unreadable one fails before a replay
@@ -145,9 +158,16 @@ class LogReader:
                     event = _decode(line, name, number, complete=raw.endswith(b"\n"))
                     if isinstance(event, CallRecorded):
                         self.recorded += 1
+                        asks: tuple[AskEvent, ...] = ()
                         if event.stage == "tool":
                             self._settle(event.turn_id, event.tool_call_id)
-                        yield RecordedCall(event, name, number)
+                            key = (event.turn_id, event.tool_call_id)
+                            asks = tuple(self._asks.pop(key, ()))
+                        yield RecordedCall(event, name, number, asks)
+                    elif isinstance(event, AskEvent):
+                        self._asks.setdefault((event.turn_id, event.tool_call_id), []).append(event)
+                        if len(self._asks) > PENDING_LIMIT:
+                            self._asks.popitem(last=False)
                     elif isinstance(event, ToolExecEnd):
                         if not event.retried:
                             self._ended(event.turn_id, event.tool_call_id)

@@ -40,7 +40,9 @@ class CallDiff:
     ``change`` is "" when the candidate decides as the recorded run did; else one of
     the changes listed in ``interpose.replay``'s docstring.  ``rules`` are the registrations the
     change is attributed to; ``shadow`` what the candidate's shadow registrations
-    would have done (``"<id>: <decision>"``).
+    would have done (``"<id>: <decision>"``); ``asked``, how an ask of the candidate
+    was answered from the recorded run (``grant <id> (granted by <who>)``, ``recorded
+    decision: approved by <who>``), not asked anew.
     """
 
     call: RecordedCall
@@ -49,6 +51,7 @@ class CallDiff:
     change: str = ""
     rules: list[str] = field(default_factory=list)
     shadow: list[str] = field(default_factory=list)
+    asked: str = ""
 
     @property
     def regression(self) -> bool:
@@ -85,6 +88,7 @@ class CallDiff:
             "change": self.change,
             "rules": self.rules,
             "shadow": self.shadow,
+            "asked": self.asked,
         }
 
 
@@ -100,6 +104,8 @@ class ReplayReport:
         diffs: the rows.
         every: whether ``diffs`` holds every replayed call (else the changed ones).
         replayed: how many calls were replayed.
+        answered: how many replayed calls' asks were answered from the recorded run (a
+            grant that allowed them, a person's decision) instead of being asked anew.
         stages: stage -> how many calls of it were replayed.
         recorded: how many ``call_recorded`` events the logs hold.
         skipped: calls that could not be replayed: tool calls whose arguments were not
@@ -115,6 +121,7 @@ class ReplayReport:
     lines: int = 0
     every: bool = False
     replayed: int = 0
+    answered: int = 0
     stages: dict[str, int] = field(default_factory=dict)
     recorded: int = 0
     paths: list[str] = field(default_factory=list)
@@ -122,6 +129,7 @@ class ReplayReport:
     def add(self, diff: CallDiff) -> None:
         """Count a replayed call; keep it when it changed, or when keeping ``every``."""
         self.replayed += 1
+        self.answered += bool(diff.asked)
         stage = diff.call.event.stage
         self.stages[stage] = self.stages.get(stage, 0) + 1
         if self.every or diff.change:
@@ -161,6 +169,8 @@ class ReplayReport:
             f"{len(self.changed)} would change"
             + (": " + ", ".join(f"{n} {change}" for change, n in counts.items()) if counts else ""),
         ]
+        if self.answered:
+            parts.append(f"{self.answered} asks answered as recorded (grants, decisions)")
         if self.skipped:
             parts.append(f"{self.skipped} tool calls not replayable (arguments not recorded)")
         return "; ".join(parts)
@@ -197,6 +207,7 @@ class ReplayReport:
                 "regressions": self.regressions,
                 "changes": self.counts(),
                 "skipped": self.skipped,
+                "answered": self.answered,
                 "unknown_events": self.unknown,
                 "text": self.summary(),
             },
@@ -290,7 +301,7 @@ def render(report: ReplayReport) -> list[str]:
                 d.call.event.tool_name or d.call.event.stage,
                 d.called or "-",
                 d.recorded.describe(),
-                d.new.describe(),
+                d.new.describe() + (f" ({d.asked})" if d.asked else ""),
                 d.change or "unchanged",
                 ", ".join(d.rules) or "-",
             )

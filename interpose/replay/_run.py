@@ -14,6 +14,7 @@ import msgspec
 from ..bus.events import CallRecorded, ShadowDecision
 from ..errors import AbortTurn, HardAbort, InterposeError
 from ..pipeline.payloads import LLMRequest, LLMResponse, ToolResult
+from ._asks import RecordedAsks
 from ._log import LogReader, RecordedCall, RecordedLog
 from ._probe import ProbeProvider
 from ._report import CallDiff, Outcome, ReplayReport
@@ -174,28 +175,36 @@ async def _replay(
         shadows.setdefault(key, []).append(f"{event.interceptor_id}: {event.decision}")
 
     watch = pipe.subscribe(on_shadow, events={"shadow_decision"}, name="replay: shadow decisions")
-    async with pipe:
-        for call in log:
-            stage = call.event.stage
-            probe.decisions.clear()
-            if not isinstance(call.event.input, dict) or stage not in _REPLAYERS:
-                report.skipped += 1
-                continue
-            try:
-                diff = await _REPLAYERS[stage](pipe, call, probe)
-            except Exception as exc:
-                raise ReplayError(call, exc) from exc
-            # the call's shadow decisions are on their way to on_shadow: let them
-            # arrive, so that they are this call's and none are kept for later
-            while not watch.idle:
-                await anyio.lowlevel.checkpoint()
-            if shadows:
-                if stage == "tool":
-                    diff.shadow = shadows.get((call.event.turn_id, call.event.tool_call_id), [])
-                shadows.clear()
-            report.add(diff)
-            if on_call is not None:
-                on_call(diff)
+    asks, saved = RecordedAsks(), pipe.human_approval
+    pipe.human_approval = asks  # a replay asks no one: the recorded answers, or deny
+    try:
+        async with pipe:
+            for call in log:
+                stage = call.event.stage
+                probe.decisions.clear()
+                if not isinstance(call.event.input, dict) or stage not in _REPLAYERS:
+                    report.skipped += 1
+                    continue
+                asks.start(call)
+                try:
+                    diff = await _REPLAYERS[stage](pipe, call, probe)
+                except Exception as exc:
+                    raise ReplayError(call, exc) from exc
+                diff.asked = asks.answered
+                # the call's shadow decisions are on their way to on_shadow: let them
+                # arrive, so that they are this call's and none are kept for later
+                while not watch.idle:
+                    await anyio.lowlevel.checkpoint()
+                if shadows:
+                    if stage == "tool":
+                        key = (call.event.turn_id, call.event.tool_call_id)
+                        diff.shadow = shadows.get(key, [])
+                    shadows.clear()
+                report.add(diff)
+                if on_call is not None:
+                    on_call(diff)
+    finally:
+        pipe.human_approval = saved
 
 
 def _attribute(
