@@ -195,3 +195,13 @@ async def test_the_server_binds_loopback_by_default() -> None:
             with pytest.raises(httpx2.ConnectError):
                 async with httpx2.AsyncClient(timeout=2) as http:
                     await http.get(f"http://127.0.0.2:{port}/api/requests")
+
+
+async def test_the_page_cannot_be_framed_and_runs_only_its_own_script() -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with serving(MemoryApprovalStore()) as url, client(url) as http:
+            page = await http.get("/")
+    policy = page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy and "default-src 'self'" in policy
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["cache-control"] == "no-store"

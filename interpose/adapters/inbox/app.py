@@ -55,6 +55,16 @@ MAX_LIST = 1000  # requests in one listing, at most
 _STATIC = files(__package__) / "static"
 _TYPES = {"inbox.js": "text/javascript; charset=utf-8", "inbox.css": "text/css; charset=utf-8"}
 _NO_STORE = {"cache-control": "no-store"}
+# the page runs only its own script and style, and no other site may frame it (a click
+# on "approve" through a transparent frame: clickjacking)
+_PAGE_HEADERS = {
+    **_NO_STORE,
+    "content-security-policy": "default-src 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -98,13 +108,15 @@ def build_app(
     guard: InboxGuard
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page.replace("{{csrf}}", guard.csrf_token()), headers=_NO_STORE)
+        return HTMLResponse(page.replace("{{csrf}}", guard.csrf_token()), headers=_PAGE_HEADERS)
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in assets:
             return _error(404, f"no static file {name}")
-        return Response(assets[name], media_type=_TYPES[name])
+        return Response(
+            assets[name], media_type=_TYPES[name], headers={"x-content-type-options": "nosniff"}
+        )
 
     async def csrf(request: Request) -> Response:
         return JSONResponse({"csrf": guard.csrf_token()}, headers=_NO_STORE)
