@@ -14,7 +14,7 @@ from typing import NoReturn, TypeVar
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
@@ -60,9 +60,13 @@ def wait_for(
         AssertionError: not within ``timeout`` s (saying ``describe``).
     """
     try:
-        found = WebDriverWait(driver, timeout, poll_frequency=0.05).until(
-            lambda _: what(), describe
-        )
+        # (an element the page replaced while it was read: read the page again)
+        found = WebDriverWait(
+            driver,
+            timeout,
+            poll_frequency=0.05,
+            ignored_exceptions=(StaleElementReferenceException,),
+        ).until(lambda _: what(), describe)
     except TimeoutException:
         raise AssertionError(f"the page did not show {describe} within {timeout}s") from None
     assert found is not None  # (until returns a true value)

@@ -21,9 +21,10 @@ from inbox_helpers import TIMEOUT, agent, ask, asked, client, csrf_of_page, run_
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select
 
 from interpose import ToolResult
-from interpose.approvals import MemoryApprovalStore
+from interpose.approvals import GrantSpec, MemoryApprovalStore
 from interpose.pipeline.context import acting_as
 
 pytestmark = pytest.mark.integration
@@ -53,6 +54,17 @@ async def in_browser(step: Callable[[], None]) -> None:
 def row(driver: webdriver.Chrome, request_id: str) -> WebElement | None:
     found = driver.find_elements(By.CSS_SELECTOR, f'#pending li[data-id="{request_id}"]')
     return found[0] if found else None
+
+
+def counted(driver: webdriver.Chrome, rule: str) -> list[str]:
+    """The counters of ``rule`` in the page (asked, approved, denied, edited, expired,
+    granted)."""
+    rows = driver.find_elements(By.CSS_SELECTOR, "#counters tr")
+    for found in rows:
+        cells = [cell.text for cell in found.find_elements(By.TAG_NAME, "td")]
+        if cells and cells[0] == rule:
+            return cells[1:]
+    return []
 
 
 async def test_a_click_on_approve_resumes_the_waiting_call(
@@ -150,14 +162,94 @@ async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
                 )
                 assert "denied" in line[0].text
                 assert "not today" in line[0].text
-                counts = browser.find_element(
-                    By.CSS_SELECTOR, '#counters tr[data-rule="Bash(git push:*)"]'
+                # (the counters of a load may be read a moment before the list's: the
+                # next change's load catches up)
+                wait_for(
+                    browser,
+                    lambda: counted(browser, "Bash(git push:*)") == ["1", "0", "1", "0", "0", "0"],
+                    "the rule's counters: asked 1, denied 1",
                 )
-                cells = [cell.text for cell in counts.find_elements(By.TAG_NAME, "td")]
-                assert cells[1:] == ["1", "0", "1", "0", "0", "0"]  # asked, ..., denied
                 assert browser.execute_script("return window.notReloaded") is True
 
             await in_browser(shown)
+
+
+async def test_a_grant_made_and_revoked_in_the_page(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    """Grant (this rule, this session, 1 h) approves the waiting call and lists the
+    grant; the next matching call passes without asking (the page shows it granted,
+    live); Revoke removes it, and the call after asks again."""
+    store = MemoryApprovalStore()
+    pipe = agent(tmp_path, store)
+    ran: list[str] = []
+    results: list[ToolResult] = []
+    with anyio.fail_after(TIMEOUT * 3):
+        async with serving(store) as url, anyio.create_task_group() as tg:
+
+            async def call(call_id: str) -> None:
+                results.append(await run_command(pipe, f"git push origin {call_id}", ran, call_id))
+
+            tg.start_soon(call, "c1")
+            first = await asked(store, "c1")
+
+            def grant() -> None:
+                browser.get(url)
+                item = wait_for(browser, lambda: row(browser, first.id), "the pending request")
+                wait_for(
+                    browser,
+                    lambda: browser.find_element(By.ID, "live").text == "live",
+                    "the live stream open",
+                )
+                Select(item.find_element(By.CSS_SELECTOR, ".grant-ttl")).select_by_visible_text(
+                    "1 h"
+                )
+                item.find_element(By.CSS_SELECTOR, "button.grant").click()
+                wait_for(
+                    browser,
+                    lambda: browser.find_elements(By.CSS_SELECTOR, "#grants li"),
+                    "the grant listed",
+                )
+
+            await in_browser(grant)
+            (made,) = await store.grants()
+            assert (made.rule, made.scope, made.session_key) == (
+                "Bash(git push:*)",
+                "session",
+                "s1",
+            )
+            assert made.expires is not None
+            assert 3500 < made.expires - made.created <= 3600
+            await call("c2")  # no ask: the grant lets it through
+
+            def granted_then_revoke() -> None:
+                line = wait_for(
+                    browser,
+                    lambda: browser.find_elements(
+                        By.CSS_SELECTOR, '#decisions li[data-kind="grant_used"]'
+                    ),
+                    "the granted call in the live list",
+                )
+                assert "by the grant of local@127.0.0.1" in line[0].text
+                (listed,) = browser.find_elements(By.CSS_SELECTOR, "#grants li")
+                assert "Bash(git push:*)" in listed.text
+                assert "until" in listed.text
+                listed.find_element(By.CSS_SELECTOR, "button.revoke").click()
+                wait_for(
+                    browser,
+                    lambda: not browser.find_elements(By.CSS_SELECTOR, "#grants li"),
+                    "the grant gone",
+                )
+
+            await in_browser(granted_then_revoke)
+            assert await store.grants() == []
+            tg.start_soon(call, "c3")
+            third = await asked(store, "c3")  # asked again: nothing grants it now
+            await store.decide(third.id, "deny", approver="test", reason="enough")
+    assert [r.status for r in results] == ["ok", "ok", "denied"]
+    assert ran == ["git push origin c1", "git push origin c2"]
+    (revoked,) = await store.grants(live=False)
+    assert revoked.revoked_by == "local@127.0.0.1"
 
 
 async def test_the_docs_screenshot_of_the_page(browser: webdriver.Chrome) -> None:
@@ -204,6 +296,21 @@ async def test_the_docs_screenshot_of_the_page(browser: webdriver.Chrome) -> Non
             ttl=3600,
         )
     )
+    tests = await store.submit(
+        ask(
+            "exec",
+            {"command": "pytest -q"},
+            agent="coder-3",
+            session="pr-881",
+            call="x2",
+            rule="Bash(pytest:*)",
+            reason="running the tests",
+            created=clock - 600,
+            ttl=3600,
+        )
+    )
+    spec = GrantSpec(match="rule", scope="session", ttl=3600)
+    await store.decide(tests.id, "approve", approver="maria@10.0.0.7", grant=spec)
     with anyio.fail_after(TIMEOUT * 2):
         async with serving(store) as url:
 
@@ -231,6 +338,11 @@ async def test_the_docs_screenshot_of_the_page(browser: webdriver.Chrome) -> Non
                     browser,
                     lambda: browser.find_elements(By.CSS_SELECTOR, "#decisions li"),
                     "the deny",
+                )
+                wait_for(
+                    browser,
+                    lambda: browser.find_elements(By.CSS_SELECTOR, "#grants li"),
+                    "the grant",
                 )
                 browser.execute_script("document.activeElement && document.activeElement.blur()")
                 screenshot(browser, DOCS / "approvals-inbox.png")

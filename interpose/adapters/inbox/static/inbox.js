@@ -135,9 +135,10 @@ async function load() {
     if (input.value.trim()) query.set(name, input.value.trim());
   }
   try {
-    const [listed, counted] = await Promise.all([
+    const [listed, counted, granted] = await Promise.all([
       api(`/api/requests?${query}`),
       api("/api/counters"),
+      api("/api/grants"),
     ]);
     // a request shown already keeps its element (and what the person typed in it)
     const shown = new Map([...pendingList.children].map((item) => [item.dataset.id, item]));
@@ -147,6 +148,7 @@ async function load() {
     document.getElementById("pending-count").textContent = listed.requests.length;
     document.getElementById("empty").hidden = listed.requests.length > 0;
     renderCounters(counted.rules);
+    renderGrants(granted.grants);
     showError(document.getElementById("error"), null);
   } catch (error) {
     showError(document.getElementById("error"), error);
@@ -167,6 +169,40 @@ function renderCounters(rules) {
         row.append(cell);
       }
       return row;
+    }),
+  );
+}
+
+// the live grants: what each lets through without asking, for whom, until when
+function renderGrants(grants) {
+  document.getElementById("no-grants").hidden = grants.length > 0;
+  const list = document.getElementById("grants");
+  const shown = new Map([...list.children].map((item) => [item.dataset.id, item]));
+  list.replaceChildren(
+    ...grants.map((grant) => {
+      if (shown.has(grant.id)) return shown.get(grant.id); // (a live grant does not change)
+      const item = document.createElement("li");
+      item.dataset.id = grant.id;
+      const what = grant.match === "rule" ? grant.rule : `${grant.tool_name} with these arguments`;
+      const where = grant.scope === "session"
+        ? `${grant.agent_id} · ${grant.session_key}` : `${grant.agent_id}, every session`;
+      const until = grant.expires ? `until ${clock(grant.expires)}` : "until revoked";
+      const text = document.createElement("span");
+      text.textContent = `${what} (${where}) by ${grant.granted_by}, ${until} `;
+      const revoke = document.createElement("button");
+      revoke.type = "button";
+      revoke.className = "revoke";
+      revoke.textContent = "Revoke";
+      revoke.onclick = async () => {
+        try {
+          await api(`/api/grants/${encodeURIComponent(grant.id)}/revoke`, {});
+          refresh();
+        } catch (error) {
+          showError(document.getElementById("error"), error);
+        }
+      };
+      item.append(text, revoke);
+      return item;
     }),
   );
 }
