@@ -107,6 +107,7 @@ def test_no_private_module_leaks() -> None:
     public = {n for n in dir(interpose) if not n.startswith("_")}
     modules = {
         "adapters",
+        "approvals",
         "bus",
         "errors",
         "pipeline",
@@ -172,7 +173,7 @@ def _resolve(dotted: str) -> type:
 
 def test_the_errors_page_lists_every_exception_with_its_bases() -> None:
     # importing these defines their subclasses of InterposeError
-    for module in ("config", "middleware.process", "middleware.command_hooks"):
+    for module in ("config", "middleware.process", "middleware.command_hooks", "approvals"):
         importlib.import_module(f"interpose.{module}")
     rows = _exception_table()
     listed = {_resolve(name): also for name, also in rows}

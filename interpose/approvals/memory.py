@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from itertools import islice
 
 import anyio
 import msgspec
@@ -37,7 +38,9 @@ class MemoryApprovalStore:
         self._counters: dict[str, dict[str, int]] = {}
         self._log: deque[Change] = deque(maxlen=history)
         self._seq = 0
-        self._changed: anyio.Event | None = None
+        # who waits for a change: request id -> the events of its waiters; None -> the
+        # readers of ``changes``.  One event per waiter, made in the waiter's own loop
+        self._waiters: dict[str | None, set[anyio.Event]] = {}
         self.clock = clock
 
     def __repr__(self) -> str:
@@ -120,9 +123,8 @@ class MemoryApprovalStore:
             record = self._fresh(self._find(request_id))
             if record.state != "pending":
                 return record
-            changed = self._event()
             with anyio.move_on_after(max(0.0, record.expires - self.clock())):
-                await changed.wait()
+                await self._wait_for(request_id)
 
     # -- grants ------------------------------------------------------------------------
 
@@ -172,13 +174,13 @@ class MemoryApprovalStore:
     async def changes(self, since: str | None = None) -> AsyncIterator[Change]:
         seq = self._seq if since is None else int(since)
         while True:
-            changed = self._event()
-            fresh = [c for c in self._log if int(c.cursor) > seq]
+            first = self._seq - len(self._log) + 1  # the oldest kept change's cursor
+            fresh = list(islice(self._log, max(0, seq + 1 - first), None))
             for change in fresh:
                 seq = int(change.cursor)
                 yield change
             if not fresh:
-                await changed.wait()
+                await self._wait_for(None)
 
     async def counters(self) -> dict[str, dict[str, int]]:
         return {key: dict(counts) for key, counts in self._counters.items()}
@@ -211,10 +213,17 @@ class MemoryApprovalStore:
         counts = self._counters.setdefault(counter_key(record), dict.fromkeys(COUNTS, 0))
         counts[what] += 1
 
-    def _event(self) -> anyio.Event:
-        if self._changed is None:
-            self._changed = anyio.Event()
-        return self._changed
+    async def _wait_for(self, key: str | None) -> None:
+        """Until the next change of request ``key`` (None: of anything)."""
+        event = anyio.Event()
+        waiters = self._waiters.setdefault(key, set())
+        waiters.add(event)
+        try:
+            await event.wait()
+        finally:
+            waiters.discard(event)
+            if not waiters and self._waiters.get(key) is waiters:
+                del self._waiters[key]
 
     def _emit(
         self,
@@ -227,6 +236,6 @@ class MemoryApprovalStore:
         self._log.append(
             Change(kind=kind, cursor=str(self._seq), ts=self.clock(), request=request, grant=grant)
         )
-        changed, self._changed = self._changed, None
-        if changed is not None:
-            changed.set()
+        for key in (None, request.id if request is not None else None):
+            for event in self._waiters.pop(key, ()):
+                event.set()

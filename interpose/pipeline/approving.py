@@ -44,36 +44,26 @@ Rejudge = Callable[
 
 
 async def approve(
-    rt: Runtime, chain: ToolChain, ctx: ToolContext, rejudge: Rejudge
+    rt: Runtime,
+    chain: ToolChain,
+    ctx: ToolContext,
+    rejudge: Rejudge,
+    approved: dict[str, Any] | None = None,
+    edits: int = 0,
 ) -> ToolResult | None:
     """Run the approvers; None if all allow, else the refusal (noting who decided on
     ``ctx``): "denied" for a deny or a late answer, "blocked" for an approver that
     failed closed (its details hold the failure) or for edited arguments the
-    tool.before handlers blocked.
+    tool.before handlers blocked.  ``approved``: arguments a person approved by editing
+    them (an ask for exactly these is an allow), the ``edits``-th edit of the call.
+
+    One coroutine for the approvers (the "approvers" rows of the benchmarks); an edit
+    judges the call again and runs them again, in another.
 
     Raises:
         AbortTurn, HardAbort: from an approver.
         Exception: an approver's failure, when its policy is "raise".
     """
-    approved: dict[str, Any] | None = None
-    for _ in range(MAX_EDITS + 1):
-        result, edited = await _approvers(rt, chain, ctx, approved)
-        if edited is None:
-            return result
-        result = await rejudge(rt, chain, ctx, edited)
-        if result is not None:
-            return result
-        approved = edited
-    ctx._reason = f"the arguments were edited more than {MAX_EDITS} times"
-    return refusal("denied", chain.tool_name, ctx._reason)
-
-
-async def _approvers(
-    rt: Runtime, chain: ToolChain, ctx: ToolContext, approved: dict[str, Any] | None
-) -> tuple[ToolResult | None, dict[str, Any] | None]:
-    """One pass of the approvers: (the refusal or None, None), or (None, the edited
-    arguments) when a person edited them.  An ask for the arguments ``approved`` (a
-    person's edit) is an allow."""
     inp, times, name = ctx._inp, ctx._times, chain.tool_name
     request = ApprovalRequest(
         turn_id=inp.turn_id,
@@ -106,17 +96,16 @@ async def _approvers(
                     else f"approver '{step.id}' timed out: {fault.error}"
                 )
                 ctx._decider, ctx._reason = step, late
-                return refusal("denied", name, late, decided_by=step.id), None
+                return refusal("denied", name, late, decided_by=step.id)
             if step.on_error == "raise":
                 raise
             if step.on_error == "skip":
                 continue
             ctx._decider = step
             ctx._reason = f"interceptor '{step.id}' failed: {fault.error}"
-            failed = refusal(
+            return refusal(
                 "blocked", name, ctx._reason, decided_by=step.id, failure=fault.details()
             )
-            return failed, None
         if decision == "ask" and approved is not None and request.args == approved:
             decision = "allow"  # the person approved exactly these arguments
         elif decision == "ask":
@@ -128,12 +117,31 @@ async def _approvers(
             )
             decision, reason, edited = await ask_human(rt.host, rt.failures, asked, reason)
             if edited is not None and decision == "allow":
-                return None, edited
+                return await _edited(rt, chain, ctx, rejudge, edited, edits + 1)
         if decision == "deny":
             ctx._decider = step
             ctx._reason = reason or f"denied by {step.id}"
-            return refusal("denied", name, ctx._reason, decided_by=step.id), None
-    return None, None
+            return refusal("denied", name, ctx._reason, decided_by=step.id)
+    return None
+
+
+async def _edited(
+    rt: Runtime,
+    chain: ToolChain,
+    ctx: ToolContext,
+    rejudge: Rejudge,
+    args: dict[str, Any],
+    edits: int,
+) -> ToolResult | None:
+    """The call with the arguments a person edited: judged again by the tool.before
+    handlers (``rejudge``), then by the approvers; denied past ``MAX_EDITS`` edits."""
+    if edits > MAX_EDITS:
+        ctx._reason = f"the arguments were edited more than {MAX_EDITS} times"
+        return refusal("denied", chain.tool_name, ctx._reason)
+    result = await rejudge(rt, chain, ctx, args)
+    if result is not None:
+        return result
+    return await approve(rt, chain, ctx, rejudge, args, edits)
 
 
 async def ask_human(

@@ -353,6 +353,8 @@ async def full_path(
             denial = await approve(rt, chain, ctx, _rejudge)
             if denial is not None:
                 result = denial
+            elif result is not None and out.result is None:
+                result = None  # a response to arguments since edited: the tool runs
         if result is None:
             ctx._attempt = 1
             ctx._unended = True  # set before publishing: a publish, once begun, lands

@@ -39,14 +39,29 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         server.kill()
 
 
+class Clock:
+    """The stores' clock: the time, plus ``ahead`` seconds (a test moves time on)."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 @pytest.fixture(params=["memory", "redis"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[ApprovalStore]:
+async def store(request: pytest.FixtureRequest, clock: Clock) -> AsyncIterator[ApprovalStore]:
     made: ApprovalStore
     if request.param == "memory":
-        made = MemoryApprovalStore()
+        made = MemoryApprovalStore(clock=clock)
     else:
         server: RedisServer = request.getfixturevalue("redis_server")
-        made = RedisApprovalStore(server.url, prefix=f"test:{uuid.uuid4().hex[:10]}")
+        made = RedisApprovalStore(server.url, prefix=f"test:{uuid.uuid4().hex[:10]}", clock=clock)
     try:
         yield made
     finally:
@@ -170,18 +185,21 @@ async def test_expiry_and_waits(store: ApprovalStore) -> None:
     assert (await store.expire(short.id)).state == "expired"
 
     long = await store.submit(ask("c2"))
-    async with anyio.create_task_group() as tg:
+    waited: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
 
-        async def later() -> None:
-            await anyio.sleep(0.2)
+            async def wait() -> None:
+                waited.append((await store.wait(long.id)).state)
+
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()  # the waiter waits
+            assert waited == []
             await store.decide(long.id, "approve", approver="alice")
-
-        tg.start_soon(later)
-        with anyio.fail_after(LIMIT):
-            assert (await store.wait(long.id)).state == "approved"
+    assert waited == ["approved"]
 
 
-async def test_grants_are_never_wider_than_the_request(store: ApprovalStore) -> None:
+async def test_grants_are_never_wider_than_the_request(store: ApprovalStore, clock: Clock) -> None:
     shown = await store.submit(ask("c1", principal={"sub": "bot-1"}))
     decided = await store.decide(
         shown.id, "approve", approver="alice", grant=GrantSpec(match="rule", scope="session")
@@ -208,7 +226,7 @@ async def test_grants_are_never_wider_than_the_request(store: ApprovalStore) -> 
     )
     assert await store.match_grant(ask("c8", session="s10")) is not None  # same args, agent
     assert await store.match_grant(ask("c9", command="git push -f")) is None
-    await anyio.sleep(0.4)
+    clock.ahead = 0.5
     assert await store.match_grant(ask("c10", session="s10")) is None  # the ttl is over
     assert by_args.grant_id not in {g.id for g in await store.grants()}
     revoked = await store.revoke(grant.id, by="alice")
@@ -247,3 +265,26 @@ async def test_changes_stream_in_order(store: ApprovalStore) -> None:
     assert seen[1].request.decided_by == "a"
     cursors = [c.cursor for c in seen]
     assert len(set(cursors)) == 4
+
+
+def test_the_memory_store_serves_one_event_loop_after_another() -> None:
+    store = MemoryApprovalStore()
+    record = anyio.run(store.submit, ask())
+
+    async def give_up_waiting() -> None:
+        with anyio.move_on_after(0.05):
+            await store.wait(record.id)
+
+    async def wait_and_decide() -> str:
+        with anyio.fail_after(LIMIT):
+            return await waited_and_decided()
+
+    async def waited_and_decided() -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.wait, record.id)
+            await anyio.wait_all_tasks_blocked()
+            await store.decide(record.id, "approve", approver="alice")
+        return (await store.get(record.id)).state
+
+    anyio.run(give_up_waiting)  # a waiter of this loop is left behind
+    assert anyio.run(wait_and_decide) == "approved"

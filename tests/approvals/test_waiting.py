@@ -5,13 +5,21 @@ denies, and the bus hears of every step."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from interpose import Pipeline, ToolResult
+from interpose import (
+    Approval,
+    ApprovalRequest,
+    Pipeline,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+    ToolResult,
+)
 from interpose.approvals import (
     AlreadyDecided,
     ApprovalRecord,
@@ -20,8 +28,10 @@ from interpose.approvals import (
     MemoryApprovalStore,
     UnknownRequest,
 )
+from interpose.approvals.events import publish_changes
+from interpose.approvals.redis import RedisApprovalStore
 from interpose.approvals.waiting import DurableApprovals
-from interpose.bus.events import Event, GrantUsed
+from interpose.bus.events import Event, GrantRevoked, GrantUsed
 from interpose.permissions.claude import parse_claude_rule
 from interpose.permissions.engine import Permissions
 from interpose.permissions.policy import PermissionPolicy
@@ -209,3 +219,99 @@ async def test_expiry_denies_never_hangs(
     assert record.state == "expired"
     with pytest.raises(AlreadyDecided):
         await store.decide(record.id, "approve", approver="late")
+
+
+async def test_edits_are_bounded(tmp_path: Path) -> None:
+    # a tool.before handler that rewrites every command makes each edit ask again
+    pipe = Pipeline()
+
+    @pipe.intercept("tool.before", tools=["exec"], id="verbose")
+    def verbose(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        out.args = {"command": out.args["command"] + " -v"}
+
+    @pipe.approver(tools=["exec"], id="asker")
+    def asker(request: ApprovalRequest) -> Approval:
+        return Approval.ask("always", rule="any")
+
+    edits: list[str] = []
+
+    def person(request: ApprovalRequest, reason: str) -> Approval:
+        edits.append(request.args["command"])
+        return Approval.edited({"command": "echo hi"})
+
+    pipe.human_approval = person
+    ran: list[str] = []
+    result = await run(pipe, "git push", ran, "c1")
+    assert result.status == "denied"
+    assert result.output["reason"] == "the arguments were edited more than 3 times"
+    assert edits == ["git push -v", "echo hi -v", "echo hi -v", "echo hi -v"]
+    assert ran == []
+
+
+async def test_a_stores_changes_from_any_process_reach_a_bus(tmp_path: Path) -> None:
+    store = MemoryApprovalStore()
+    pipe = Pipeline(builtins=False)
+    seen: list[Event] = []
+    done = anyio.Event()
+
+    def heard(event: Event) -> None:
+        seen.append(event)
+        if event.kind == "grant_revoked":
+            done.set()
+
+    kinds = ["approval_requested", "approval_decided", "grant_added", "grant_revoked"]
+    pipe.subscribe(heard, events=kinds)
+    ran: list[str] = []
+    decider = pipeline(tmp_path, store)
+    with anyio.fail_after(LIMIT):
+        async with pipe, anyio.create_task_group() as tg:
+            tg.start_soon(lambda: publish_changes(store, pipe.bus, since="0"))
+            tg.start_soon(lambda: decide_when_asked(store, "approve", grant=GrantSpec()))
+            await run(decider, "git push", ran, "c1")
+            [grant] = await store.grants()
+            await store.revoke(grant.id, by="carol")
+            await done.wait()
+            tg.cancel_scope.cancel()
+    assert [e.kind for e in seen] == kinds
+    revoked = seen[-1]
+    assert isinstance(revoked, GrantRevoked)
+    assert revoked.revoked_by == "carol"
+
+
+async def test_an_edit_replaces_a_response_to_the_old_arguments(tmp_path: Path) -> None:
+    store = MemoryApprovalStore()
+    pipe = pipeline(tmp_path, store)
+
+    @pipe.intercept("tool.before", tools=["exec"], id="cached")
+    def cached(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.args["command"] == "git push":  # an untrusted answer: approvers still run
+            out.result = "cached push"
+
+    ran: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: decide_when_asked(store, "approve"))
+            answered = await run(pipe, "git push", ran, "c1")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: decide_when_asked(store, "edit", args={"command": "git push -n"}))
+            edited = await run(pipe, "git push", ran, "c2")
+    assert (answered.status, answered.output) == ("responded", "cached push")
+    assert (edited.status, edited.output) == ("ok", "done")
+    assert ran == ["git push -n"]
+
+
+async def test_a_store_that_cannot_be_reached_fails_closed(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    rule = parse_claude_rule("Bash(git push:*)", "ask", source="test", base=tmp_path, cwd=tmp_path)
+    pipe = Pipeline()
+    PermissionPolicy(Permissions([rule])).install(pipe)
+    store = RedisApprovalStore(f"redis://127.0.0.1:{port}/0")
+    DurableApprovals(store).install(pipe)
+    ran: list[str] = []
+    result = await run(pipe, "git push", ran, "c1")
+    await store.aclose()
+    assert result.status == "denied"
+    assert "the handler failed" in result.output["reason"]
+    assert ran == []
