@@ -258,6 +258,48 @@ async def test_the_claims_are_the_principal_of_the_ask_the_inbox_shows(
     assert not results[0].is_error
 
 
+async def test_a_session_answers_only_the_principal_that_opened_it(jwks_file: Path) -> None:
+    """Another principal's valid token with a session id it did not open: 404 (the SDK's
+    rule, kept on the fast lane too), and the call does not run."""
+    pipe = Pipeline()
+    seen = recording(pipe)
+    auth = McpAuthConfig(jwks=jwks_file.name, issuer=ISSUER, audience=[AUDIENCE])
+    verifier = JwtVerifier.from_config(auth, jwks_file.parent)
+    alice, bob = token(sub="alice"), token(sub="bob")
+    version = "2025-06-18"
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with serving(pipe, verifier) as url, httpx2.AsyncClient(timeout=30) as http:
+
+            async def post(bearer: str, message: dict[str, Any], sid: str = "") -> httpx2.Response:
+                headers = {
+                    "authorization": f"Bearer {bearer}",
+                    "accept": "application/json, text/event-stream",
+                    "mcp-protocol-version": version,
+                }
+                if sid:
+                    headers["mcp-session-id"] = sid
+                response: httpx2.Response = await http.post(url, json=message, headers=headers)
+                return response
+
+            opened = await post(alice, initialize())
+            assert opened.status_code == 200, opened.text
+            sid = opened.headers["mcp-session-id"]
+            done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await post(alice, done, sid)).status_code == 202
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "get_current_time", "arguments": {"timezone": "UTC"}},
+            }
+            own = await post(alice, call, sid)  # (then the fast lane knows the session)
+            stolen = await post(bob, {**call, "id": 3}, sid)
+    assert stolen.status_code == 404
+    assert own.status_code == 200, own.text
+    assert "UTC" in own.text
+    assert [p and p["sub"] for p in seen] == ["alice"]  # bob's call never ran
+
+
 class KeySetServer:
     """Serves a JWKS document at ``/jwks`` on 127.0.0.1 (a thread); counts the fetches."""
 

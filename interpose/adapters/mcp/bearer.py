@@ -26,14 +26,22 @@ from typing import Any
 
 import anyio
 import jwt
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
 from ...config.mcp import McpAuthConfig
 from ...errors import UsageError
 
-__all__ = ["ALGORITHMS", "BearerAuth", "InvalidToken", "JwksKeys", "JwtVerifier", "principal_of"]
+__all__ = [
+    "ALGORITHMS",
+    "BearerAuth",
+    "InvalidToken",
+    "JwksKeys",
+    "JwtVerifier",
+    "owned_by",
+    "principal_of",
+]
 
 log = logging.getLogger("interpose.mcp")
 
@@ -215,6 +223,18 @@ class BearerAuth:
         )
         scope["auth"] = AuthCredentials(granted)
         await self.app(scope, receive, send)
+
+
+def owned_by(manager: Any, session_id: str | None, scope: Mapping[str, Any]) -> bool:
+    """Whether the request of ``scope`` comes from the principal that opened the SDK
+    session ``session_id`` (the SDK's own rule, applied where a front serves a request
+    without the SDK: another token must not use a session it did not open)."""
+    owners = getattr(manager, "_session_owners", None)
+    if owners is None or session_id is None:
+        return True  # (no auth: the SDK keeps no owners)
+    user = scope.get("user")
+    requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+    return bool(requestor == owners.get(session_id))
 
 
 def principal_of(scope: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -47,7 +47,7 @@ from opentelemetry import propagate
 from pydantic import BaseModel
 from starlette.requests import Request
 
-from .bearer import principal_of
+from .bearer import owned_by, principal_of
 from .lines import Inbox, LineProtocol, Oversized
 from .messages import cancelled, error_answer, forward, hand_over, raise_error, too_long
 from .upstream import Downstream, ProgressFn, ProxySession
@@ -543,6 +543,8 @@ class HttpFront:
             return
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
+        if transport is not None and not owned_by(self.manager, sid, scope):
+            transport = None  # another principal's session: the SDK answers 404
         session = self.proxy.sessions.get(sid) if transport is not None else None
         if (
             session is None
