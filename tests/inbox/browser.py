@@ -25,7 +25,7 @@ WAIT = 15.0  # s: the longest a page may take to show what a test waits for
 
 
 def _missing(what: str) -> NoReturn:
-    message = f"{what} is not installed (scripts/test.sh installs it)"
+    message = f"{what}: not installed (scripts/test.sh installs it)"
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)

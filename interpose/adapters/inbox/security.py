@@ -103,22 +103,22 @@ def read_tokens(file: str | None, env: Mapping[str, str] = os.environ) -> Tokens
     Raises:
         UsageError: the file cannot be read, or a token is shorter than 16 characters.
     """
-    names: dict[str, str] = {}
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []  # (line, where it comes from)
     if file is not None:
         try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
+            text = Path(file).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--token-file: {exc.strerror or exc}: {file}") from None
+        lines += [(line, f"--token-file {file}") for line in text.splitlines()]
     if env.get(TOKEN_ENV):
-        lines.append(env[TOKEN_ENV])
-    for line in lines:
+        lines.append((env[TOKEN_ENV], f"${TOKEN_ENV}"))
+    names: dict[str, str] = {}
+    for line, where in lines:
         words = line.split("#", 1)[0].split()
         if not words:
             continue
         name, token = (words[0], words[-1]) if len(words) > 1 else ("token", words[0])
         if len(token) < 16:
-            where = f"--token-file {file}" if token not in (env.get(TOKEN_ENV) or "") else TOKEN_ENV
             raise UsageError(f"{where}: a token needs at least 16 characters")
         names[token] = name
     return Tokens(names)
@@ -189,7 +189,6 @@ class InboxGuard:
             if query and self.tokens.match(query[0]) is not None:
                 await _set_cookie(send, query[0])  # then the URL holds it no more
                 return
-        via_header = bearer is not None and self.tokens.match(bearer) is not None
         approver = self._authenticated(headers, bearer)
         if approver is None:
             if bearer is None and scope["method"] in _SAFE and scope["path"] == "/":
@@ -197,7 +196,9 @@ class InboxGuard:
                 return
             await _refuse(send, 401, "a valid token is required (Authorization: Bearer ...)")
             return
-        if scope["method"] not in _SAFE and not via_header:
+        # (authenticated with a bearer: the token was in the header, which no other
+        # site's page can set)
+        if scope["method"] not in _SAFE and bearer is None:
             problem = self._not_same_origin(headers, scope)
             if problem is not None:
                 await _refuse(send, 403, problem)
