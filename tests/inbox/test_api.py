@@ -157,6 +157,10 @@ async def test_stale_or_malformed_decisions_get_a_4xx_and_change_nothing() -> No
                     await post(pending.id, js({"decision": "edit", "args": "{'command': 1"})),
                     400,
                 ),
+                "approve with args": (
+                    await post(pending.id, js({"decision": "approve", "args": {"command": "x"}})),
+                    400,
+                ),
                 "grant with deny": (
                     await post(pending.id, js({"decision": "deny", "grant": {"scope": "agent"}})),
                     400,

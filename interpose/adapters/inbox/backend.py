@@ -68,9 +68,13 @@ def parse_decision(body: object) -> Decision:
         DecisionError: 400, the body is not a decision (the message says where).
     """
     try:
-        return _convert(body, Decision)
+        decision = _convert(body, Decision)
     except msgspec.ValidationError as exc:
         raise DecisionError(400, f"not a decision: {exc}") from None
+    if decision.args is not None and decision.decision != "edit":
+        # (approving or denying other arguments than those shown is an edit)
+        raise DecisionError(400, f"args go with an edit, not with {decision.decision!r}")
+    return decision
 
 
 def _json(value: msgspec.Struct) -> dict[str, Any]:
