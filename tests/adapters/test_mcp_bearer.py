@@ -171,6 +171,31 @@ def test_jwks_needs_listen_and_jwt_options_need_jwks(jwks_file: Path) -> None:
     assert "Traceback" not in missing.stderr
 
 
+def test_check_shows_what_the_http_front_requires(tmp_path: Path) -> None:
+    config = tmp_path / "interpose.toml"
+    config.write_text(
+        "[mcp.servers.time]\n"
+        f'command = "{sys.executable}"\n'
+        'args = ["-m", "mcp_server_time"]\n'
+        "[mcp.auth]\n"
+        'jwks = "https://idp.test/.well-known/jwks.json"\n'
+        f'issuer = "{ISSUER}"\n'
+        f'audience = ["{AUDIENCE}"]\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "interpose.cli", "check", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=CALL_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        "mcp bearer tokens (--listen): jwks https://idp.test/.well-known/jwks.json; "
+        f"issuer {ISSUER}; audience {AUDIENCE}"
+    ) in done.stdout
+
+
 # -- in process: the claims are the call's principal, on both lanes ----------------------
 
 
