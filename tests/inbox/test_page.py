@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from browser import chromium, screenshot, wait_for
+from inbox_browser import chromium, screenshot, wait_for
 from inbox_helpers import TIMEOUT, agent, ask, asked, client, csrf_of_page, run_command, serving
 from selenium import webdriver
 from selenium.webdriver.common.by import By
