@@ -24,6 +24,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select
 
 from interpose import ToolResult
+from interpose.adapters.inbox.security import Tokens
 from interpose.approvals import GrantSpec, MemoryApprovalStore
 from interpose.pipeline.context import acting_as
 
@@ -121,6 +122,35 @@ async def test_a_click_on_approve_resumes_the_waiting_call(
     assert [r.status for r in results] == ["ok"]
     assert ran == ["git push origin main"]
     assert (await store.get(waiting.id)).decided_by == "local@127.0.0.1"
+
+
+async def test_with_a_token_the_person_opens_the_link_once_and_decides_as_its_name(
+    browser: webdriver.Chrome,
+) -> None:
+    """``/?token=`` sets the cookie and leaves the token out of the address; the page
+    then reads and decides with the cookie (and its CSRF token); the decision is the
+    token's name's."""
+    token = "alice-token-0123456789"
+    store = MemoryApprovalStore()
+    pending = await store.submit(ask())
+    with anyio.fail_after(TIMEOUT * 2):
+        async with serving(store, tokens=Tokens({token: "alice"})) as url:
+
+            def decide() -> None:
+                browser.get(url)  # no token: nothing to see
+                assert "needs its token" in browser.find_element(By.TAG_NAME, "body").text
+                browser.get(f"{url}?token={token}")
+                assert browser.current_url == url  # (the token is out of the address)
+                item = wait_for(browser, lambda: row(browser, pending.id), "the request")
+                deny_reason = item.find_element(By.CSS_SELECTOR, ".deny-reason")
+                deny_reason.send_keys("not before the release")
+                item.find_element(By.CSS_SELECTOR, "button.deny").click()
+                wait_for(browser, lambda: row(browser, pending.id) is None, "the request gone")
+
+            await in_browser(decide)
+    decided = await store.get(pending.id)
+    assert (decided.state, decided.decided_by) == ("denied", "alice@127.0.0.1")
+    assert decided.decision_reason == "not before the release"
 
 
 async def test_new_requests_and_decisions_made_elsewhere_show_up_live(
