@@ -152,10 +152,10 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
     """A standing allow, made from request ``request_id`` by ``granted_by``.
 
     It lets a later ask pass without asking when the ask is for the same tool and
-    agent (and session, for scope "session"), by the same principal subject (when the
-    request had one), and either asked by the same rule (``match`` "rule") or with the
-    same arguments (``match`` "args": ``args_hash``), before ``expires`` (None: until
-    revoked) and not revoked.
+    agent (and session, for scope "session"), for the same principal subject (none when
+    the request had none), asked by the same approver (``asked_by``), and either by the
+    same rule (``match`` "rule") or with the same arguments (``match`` "args":
+    ``args_hash``), before ``expires`` (None: until revoked) and not revoked.
     """
 
     id: str
@@ -167,6 +167,7 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
     rule: str = ""
     args_hash: str = ""
     principal_sub: str = ""
+    asked_by: str = ""
     request_id: str = ""
     granted_by: str = ""
     created: float = 0.0
@@ -186,7 +187,9 @@ class Grant(msgspec.Struct, frozen=True, kw_only=True):
             return False
         if self.scope == "session" and record.session_key != self.session_key:
             return False
-        if self.principal_sub and principal_sub(record.principal) != self.principal_sub:
+        if principal_sub(record.principal) != self.principal_sub:
+            return False
+        if record.asked_by != self.asked_by:
             return False
         if self.match == "args":
             return record.args_hash == self.args_hash

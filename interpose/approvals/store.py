@@ -252,7 +252,8 @@ def decided(
 
 def grant_from(record: ApprovalRecord, spec: GrantSpec, granted_by: str, now: float) -> Grant:
     """The grant ``spec`` made from ``record``: bound to its tool and agent, its session
-    (scope "session"), its principal's subject, and its rule or its exact arguments.
+    (scope "session"), its principal's subject, its approver, and its rule or its exact
+    arguments.
 
     Raises:
         ValueError: a "rule" grant for a request no rule asked, or a ttl not above 0.
@@ -273,6 +274,7 @@ def grant_from(record: ApprovalRecord, spec: GrantSpec, granted_by: str, now: fl
         rule=record.rule if spec.match == "rule" else "",
         args_hash=record.args_hash if spec.match == "args" else "",
         principal_sub=principal_sub(record.principal),
+        asked_by=record.asked_by,
         request_id=record.id,
         granted_by=granted_by,
         created=now,

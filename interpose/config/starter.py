@@ -68,4 +68,6 @@ content = false  # true: tool arguments and results in spans, redacted
 #   [hooks.processes.<name>]      a long-lived JSON-RPC hook process
 #   [observers.otlp]              send spans to an OpenTelemetry collector
 #   [mcp.servers.<name>]          MCP servers behind `interpose mcp-proxy`
+#   [approvals]                   asks as requests a person decides from anywhere
+#                                 (docs/approvals.md)
 """

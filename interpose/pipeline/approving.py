@@ -83,6 +83,8 @@ async def approve(
             finally:
                 if times is not None:
                     times.append((step.id, perf_counter_ns() - start))
+            if answer is None:  # no opinion: the usual answer
+                continue
             decision, reason = decision_of(answer)
         except _ABORTS as exc:
             exc.source = exc.source or step.id

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from approval_helpers import LIMIT, RedisServer, start_redis
 
@@ -215,6 +216,8 @@ async def test_grants_are_never_wider_than_the_request(store: ApprovalStore, clo
         ask("c4", agent="a2", principal={"sub": "bot-1"}),  # another agent
         ask("c5", principal={"sub": "bot-2"}),  # another principal
         ask("c6", rule="Bash(rm:*)", principal={"sub": "bot-1"}),  # another rule
+        ask("c11"),  # no principal
+        msgspec.structs.replace(same, asked_by="another-approver"),  # another approver
     ):
         assert await store.match_grant(other) is None
     args_only = await store.submit(ask("c7", session="s9"))
