@@ -68,6 +68,23 @@ if ! command -v redis-server >/dev/null 2>&1; then
     echo "scripts/test.sh: the tests that need it will be skipped" >&2
 fi
 
+# The approvals inbox's page is tested in a real headless browser (tests/inbox): install
+# Debian's chromium and chromium-driver when either is missing.  Under CI a failed
+# install fails the run here; elsewhere those tests are skipped.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 \
+        || true
+fi
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "scripts/test.sh: chromium or chromedriver is missing and could not be installed" \
+        "with apt (apt-get install chromium chromium-driver, as root)" >&2
+    if [ "${CI:-}" = "true" ]; then
+        echo "scripts/test.sh: CI=true: the inbox's browser tests need them; stopping" >&2
+        exit 1
+    fi
+    echo "scripts/test.sh: the tests that need them will be skipped" >&2
+fi
+
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 .venv/bin/python -m mypy

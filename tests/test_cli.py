@@ -110,6 +110,15 @@ CASES: dict[str, list[Case]] = {
         lambda tmp: ["--listen", "nowhere", "--", sys.executable],
         lambda tmp: ["--config", str(tmp / "missing.toml")],
         lambda tmp: ["--", str(tmp / "no-such-server")],
+        lambda tmp: ["--jwks", str(tmp / "file.txt"), "--", sys.executable],
+        lambda tmp: ["--jwt-issuer", "https://idp.test", "--", sys.executable],
+    ],
+    "inbox": [
+        lambda tmp: ["--listen", "nowhere"],
+        lambda tmp: ["--redis", "not a url"],
+        lambda tmp: ["--redis", f"redis://127.0.0.1:{closed_port()}/0"],
+        lambda tmp: ["--listen", "0.0.0.0:0", "--redis", "redis://127.0.0.1:1/0"],
+        lambda tmp: ["--token-file", str(tmp / "missing")],
     ],
     "tail": [
         lambda tmp: ["--redis", f"redis://127.0.0.1:{closed_port()}/0"],

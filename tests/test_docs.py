@@ -41,6 +41,7 @@ NEEDS_REDIS = {"fleet.md"}
 # sections that say they stand alone: their first Python block is a whole program too
 STANDALONE_SECTIONS: dict[str, tuple[str, ...]] = {
     "adapters.md": ("## OpenAI Agents SDK",),
+    "approvals.md": ("## JSON API",),
 }
 
 TIMEOUT = 90.0  # s for one page's program (the LangChain and MCP pages import a lot)

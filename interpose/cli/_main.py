@@ -13,7 +13,7 @@ from typing import cast
 from ..bus.fleet_cli import add_parsers as add_fleet_parsers
 from ..errors import UsageError
 from ..observers.audit import AuditLog
-from . import bench, check, demo, explain, hook_test, mcp_proxy, replay
+from . import bench, check, demo, explain, hook_test, inbox, mcp_proxy, replay
 from ._common import Parser, Subparsers
 
 __all__ = ["main", "parser"]
@@ -52,6 +52,7 @@ def parser() -> argparse.ArgumentParser:
     explain.add_parser(sub)
     replay.add_parser(sub)
     mcp_proxy.add_parser(sub)
+    inbox.add_parser(sub)
     # tail and audit: their parser is built beside what they run, in the bus layer
     # (``interpose.bus.fleet_cli.add_parsers`` is a public name; see that module), which
     # gets the audit log writer of the observers layer from here

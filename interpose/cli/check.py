@@ -136,17 +136,24 @@ def _policy_tests(config: Config, built: Built) -> list[str]:
 
 
 def _server_lines(config: Config, base_dir: Path) -> list[str]:
-    """The MCP servers of ``interpose mcp-proxy``, each with how it is reached."""
+    """The MCP servers of ``interpose mcp-proxy``, each with how it is reached, and the
+    bearer tokens its HTTP front requires (``[mcp.auth]``)."""
     from ..config.mcp import describe_server
 
     servers = config.mcp.servers
-    if not servers:
-        return []
-    width = max(len(name) for name in servers)
-    return ["mcp servers:"] + [
-        f"  {name.ljust(width)}  {describe_server(table, base_dir)}"
-        for name, table in servers.items()
-    ]
+    lines = []
+    if servers:
+        width = max(len(name) for name in servers)
+        lines = ["mcp servers:"] + [
+            f"  {name.ljust(width)}  {describe_server(table, base_dir)}"
+            for name, table in servers.items()
+        ]
+    auth = config.mcp.auth
+    if auth is not None:  # what `mcp-proxy --listen` requires of every request
+        checks = [f"jwks {auth.jwks}", f"issuer {auth.issuer or 'any'}"]
+        checks.append(f"audience {', '.join(auth.audience) or 'any'}")
+        lines.append(f"mcp bearer tokens (--listen): {'; '.join(checks)}")
+    return lines
 
 
 def _seconds(value: float | None) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ._common import Subparsers, usage
 
 if TYPE_CHECKING:
+    from ..adapters.mcp.bearer import JwtVerifier
     from ..config import Config
 
 __all__ = ["add_parser", "run"]
@@ -68,7 +69,8 @@ def add_parser(sub: Subparsers) -> None:
         "mcp-proxy",
         help="put the pipeline in front of MCP servers (stdio or streamable HTTP)",
         usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
-        "[--listen HOST:PORT] [--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
+        "[--listen HOST:PORT] [--jwks FILE|URL [--jwt-issuer ISS] [--jwt-audience AUD]] "
+        "[--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
         "[-- COMMAND [ARGS...]]",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -88,6 +90,24 @@ def add_parser(sub: Subparsers) -> None:
         type=_host_port,
         metavar="HOST:PORT",
         help="serve streamable HTTP (at /mcp) instead of stdio; port 0: any free port",
+    )
+    proxy.add_argument(
+        "--jwks",
+        default=None,
+        metavar="FILE|URL",
+        help="with --listen: every request needs a bearer JWT signed by a key of this "
+        "JSON Web Key Set (else 401); its claims are the calls' principal "
+        "(default: [mcp.auth] jwks)",
+    )
+    proxy.add_argument(
+        "--jwt-issuer", default=None, metavar="ISS", help="the iss a token must have"
+    )
+    proxy.add_argument(
+        "--jwt-audience",
+        action="append",
+        default=None,
+        metavar="AUD",
+        help="a token's aud must name this (repeat for several)",
     )
     proxy.add_argument(
         "--loop",
@@ -176,7 +196,42 @@ def run(args: argparse.Namespace) -> int:
     uvloop = find_uvloop(args.loop)
     if uvloop is None:
         raise usage("--loop uvloop: uvloop is not installed (pip install uvloop)")
-    return run_proxy(pipe, proxy, listen=args.listen, uvloop=uvloop)
+    auth = _auth(args, config, base_dir)
+    return run_proxy(pipe, proxy, listen=args.listen, uvloop=uvloop, auth=auth)
+
+
+def _auth(args: argparse.Namespace, config: Config, base_dir: Path) -> JwtVerifier | None:
+    """The bearer-token check of the HTTP front: ``[mcp.auth]`` with the command line's
+    ``--jwks``, ``--jwt-issuer`` and ``--jwt-audience`` over it; None: no check.
+
+    Raises:
+        UsageError: a --jwt option without a key set, --jwks without --listen, a key
+            file that cannot be read.
+    """
+    from msgspec.structs import replace
+
+    from ..adapters.mcp.bearer import JwtVerifier
+    from ..config.mcp import McpAuthConfig
+
+    auth = config.mcp.auth
+    if args.jwks is not None:
+        # a path on the command line: from where it is run
+        url = args.jwks.startswith(("https://", "http://"))
+        jwks = args.jwks if url else str(Path(args.jwks).resolve())
+        auth = McpAuthConfig(jwks=jwks) if auth is None else replace(auth, jwks=jwks)
+    if auth is None:
+        if args.jwt_issuer is not None or args.jwt_audience:
+            raise usage("--jwt-issuer and --jwt-audience need --jwks (or [mcp.auth])")
+        return None
+    if args.listen is None:
+        if args.jwks is not None:
+            raise usage("--jwks: bearer tokens are checked on HTTP only; add --listen HOST:PORT")
+        return None  # [mcp.auth] of a file shared with a stdio proxy: nothing to check
+    if args.jwt_issuer is not None:
+        auth = replace(auth, issuer=args.jwt_issuer)
+    if args.jwt_audience:
+        auth = replace(auth, audience=list(args.jwt_audience))
+    return JwtVerifier.from_config(auth, base_dir)
 
 
 def _add_command_line_server(args: argparse.Namespace, command: list[str], config: Config) -> None:

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 import msgspec
 
 __all__ = [
+    "McpAuthConfig",
     "McpConfig",
     "McpServerConfig",
     "check_servers",
@@ -66,6 +67,30 @@ class McpServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     headers: Annotated[
         dict[str, str], msgspec.Meta(description="HTTP headers sent to a `url` server")
     ] = {}
+
+
+class McpAuthConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``[mcp.auth]``: bearer tokens (JWTs) required on every HTTP request of
+    ``interpose mcp-proxy --listen`` (else 401); a token's claims are the principal of
+    the calls it makes (docs/mcp.md)."""
+
+    jwks: Annotated[
+        str,
+        msgspec.Meta(
+            description="the JSON Web Key Set that signs the tokens: a file (relative: to "
+            "the config file's directory) or an `https://` URL"
+        ),
+    ]
+    issuer: Annotated[
+        str | None, msgspec.Meta(description="the `iss` a token must have; unset: any")
+    ] = None
+    audience: Annotated[
+        list[str],
+        msgspec.Meta(description="a token's `aud` must name one of these; empty: no `aud` check"),
+    ] = []
+    leeway_s: Annotated[
+        float, msgspec.Meta(description="clock skew allowed on `exp` and `nbf`", ge=0)
+    ] = 30.0
 
 
 class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -120,6 +145,9 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ge=1024,
         ),
     ] = 16 << 20
+    # bearer tokens (JWT) required on every HTTP request (`--listen`); their claims are
+    # the calls' principal (a table of its own: its struct is documented)
+    auth: McpAuthConfig | None = None
 
 
 def _field(name: str) -> str:

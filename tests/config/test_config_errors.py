@@ -41,6 +41,7 @@ from interpose.config import (
     load_config,
     reference,
 )
+from interpose.config.mcp import McpAuthConfig
 from interpose.config.schema import ApprovalsConfig
 
 FILES = Path(__file__).parent / "files"
@@ -306,7 +307,8 @@ def _every_table() -> dict[str, Any]:
             servers={
                 "time": McpServerConfig(command="true", env={"A": "b"}),
                 "remote": McpServerConfig(url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
-            }
+            },
+            auth=McpAuthConfig(jwks="keys.json", audience=["gateway"]),
         ),
         approvals=ApprovalsConfig(),
     )

@@ -47,6 +47,7 @@ from opentelemetry import propagate
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from .bearer import owned_by, principal_of
 from .lines import Inbox, LineProtocol, Oversized
 from .messages import cancelled, error_answer, forward, hand_over, raise_error, too_long
 from .upstream import Downstream, ProgressFn, ProxySession
@@ -90,6 +91,7 @@ class Gateway(Protocol):
         progress: ProgressFn | None,
         downstream: Downstream | None,
         related: bool = True,
+        principal: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -110,8 +112,10 @@ async def answer_call(
     session_key: str,
     progress: ProgressFn | None,
     related: bool = True,
+    principal: dict[str, Any] | None = None,
 ) -> bytes:
-    """The JSON-RPC response (encoded) to one ``tools/call`` request of the fast lane."""
+    """The JSON-RPC response (encoded) to one ``tools/call`` request of the fast lane
+    (``principal``: the claims of the caller's bearer token)."""
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     arguments = params.get("arguments") if isinstance(params, dict) else None
@@ -135,6 +139,7 @@ async def answer_call(
             progress=progress,
             downstream=downstream,
             related=related,
+            principal=principal,
         )
     except MCPError as exc:
         return _error(request_id, exc.code, exc.message, exc.data)
@@ -538,6 +543,8 @@ class HttpFront:
             return
         instances = getattr(self.manager, "_server_instances", {})
         transport = instances.get(sid) if sid is not None else None
+        if transport is not None and not owned_by(self.manager, sid, scope):
+            transport = None  # another principal's session: the SDK answers 404
         session = self.proxy.sessions.get(sid) if transport is not None else None
         if (
             session is None
@@ -591,6 +598,7 @@ class HttpFront:
                     session_key=sid,
                     progress=None,
                     related=False,  # the SDK has no stream for this request
+                    principal=principal_of(scope),
                 )
         finally:
             self._calls.pop((sid, key), None)

@@ -17,6 +17,7 @@ from ...errors import UsageError
 
 if TYPE_CHECKING:
     from ...pipeline.pipeline import Pipeline
+    from .bearer import JwtVerifier
     from .proxy import McpProxy
 
 __all__ = ["EXIT_UPSTREAM", "find_uvloop", "run_proxy"]
@@ -37,9 +38,17 @@ def find_uvloop(choice: str) -> bool | None:
     return found
 
 
-def run_proxy(pipe: Pipeline, proxy: McpProxy, *, listen: str | None, uvloop: bool) -> int:
+def run_proxy(
+    pipe: Pipeline,
+    proxy: McpProxy,
+    *,
+    listen: str | None,
+    uvloop: bool,
+    auth: JwtVerifier | None = None,
+) -> int:
     """Serve MCP on stdio (``listen`` None) or streamable HTTP on ``listen`` (HOST:PORT)
-    inside ``pipe``, until the client disconnects (stdio) or SIGTERM/SIGINT.
+    inside ``pipe``, until the client disconnects (stdio) or SIGTERM/SIGINT; ``auth``:
+    the bearer tokens HTTP requests need.
 
     Returns 0, or ``EXIT_UPSTREAM`` when an upstream did not start (said in one line on
     stderr; the client's initialize got the same error).
@@ -60,6 +69,7 @@ def run_proxy(pipe: Pipeline, proxy: McpProxy, *, listen: str | None, uvloop: bo
             ready=lambda url: print(
                 f"interpose mcp-proxy: serving MCP on {url}", file=sys.stderr, flush=True
             ),
+            auth=auth,
         )
 
     async def main() -> None:

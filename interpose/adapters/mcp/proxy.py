@@ -59,6 +59,7 @@ from pydantic import BaseModel
 
 from ...bus import events as ev
 from ...middleware.builtins import SECURITY_AUDIT_ID, TOOL_FILTER_ID, SecurityAudit
+from ...pipeline.context import acting_as
 from ...pipeline.payloads import (
     Approval,
     ApprovalRequest,
@@ -70,6 +71,7 @@ from ...pipeline.pipeline import Pipeline
 from ...pipeline.registry import Interceptor
 from ...pipeline.tools import normalize_tool_name
 from . import serve
+from .bearer import JwtVerifier, principal_of
 from .config import McpConfig, mcp_namespace, server_key
 from .pathguard import McpPathGuard
 
@@ -399,6 +401,7 @@ class McpProxy:
             session_key=self._session_key(ctx),
             progress=progress,
             downstream=downstream,
+            principal=principal_of(getattr(ctx.request, "scope", None)),
         )
         if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             return result  # the upstream's JSON as it sent it
@@ -417,12 +420,14 @@ class McpProxy:
         progress: ProgressFn | None,
         downstream: Downstream | None,
         related: bool = True,
+        principal: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One ``tools/call`` of a client: the tool stage around the upstream call; the
         result as JSON (the upstream's own when the call went through).
 
         ``related``: an approval question goes out tied to the request (on its
-        stream, over HTTP); False: on the session's own channel.
+        stream, over HTTP); False: on the session's own channel.  ``principal``: the
+        claims of the client's bearer token (``[mcp.auth]``), the call's principal.
 
         Raises:
             MCPError: an unknown tool, or the upstream's protocol error (its code kept).
@@ -476,13 +481,14 @@ class McpProxy:
         asking = (downstream, request_id if related else None) if downstream else None
         token = _current.set(asking)
         try:
-            result = await self.pipe.call_tool(
-                name,
-                arguments,
-                call=call,
-                call_id=str(request_id) if request_id is not None else None,
-                session_key=session_key,
-            )
+            with acting_as(principal):
+                result = await self.pipe.call_tool(
+                    name,
+                    arguments,
+                    call=call,
+                    call_id=str(request_id) if request_id is not None else None,
+                    session_key=session_key,
+                )
         finally:
             _current.reset(token)
         return self._to_mcp(result, failed)
@@ -719,13 +725,19 @@ class McpProxy:
         await serve.serve_stdio(self)
 
     async def serve_http(
-        self, host: str, port: int, *, ready: Callable[[str], None] | None = None
+        self,
+        host: str,
+        port: int,
+        *,
+        ready: Callable[[str], None] | None = None,
+        auth: JwtVerifier | None = None,
     ) -> None:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
         gets the URL once the socket listens (port 0: the port the system chose)
         (``serve.serve_http``).
 
-        Each MCP session gets its own upstream connections, closed with the session.
+        Each MCP session gets its own upstream connections, closed with the session;
+        ``auth``: every request needs a bearer token it accepts (else 401).
 
         Raises:
             UsageError: ``host:port`` cannot be listened on (in use, not an address
@@ -733,7 +745,7 @@ class McpProxy:
             UpstreamError: an upstream did not start (or died during its handshake):
                 nothing listens.
         """
-        await serve.serve_http(self, host, port, ready=ready)
+        await serve.serve_http(self, host, port, ready=ready, auth=auth)
 
 
 def _server_event(message: Any) -> ServerEvent | None:

@@ -26,6 +26,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import INTERNAL_ERROR
 
 from ...errors import UsageError
+from .bearer import BearerAuth, JwtVerifier
 from .front import Gateway, HttpFront, StdioFront
 from .upstream import UpstreamError
 
@@ -85,12 +86,19 @@ async def serve_stdio(proxy: Served) -> None:
 
 
 async def serve_http(
-    proxy: Served, host: str, port: int, *, ready: Callable[[str], None] | None = None
+    proxy: Served,
+    host: str,
+    port: int,
+    *,
+    ready: Callable[[str], None] | None = None,
+    auth: JwtVerifier | None = None,
 ) -> None:
     """Serve streamable HTTP on ``host:port`` (``/mcp``) until cancelled; ``ready``
     gets the URL once the socket listens (port 0: the port the system chose).
 
     Each MCP session gets its own upstream connections, closed with the session.
+    With ``auth``, every request needs a valid bearer token (else 401), whose claims
+    are the principal of the calls it makes (``bearer.py``).
 
     Raises:
         UsageError: ``host:port`` cannot be listened on (in use, not an address
@@ -108,7 +116,9 @@ async def serve_http(
             raise failed
         srv = proxy.server()
         asgi = srv.streamable_http_app(host=host, max_request_body_size=proxy.max_message)
-        app = HttpFront(asgi, proxy, srv.session_manager)
+        app: Any = HttpFront(asgi, proxy, srv.session_manager)
+        if auth is not None:
+            app = BearerAuth(app, auth)
         watch_sessions(proxy, srv)
         config = uvicorn.Config(
             app,
@@ -134,7 +144,14 @@ async def serve_http(
                 ready(url)
 
         tg.start_soon(announce)
-        await server.serve(sockets=[listening])
+        try:
+            await server.serve(sockets=[listening])
+        finally:
+            # cancelled (served in process, not stopped by a signal): uvicorn's shutdown
+            # did not run, so stop listening here
+            for running in server.servers:
+                running.close()
+            listening.close()
         tg.cancel_scope.cancel()
 
 
