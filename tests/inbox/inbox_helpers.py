@@ -1,9 +1,15 @@
 """The inbox's test helpers: approval requests made as an agent would ask them, the inbox
-served for real (uvicorn on a free port of 127.0.0.1) and an HTTP client on it."""
+served for real (uvicorn on a free port of 127.0.0.1) and an HTTP client on it, and the
+``interpose inbox`` command as a child process (``Inbox``)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
@@ -14,7 +20,7 @@ import httpx2
 
 from interpose import Pipeline, ToolResult
 from interpose.adapters.inbox.backend import StoreBackend
-from interpose.adapters.inbox.security import Tokens
+from interpose.adapters.inbox.security import TOKEN_ENV, Tokens
 from interpose.adapters.inbox.serve import running
 from interpose.approvals import ApprovalRecord, ApprovalStore, Change, args_hash, request_id
 from interpose.approvals.waiting import DurableApprovals
@@ -122,3 +128,53 @@ async def asked(store: ApprovalStore, call_id: str) -> ApprovalRecord:
             if change.kind == "request_created" and request and request.tool_call_id == call_id:
                 return request
     raise AssertionError("unreachable")
+
+
+TOKEN = "fleet-token-0123456789abcdef"  # the token of the command's child processes
+
+
+class Inbox:
+    """``interpose inbox --listen 127.0.0.1:0 ...`` as a child process; its stderr read
+    by a thread (the URL it announces, then its log)."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "interpose.cli", "inbox", "--listen", "127.0.0.1:0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, TOKEN_ENV: TOKEN},
+        )
+        self.lines: list[str] = []
+        self.url: str | None = None
+        self._found = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for raw in self.process.stderr:
+            line = raw.decode(errors="replace")
+            self.lines.append(line)
+            if self.url is None and "serving on " in line:
+                self.url = line.split("serving on ", 1)[1].strip()
+                self._found.set()
+        self._found.set()
+
+    def wait_url(self) -> str:
+        self._found.wait(TIMEOUT)
+        assert self.url is not None, "".join(self.lines)
+        return self.url
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(TIMEOUT)
+        self._reader.join(TIMEOUT)
+        assert self.process.stderr is not None
+        self.process.stderr.close()
+        return code

@@ -7,11 +7,8 @@ stops it (exit 0); a Redis that does not answer is one line and exit 2."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,18 +17,15 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from inbox_helpers import TIMEOUT, agent, asked, run_command
+from inbox_helpers import TIMEOUT, TOKEN, Inbox, agent, asked, run_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
 from redis_helpers import RedisServer, find_redis_server, free_port
 
 from interpose import ToolResult
-from interpose.adapters.inbox.security import TOKEN_ENV
 from interpose.approvals.redis import RedisApprovalStore
 
 pytestmark = pytest.mark.integration
-
-TOKEN = "fleet-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -42,53 +36,6 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         yield server
     finally:
         server.kill()
-
-
-class Inbox:
-    """``interpose inbox --listen 127.0.0.1:0 ...`` as a child process; its stderr read
-    by a thread (the URL it announces, then its log)."""
-
-    def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "interpose.cli", "inbox", "--listen", "127.0.0.1:0", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={**os.environ, TOKEN_ENV: TOKEN},
-        )
-        self.lines: list[str] = []
-        self.url: str | None = None
-        self._found = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for raw in self.process.stderr:
-            line = raw.decode(errors="replace")
-            self.lines.append(line)
-            if self.url is None and "serving on " in line:
-                self.url = line.split("serving on ", 1)[1].strip()
-                self._found.set()
-        self._found.set()
-
-    def wait_url(self) -> str:
-        self._found.wait(TIMEOUT)
-        assert self.url is not None, "".join(self.lines)
-        return self.url
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait(TIMEOUT)
-        self._reader.join(TIMEOUT)
-        assert self.process.stderr is not None
-        self.process.stderr.close()
-        return code
 
 
 @pytest.mark.parametrize("given", ["flags", "config"])
