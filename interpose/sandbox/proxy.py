@@ -68,8 +68,9 @@ class DomainProxy:
         self.refused: list[Violation] = []
 
     async def serve(self, listener: anyio.abc.Listener[anyio.abc.ByteStream]) -> None:
-        """Handle connections from ``listener`` until cancelled."""
-        await listener.serve(self.handle)
+        """Handle connections from ``listener`` until cancelled, then close it."""
+        async with listener:
+            await listener.serve(self.handle)
 
     async def handle(self, client: anyio.abc.ByteStream) -> None:
         """One proxied connection: read the request head, refuse or connect, then copy."""

@@ -200,12 +200,9 @@ class _Run:
     async def go(self, command: list[str], stdin: bytes | None, sandboxed: bool) -> SandboxResult:
         plan, caps = self.plan, self.caps
         async with AsyncExitStack() as stack:
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tg.cancel_scope.cancel)  # stops the proxy (runs first)
-            argv, env = command, self.env
+            argv, env, cgroup = command, self.env, None
             if sandboxed:
-                proxy_dir = await self.proxy(tg, stack) if plan.network != "none" else None
-                cgroup = None
+                proxy_dir = await self.proxy(stack) if plan.network != "none" else None
                 if caps.pids_cgroup is not None and plan.limits.processes:
                     cgroup = PidsCgroup(caps.pids_cgroup, plan.limits.processes)
                     stack.push_async_callback(cgroup.aclose)
@@ -215,19 +212,20 @@ class _Run:
                 argv = (cgroup.prefix() if cgroup is not None else []) + argv
                 env = sandbox_env(plan, self.env, proxy=proxy_dir is not None)
             result = await self.execute(argv, env, stdin)
-            if sandboxed and cgroup is not None and cgroup.hit():
+            if cgroup is not None and cgroup.hit():
                 self.refused(_limit(f"the process limit ({plan.limits.processes}) was hit"))
         return dataclasses.replace(
             result, violations=tuple(self.violations), sandboxed=sandboxed
         )
 
-    async def proxy(self, tg: anyio.abc.TaskGroup, stack: AsyncExitStack) -> str:
-        """Serve the filtering proxy for this run; its socket's directory."""
+    async def proxy(self, stack: AsyncExitStack) -> str:
+        """Serve the filtering proxy until ``stack`` closes; its socket's directory."""
         directory = tempfile.mkdtemp(prefix="interpose-proxy-")
         stack.callback(shutil.rmtree, directory, True)
-        listener = await anyio.create_unix_listener(Path(directory) / "proxy.sock")
-        stack.push_async_callback(listener.aclose)
         os.chmod(directory, 0o755)
+        listener = await anyio.create_unix_listener(Path(directory) / "proxy.sock")
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)  # on the way out: stop serving first
         allowed = LOOPBACK_HOSTS if self.plan.network == "loopback" else self.plan.domains
         tg.start_soon(DomainProxy(allowed, self.refused).serve, listener)
         return directory
