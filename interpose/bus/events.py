@@ -29,6 +29,7 @@ __all__ = [
     "TurnStarted",
     "CallRecorded",
     "ShadowDecision",
+    "SandboxViolation",
     "decode_event",
     "encode_event",
 ]
@@ -213,6 +214,22 @@ class CallRecorded(_Event, tag="call_recorded", frozen=True):
     recorded: tuple[str, ...] = ()
 
 
+class SandboxViolation(_Event, tag="sandbox_violation", frozen=True):
+    """The sandbox (``interpose.sandbox``) refused something a command tried:
+    ``violation`` is ``write`` (outside the writable roots), ``read`` (a hidden path),
+    ``network`` (a host not on the allow-list) or ``limit`` (time, memory, processes);
+    ``target`` the path or ``host:port``; ``detail`` the sentence the tool result
+    carries.  ``tool_name`` is the tool (``exec``), or ``mcp__<server>`` for an MCP
+    server's process; ``command`` what ran.
+    """
+
+    violation: str = ""
+    target: str = ""
+    detail: str = ""
+    tool_name: str = ""
+    command: str = ""
+
+
 class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
@@ -236,6 +253,7 @@ Event: TypeAlias = (
     | HookMessage
     | ShadowDecision
     | CallRecorded
+    | SandboxViolation
     | TurnEnded
     | TurnAborted
 )
@@ -253,6 +271,7 @@ EventKind: TypeAlias = Literal[
     "hook_message",
     "shadow_decision",
     "call_recorded",
+    "sandbox_violation",
     "turn_ended",
     "turn_aborted",
 ]

@@ -49,6 +49,7 @@ class Built:
             is built.
         permissions: the ``[permissions]`` rules (``interpose explain`` judges with
             them), also when the table is disabled.
+        sandbox: what ``[sandbox]`` sets up, in one line ("" without the table).
     """
 
     pipeline: Pipeline
@@ -60,6 +61,7 @@ class Built:
     order: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     permissions: Permissions | None = None  # the [permissions] rules, registered or not
+    sandbox: str = ""
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")

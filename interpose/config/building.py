@@ -13,6 +13,7 @@ from ._builtins import BuiltinSteps
 from ._hooks import HookSteps
 from ._observers import FlushSpans, ObserverSteps
 from ._permissions import PermissionSteps
+from ._sandbox import SandboxSteps
 from .mcp import McpConfig, mcp_namespace
 from .schema import Config
 
@@ -94,7 +95,7 @@ def describe(
     return Builder(config, root, source, dry=True, run_plugins=True).build()
 
 
-class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps):
+class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, SandboxSteps):
     """Builds one pipeline from one config; every step names its field when it fails.
 
     ``dry``: no side effects (no file opened, no exporter); ``run_plugins``: call the
@@ -163,6 +164,7 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps):
             for i, plugin in enumerate(hooks.claude_plugins):
                 self.claude_plugin(pipe, built, f"hooks.claude_plugins[{i}]", plugin)
         self.permissions(pipe, built, config.permissions)
+        self.sandbox(pipe, built, config.sandbox)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

