@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("interpose.bus",),
     ("interpose.observers",),
     ("interpose.pipeline",),
-    ("interpose.middleware", "interpose.external", "interpose.permissions"),
+    ("interpose.middleware", "interpose.external", "interpose.permissions", "interpose.sandbox"),
     ("interpose.config", "interpose.plugins"),
     ("interpose.adapters", "interpose.agent", "interpose.replay"),
     ("interpose.cli", "interpose.__main__"),

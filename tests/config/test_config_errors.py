@@ -36,6 +36,7 @@ from interpose.config import (
     RedactSecretsConfig,
     RedisConfig,
     ResultCacheConfig,
+    SandboxConfig,
     ToolFilterConfig,
     decode_config,
     load_config,
@@ -247,7 +248,7 @@ def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
         decode_config({"_notes": ["all is well"]}, file="settings")
     assert str(caught.value) == (
         "settings: _notes: unknown field; expected one of: "
-        "hooks, observers, tracing, plugins, mcp, permissions"
+        "hooks, observers, tracing, plugins, mcp, permissions, sandbox"
     )
     assert decode_config({})._notes == ()
     assert Config()._notes == ()
@@ -306,6 +307,7 @@ def _every_table() -> dict[str, Any]:
                 "remote": McpServerConfig(url="http://127.0.0.1:1/mcp", headers={"x": "y"}),
             }
         ),
+        sandbox=SandboxConfig(),
     )
     data: dict[str, Any] = msgspec.to_builtins(config)
     return data
