@@ -10,14 +10,19 @@ allowed host is allowed whatever is sent to it.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
+from inspect import isawaitable
+from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from .violations import Violation
 
-__all__ = ["DomainProxy", "LOOPBACK_HOSTS", "host_allowed"]
+__all__ = ["LOOPBACK_HOSTS", "DomainProxy", "ProxyService", "host_allowed"]
 
 log = logging.getLogger("interpose.sandbox")
 
@@ -57,11 +62,12 @@ class DomainProxy:
 
     Args:
         allowed: the allow-list (``host_allowed``'s entries).
-        on_refused: called with each refused request's ``Violation``.
+        on_refused: called with each refused request's ``Violation`` (sync, or async:
+            then awaited).
     """
 
     def __init__(
-        self, allowed: Sequence[str], on_refused: Callable[[Violation], None] | None = None
+        self, allowed: Sequence[str], on_refused: Callable[[Violation], object] | None = None
     ) -> None:
         self.allowed = tuple(allowed)
         self.on_refused = on_refused
@@ -98,7 +104,9 @@ class DomainProxy:
             )
             self.refused.append(violation)
             if self.on_refused is not None:
-                self.on_refused(violation)
+                answer = self.on_refused(violation)
+                if isawaitable(answer):
+                    await answer
             await _answer(client, 403, f"interpose sandbox: {host}:{port} is not on the allow-list")
             return
         try:
@@ -176,3 +184,31 @@ async def _copy(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> Non
         await sink.send_eof()
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
+
+
+class ProxyService:
+    """The filtering proxy for the lifetime of a pipeline (a ``Service``), for sandboxed
+    processes that others start (the MCP gateway's servers): its socket directory
+    (``directory``) exists from construction, it serves while the pipeline is entered.
+    """
+
+    def __init__(
+        self, allowed: Sequence[str], on_refused: Callable[[Violation], object] | None = None
+    ) -> None:
+        self.directory = tempfile.mkdtemp(prefix="interpose-proxy-")
+        os.chmod(self.directory, 0o755)
+        self.proxy = DomainProxy(allowed, on_refused)
+        self._scope = anyio.CancelScope()
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        listener = await anyio.create_unix_listener(Path(self.directory) / "proxy.sock")
+
+        async def serve() -> None:
+            with self._scope:
+                await self.proxy.serve(listener)
+
+        tg.start_soon(serve)
+
+    async def aclose(self) -> None:
+        self._scope.cancel()
+        shutil.rmtree(self.directory, ignore_errors=True)

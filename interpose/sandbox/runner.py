@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -30,7 +29,7 @@ from .limits import PidsCgroup
 from .plan import Plan, resolve
 from .policy import SandboxPolicy
 from .probe import Capabilities, probe
-from .proxy import LOOPBACK_HOSTS, DomainProxy
+from .proxy import LOOPBACK_HOSTS, ProxyService
 from .violations import Violation, from_stderr
 
 __all__ = ["Command", "Sandbox", "SandboxResult"]
@@ -220,15 +219,13 @@ class _Run:
 
     async def proxy(self, stack: AsyncExitStack) -> str:
         """Serve the filtering proxy until ``stack`` closes; its socket's directory."""
-        directory = tempfile.mkdtemp(prefix="interpose-proxy-")
-        stack.callback(shutil.rmtree, directory, True)
-        os.chmod(directory, 0o755)
-        listener = await anyio.create_unix_listener(Path(directory) / "proxy.sock")
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(tg.cancel_scope.cancel)  # on the way out: stop serving first
         allowed = LOOPBACK_HOSTS if self.plan.network == "loopback" else self.plan.domains
-        tg.start_soon(DomainProxy(allowed, self.refused).serve, listener)
-        return directory
+        service = ProxyService(allowed, self.refused)
+        stack.callback(shutil.rmtree, service.directory, True)
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        await service.start(tg)
+        stack.push_async_callback(service.aclose)  # on the way out: stop serving first
+        return service.directory
 
     async def execute(self, argv: list[str], env: dict[str, str], stdin: bytes | None) -> SandboxResult:
         limits = self.plan.limits

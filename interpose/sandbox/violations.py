@@ -16,15 +16,26 @@ import msgspec
 
 from .plan import Plan
 
-__all__ = ["Violation", "ViolationKind", "from_stderr", "describe"]
+__all__ = ["Violation", "ViolationKind", "describe", "from_stderr"]
 
 ViolationKind: TypeAlias = Literal["write", "read", "network", "limit"]
 
 # a path in what programs print: 'quoted', "quoted", or up to a colon or the line's end
 _PATH = r"""['"‘`]?(?P<path>[/~][^'"’:\n]*)['"’]?"""
 _PATH2 = _PATH.replace("<path>", "<path2>")
-_EROFS = re.compile(_PATH + r":\s*Read-only file system|Read-only file system:\s*" + _PATH2)
-_MISSING = re.compile(_PATH + r":\s*No such file or directory|No such file or directory:\s*" + _PATH2)
+_PATH3 = _PATH.replace("<path>", "<path3>")
+# "PATH: Read-only file system" (coreutils, bash, git), "...: PATH" (Python),
+# "EROFS: read-only file system, open 'PATH'" (node)
+_EROFS = re.compile(
+    _PATH + r":\s*Read-only file system|Read-only file system:\s*" + _PATH2
+    + r"|read-only file system, \w+ " + _PATH3,
+    re.IGNORECASE,
+)
+_MISSING = re.compile(
+    _PATH + r":\s*No such file or directory|No such file or directory:\s*" + _PATH2
+    + r"|no such file or directory, \w+ " + _PATH3,
+    re.IGNORECASE,
+)
 _LIMIT = re.compile(r"fork: (?:retry: )?Resource temporarily unavailable|Cannot allocate memory|MemoryError")
 
 
@@ -84,7 +95,7 @@ def _violation(kind: ViolationKind, path: str, plan: Plan) -> Violation:
 
 
 def _group(match: re.Match[str]) -> str:
-    return match.group("path") or match.group("path2")
+    return match.group("path") or match.group("path2") or match.group("path3")
 
 
 def _absolute(path: str, plan: Plan) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from interpose.middleware.builtins.command_safety import analyze_command
 
-from .conftest import World, make_sandbox
+from sandbox_helpers import World, make_sandbox
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 from interpose.errors import SandboxUnavailable
 from interpose.sandbox import Limits, Sandbox, SandboxPolicy
 
-from .conftest import HOME_FILES, World, make_sandbox, require_bwrap
+from sandbox_helpers import HOME_FILES, World, make_sandbox, require_bwrap
 
 pytestmark = pytest.mark.integration
 

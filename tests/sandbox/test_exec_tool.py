@@ -18,7 +18,7 @@ from interpose.config import load_config
 from interpose.sandbox import Sandbox, SandboxPolicy
 from interpose.sandbox.executor import ExecTool
 
-from .conftest import HOME_FILES, World, make_sandbox, require_bwrap
+from sandbox_helpers import HOME_FILES, World, make_sandbox, require_bwrap
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 
 from interpose.sandbox import Sandbox
 
-from .conftest import World, make_sandbox
+from sandbox_helpers import World, make_sandbox
 
 pytestmark = pytest.mark.integration
 
