@@ -648,7 +648,9 @@ class Pipeline:
         """The built-in executor of tool ``name``; TypeError when there is none."""
         found = self.executors.get(normalize_tool_name(name))
         if found is None:
-            raise TypeError(f"call_tool({name!r}) needs call=: no executor runs it (docs/sandbox.md)")
+            raise TypeError(
+                f"call_tool({name!r}) needs call=: no executor runs it (docs/sandbox.md)"
+            )
         return found
 
     def stage_app(

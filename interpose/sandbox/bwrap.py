@@ -88,4 +88,3 @@ def sandbox_env(plan: Plan, env: Mapping[str, str], *, proxy: bool) -> dict[str,
         url = f"http://127.0.0.1:{PROXY_PORT}"
         out.update(dict.fromkeys(_PROXY_VARS, url))
     return out
-

@@ -68,17 +68,25 @@ class ExecTool:
         command = args.get("command")
         if not isinstance(command, str | list) or not command:
             raise TypeError("exec needs a `command`: a string or a list of strings")
-        cwd = self.cwd or os.getcwd()
-        wanted = args.get("cwd")
-        if isinstance(wanted, str) and wanted:
-            inner = os.path.realpath(os.path.join(cwd, wanted))
-            if inner != cwd and not inner.startswith(cwd + "/"):
-                raise ValueError(f"exec: cwd {wanted!r} lies outside {cwd}")
-            cwd = inner
+        cwd = _workdir(self.cwd or os.getcwd(), args.get("cwd"))
         result = await self.sandbox.run(command, cwd=cwd, env=self.env)
         shown = command if isinstance(command, str) else " ".join(command)
         await report(self.pipeline, result.violations, tool_name="exec", command=shown)
         return format_result(result)
+
+
+def _workdir(base: str, wanted: object) -> str:
+    """``base``, or the call's ``cwd`` argument when it lies inside it.
+
+    Raises:
+        ValueError: it lies outside.
+    """
+    if not isinstance(wanted, str) or not wanted:
+        return base
+    inner = os.path.realpath(os.path.join(base, wanted))
+    if inner != base and not inner.startswith(base + "/"):
+        raise ValueError(f"exec: cwd {wanted!r} lies outside {base}")
+    return inner
 
 
 async def report(
@@ -93,7 +101,11 @@ async def report(
         for v in violations:
             span.add_event(
                 "sandbox.violation",
-                {"sandbox.violation": v.kind, "sandbox.target": v.target, "sandbox.detail": v.detail},
+                {
+                    "sandbox.violation": v.kind,
+                    "sandbox.target": v.target,
+                    "sandbox.detail": v.detail,
+                },
             )
     if pipe is not None and "sandbox_violation" in pipe.bus.wanted:
         for v in violations:

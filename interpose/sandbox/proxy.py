@@ -100,7 +100,8 @@ class DomainProxy:
             violation = Violation(
                 kind="network",
                 target=f"{host}:{port}",
-                detail=f"connection to {host}:{port} refused by the sandbox (not on the allow-list)",
+                detail=f"connection to {host}:{port} refused by the sandbox "
+                "(not on the allow-list)",
             )
             self.refused.append(violation)
             if self.on_refused is not None:

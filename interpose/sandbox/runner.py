@@ -17,7 +17,6 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -213,9 +212,7 @@ class _Run:
             result = await self.execute(argv, env, stdin)
             if cgroup is not None and cgroup.hit():
                 self.refused(_limit(f"the process limit ({plan.limits.processes}) was hit"))
-        return dataclasses.replace(
-            result, violations=tuple(self.violations), sandboxed=sandboxed
-        )
+        return dataclasses.replace(result, violations=tuple(self.violations), sandboxed=sandboxed)
 
     async def proxy(self, stack: AsyncExitStack) -> str:
         """Serve the filtering proxy until ``stack`` closes; its socket's directory."""
@@ -227,7 +224,9 @@ class _Run:
         stack.push_async_callback(service.aclose)  # on the way out: stop serving first
         return service.directory
 
-    async def execute(self, argv: list[str], env: dict[str, str], stdin: bytes | None) -> SandboxResult:
+    async def execute(
+        self, argv: list[str], env: dict[str, str], stdin: bytes | None
+    ) -> SandboxResult:
         limits = self.plan.limits
         started = time.perf_counter()
         process = await anyio.open_process(
@@ -259,7 +258,9 @@ class _Run:
         for violation in from_stderr(stderr, self.plan):
             self.refused(violation)
         if timed_out:
-            self.refused(_limit(f"the time limit ({limits.time:g}s) was hit: the sandbox was killed"))
+            self.refused(
+                _limit(f"the time limit ({limits.time:g}s) was hit: the sandbox was killed")
+            )
         return SandboxResult(
             exit_code=process.returncode if process.returncode is not None else -9,
             stdout=out.decode(errors="replace"),

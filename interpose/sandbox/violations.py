@@ -21,22 +21,30 @@ __all__ = ["Violation", "ViolationKind", "describe", "from_stderr"]
 ViolationKind: TypeAlias = Literal["write", "read", "network", "limit"]
 
 # a path in what programs print: 'quoted', "quoted", or up to a colon or the line's end
-_PATH = r"""['"‘`]?(?P<path>[/~][^'"’:\n]*)['"’]?"""
+_PATH = "['\"\u2018`]?(?P<path>[/~][^'\"\u2019:\n]*)['\"\u2019]?"
 _PATH2 = _PATH.replace("<path>", "<path2>")
 _PATH3 = _PATH.replace("<path>", "<path3>")
 # "PATH: Read-only file system" (coreutils, bash, git), "...: PATH" (Python),
 # "EROFS: read-only file system, open 'PATH'" (node)
 _EROFS = re.compile(
-    _PATH + r":\s*Read-only file system|Read-only file system:\s*" + _PATH2
-    + r"|read-only file system, \w+ " + _PATH3,
+    _PATH
+    + r":\s*Read-only file system|Read-only file system:\s*"
+    + _PATH2
+    + r"|read-only file system, \w+ "
+    + _PATH3,
     re.IGNORECASE,
 )
 _MISSING = re.compile(
-    _PATH + r":\s*No such file or directory|No such file or directory:\s*" + _PATH2
-    + r"|no such file or directory, \w+ " + _PATH3,
+    _PATH
+    + r":\s*No such file or directory|No such file or directory:\s*"
+    + _PATH2
+    + r"|no such file or directory, \w+ "
+    + _PATH3,
     re.IGNORECASE,
 )
-_LIMIT = re.compile(r"fork: (?:retry: )?Resource temporarily unavailable|Cannot allocate memory|MemoryError")
+_LIMIT = re.compile(
+    r"fork: (?:retry: )?Resource temporarily unavailable|Cannot allocate memory|MemoryError"
+)
 
 
 class Violation(msgspec.Struct, frozen=True, kw_only=True):

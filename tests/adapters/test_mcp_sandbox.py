@@ -144,7 +144,8 @@ async def test_git_server_commits_in_the_project_only(world: Path) -> None:
                 "git_add", {"repo_path": str(repos["outside"]), "files": ["a.txt"]}
             )
     assert "a.txt" in text(status)
-    assert not added.is_error and not committed.is_error, text(committed)
+    assert not added.is_error, text(added)
+    assert not committed.is_error, text(committed)
     assert _git(repos["inside"], "log", "--format=%s").split() == ["one"]
     assert refused.is_error or "refused by the sandbox" in text(refused)
     assert "refused by the sandbox" in text(refused), text(refused)

@@ -60,7 +60,11 @@ class World:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C"}
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C",
+        }
 
     def snapshot(self) -> dict[str, str]:
         """Every file outside the project (the home, the sibling dir): path -> sha256;
@@ -73,6 +77,19 @@ class World:
                 else:
                     found[str(path)] = "dir" if path.is_dir() else "other"
         return found
+
+
+def make_world(tmp_path: Path) -> World:
+    """The fake home and project (their files as data above) and a directory beside
+    them, under ``tmp_path``."""
+    home, project, outside = tmp_path / "home", tmp_path / "project", tmp_path / "outside"
+    for base, files in ((home, HOME_FILES), (project, PROJECT_FILES)):
+        for rel, data in files.items():
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
+            (base / rel).write_bytes(data)
+    outside.mkdir()
+    (outside / "keep.txt").write_bytes(b"outside the writable roots\n")
+    return World(tmp_path, home, project, outside)
 
 
 def make_sandbox(world: World, **policy: Any) -> Sandbox:

@@ -27,8 +27,17 @@ PLAN = Plan(
 
 
 def test_mount_order_and_isolation() -> None:
-    argv = bwrap_argv(PLAN, ["make", "test"], bwrap="/usr/bin/bwrap", inner=Inner(prlimit="prlimit"))
-    assert argv[:6] == ["/usr/bin/bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    argv = bwrap_argv(
+        PLAN, ["make", "test"], bwrap="/usr/bin/bwrap", inner=Inner(prlimit="prlimit")
+    )
+    assert argv[:6] == [
+        "/usr/bin/bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+    ]
     text = " ".join(argv)
     order = [
         "--ro-bind / /",
@@ -47,12 +56,15 @@ def test_mount_order_and_isolation() -> None:
 
 
 def test_proxy_bridge_and_env() -> None:
-    argv = bwrap_argv(PLAN, ["curl", "x"], inner=Inner(proxy_dir="/run/p", python="/py", prlimit=None))
+    argv = bwrap_argv(
+        PLAN, ["curl", "x"], inner=Inner(proxy_dir="/run/p", python="/py", prlimit=None)
+    )
     assert argv[argv.index("/run/p") + 1] == PROXY_DIR
     start = argv.index("/py")
     assert argv[start + 4 :] == [f"{PROXY_DIR}/proxy.sock", "3128", "--", "curl", "x"]
     env = sandbox_env(PLAN, {"PATH": "/bin", "NO_PROXY": "localhost", "HOME": "/root"}, proxy=True)
-    assert env["HOME"] == "/tmp/t/home" and "NO_PROXY" not in env
+    assert env["HOME"] == "/tmp/t/home"
+    assert "NO_PROXY" not in env
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
     assert "HTTP_PROXY" not in sandbox_env(PLAN, {"HTTP_PROXY": "http://corp:8080"}, proxy=False)
 
@@ -62,7 +74,7 @@ def test_policy_is_checked() -> None:
         SandboxPolicy(network="domains")
     with pytest.raises(ValueError, match="only with"):
         SandboxPolicy(domains=("example.org",))
-    with pytest.raises(ValueError, match="Limits.processes"):
+    with pytest.raises(ValueError, match=r"Limits\.processes"):
         Limits(processes=0)
 
 
@@ -78,10 +90,15 @@ def test_resolve(tmp_path: Path) -> None:
     plan = resolve(SandboxPolicy(), proj, str(home))
     assert plan.writable == (str(proj),)
     assert plan.hidden_dirs == (str(home / ".ssh"),)
-    assert set(plan.hidden_files) == {str(home / ".netrc"), str(proj / ".env"), str(proj / "sub" / ".env")}
+    assert set(plan.hidden_files) == {
+        str(home / ".netrc"),
+        str(proj / ".env"),
+        str(proj / "sub" / ".env"),
+    }
     assert plan.read_only == (str(proj / ".git" / "hooks"),)
     assert plan.readable == (str(home),)  # the home lies under /tmp here
-    assert plan.is_writable(str(proj / "x")) and not plan.is_writable(str(proj / ".git/hooks/x"))
+    assert plan.is_writable(str(proj / "x"))
+    assert not plan.is_writable(str(proj / ".git/hooks/x"))
 
 
 @pytest.mark.parametrize(

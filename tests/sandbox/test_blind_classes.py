@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import make_sandbox, make_world
 
 from interpose.middleware.builtins.command_safety import analyze_command
-
-from sandbox_helpers import World, make_sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -79,10 +78,13 @@ def _guard_lets_through(file: str, line: str) -> bool:
     return analyze_command(line) is None
 
 
-@pytest.mark.parametrize(("name", "file", "line", "command", "files"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("name", "file", "line", "command", "files"), CASES, ids=[c[0] for c in CASES]
+)
 async def test_a_guard_miss_is_contained(
-    world: World, name: str, file: str, line: str, command: str, files: dict[str, str]
+    tmp_path: Path, name: str, file: str, line: str, command: str, files: dict[str, str]
 ) -> None:
+    world = make_world(tmp_path)
     assert _guard_lets_through(file, line), f"the guard now blocks {line!r}: pick another miss"
     (world.home / ".npmrc").write_text("//registry.npmjs.org/:_authToken=npm_fakeToken\n")
     for rel, text in files.items():

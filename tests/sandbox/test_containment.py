@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import HOME_FILES, make_sandbox, make_world
 
 from interpose.errors import SandboxUnavailable
 from interpose.sandbox import Limits, Sandbox, SandboxPolicy
-
-from sandbox_helpers import HOME_FILES, World, make_sandbox, require_bwrap
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +27,9 @@ FORK_BOMB = ":(){ :|:& };:"
 FORK_BOMB_RUN = FORK_BOMB + "; sleep 2"
 
 
-async def test_rm_rf_home_fails_and_changes_nothing(sandbox: Sandbox, world: World) -> None:
+async def test_rm_rf_home_fails_and_changes_nothing(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     before = world.snapshot()
     result = await sandbox.run(DESTROY_HOME, cwd=world.project, env=world.env)
     assert result.exit_code != 0
@@ -36,7 +37,9 @@ async def test_rm_rf_home_fails_and_changes_nothing(sandbox: Sandbox, world: Wor
     assert any(v.kind == "write" for v in result.violations), result
 
 
-async def test_writing_bashrc_is_refused_and_named(sandbox: Sandbox, world: World) -> None:
+async def test_writing_bashrc_is_refused_and_named(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     before = world.snapshot()
     result = await sandbox.run(WRITE_BASHRC, cwd=world.project, env=world.env)
     assert result.exit_code != 0
@@ -46,7 +49,9 @@ async def test_writing_bashrc_is_refused_and_named(sandbox: Sandbox, world: Worl
     assert "write to ~/.bashrc refused by the sandbox" in details[0], details
 
 
-async def test_private_key_is_hidden(sandbox: Sandbox, world: World) -> None:
+async def test_private_key_is_hidden(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     result = await sandbox.run(READ_KEY, cwd=world.project, env=world.env)
     assert result.exit_code != 0
     assert b"fake-key-material" not in result.stdout.encode()
@@ -57,13 +62,17 @@ async def test_private_key_is_hidden(sandbox: Sandbox, world: World) -> None:
     assert notes.stdout == "buy milk\n"
 
 
-async def test_env_file_in_the_project_is_hidden(sandbox: Sandbox, world: World) -> None:
+async def test_env_file_in_the_project_is_hidden(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     result = await sandbox.run("cat .env; cat README.md", cwd=world.project, env=world.env)
     assert "sk-fake-project-secret" not in result.stdout
     assert "# project" in result.stdout
 
 
-async def test_project_is_writable_and_git_hooks_are_not(sandbox: Sandbox, world: World) -> None:
+async def test_project_is_writable_and_git_hooks_are_not(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     before = world.snapshot()
     result = await sandbox.run(
         "mkdir -p build && echo built > build/out.txt && rm src/app.py",
@@ -81,13 +90,19 @@ async def test_project_is_writable_and_git_hooks_are_not(sandbox: Sandbox, world
     assert world.snapshot() == before
 
 
-async def test_writes_elsewhere_are_refused_and_tmp_is_private(
-    sandbox: Sandbox, world: World
-) -> None:
+async def test_writes_elsewhere_are_refused_and_tmp_is_private(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     before = world.snapshot()
     target = world.outside / "keep.txt"
     result = await sandbox.run(
-        ["sh", "-c", 'echo x > "$1"; echo private > /tmp/scratch && cat /tmp/scratch', "sh", str(target)],
+        [
+            "sh",
+            "-c",
+            'echo x > "$1"; echo private > /tmp/scratch && cat /tmp/scratch',
+            "sh",
+            str(target),
+        ],
         cwd=world.project,
         env=world.env,
     )
@@ -96,7 +111,9 @@ async def test_writes_elsewhere_are_refused_and_tmp_is_private(
     assert [v.target for v in result.violations] == [str(target)]
 
 
-async def test_no_privileges_and_own_pid_namespace(sandbox: Sandbox, world: World) -> None:
+async def test_no_privileges_and_own_pid_namespace(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    sandbox = make_sandbox(world)
     result = await sandbox.run(
         "grep -E '^(NoNewPrivs|CapEff)' /proc/self/status; ls /proc | grep -c '^[0-9]'",
         cwd=world.project,
@@ -107,7 +124,8 @@ async def test_no_privileges_and_own_pid_namespace(sandbox: Sandbox, world: Worl
     assert int(lines[4]) < 10  # only the sandbox's own processes are visible
 
 
-async def test_fork_bomb_under_the_process_limit(world: World) -> None:
+async def test_fork_bomb_under_the_process_limit(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     sandbox = make_sandbox(world, limits=Limits(processes=32, time=4))
     before = world.snapshot()
     started = time.monotonic()
@@ -117,15 +135,20 @@ async def test_fork_bomb_under_the_process_limit(world: World) -> None:
     assert any(v.kind == "limit" for v in result.violations), result.violations
     if sandbox.capabilities().pids_cgroup is not None:  # root: the pids cgroup said so
         assert "the process limit (32) was hit" in [v.detail for v in result.violations]
-        base = Path(sandbox.capabilities().pids_cgroup or "")
-        assert not list(base.glob("interpose-sandbox-*"))  # removed: nothing left in it
+        assert not _left_over(sandbox.capabilities().pids_cgroup or "")
     assert world.snapshot() == before
     # the machine is fine: a sandboxed command right after runs normally
     after = await sandbox.run("echo alive", cwd=world.project, env=world.env)
     assert after.stdout == "alive\n"
 
 
-async def test_memory_limit(world: World) -> None:
+def _left_over(base: str) -> list[Path]:
+    """The run's pids cgroups still there (removed once nothing is left in them)."""
+    return list(Path(base).glob("interpose-sandbox-*"))
+
+
+async def test_memory_limit(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     sandbox = make_sandbox(world, limits=Limits(memory=256 << 20, time=20))
     grab = "x = bytearray(1024 << 20); print('allocated')"
     result = await sandbox.run([sys.executable, "-c", grab], cwd=world.project, env=world.env)
@@ -135,7 +158,8 @@ async def test_memory_limit(world: World) -> None:
     assert [v.kind for v in result.violations] == ["limit"]
 
 
-async def test_time_limit_kills_everything_it_started(world: World) -> None:
+async def test_time_limit_kills_everything_it_started(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     sandbox = make_sandbox(world, limits=Limits(time=0.5))
     started = time.monotonic()
     # a background child keeps stdout open: only the end of the PID namespace ends it
@@ -145,17 +169,20 @@ async def test_time_limit_kills_everything_it_started(world: World) -> None:
     assert result.violations[-1].kind == "limit"
 
 
-async def test_required_sandbox_refuses_to_run_without_bwrap(world: World) -> None:
+async def test_required_sandbox_refuses_to_run_without_bwrap(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     marker = world.project / "ran"
     missing = Sandbox(SandboxPolicy(), bwrap=str(world.root / "no-such-bwrap"))
-    with pytest.raises(SandboxUnavailable, match="bubblewrap .* is not installed"):
+    with pytest.raises(SandboxUnavailable, match=r"bubblewrap .* is not installed"):
         await missing.run(f"touch {marker}", cwd=world.project, env=world.env)
     assert not marker.exists()
     optional = Sandbox(SandboxPolicy(required=False), bwrap=str(world.root / "no-such-bwrap"))
     result = await optional.run(f"touch {marker}", cwd=world.project, env=world.env)
-    assert result.sandboxed is False and marker.exists()
+    assert result.sandboxed is False
+    assert marker.exists()
 
 
-def test_run_sync(world: World) -> None:
+def test_run_sync(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     result = make_sandbox(world).run_sync(["pwd"], cwd=world.project, env=world.env)
     assert result.stdout.strip() == os.path.realpath(world.project)

@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sandbox_helpers import HOME_FILES, make_sandbox, make_world, require_bwrap
 
 from interpose import Pipeline
 from interpose.bus.events import SandboxViolation
 from interpose.config import load_config
 from interpose.sandbox import Sandbox, SandboxPolicy
 from interpose.sandbox.executor import ExecTool
-
-from sandbox_helpers import HOME_FILES, World, make_sandbox, require_bwrap
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +31,9 @@ async def test_without_an_executor_call_is_required(pipe: Pipeline) -> None:
 
 
 async def test_exec_runs_sandboxed_and_reports(
-    world: World, recorder: list[Any], provider: TracerProvider, exporter: InMemorySpanExporter
+    tmp_path: Path, recorder: list[Any], provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
+    world = make_world(tmp_path)
     pipe = Pipeline(builtins=False, tracer_provider=provider)
     ExecTool(make_sandbox(world), cwd=world.project, env=world.env).install(pipe)
     pipe.subscribe(recorder.append, events={"sandbox_violation"})
@@ -41,7 +41,8 @@ async def test_exec_runs_sandboxed_and_reports(
     async with pipe:
         ok = await pipe.call_tool("bash", {"command": "echo made > made.txt && cat made.txt"})
         refused = await pipe.call_tool("exec", {"command": WRITE_BASHRC})
-    assert ok.status == "ok" and ok.output == "made"
+    assert ok.status == "ok"
+    assert ok.output == "made"
     assert (world.project / "made.txt").read_text() == "made\n"
     assert "write to ~/.bashrc refused by the sandbox" in refused.output
     assert "[exit status 1]" in refused.output
@@ -53,22 +54,26 @@ async def test_exec_runs_sandboxed_and_reports(
         str(world.home / ".bashrc"),
         "exec",
     )
-    assert event.command == WRITE_BASHRC and event.seq > 0
+    assert event.command == WRITE_BASHRC
+    assert event.seq > 0
     spans = [s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")]
     events = [e for s in spans for e in s.events if e.name == "sandbox.violation"]
     assert [e.attributes["sandbox.violation"] for e in events if e.attributes] == ["write"]
 
 
-async def test_exec_cwd_must_stay_inside_the_project(world: World) -> None:
+async def test_exec_cwd_must_stay_inside_the_project(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     pipe = Pipeline(builtins=False)
     ExecTool(make_sandbox(world), cwd=world.project, env=world.env).install(pipe)
     inside = await pipe.call_tool("exec", {"command": ["pwd"], "cwd": "src"})
     assert inside.output == str((world.project / "src").resolve())
     outside = await pipe.call_tool("exec", {"command": ["pwd"], "cwd": "../home"})
-    assert outside.status == "error" and "lies outside" in outside.output
+    assert outside.status == "error"
+    assert "lies outside" in outside.output
 
 
-async def test_required_sandbox_is_an_error_result_not_an_unsandboxed_run(world: World) -> None:
+async def test_required_sandbox_is_an_error_result_not_an_unsandboxed_run(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
     pipe = Pipeline(builtins=False)
     missing = Sandbox(SandboxPolicy(), bwrap=str(world.root / "no-bwrap"))
     ExecTool(missing, cwd=world.project, env=world.env).install(pipe)
@@ -88,8 +93,9 @@ timeout_ms = 20000
 
 
 async def test_config_table_behind_the_guards(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    world = make_world(tmp_path)
     require_bwrap()
     monkeypatch.setenv("HOME", str(world.home))  # the commands see the fake home only
     path = world.root / "interpose.toml"
@@ -106,18 +112,22 @@ async def test_config_table_behind_the_guards(
     assert load_config(path).sandbox is not None
 
 
-def test_check_shows_the_sandbox(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_shows_the_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    world = make_world(tmp_path)
     from interpose.cli import main
 
     path = world.root / "interpose.toml"
-    path.write_text(CONFIG.format(root=world.root) + 'network = ["pypi.org", "*.pythonhosted.org"]\n')
+    path.write_text(
+        CONFIG.format(root=world.root) + 'network = ["pypi.org", "*.pythonhosted.org"]\n'
+    )
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"sandbox: exec runs in bubblewrap in {Path(world.project).resolve()}" in out
     assert "network: pypi.org, *.pythonhosted.org" in out
 
 
-def test_bad_network_is_a_config_error(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_network_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    world = make_world(tmp_path)
     from interpose.cli import main
 
     path = world.root / "interpose.toml"

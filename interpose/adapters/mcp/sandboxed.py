@@ -15,6 +15,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ...config.mcp import McpServerConfig, mcp_namespace
 from ...config.schema import SandboxConfig
 from ...sandbox import Plan, Sandbox, Violation
@@ -98,9 +100,10 @@ def _after(pipe: Pipeline, plan: Plan, command: str) -> Any:
         await report(pipe, tuple(found), tool_name=inp.tool_name, command=command)
         line = {"type": "text", "text": describe(found)}
         if isinstance(output, dict) and isinstance(output.get("content"), list):
-            out.result = {**output, "content": [*output["content"], line]}
+            output = {**output, "content": [*output["content"], line]}
         else:
-            out.result = f"{output}\n{line['text']}"
+            output = f"{output}\n{line['text']}"
+        out.result = msgspec.structs.replace(out.result, output=output)
 
     return sandbox_violations
 
