@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,16 @@ PROJECT_FILES: dict[str, bytes] = {
     ".git/hooks/pre-commit": b"#!/bin/sh\nexit 0\n",
     ".git/config": b"[core]\n\tbare = false\n",
 }
+
+
+def require_program(name: str) -> None:
+    """Skip (fail under CI) when ``name`` is not on PATH."""
+    if shutil.which(name) is not None:
+        return
+    message = f"{name} is not installed (scripts/test.sh installs it)"
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true: " + message)
+    pytest.skip(message)
 
 
 def require_bwrap() -> None:

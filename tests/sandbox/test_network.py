@@ -5,7 +5,6 @@ nothing; ``domains`` reaches only the allowed ``host:port`` through the filterin
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import make_sandbox, make_world
+from sandbox_helpers import make_sandbox, make_world, require_program
 
 from interpose.sandbox import Sandbox
 
@@ -59,7 +58,7 @@ def servers() -> Iterator[tuple[Server, Server]]:
 
 
 def curl(url: str, *, tunnel: bool = False) -> list[str]:
-    assert shutil.which("curl"), "curl is needed (scripts/test.sh installs it)"
+    require_program("curl")
     return ["curl", "-fsS", "--max-time", "10", *(["--proxytunnel"] if tunnel else []), url]
 
 
