@@ -45,26 +45,27 @@ class PidsCgroup:
 
     async def aclose(self) -> None:
         """Kill what is left in the cgroup (nothing, normally: the sandbox's PID
-        namespace ended with it) and remove it."""
-        for _ in range(100):
+        namespace ended with it) and remove it once the kernel has let go of it."""
+        delay = 0.0005
+        for _ in range(40):  # about 2 s in all
             try:
                 pids = (self.path / "cgroup.procs").read_text().split()
-            except OSError:
-                return
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            await anyio.sleep(0.01)
-        for _ in range(100):  # the killed processes leave the cgroup as they exit
-            try:
-                self.path.rmdir()
-                return
+                for pid in pids:
+                    _kill(int(pid))
+                if not pids:
+                    self.path.rmdir()
+                    return
             except FileNotFoundError:
                 return
-            except OSError:
-                await anyio.sleep(0.01)
-        # still busy after a second: left for the system (named, so it can be found)
+            except OSError:  # EBUSY: the last processes are still being reaped
+                pass
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        # still busy: left for the system (named, so it can be found)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
