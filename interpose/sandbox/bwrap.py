@@ -36,11 +36,14 @@ class Inner:
         python: the interpreter that runs the bridge.
         prlimit: util-linux ``prlimit``, which sets the memory and process rlimits
             inside the sandbox's user namespace (None: do not set them).
+        nproc: set ``RLIMIT_NPROC`` (pointless as root: the kernel ignores it for uid
+            0, and the runner limits processes with a pids cgroup instead).
     """
 
     proxy_dir: str | None = None
     python: str = sys.executable
     prlimit: str | None = "prlimit"
+    nproc: bool = True
 
 
 def bwrap_argv(
@@ -65,14 +68,11 @@ def bwrap_argv(
     if inner.proxy_dir is not None:
         sock = f"{PROXY_DIR}/proxy.sock"
         argv += [inner.python, "-I", "-S", _BRIDGE, sock, str(PROXY_PORT), "--"]
-    limits = plan.limits
-    if inner.prlimit is not None and (limits.memory or limits.processes):
-        argv.append(inner.prlimit)
-        if limits.memory:
-            argv.append(f"--as={limits.memory}")
-        if limits.processes:
-            argv.append(f"--nproc={limits.processes}")
-        argv.append("--")
+    rlimits = [f"--as={plan.limits.memory}"] if plan.limits.memory else []
+    if plan.limits.processes and inner.nproc:
+        rlimits.append(f"--nproc={plan.limits.processes}")
+    if inner.prlimit is not None and rlimits:
+        argv += [inner.prlimit, *rlimits, "--"]
     argv += command
     return argv
 

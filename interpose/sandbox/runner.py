@@ -204,7 +204,7 @@ class _Run:
                 if caps.pids_cgroup is not None and plan.limits.processes:
                     cgroup = PidsCgroup(caps.pids_cgroup, plan.limits.processes)
                     stack.push_async_callback(cgroup.aclose)
-                inner = Inner(proxy_dir=proxy_dir, prlimit=caps.prlimit)
+                inner = Inner(proxy_dir=proxy_dir, prlimit=caps.prlimit, nproc=cgroup is None)
                 assert caps.bwrap is not None
                 argv = bwrap_argv(plan, command, bwrap=caps.bwrap, inner=inner)
                 argv = (cgroup.prefix() if cgroup is not None else []) + argv
