@@ -8,6 +8,7 @@ own PID namespace and limits; ``SandboxResult.violations`` says what was refused
 """
 
 from ..errors import SandboxUnavailable
+from .executor import ExecTool
 from .plan import Plan, resolve
 from .policy import DEFAULT_HIDDEN, Limits, NetworkMode, SandboxPolicy
 from .probe import Capabilities, probe
@@ -17,6 +18,7 @@ from .violations import Violation
 __all__ = [
     "Capabilities",
     "DEFAULT_HIDDEN",
+    "ExecTool",
     "Limits",
     "NetworkMode",
     "Plan",

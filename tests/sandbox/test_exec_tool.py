@@ -16,8 +16,7 @@ from sandbox_helpers import HOME_FILES, make_sandbox, make_world, require_bwrap
 from interpose import Pipeline
 from interpose.bus.events import SandboxViolation
 from interpose.config import load_config
-from interpose.sandbox import Sandbox, SandboxPolicy
-from interpose.sandbox.executor import ExecTool
+from interpose.sandbox import ExecTool, Sandbox, SandboxPolicy
 
 pytestmark = pytest.mark.integration
 
