@@ -168,9 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = analyse(cases, rows_of)
     print(render(rows))
     added, ratio = rows[1].value or 0.0, rows[5].ratio or 0.0
+    sandboxed_ms, plain_ms = (
+        (rows[1].ns_per_call or 0.0) / 1e6,
+        (rows[0].ns_per_call or 0.0) / 1e6,
+    )
     print(
-        f"\nsandboxed true: {rows[1].ns_per_call / 1e6:.2f} ms, plain true "
-        f"{rows[0].ns_per_call / 1e6:.2f} ms: +{added / 1e6:.2f} ms per command "
+        f"\nsandboxed true: {sandboxed_ms:.2f} ms, plain true "
+        f"{plain_ms:.2f} ms: +{added / 1e6:.2f} ms per command "
         f"(target <= {TARGET_MS:g} ms): {rows[1].result}"
     )
     print(f"pytest of 20 tests: {ratio:.2f}x in the sandbox (+{(rows[5].value or 0) / 1e6:.1f} ms)")

@@ -118,6 +118,7 @@ def test_no_private_module_leaks() -> None:
         "config",
         "plugins",
         "replay",
+        "sandbox",
     }
     assert public - modules == set(interpose.__all__)
 
