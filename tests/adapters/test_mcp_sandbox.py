@@ -151,3 +151,20 @@ async def test_git_server_commits_in_the_project_only(world: Path) -> None:
     assert "refused by the sandbox" in text(refused), text(refused)
     assert _git(repos["outside"], "status", "--porcelain").split() == ["??", "a.txt"]
     assert digest(world / "outside") == before
+
+
+def test_without_bubblewrap_the_proxy_refuses_to_start(tmp_path: Path) -> None:
+    # no bwrap on PATH: --sandbox fails clearly instead of running the server unsandboxed
+    argv = [sys.executable, "-m", "interpose.cli", "mcp-proxy", "--sandbox", "--name", "git"]
+    argv += ["--", *python_server("mcp_server_git")]
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = subprocess.run(
+        argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "interpose mcp-proxy: --sandbox: the sandbox cannot be applied, nothing was run: "
+        "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    )

@@ -3,11 +3,12 @@ order), the environment, the allow-list matching and the stderr reading."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from interpose.sandbox import Limits, Plan, SandboxPolicy, resolve
+from interpose.sandbox import Limits, Plan, SandboxPolicy, probe, resolve
 from interpose.sandbox.bwrap import PROXY_DIR, Inner, bwrap_argv, sandbox_env
 from interpose.sandbox.proxy import host_allowed
 from interpose.sandbox.violations import from_stderr
@@ -141,3 +142,10 @@ def test_violations_from_stderr() -> None:
         ("limit", ""),
     ]
     assert found[0].detail.startswith("write to ~/.bashrc refused by the sandbox")
+
+
+def test_probe_refuses_other_platforms(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    caps = probe.__wrapped__("bwrap")
+    assert not caps.usable
+    assert caps.problems == ("the sandbox needs Linux (bubblewrap); darwin is not supported",)
