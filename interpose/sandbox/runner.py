@@ -9,6 +9,7 @@ root, bubblewrap is started with the command line ``bwrap.py`` builds, its outpu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -127,9 +128,16 @@ class Sandbox:
         inner = Inner(proxy_dir=proxy_dir, prlimit=caps.prlimit)
         return bwrap_argv(self.plan(cwd, home), shell_argv(command), bwrap=caps.bwrap, inner=inner)
 
-    def run_sync(self, command: Command, **kwargs: object) -> SandboxResult:
-        """``run`` for sync code (a new event loop; not inside a running one)."""
-        return anyio.run(lambda: self.run(command, **kwargs))  # type: ignore[arg-type]
+    def run_sync(
+        self,
+        command: Command,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> SandboxResult:
+        """``run`` for sync code (in a new event loop; not inside a running one)."""
+        return anyio.run(functools.partial(self.run, command, cwd=cwd, env=env, stdin=stdin))
 
     async def run(
         self,
