@@ -133,3 +133,12 @@ def test_bad_network_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text('[sandbox]\nnetwork = "everything"\n')
     assert main(["check", str(path)]) != 0
     assert "sandbox: network: expected none, loopback or a list" in capsys.readouterr().err
+
+
+def test_call_tool_sync_uses_the_executor_too(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    pipe = Pipeline(builtins=False)
+    ExecTool(make_sandbox(world), cwd=world.project, env=world.env).install(pipe)
+    result = pipe.call_tool_sync("exec", {"command": "echo sync > sync.txt && cat sync.txt"})
+    assert result.output == "sync"
+    assert (world.project / "sync.txt").read_text() == "sync\n"
