@@ -142,3 +142,23 @@ def test_call_tool_sync_uses_the_executor_too(tmp_path: Path) -> None:
     result = pipe.call_tool_sync("exec", {"command": "echo sync > sync.txt && cat sync.txt"})
     assert result.output == "sync"
     assert (world.project / "sync.txt").read_text() == "sync\n"
+
+
+def test_check_notes_what_cannot_be_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from interpose.cli import main
+    from interpose.sandbox import probe
+
+    world = make_world(tmp_path)
+    path = world.root / "interpose.toml"
+    path.write_text(CONFIG.format(root=world.root))
+    monkeypatch.setenv("PATH", str(world.root))  # no bwrap to be found
+    probe.cache_clear()
+    try:
+        assert main(["check", str(path)]) == 0
+    finally:
+        probe.cache_clear()
+    out = capsys.readouterr().out
+    assert "notes:\n" in out
+    assert "  sandbox: bubblewrap (bwrap) is not installed: apt-get install bubblewrap" in out
