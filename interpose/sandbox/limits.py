@@ -2,19 +2,21 @@
 
 The kernel ignores ``RLIMIT_NPROC`` for uid 0, so a sandbox started by root gets a
 cgroup of its own with ``pids.max`` set; the command line enters it before it becomes
-bubblewrap (``prefix``), so nothing the command starts is outside it.
+bubblewrap (``prefix``), so nothing the command starts is outside it.  A cgroup whose
+last processes are still exiting when the run ends is removed later (``sweep``: at the
+next run, and at exit), so that no run waits for the kernel.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import signal
+import time
 from pathlib import Path
 
-import anyio
-
-__all__ = ["PidsCgroup"]
+__all__ = ["PidsCgroup", "sweep"]
 
 _ENTER = 'echo $$ > "$0" && exec "$@"'  # sh: move itself into the cgroup, then exec
 
@@ -43,29 +45,54 @@ class PidsCgroup:
             return False
         return any(line.split()[-1] != "0" for line in text.splitlines() if line.strip())
 
-    async def aclose(self) -> None:
-        """Kill what is left in the cgroup (nothing, normally: the sandbox's PID
-        namespace ended with it) and remove it once the kernel has let go of it."""
-        delay = 0.0005
-        for _ in range(40):  # about 2 s in all
-            try:
-                pids = (self.path / "cgroup.procs").read_text().split()
-                for pid in pids:
-                    _kill(int(pid))
-                if not pids:
-                    self.path.rmdir()
-                    return
-            except FileNotFoundError:
-                return
-            except OSError:  # EBUSY: the last processes are still being reaped
-                pass
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        # still busy: left for the system (named, so it can be found)
+    def close(self) -> None:
+        """Kill what is left in the cgroup and remove it; when the kernel has not let go
+        of its last processes yet (the sandbox's PID namespace is still being torn
+        down), it is removed later, by ``sweep`` (at the next run, and at exit), so
+        that no run waits for it."""
+        _kill_all(self.path)
+        if not _remove(self.path):
+            _PENDING.add(self.path)
 
 
-def _kill(pid: int) -> None:
+# cgroups whose last processes were still exiting when their run ended
+_PENDING: set[Path] = set()
+
+
+def sweep() -> None:
+    """Remove the cgroups of finished runs that could not be removed at once."""
+    for path in list(_PENDING):
+        _kill_all(path)
+        if _remove(path):
+            _PENDING.discard(path)
+
+
+@atexit.register
+def _sweep_at_exit() -> None:
+    for _ in range(100):  # about a second
+        sweep()
+        if not _PENDING:
+            return
+        time.sleep(0.01)
+
+
+def _remove(path: Path) -> bool:
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:  # EBUSY: processes are still in it
+        return False
+    return True
+
+
+def _kill_all(path: Path) -> None:
+    try:
+        pids = (path / "cgroup.procs").read_text().split()
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass

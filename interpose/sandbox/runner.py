@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from ..errors import SandboxUnavailable
 from .bwrap import Inner, bwrap_argv, sandbox_env
-from .limits import PidsCgroup
+from .limits import PidsCgroup, sweep
 from .plan import Plan, resolve
 from .policy import SandboxPolicy
 from .probe import Capabilities, probe
@@ -210,8 +210,9 @@ class _Run:
             if sandboxed:
                 proxy_dir = await self.proxy(stack) if plan.network != "none" else None
                 if caps.pids_cgroup is not None and plan.limits.processes:
+                    sweep()  # what earlier runs left to remove
                     cgroup = PidsCgroup(caps.pids_cgroup, plan.limits.processes)
-                    stack.push_async_callback(cgroup.aclose)
+                    stack.callback(cgroup.close)
                 inner = Inner(proxy_dir=proxy_dir, prlimit=caps.prlimit, nproc=cgroup is None)
                 assert caps.bwrap is not None
                 argv = bwrap_argv(plan, command, bwrap=caps.bwrap, inner=inner)
