@@ -10,7 +10,6 @@ allowed host is allowed whatever is sent to it.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -197,7 +196,6 @@ class ProxyService:
         self, allowed: Sequence[str], on_refused: Callable[[Violation], object] | None = None
     ) -> None:
         self.directory = tempfile.mkdtemp(prefix="interpose-proxy-")
-        os.chmod(self.directory, 0o755)
         self.proxy = DomainProxy(allowed, on_refused)
         self._scope = anyio.CancelScope()
 
