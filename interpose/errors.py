@@ -8,6 +8,7 @@ The tree, drawn once::
     │   └── ConfigFileError             a config file is invalid: <file>: <field>: <problem>
     ├── UsageError (ValueError)         bad command-line input: `interpose` prints one line, exits 2
     ├── MiddlewareError (RuntimeError)  a middleware broke the onion's contract
+    ├── SandboxUnavailable (RuntimeError) a required sandbox cannot be applied here
     ├── AbortTurn                       raised by a handler: end the current turn cleanly
     └── HardAbort                       raised by a handler: stop the whole agent loop
 
@@ -30,6 +31,7 @@ __all__ = [
     "InterposeError",
     "MiddlewareError",
     "RegistrationError",
+    "SandboxUnavailable",
     "UsageError",
     "field_key",
 ]
@@ -94,6 +96,19 @@ class UsageError(InterposeError, ValueError):
     def __init__(self, message: str, *, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class SandboxUnavailable(InterposeError, RuntimeError):
+    """The sandbox a policy requires (``required = true``) cannot be applied here: no
+    bubblewrap, no user namespaces, not Linux.  Nothing was run.
+
+    Attributes:
+        problems: what is missing, one sentence each.
+    """
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__("the sandbox cannot be applied, nothing was run: " + "; ".join(problems))
+        self.problems = problems
 
 
 class MiddlewareError(InterposeError, RuntimeError):

@@ -85,6 +85,25 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "scripts/test.sh: the tests that need them will be skipped" >&2
 fi
 
+# The sandbox tests (tests/sandbox, tests/adapters/test_mcp_sandbox.py) run commands under
+# bubblewrap, and reach loopback servers with curl: install Debian's bubblewrap and curl
+# when missing.  Under CI a missing bwrap, or one that cannot create its namespaces here
+# (no unprivileged user namespaces), fails the run here; elsewhere those tests are skipped.
+if ! command -v bwrap >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+    { apt-get update -qq && apt-get install -y -qq bubblewrap curl; } >/dev/null 2>&1 || true
+fi
+if ! bwrap --ro-bind / / --unshare-all --die-with-parent --new-session true >/dev/null 2>&1 \
+    || ! command -v curl >/dev/null 2>&1; then
+    echo "scripts/test.sh: bubblewrap (bwrap) or curl is missing and could not be installed" \
+        "with apt (apt-get install bubblewrap curl, as root), or bwrap cannot create its" \
+        "namespaces here (unprivileged user namespaces are off)" >&2
+    if [ "${CI:-}" = "true" ]; then
+        echo "scripts/test.sh: CI=true: the sandbox's tests need them; stopping" >&2
+        exit 1
+    fi
+    echo "scripts/test.sh: the tests that need them will be skipped" >&2
+fi
+
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 .venv/bin/python -m mypy

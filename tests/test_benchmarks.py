@@ -31,6 +31,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_redis",
         "bench_replay",
         "bench_replay_log",
+        "bench_sandbox",
         "bench_tool_call",
         "bench_tracing",
     ]
@@ -48,6 +49,14 @@ def test_the_benchmark_runs_and_writes_its_results(script: str, tmp_path: Path) 
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
+    if script == "bench_sandbox":
+        from interpose.sandbox import probe
+
+        if not probe().usable:  # it runs commands under bubblewrap
+            message = "bench_sandbox needs bubblewrap: " + "; ".join(probe().problems)
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
     out = tmp_path / "results.json"
     tiny = [*TINY.get(script, ["--rounds", "1", "--target-ms", "1"]), "--json", str(out)]
     run = subprocess.run(

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "interpose.external",
         "interpose.permissions",
         "interpose.approvals",
+        "interpose.sandbox",
     ),
     ("interpose.config", "interpose.plugins"),
     ("interpose.adapters", "interpose.agent", "interpose.replay"),

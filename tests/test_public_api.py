@@ -119,6 +119,7 @@ def test_no_private_module_leaks() -> None:
         "config",
         "plugins",
         "replay",
+        "sandbox",
     }
     assert public - modules == set(interpose.__all__)
 
@@ -191,6 +192,28 @@ def test_the_errors_page_lists_every_exception_with_its_bases() -> None:
         return found
 
     assert public_subclasses(interpose.InterposeError) == set(listed)
+
+
+def test_the_sandbox_surface_is_pinned() -> None:
+    from interpose import sandbox
+
+    assert sandbox.__all__ == [
+        "Capabilities",
+        "DEFAULT_HIDDEN",
+        "ExecTool",
+        "Limits",
+        "NetworkMode",
+        "Plan",
+        "Sandbox",
+        "SandboxPolicy",
+        "SandboxResult",
+        "SandboxUnavailable",
+        "Violation",
+        "probe",
+        "resolve",
+    ]
+    for name in sandbox.__all__:
+        assert getattr(sandbox, name) is not None
 
 
 def test_the_openai_agents_adapter_surface_is_pinned() -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "GrantAdded",
     "GrantRevoked",
     "GrantUsed",
+    "SandboxViolation",
     "decode_event",
     "encode_event",
 ]
@@ -219,6 +220,22 @@ class CallRecorded(_Event, tag="call_recorded", frozen=True):
     recorded: tuple[str, ...] = ()
 
 
+class SandboxViolation(_Event, tag="sandbox_violation", frozen=True):
+    """The sandbox (``interpose.sandbox``) refused something a command tried:
+    ``violation`` is ``write`` (outside the writable roots), ``read`` (a hidden path),
+    ``network`` (a host not on the allow-list) or ``limit`` (time, memory, processes);
+    ``target`` the path or ``host:port``; ``detail`` the sentence the tool result
+    carries.  ``tool_name`` is the tool (``exec``), or ``mcp__<server>`` for an MCP
+    server's process; ``command`` what ran.
+    """
+
+    violation: str = ""
+    target: str = ""
+    detail: str = ""
+    tool_name: str = ""
+    command: str = ""
+
+
 class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
@@ -315,6 +332,7 @@ Event: TypeAlias = (
     | HookMessage
     | ShadowDecision
     | CallRecorded
+    | SandboxViolation
     | TurnEnded
     | TurnAborted
     | ApprovalRequested
@@ -338,6 +356,7 @@ EventKind: TypeAlias = Literal[
     "hook_message",
     "shadow_decision",
     "call_recorded",
+    "sandbox_violation",
     "turn_ended",
     "turn_aborted",
     "approval_requested",

@@ -249,6 +249,8 @@ def _stack_lines(built: Built) -> list[str]:
     lines.append(f"tracing: {pipe.tracing}{content}{export}")
     lines += _permission_lines(built)
     lines += _approval_lines(built)
+    if built.sandbox:
+        lines.append(f"sandbox: {built.sandbox}")
     if built.priority_order == "picoclaw":
         lines.append(
             "priority order: picoclaw (builtins before process hooks, lower priority "

@@ -71,7 +71,7 @@ def add_parser(sub: Subparsers) -> None:
         usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
         "[--listen HOST:PORT] [--jwks FILE|URL [--jwt-issuer ISS] [--jwt-audience AUD]] "
         "[--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
-        "[-- COMMAND [ARGS...]]",
+        "[--sandbox] [-- COMMAND [ARGS...]]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -124,6 +124,12 @@ def add_parser(sub: Subparsers) -> None:
         help="the largest JSON-RPC message read from the client or an upstream "
         "(bytes, or 512K, 16M, 1G); larger ones are answered with an error "
         "(default: [mcp] max_message_bytes, 16M)",
+    )
+    proxy.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run the stdio servers in the sandbox of [sandbox] in --config (its defaults "
+        "without one): read-only root, writable working directory, no network (docs/sandbox.md)",
     )
     proxy.add_argument(
         "--log-level",
@@ -188,6 +194,14 @@ def run(args: argparse.Namespace) -> int:
         raise usage(str(exc)) from None
     if args.max_message_bytes is not None:
         config.mcp.max_message_bytes = args.max_message_bytes
+    if args.sandbox:
+        from ..adapters.mcp.sandboxed import sandbox_servers
+        from ..errors import SandboxUnavailable
+
+        try:
+            sandbox_servers(pipe, config, base_dir)
+        except (SandboxUnavailable, ValueError) as exc:
+            raise usage(f"--sandbox: {exc}") from None
     specs = [
         UpstreamSpec.from_config(name, table, base_dir)
         for name, table in config.mcp.servers.items()

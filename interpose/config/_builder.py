@@ -51,6 +51,7 @@ class Built:
         permissions: the ``[permissions]`` rules (``interpose explain`` judges with
             them), also when the table is disabled.
         approvals: the ``[approvals]`` handler (its store), when the table is on.
+        sandbox: what ``[sandbox]`` sets up, in one line ("" without the table).
     """
 
     pipeline: Pipeline
@@ -63,6 +64,7 @@ class Built:
     notes: list[str] = dataclasses.field(default_factory=list)
     permissions: Permissions | None = None  # the [permissions] rules, registered or not
     approvals: DurableApprovals | None = None  # the [approvals] handler, when on
+    sandbox: str = ""
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")

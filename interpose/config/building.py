@@ -14,6 +14,7 @@ from ._builtins import BuiltinSteps
 from ._hooks import HookSteps
 from ._observers import FlushSpans, ObserverSteps
 from ._permissions import PermissionSteps
+from ._sandbox import SandboxSteps
 from .mcp import McpConfig, mcp_namespace
 from .schema import Config
 
@@ -95,7 +96,7 @@ def describe(
     return Builder(config, root, source, dry=True, run_plugins=True).build()
 
 
-class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalSteps):
+class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalSteps, SandboxSteps):
     """Builds one pipeline from one config; every step names its field when it fails.
 
     ``dry``: no side effects (no file opened, no exporter); ``run_plugins``: call the
@@ -165,6 +166,7 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalS
                 self.claude_plugin(pipe, built, f"hooks.claude_plugins[{i}]", plugin)
         self.permissions(pipe, built, config.permissions)
         self.approvals(pipe, built, config.approvals)
+        self.sandbox(pipe, built, config.sandbox)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

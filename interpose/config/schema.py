@@ -565,6 +565,39 @@ class ApprovalsConfig(_Table):
     ] = None
 
 
+class SandboxConfig(_Table):
+    """``[sandbox]``: run the `exec` tool (and `interpose mcp-proxy --sandbox`'s servers)
+    in bubblewrap (docs/sandbox.md).  Paths: `~` is the home; relative ones are under
+    `project`."""
+
+    enabled: Annotated[bool, _doc("run `exec` calls that have no `call=` in the sandbox")] = True
+    required: Annotated[
+        bool, _doc("refuse to run a command when the sandbox cannot be applied here")
+    ] = True
+    project: Annotated[
+        str, _doc("the commands' working directory; relative: to this file's directory")
+    ] = "."
+    writable: Annotated[list[str], _doc("writable roots (`.` is the project)")] = msgspec.field(
+        default_factory=lambda: ["."]
+    )
+    readable: Annotated[
+        list[str], _doc("paths under `/tmp` shown read-only despite the private `/tmp`")
+    ] = []
+    hidden: Annotated[
+        list[str], _doc("paths hidden besides the defaults (`~/.ssh`, cloud credentials...)")
+    ] = []
+    network: Annotated[
+        str | list[str],
+        _doc(
+            "`none`, `loopback` (the host's localhost through the proxy), or a list of "
+            "`host`, `host:port` and `*.suffix` entries the filtering proxy lets through"
+        ),
+    ] = "none"
+    timeout_ms: Annotated[int, _doc("how long a command may run; 0: no limit", ge=0)] = 600_000
+    memory_mb: Annotated[int, _doc("address space per process; 0: no limit", ge=0)] = 0
+    processes: Annotated[int, _doc("processes at once; 0: no limit", ge=0)] = 512
+
+
 class Config(_Table, dict=True):
     """A whole config file.
 
@@ -578,6 +611,7 @@ class Config(_Table, dict=True):
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
     approvals: ApprovalsConfig | None = None
+    sandbox: SandboxConfig | None = None
     # What the loader left out of a PicoClaw-shaped file, one line each, shown by
     # ``interpose check`` and logged when the pipeline is built (see
     # ``interpose.external.process.picoclaw``).  Not a

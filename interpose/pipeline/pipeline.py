@@ -140,6 +140,8 @@ class Pipeline:
         self.human_approval = human_approval
         self.bus = InMemoryBus(observer_timeout=observer_timeout)
         self._services: list[Service] = []
+        # normalized tool name -> what runs it when call_tool gets no call=
+        self.executors: dict[str, ToolCallable] = {}
         # what the stages read: the bus, the failure policy and counters, the caches
         self.runtime = Runtime(self, self.bus, self._trace, self._services)
         self.runtime.failures.debug = debug
@@ -498,7 +500,7 @@ class Pipeline:
         name: str,
         args: dict[str, Any],
         *,
-        call: ToolCallable,
+        call: ToolCallable | None = None,
         call_id: str | None = None,
         agent_id: str = "main",
         session_key: str = "",
@@ -507,12 +509,17 @@ class Pipeline:
 
         ``call`` is a sync or async callable taking the (possibly rewritten) args; its
         return value becomes ``ToolResult.output``; an exception becomes an error result.
-        An ``AbortTurn`` becomes a ``status="aborted"`` result; ``HardAbort`` propagates.
+        Without it, the tool's built-in executor runs (``executors``: ``exec`` in the
+        sandbox when one is configured, docs/sandbox.md).  An ``AbortTurn`` becomes a
+        ``status="aborted"`` result; ``HardAbort`` propagates.
 
         Raises:
-            TypeError: ``args`` is not a dict or ``call`` is not callable.
+            TypeError: ``args`` is not a dict, ``call`` is not callable, or there is no
+                ``call`` and no executor for the tool.
             RuntimeError: the pipeline has subscribers but is not entered.
         """
+        if call is None:
+            call = self.executor(name)
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
             chains = self._tool_chains.get(agent_id)
@@ -588,7 +595,7 @@ class Pipeline:
         name: str,
         args: dict[str, Any],
         *,
-        call: ToolCallable,
+        call: ToolCallable | None = None,
         call_id: str | None = None,
         agent_id: str = "main",
         session_key: str = "",
@@ -636,6 +643,15 @@ class Pipeline:
                 return await one_call()
 
         return anyio.run(entered)
+
+    def executor(self, name: str) -> ToolCallable:
+        """The built-in executor of tool ``name``; TypeError when there is none."""
+        found = self.executors.get(normalize_tool_name(name))
+        if found is None:
+            raise TypeError(
+                f"call_tool({name!r}) needs call=: no executor runs it (docs/sandbox.md)"
+            )
+        return found
 
     def stage_app(
         self, stage: str, agent_id: str, core: Callable[[Any], Awaitable[None]]

@@ -36,6 +36,7 @@ from interpose.config import (
     RedactSecretsConfig,
     RedisConfig,
     ResultCacheConfig,
+    SandboxConfig,
     ToolFilterConfig,
     decode_config,
     load_config,
@@ -52,7 +53,8 @@ EVENT_KINDS_LISTED = (
     "unknown event kind 'tool_exploded'; expected one of approval_decided, approval_expired, "
     "approval_requested, call_recorded, grant_added, grant_revoked, grant_used, hook_message, "
     "interceptor_failed, llm_request, llm_response, message_received, params_resolved, "
-    "shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, turn_aborted, turn_ended, "
+    "sandbox_violation, shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, "
+    "turn_aborted, turn_ended, "
     "turn_started (or PicoClaw's names of them, "
     "such as 'agent.tool.exec_start', or '*' for every event)"
 )
@@ -250,7 +252,7 @@ def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
         decode_config({"_notes": ["all is well"]}, file="settings")
     assert str(caught.value) == (
         "settings: _notes: unknown field; expected one of: "
-        "hooks, observers, tracing, plugins, mcp, permissions, approvals"
+        "hooks, observers, tracing, plugins, mcp, permissions, approvals, sandbox"
     )
     assert decode_config({})._notes == ()
     assert Config()._notes == ()
@@ -311,6 +313,7 @@ def _every_table() -> dict[str, Any]:
             auth=McpAuthConfig(jwks="keys.json", audience=["gateway"]),
         ),
         approvals=ApprovalsConfig(),
+        sandbox=SandboxConfig(),
     )
     data: dict[str, Any] = msgspec.to_builtins(config)
     return data
