@@ -69,6 +69,7 @@ def add_parser(sub: Subparsers) -> None:
         help="put the pipeline in front of MCP servers (stdio or streamable HTTP)",
         usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
         "[--listen HOST:PORT] [--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
+        "[--pin-file FILE] [--update-pins] "
         "[-- COMMAND [ARGS...]]",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -104,6 +105,19 @@ def add_parser(sub: Subparsers) -> None:
         help="the largest JSON-RPC message read from the client or an upstream "
         "(bytes, or 512K, 16M, 1G); larger ones are answered with an error "
         "(default: [mcp] max_message_bytes, 16M)",
+    )
+    proxy.add_argument(
+        "--pin-file",
+        default=None,
+        metavar="FILE",
+        help="pin the tool set in FILE (JSON to commit and review): a tool added, "
+        "removed, renamed or changed since is reported and decided by [mcp] pin_* "
+        "(default: [mcp] pin_file)",
+    )
+    proxy.add_argument(
+        "--update-pins",
+        action="store_true",
+        help="accept the tool set as the servers list it now: write it to the pin file",
     )
     proxy.add_argument(
         "--log-level",
@@ -172,7 +186,16 @@ def run(args: argparse.Namespace) -> int:
         UpstreamSpec.from_config(name, table, base_dir)
         for name, table in config.mcp.servers.items()
     ]
-    proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
+    if args.pin_file is not None:
+        config.mcp.pin_file = str(Path(args.pin_file).resolve())
+    if args.update_pins:
+        if config.mcp.pin_file is None:
+            raise usage("--update-pins: no pin file (give --pin-file or [mcp] pin_file)")
+        config.mcp.pin_mode = "update"
+    try:
+        proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
+    except ConfigError as exc:  # the pin file is not one
+        raise usage(str(exc)) from None
     uvloop = find_uvloop(args.loop)
     if uvloop is None:
         raise usage("--loop uvloop: uvloop is not installed (pip install uvloop)")

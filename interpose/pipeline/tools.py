@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .._registrations import ToolMatcher as ToolMatcher
 from ..errors import RegistrationError
+from .confusables import fold_confusables
 
 __all__ = [
     "KNOWN_TOOL_NAMES",
@@ -50,12 +51,16 @@ for _alias, _canonical in TOOL_ALIASES.items():
 
 
 def normalize_tool_name(name: str) -> str:
-    """Return the canonical form of a tool name: trimmed, lower-cased, aliases resolved.
+    """Return the canonical form of a tool name: trimmed, lower-cased, lookalike
+    characters folded (NFKC, zero-width characters dropped, Cyrillic and Greek
+    lookalikes of Latin letters: ``fold_confusables``), aliases resolved.
 
     >>> normalize_tool_name(" Bash ")
     'exec'
     """
     key = name.strip().lower()
+    if not key.isascii():
+        key = fold_confusables(key).strip()
     return TOOL_ALIASES.get(key, key)
 
 
