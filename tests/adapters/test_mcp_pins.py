@@ -183,7 +183,10 @@ async def test_update_pins_accepts_the_new_tool_set_and_the_pin_file_round_trips
     ("content", "said"),
     [
         ("{not json", "not JSON"),
-        ('{"mcp__rug__send_note": "9f2c"}', 'not an interpose pin file (expected an object with "version": 1)'),
+        (
+            '{"mcp__rug__send_note": "9f2c"}',
+            'not an interpose pin file (expected an object with "version": 1)',
+        ),
         ('{"version": 1, "tools": []}', '"tools" must be an object'),
         ('{"version": 1, "tools": {"mcp__rug__x": {"digests": {}}}}', "tools.mcp__rug__x.digests"),
     ],
@@ -273,8 +276,9 @@ async def test_an_added_tool_asks_by_default_and_an_annotation_change_is_decided
     assert not fetched.is_error
     assert refused.is_error
     assert [name for name, _ in asked] == ["mcp__rug__fetch_url", "mcp__rug__list_notes"]
-    assert "annotations changed (destructiveHint unset -> true, readOnlyHint true -> false)" in (
-        asked[1][1]
+    assert (
+        "annotations changed (destructiveHint unset -> true, readOnlyHint true -> false)"
+        in (asked[1][1])
     )
     assert rug.received() == ["fetch_url"]
     assert sorted((e.change, e.decision) for e in events) == [("added", "ask"), ("changed", "ask")]
