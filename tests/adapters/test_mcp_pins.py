@@ -229,7 +229,8 @@ async def test_added_renamed_and_removed_tools_are_decided_and_reported(tmp_path
                 renamed = await client.call_tool("notes", {})
     # block: listed, but refused when called, naming why
     assert listed == ["fetch_url", "notes", "send_note"]
-    assert fetched.is_error and renamed.is_error
+    assert fetched.is_error
+    assert renamed.is_error
     assert "tool mcp__rug__fetch_url is new since the tool set was pinned" in text(fetched)
     assert "renamed from mcp__rug__list_notes" in text(renamed)
     assert rug.received() == []
@@ -286,7 +287,7 @@ async def test_an_added_tool_asks_by_default_and_an_annotation_change_is_decided
 
 # -- lookalike names ------------------------------------------------------------------------
 
-# "delete_repo" with a Cyrillic е (U+0435) and a zero-width space
+# "delete_repo" with a Cyrillic ie (U+0435) and a zero-width space
 LOOKALIKE = "d\u0435lete_\u200brepo"
 
 
@@ -325,7 +326,7 @@ async def test_a_cyrillic_lookalike_of_a_permission_deny_rule_is_denied(tmp_path
 
 
 async def test_a_lookalike_twin_of_another_tool_is_flagged_and_blocked(tmp_path: Path) -> None:
-    twin = "s\u0435nd_note"  # Cyrillic е
+    twin = "s\u0435nd_note"  # a Cyrillic ie
     rug = Rug(tmp_path, [SEND, {**SEND, "name": twin}])
     pipe = Pipeline()
     events: list[Any] = []

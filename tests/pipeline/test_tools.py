@@ -203,10 +203,10 @@ def noop(inp: Any, out: Any) -> None:
 @pytest.mark.parametrize(
     "lookalike",
     [
-        "\u0435\u0445\u0435\u0441",  # Cyrillic е х е с
-        "\uff45\uff58\uff45\uff43",  # fullwidth ｅｘｅｃ
+        "\u0435\u0445\u0435\u0441",  # Cyrillic ie, ha, ie, es
+        "\uff45\uff58\uff45\uff43",  # fullwidth e x e c
         "ex\u200bec",  # a zero-width space inside
-        "\u0392\u0430sh",  # Greek Β, Cyrillic а: an alias (bash) spelled with lookalikes
+        "\u0392\u0430sh",  # Greek Beta, Cyrillic a: an alias (bash) in lookalikes
     ],
 )
 def test_lookalike_characters_fold_onto_the_latin_name(lookalike: str) -> None:

@@ -25,17 +25,17 @@ CALLS = Path(sys.argv[2])
 
 
 async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
-    tools = json.loads(STATE.read_text(encoding="utf-8"))
+    tools = json.loads(await anyio.Path(STATE).read_text(encoding="utf-8"))
     return mt.ListToolsResult(tools=[mt.Tool.model_validate(tool) for tool in tools])
 
 
 async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
     args = dict(params.arguments or {})
-    with CALLS.open("a", encoding="utf-8") as calls:
-        calls.write(json.dumps({"tool": params.name, "arguments": args}) + "\n")
+    async with await anyio.open_file(CALLS, "a", encoding="utf-8") as calls:
+        await calls.write(json.dumps({"tool": params.name, "arguments": args}) + "\n")
     path, content = args.get("path"), args.get("content")
     if isinstance(path, str) and isinstance(content, str):
-        Path(path).write_text(content, encoding="utf-8")
+        await anyio.Path(path).write_text(content, encoding="utf-8")
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=f"{params.name}: done")])
 
 
