@@ -1,4 +1,4 @@
-"""``McpProxy`` in process: its span per call, pinned descriptions, several upstreams.
+"""``McpProxy`` in process: its span per call, a pinned tool set, several upstreams.
 
 The upstream is the real mcp-server-time (a child process); the client talks to the
 proxy's ``Server`` in process, which is what ``interpose mcp-proxy`` serves on stdio.
