@@ -35,17 +35,12 @@ import mcp_types as mt
 
 from ...errors import ConfigError
 
-__all__ = ["DESCRIPTION_CHARS", "PIN_VERSION", "Change", "PinFileError", "ToolPin", "ToolPins"]
+__all__ = ["DESCRIPTION_CHARS", "PIN_VERSION", "Change", "ToolPin", "ToolPins"]
 
 PIN_VERSION = 1
 DESCRIPTION_CHARS = 2000  # longer descriptions are kept shortened (their digest is whole)
 
 ChangeKind = Literal["added", "removed", "renamed", "changed"]
-
-
-class PinFileError(ConfigError):
-    """The pin file cannot be read or is not one interpose wrote (the message says why,
-    naming the file)."""
 
 
 class ToolPin(NamedTuple):
@@ -106,7 +101,7 @@ class ToolPins:
     """The pins of every server, kept in ``path`` (None: in memory).
 
     Raises:
-        PinFileError: ``path`` exists and is not a pin file.
+        ConfigError: ``path`` exists and is not a pin file.
     """
 
     def __init__(self, path: Path | None) -> None:
@@ -157,44 +152,44 @@ def load(path: Path) -> dict[str, ToolPin]:
     """The pins in ``path``.
 
     Raises:
-        PinFileError: unreadable, not JSON, or not in the pin file's format.
+        ConfigError: unreadable, not JSON, or not in the pin file's format.
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PinFileError(f"pin file {path}: {exc.strerror}") from None
+        raise ConfigError(f"pin file {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PinFileError(f"pin file {path}: not JSON ({exc})") from None
+        raise ConfigError(f"pin file {path}: not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("version") != PIN_VERSION:
-        raise PinFileError(
+        raise ConfigError(
             f"pin file {path}: not an interpose pin file (expected an object with "
             f'"version": {PIN_VERSION}); delete it to pin the tool set again'
         )
     tools = data.get("tools")
     if not isinstance(tools, dict):
-        raise PinFileError(f'pin file {path}: "tools" must be an object of tool entries')
+        raise ConfigError(f'pin file {path}: "tools" must be an object of tool entries')
     return {name: _entry(path, name, entry) for name, entry in tools.items()}
 
 
 def _entry(path: Path, name: str, entry: Any) -> ToolPin:
     where = f"pin file {path}: tools.{name}"
     if not isinstance(entry, dict):
-        raise PinFileError(f"{where}: expected an object")
+        raise ConfigError(f"{where}: expected an object")
     description = entry.get("description", "")
     arguments = entry.get("arguments", [])
     annotations = entry.get("annotations", {})
     digests = entry.get("digests")
     if not isinstance(description, str):
-        raise PinFileError(f"{where}.description: expected a string")
+        raise ConfigError(f"{where}.description: expected a string")
     if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
-        raise PinFileError(f"{where}.arguments: expected a list of strings")
+        raise ConfigError(f"{where}.arguments: expected a list of strings")
     if not isinstance(annotations, dict):
-        raise PinFileError(f"{where}.annotations: expected an object")
+        raise ConfigError(f"{where}.annotations: expected an object")
     keys = ("annotations", "description", "input_schema")
     if not isinstance(digests, dict) or sorted(digests) != list(keys):
-        raise PinFileError(f"{where}.digests: expected an object with {', '.join(keys)}")
+        raise ConfigError(f"{where}.digests: expected an object with {', '.join(keys)}")
     if not all(isinstance(value, str) for value in digests.values()):
-        raise PinFileError(f"{where}.digests: expected strings")
+        raise ConfigError(f"{where}.digests: expected strings")
     return ToolPin(description, tuple(arguments), annotations, dict(digests))
 
 

@@ -145,7 +145,7 @@ class McpProxy:
         # 2026-07-28 clients get change notifications on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
         pin_file = self.config.pin_file
-        # the pinned tool set (raises PinFileError for a pin file that is not one)
+        # the pinned tool set (raises ConfigError for a pin file that is not one)
         self.toolset = ToolSetGuard(
             self.config, (base_dir or Path.cwd()) / pin_file if pin_file is not None else None
         )

@@ -33,7 +33,7 @@ class ToolSetGuard:
     """The pins, the lookalike check and the decisions they lead to.
 
     Raises:
-        PinFileError: the pin file exists and is not one.
+        ConfigError: the pin file exists and is not one (the message names it).
     """
 
     def __init__(self, config: McpConfig, pin_path: Path | None) -> None:
