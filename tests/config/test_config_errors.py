@@ -49,7 +49,8 @@ INVALID = FILES / "invalid"
 EVENT_KINDS_LISTED = (
     "unknown event kind 'tool_exploded'; expected one of call_recorded, hook_message, "
     "interceptor_failed, llm_request, llm_response, message_received, params_resolved, "
-    "shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, turn_aborted, turn_ended, "
+    "shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, tool_set_changed, "
+    "turn_aborted, turn_ended, "
     "turn_started (or PicoClaw's names of them, "
     "such as 'agent.tool.exec_start', or '*' for every event)"
 )
