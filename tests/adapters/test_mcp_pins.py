@@ -235,6 +235,7 @@ async def test_added_renamed_and_removed_tools_are_decided_and_reported(tmp_path
     assert "renamed from mcp__rug__list_notes" in text(renamed)
     assert rug.received() == []
     found = {(e.change, e.tool_name): e for e in events}
+    assert len(events) == len(found)  # each reported once, though listed again
     assert sorted(found) == [
         ("added", "mcp__rug__fetch_url"),
         ("removed", "mcp__rug__drop_note"),
@@ -314,7 +315,11 @@ async def test_a_cyrillic_lookalike_of_a_name_a_matcher_denies_is_denied(tmp_pat
 async def test_a_cyrillic_lookalike_of_a_permission_deny_rule_is_denied(tmp_path: Path) -> None:
     rug = Rug(tmp_path, [tool(LOOKALIKE, "Delete a repository.", ["repo"]), LIST])
     config = tmp_path / "interpose.toml"
-    config.write_text('[permissions]\ndeny = ["mcp__rug__delete_repo"]\n', encoding="utf-8")
+    # the lookalike check only reports here: the permission rule itself must deny it
+    config.write_text(
+        '[mcp]\npin_lookalikes = "warn"\n\n[permissions]\ndeny = ["mcp__rug__delete_repo"]\n',
+        encoding="utf-8",
+    )
     with anyio.fail_after(CALL_TIMEOUT):
         async with Client(cli_proxy(rug, "--config", str(config)), mode="legacy") as client:
             refused = await client.call_tool(LOOKALIKE, {"repo": "main"})
@@ -323,6 +328,37 @@ async def test_a_cyrillic_lookalike_of_a_permission_deny_rule_is_denied(tmp_path
     assert "permissions" in json.loads(text(refused))["reason"]
     assert not allowed.is_error
     assert rug.received() == ["list_notes"]
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        '[permissions]\ndeny = ["mcp__rug__delete_repo"]\n',
+        '[hooks.builtins.tool-filter]\ndeny = ["mcp__rug__delete_repo"]\n',
+    ],
+)
+async def test_a_lookalike_of_a_name_a_deny_rule_names_is_flagged(
+    tmp_path: Path, rules: str
+) -> None:
+    rug = Rug(tmp_path, [tool(LOOKALIKE, "Delete a repository.", ["repo"]), LIST])
+    config = tmp_path / "interpose.toml"
+    config.write_text(f'[mcp.servers.rug]\ncommand = "python"\n\n{rules}', encoding="utf-8")
+    pipe = Pipeline.from_config(config)
+    events: list[Any] = []
+    pipe.subscribe(events.append, events={"tool_set_changed"})
+    proxy = in_process(rug, McpConfig(hide_denied=False), pipe)
+    async with pipe:
+        with anyio.fail_after(CALL_TIMEOUT):
+            async with serving(proxy) as client:
+                await client.list_tools()
+                refused = await client.call_tool(LOOKALIKE, {"repo": "main"})
+    assert refused.is_error
+    assert "looks like 'mcp__rug__delete_repo'" in text(refused)
+    assert "(a name a deny rule names)" in text(refused)
+    assert rug.received() == []
+    (event,) = events
+    assert (event.change, event.decision) == ("lookalike", "block")
+    assert event.detail == "folds to mcp__rug__delete_repo"
 
 
 async def test_a_lookalike_twin_of_another_tool_is_flagged_and_blocked(tmp_path: Path) -> None:
@@ -342,7 +378,7 @@ async def test_a_lookalike_twin_of_another_tool_is_flagged_and_blocked(tmp_path:
     assert "looks like 'mcp__rug__send_note'" in text(refused)
     assert not sent.is_error
     assert rug.received() == ["send_note"]
-    (event,) = {e.tool_name: e for e in events}.values()
+    (event,) = events
     assert (event.change, event.decision, event.tool_name) == (
         "lookalike",
         "block",

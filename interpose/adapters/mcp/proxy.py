@@ -75,7 +75,7 @@ from .pathguard import McpPathGuard
 # importable from here as before the split (interpose mcp-proxy's argument handling
 # imports it from this module); it lives in serve.py
 from .serve import stderr_logging as stderr_logging
-from .toolset import ToolSetGuard
+from .toolset import ToolSetGuard, permissions_deny
 from .upstream import (
     Downstream,
     ProgressFn,
@@ -335,13 +335,17 @@ class McpProxy:
             return out.block
         return False
 
+    def _denied(self, name: str) -> bool:
+        """Whether the tool filter or a permission rule denies ``name`` outright."""
+        return self._filtered(name) or permissions_deny(self.pipe.registry, name)
+
     async def tools_listed(self, upstream: Upstream, tools: list[mt.Tool]) -> None:
         """Judge each listing of an upstream (at connect, ``tools/list``,
         ``list_changed``) against the pinned tool set; publish what it finds."""
         names = [(self.interpose_name(upstream, tool.name), tool) for tool in tools]
         for name, _ in names:
             self.pipe.register_tool(name)
-        found = self.toolset.judge(mcp_namespace(upstream.name), names, self._filtered)
+        found = self.toolset.judge(mcp_namespace(upstream.name), names, self._denied)
         for fields in found:
             log.warning("%s (%s)", fields["reason"], fields["decision"])
             if "tool_set_changed" in self.pipe.bus.wanted:

@@ -17,11 +17,13 @@ from typing import Any, NamedTuple
 import mcp_types as mt
 
 from ...config.mcp import McpConfig
+from ...permissions.policy import PermissionPolicy
 from ...pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
+from ...pipeline.registry import Registry
 from ...pipeline.tools import normalize_tool_name
 from .pins import Change, ToolPin, ToolPins
 
-__all__ = ["ToolSetGuard", "Verdict"]
+__all__ = ["ToolSetGuard", "Verdict", "permissions_deny"]
 
 
 class Verdict(NamedTuple):
@@ -45,6 +47,7 @@ class ToolSetGuard:
         self.on_lookalike = config.pin_lookalikes
         self.verdicts: dict[str, Verdict] = {}  # by the listed name, mcp__<server>__<tool>
         self.asks: dict[str, str] = {}  # normalized name -> why each call asks
+        self._reported: set[tuple[str, str, str, str | None]] = set()
 
     @property
     def may_ask(self) -> bool:
@@ -64,8 +67,10 @@ class ToolSetGuard:
         denied: Callable[[str], bool],
     ) -> list[dict[str, Any]]:
         """Judge one listing of the server of ``namespace`` (``tools``: by their
-        ``mcp__<server>__<tool>`` names); the fields of the events it leads to.
-        ``denied``: whether the tool filter denies a name."""
+        ``mcp__<server>__<tool>`` names); the fields of the events it leads to (what
+        an earlier listing found already is not reported again).
+        ``denied``: whether a deny rule (the tool filter, a permission rule) names a
+        tool whatever its arguments."""
         for name in [n for n in self.verdicts if n.startswith(namespace)]:
             self.asks.pop(normalize_tool_name(name), None)
             del self.verdicts[name]
@@ -77,7 +82,19 @@ class ToolSetGuard:
                 self.pins.accept(namespace, listed)
             found += [self._pinned(change) for change in changes]
         found += self._lookalikes([name for name, _ in tools], denied)
-        return found
+        # each finding is reported once, not at every listing that finds it again
+        fresh = []
+        for fields in found:
+            key = (
+                fields["tool_name"],
+                fields["change"],
+                fields["detail"],
+                fields.get("new_digest"),
+            )
+            if key not in self._reported:
+                self._reported.add(key)
+                fresh.append(fields)
+        return fresh
 
     def _pinned(self, change: Change) -> dict[str, Any]:
         decision: str
@@ -106,7 +123,7 @@ class ToolSetGuard:
 
     def _lookalikes(self, names: list[str], denied: Callable[[str], bool]) -> list[dict[str, Any]]:
         """Names whose lookalike characters fold them onto another listed name or onto
-        a name the tool filter denies."""
+        a name a deny rule names."""
         folded: dict[str, list[str]] = {}
         for name in names:
             folded.setdefault(normalize_tool_name(name), []).append(name)
@@ -119,8 +136,8 @@ class ToolSetGuard:
             if not twins and not denied(name):
                 continue
             like = twins[0] if twins else canonical
-            reason = f"tool {name!r} looks like {like!r}: lookalike characters in its name" + (
-                "" if twins else " (a name the tool filter denies)"
+            reason = f"tool {name!a} looks like {like!r}: lookalike characters in its name" + (
+                "" if twins else " (a name a deny rule names)"
             )
             self._decide(name, Verdict(self.on_lookalike, reason))
             found.append(
@@ -158,3 +175,16 @@ class ToolSetGuard:
 
 
 _RANK = {"warn": 0, "ask": 1, "hide": 2, "block": 3}
+
+
+def permissions_deny(registry: Registry, name: str) -> bool:
+    """Whether a permission rule denies every call of ``name`` (``mcp__git__git_push``
+    in ``[permissions] deny``), whatever its arguments."""
+    for reg in registry.get("tool.before", tool=name):
+        policy = getattr(reg.handler, "__self__", None)
+        denied = isinstance(policy, PermissionPolicy) and (
+            policy.judge(normalize_tool_name(name), {}).decision == "deny"
+        )
+        if denied:
+            return True
+    return False
