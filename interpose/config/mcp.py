@@ -105,8 +105,8 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         Literal["warn", "hide", "ask", "block"],
         msgspec.Meta(
             description="what a tool gets whose name folds (NFKC, lookalike letters, "
-            "zero-width characters) to another tool's name or to a name the tool filter "
-            "denies, or that is not plain ASCII; checked with or without pinning"
+            "zero-width characters) onto another tool's name or onto a name a deny rule "
+            "names (the tool filter, a permission rule); checked with or without pinning"
         ),
     ] = "block"
     pin_mode: Annotated[

@@ -29,6 +29,7 @@ from interpose import Pipeline
 from interpose.adapters.mcp.config import McpConfig
 from interpose.adapters.mcp.pins import PIN_VERSION, load, save
 from interpose.adapters.mcp.proxy import McpProxy, UpstreamSpec
+from interpose.errors import ConfigError
 from interpose.pipeline.payloads import ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -204,6 +205,11 @@ def test_a_malformed_pin_file_is_a_one_line_error(tmp_path: Path, content: str, 
     assert line.startswith(f"interpose mcp-proxy: pin file {pins}: ")
     assert said in line
     assert not rug.calls.exists()
+    # in code: McpProxy raises ConfigError with the same message
+    spec = UpstreamSpec("rug", StdioServerParameters(command=rug.argv[0], args=rug.argv[1:]))
+    with pytest.raises(ConfigError) as raised:
+        McpProxy(Pipeline(), [spec], config=McpConfig(pin_file=str(pins)))
+    assert f"interpose mcp-proxy: {raised.value}" == line
 
 
 # -- added, removed, renamed, annotations: the decisions and the events ---------------------
