@@ -69,7 +69,6 @@ def add_parser(sub: Subparsers) -> None:
         help="put the pipeline in front of MCP servers (stdio or streamable HTTP)",
         usage="interpose mcp-proxy [--config FILE] [--name NAME] [--upstream-url URL] "
         "[--listen HOST:PORT] [--loop auto|asyncio|uvloop] [--max-message-bytes SIZE] "
-        "[--pin-file FILE] [--update-pins] "
         "[-- COMMAND [ARGS...]]",
         description=DESCRIPTION,
         epilog=EPILOG,
