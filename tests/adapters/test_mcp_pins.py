@@ -212,6 +212,18 @@ def test_a_malformed_pin_file_is_a_one_line_error(tmp_path: Path, content: str, 
     assert f"interpose mcp-proxy: {raised.value}" == line
 
 
+def test_update_pins_without_a_pin_file_is_a_one_line_error(tmp_path: Path) -> None:
+    rug = Rug(tmp_path, [SEND])
+    argv = [sys.executable, "-m", "interpose.cli", "mcp-proxy", "--update-pins"]
+    done = subprocess.run(
+        [*argv, "--", *rug.argv], capture_output=True, text=True, timeout=CALL_TIMEOUT
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "interpose mcp-proxy: --update-pins: no pin file (give --pin-file or [mcp] pin_file)"
+    ]
+
+
 # -- added, removed, renamed, annotations: the decisions and the events ---------------------
 
 

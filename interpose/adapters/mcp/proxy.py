@@ -93,9 +93,9 @@ log = logging.getLogger("interpose.mcp")
 _R = TypeVar("_R")
 _M = TypeVar("_M", bound=BaseModel)
 
-# the downstream and request a tool call is served for: Approval.ask asks through it
 TOOL_PIN_PRIORITY = 130  # ahead of the tool filter (120): a refused tool says why
 
+# the downstream and request a tool call is served for: Approval.ask asks through it
 _current: contextvars.ContextVar[tuple[Downstream, mt.RequestId | None] | None] = (
     contextvars.ContextVar("interpose_mcp_request", default=None)
 )
