@@ -50,6 +50,12 @@ for _alias, _canonical in TOOL_ALIASES.items():
     _ALIASES_OF[_canonical] = (*_ALIASES_OF.get(_canonical, ()), _alias)
 
 
+# names normalized so far (a process sees few tool names): the lookup costs less than
+# trimming and lower-casing an ASCII name again; past the bound, names are not remembered
+NORMALIZED_CACHE_SIZE = 4096
+_NORMALIZED: dict[str, str] = {}
+
+
 def normalize_tool_name(name: str) -> str:
     """Return the canonical form of a tool name: trimmed, lower-cased, lookalike
     characters folded (NFKC, zero-width characters dropped, Cyrillic and Greek
@@ -58,10 +64,16 @@ def normalize_tool_name(name: str) -> str:
     >>> normalize_tool_name(" Bash ")
     'exec'
     """
+    found = _NORMALIZED.get(name)
+    if found is not None:
+        return found
     key = name.strip().lower()
     if not key.isascii():
         key = fold_confusables(key).strip()
-    return TOOL_ALIASES.get(key, key)
+    key = TOOL_ALIASES.get(key, key)
+    if len(_NORMALIZED) < NORMALIZED_CACHE_SIZE:
+        _NORMALIZED[name] = key
+    return key
 
 
 def _describe_valid(known: Iterable[str]) -> str:
