@@ -106,6 +106,16 @@ def add_parser(sub: Subparsers) -> None:
         "(default: [mcp] max_message_bytes, 16M)",
     )
     proxy.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=LEVELS,
+        help="the proxy's log level (its logs go to stderr)",
+    )
+    proxy.add_argument(
+        "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
+    )
+    proxy.add_argument(
         "--pin-file",
         default=None,
         metavar="FILE",
@@ -117,16 +127,6 @@ def add_parser(sub: Subparsers) -> None:
         "--update-pins",
         action="store_true",
         help="accept the tool set as the servers list it now: write it to the pin file",
-    )
-    proxy.add_argument(
-        "--log-level",
-        default="WARNING",
-        type=str.upper,
-        choices=LEVELS,
-        help="the proxy's log level (its logs go to stderr)",
-    )
-    proxy.add_argument(
-        "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
     )
     # (dest: not "command", which names the subcommand in interpose's own error lines)
     proxy.add_argument(
