@@ -166,6 +166,28 @@ class HookMessage(_Event, tag="hook_message", frozen=True):
     tool_call_id: str = ""
 
 
+class ToolSetChanged(_Event, tag="tool_set_changed", frozen=True):
+    """The MCP gateway found a server's tool set different from its pins, or a tool
+    name made of lookalike characters (``[mcp] pin_*``, docs/mcp.md).
+
+    ``change`` is ``added``, ``removed``, ``renamed``, ``changed`` (description, input
+    schema or annotations) or ``lookalike``; ``detail`` says what (``input schema gained
+    `exfil_to```); ``decision`` is what the tool gets (``warn``, ``hide``, ``ask``,
+    ``block``; ``update`` when the change was accepted into the pins); ``reason`` is what
+    a refused call is told; ``old_digest`` and ``new_digest`` are short digests of the
+    pinned and the listed tool.
+    """
+
+    server: str = ""
+    tool_name: str = ""
+    change: str = ""
+    detail: str = ""
+    decision: str = ""
+    reason: str = ""
+    old_digest: str = ""
+    new_digest: str = ""
+
+
 class ShadowDecision(_Event, tag="shadow_decision", frozen=True):
     """A handler registered with ``mode="shadow"`` decided something that was not
     enforced: ``decision`` is what it would have done (block, deny, ask, respond,
@@ -214,28 +236,6 @@ class CallRecorded(_Event, tag="call_recorded", frozen=True):
     recorded: tuple[str, ...] = ()
 
 
-class ToolSetChanged(_Event, tag="tool_set_changed", frozen=True):
-    """The MCP gateway found a server's tool set different from its pins, or a tool
-    name made of lookalike characters (``[mcp] pin_*``, docs/mcp.md).
-
-    ``change`` is ``added``, ``removed``, ``renamed``, ``changed`` (description, input
-    schema or annotations) or ``lookalike``; ``detail`` says what (``input schema gained
-    `exfil_to```); ``decision`` is what the tool gets (``warn``, ``hide``, ``ask``,
-    ``block``; ``update`` when the change was accepted into the pins); ``reason`` is what
-    a refused call is told; ``old_digest`` and ``new_digest`` are short digests of the
-    pinned and the listed tool.
-    """
-
-    server: str = ""
-    tool_name: str = ""
-    change: str = ""
-    detail: str = ""
-    decision: str = ""
-    reason: str = ""
-    old_digest: str = ""
-    new_digest: str = ""
-
-
 class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
@@ -257,9 +257,9 @@ Event: TypeAlias = (
     | ToolExecSkipped
     | InterceptorFailed
     | HookMessage
+    | ToolSetChanged
     | ShadowDecision
     | CallRecorded
-    | ToolSetChanged
     | TurnEnded
     | TurnAborted
 )
@@ -275,9 +275,9 @@ EventKind: TypeAlias = Literal[
     "tool_exec_skipped",
     "interceptor_failed",
     "hook_message",
+    "tool_set_changed",
     "shadow_decision",
     "call_recorded",
-    "tool_set_changed",
     "turn_ended",
     "turn_aborted",
 ]
