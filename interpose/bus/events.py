@@ -24,6 +24,7 @@ __all__ = [
     "ToolExecEnd",
     "ToolExecSkipped",
     "ToolExecStart",
+    "ToolSetChanged",
     "TurnAborted",
     "TurnEnded",
     "TurnStarted",
@@ -170,6 +171,28 @@ class HookMessage(_Event, tag="hook_message", frozen=True):
     background: bool = False
     tool_name: str = ""
     tool_call_id: str = ""
+
+
+class ToolSetChanged(_Event, tag="tool_set_changed", frozen=True):
+    """The MCP gateway found a server's tool set different from its pins, or a tool
+    name made of lookalike characters (``[mcp] pin_*``, docs/mcp.md).
+
+    ``change`` is ``added``, ``removed``, ``renamed``, ``changed`` (description, input
+    schema or annotations) or ``lookalike``; ``detail`` says what (``input schema gained
+    `exfil_to```); ``decision`` is what the tool gets (``warn``, ``hide``, ``ask``,
+    ``block``; ``update`` when the change was accepted into the pins); ``reason`` is what
+    a refused call is told; ``old_digest`` and ``new_digest`` are short digests of the
+    pinned and the listed tool.
+    """
+
+    server: str = ""
+    tool_name: str = ""
+    change: str = ""
+    detail: str = ""
+    decision: str = ""
+    reason: str = ""
+    old_digest: str = ""
+    new_digest: str = ""
 
 
 class ShadowDecision(_Event, tag="shadow_decision", frozen=True):
@@ -330,6 +353,7 @@ Event: TypeAlias = (
     | ToolExecSkipped
     | InterceptorFailed
     | HookMessage
+    | ToolSetChanged
     | ShadowDecision
     | CallRecorded
     | SandboxViolation
@@ -354,6 +378,7 @@ EventKind: TypeAlias = Literal[
     "tool_exec_skipped",
     "interceptor_failed",
     "hook_message",
+    "tool_set_changed",
     "shadow_decision",
     "call_recorded",
     "sandbox_violation",

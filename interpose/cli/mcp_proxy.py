@@ -141,6 +141,19 @@ def add_parser(sub: Subparsers) -> None:
     proxy.add_argument(
         "--log-file", default=None, type=_log_file, help="log to this file instead of stderr"
     )
+    proxy.add_argument(
+        "--pin-file",
+        default=None,
+        metavar="FILE",
+        help="pin the tool set in FILE (JSON to commit and review): a tool added, "
+        "removed, renamed or changed since is reported and decided by [mcp] pin_* "
+        "(default: [mcp] pin_file)",
+    )
+    proxy.add_argument(
+        "--update-pins",
+        action="store_true",
+        help="accept the tool set as the servers list it now: write it to the pin file",
+    )
     # (dest: not "command", which names the subcommand in interpose's own error lines)
     proxy.add_argument(
         "upstream",
@@ -206,7 +219,16 @@ def run(args: argparse.Namespace) -> int:
         UpstreamSpec.from_config(name, table, base_dir)
         for name, table in config.mcp.servers.items()
     ]
-    proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
+    if args.pin_file is not None:
+        config.mcp.pin_file = str(Path(args.pin_file).resolve())
+    if args.update_pins:
+        if config.mcp.pin_file is None:
+            raise usage("--update-pins: no pin file (give --pin-file or [mcp] pin_file)")
+        config.mcp.pin_mode = "update"
+    try:
+        proxy = McpProxy(pipe, specs, config=config.mcp, base_dir=base_dir)
+    except ConfigError as exc:  # the pin file is not one
+        raise usage(str(exc)) from None
     uvloop = find_uvloop(args.loop)
     if uvloop is None:
         raise usage("--loop uvloop: uvloop is not installed (pip install uvloop)")

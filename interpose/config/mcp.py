@@ -110,17 +110,44 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = True
     pin_descriptions: Annotated[
-        Literal["off", "warn", "hide"],
+        Literal["off", "warn", "hide", "ask", "block"],
         msgspec.Meta(
-            description="trust on first use of tool descriptions: `warn` reports a changed "
-            "description as an `interceptor_failed` event, `hide` also hides the tool"
+            description="pin the tool set (trust on first use): what a pinned tool whose "
+            "description, input schema or annotations changed gets; `warn`: an event only, "
+            "`hide`: left out of `tools/list` and refused when called, `ask`: each call "
+            "asks the user, `block`: listed but refused when called; `off`: no pinning "
+            "(unless `pin_file` is set: then `hide`)"
         ),
     ] = "off"
+    pin_added: Annotated[
+        Literal["warn", "hide", "ask", "block"],
+        msgspec.Meta(
+            description="what a tool that appears after the tool set was pinned gets "
+            "(added or renamed), as `pin_descriptions`"
+        ),
+    ] = "ask"
+    pin_lookalikes: Annotated[
+        Literal["warn", "hide", "ask", "block"],
+        msgspec.Meta(
+            description="what a tool gets whose name folds (NFKC, lookalike letters, "
+            "zero-width characters) onto another tool's name or onto a name a deny rule "
+            "names (the tool filter, a permission rule); checked with or without pinning"
+        ),
+    ] = "block"
+    pin_mode: Annotated[
+        Literal["check", "update"],
+        msgspec.Meta(
+            description="`check`: changes against the pins are decided; `update`: the "
+            "tool set as listed now is accepted and written to `pin_file` "
+            "(`interpose mcp-proxy --update-pins`)"
+        ),
+    ] = "check"
     pin_file: Annotated[
         str | None,
         msgspec.Meta(
-            description="where pinned descriptions are kept (JSON); relative: to the "
-            "config file's directory; unset: in memory, for the proxy's lifetime"
+            description="where the pinned tool set is kept (reviewable JSON, one entry "
+            "per tool); relative: to the config file's directory; unset: in memory, for "
+            "the proxy's lifetime"
         ),
     ] = None
     call_timeout_ms: Annotated[

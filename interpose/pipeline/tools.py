@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .._registrations import ToolMatcher as ToolMatcher
 from ..errors import RegistrationError
+from .confusables import fold_confusables
 
 __all__ = [
     "KNOWN_TOOL_NAMES",
@@ -49,14 +50,30 @@ for _alias, _canonical in TOOL_ALIASES.items():
     _ALIASES_OF[_canonical] = (*_ALIASES_OF.get(_canonical, ()), _alias)
 
 
+# names normalized so far (a process sees few tool names): the lookup costs less than
+# trimming and lower-casing an ASCII name again; past the bound, names are not remembered
+NORMALIZED_CACHE_SIZE = 4096
+_NORMALIZED: dict[str, str] = {}
+
+
 def normalize_tool_name(name: str) -> str:
-    """Return the canonical form of a tool name: trimmed, lower-cased, aliases resolved.
+    """Return the canonical form of a tool name: trimmed, lower-cased, lookalike
+    characters folded (NFKC, zero-width characters dropped, Cyrillic and Greek
+    lookalikes of Latin letters: ``fold_confusables``), aliases resolved.
 
     >>> normalize_tool_name(" Bash ")
     'exec'
     """
+    found = _NORMALIZED.get(name)
+    if found is not None:
+        return found
     key = name.strip().lower()
-    return TOOL_ALIASES.get(key, key)
+    if not key.isascii():
+        key = fold_confusables(key).strip()
+    key = TOOL_ALIASES.get(key, key)
+    if len(_NORMALIZED) < NORMALIZED_CACHE_SIZE:
+        _NORMALIZED[name] = key
+    return key
 
 
 def _describe_valid(known: Iterable[str]) -> str:

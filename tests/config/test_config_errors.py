@@ -54,6 +54,7 @@ EVENT_KINDS_LISTED = (
     "approval_requested, call_recorded, grant_added, grant_revoked, grant_used, hook_message, "
     "interceptor_failed, llm_request, llm_response, message_received, params_resolved, "
     "sandbox_violation, shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, "
+    "tool_set_changed, "
     "turn_aborted, turn_ended, "
     "turn_started (or PicoClaw's names of them, "
     "such as 'agent.tool.exec_start', or '*' for every event)"

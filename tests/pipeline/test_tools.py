@@ -198,3 +198,35 @@ def test_a_negative_regex_is_not_turned_around_by_aliases() -> None:
 
 def noop(inp: Any, out: Any) -> None:
     pass
+
+
+@pytest.mark.parametrize(
+    "lookalike",
+    [
+        "\u0435\u0445\u0435\u0441",  # Cyrillic ie, ha, ie, es
+        "\uff45\uff58\uff45\uff43",  # fullwidth e x e c
+        "ex\u200bec",  # a zero-width space inside
+        "\u0392\u0430sh",  # Greek Beta, Cyrillic a: an alias (bash) in lookalikes
+    ],
+)
+def test_lookalike_characters_fold_onto_the_latin_name(lookalike: str) -> None:
+    assert normalize_tool_name(lookalike) == "exec"
+
+
+def test_a_matcher_naming_a_tool_matches_its_cyrillic_lookalike() -> None:
+    registry = Registry()
+    registry.register_tool("mcp__git__git_reset")
+    registry.add(
+        Interceptor(
+            id="deny-reset",
+            hook="tool.before",
+            handler=lambda inp, out: None,
+            tool_matcher=["mcp__git__git_reset"],
+        )
+    )
+    found = registry.get("tool.before", tool="mcp__git__git_r\u0435set")
+    assert [reg.id for reg in found] == ["deny-reset"]
+
+
+def test_non_latin_names_that_imitate_nothing_are_kept() -> None:
+    assert normalize_tool_name("\u691c\u7d22") == "\u691c\u7d22"  # Japanese 検索

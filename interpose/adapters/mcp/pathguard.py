@@ -13,21 +13,20 @@ __all__ = ["McpPathGuard"]
 
 class McpPathGuard:
     """The security audit's path rules on MCP tools: every path-like argument
-    (``path``, ``paths``, ``source``, ``destination``, ...) is checked; a tool is a
-    reader only when its listing says ``readOnlyHint``."""
+    (``path``, ``paths``, ``source``, ``destination``, ...) is checked with the write
+    rules too.  A server's ``readOnlyHint`` is not trusted: it is the server's own word,
+    and a server that lies about it must not make a writing tool's paths exempt."""
 
     KEYS = ("path", "file_path", "file", "source", "destination", "paths", "files")
 
-    def __init__(self, audit: SecurityAudit, read_only: dict[str, bool]) -> None:
+    def __init__(self, audit: SecurityAudit) -> None:
         self._audit = audit
-        self._read_only = read_only
 
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        write = not self._read_only.get(inp.tool_name, False)
         for path in _paths(out.args, self.KEYS):
-            reason = self._audit.check(path, write=write)
+            reason = self._audit.check(path, write=True)
             if reason is not None:
                 out.block = True
                 out.block_reason = reason

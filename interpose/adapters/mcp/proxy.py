@@ -26,7 +26,6 @@ with a readable error and wakes that task, which connects again.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -78,6 +77,7 @@ from .pathguard import McpPathGuard
 # importable from here as before the split (interpose mcp-proxy's argument handling
 # imports it from this module); it lives in serve.py
 from .serve import stderr_logging as stderr_logging
+from .toolset import ToolSetGuard, permissions_deny
 from .upstream import (
     Downstream,
     ProgressFn,
@@ -94,6 +94,8 @@ log = logging.getLogger("interpose.mcp")
 
 _R = TypeVar("_R")
 _M = TypeVar("_M", bound=BaseModel)
+
+TOOL_PIN_PRIORITY = 130  # ahead of the tool filter (120): a refused tool says why
 
 # the downstream and request a tool call is served for: Approval.ask asks through it
 _current: contextvars.ContextVar[tuple[Downstream, mt.RequestId | None] | None] = (
@@ -142,20 +144,17 @@ class McpProxy:
         self._tg: anyio.abc.TaskGroup | None = None
         self._opening = anyio.Lock()
         self._prefixed = len(self.specs) > 1
-        self._read_only: dict[str, bool] = {}
-        self._pins: dict[str, str] = {}
-        self._pin_path: Path | None = None
-        self._changed: set[str] = set()  # tools whose description drifted
-        self._pending_events: list[dict[str, Any]] = []  # published on the next call
         # 2026-07-28 clients get change notifications on subscriptions/listen streams
         self._changes = InMemorySubscriptionBus()
-        if self.config.pin_file is not None:
-            self._pin_path = (base_dir or Path.cwd()) / self.config.pin_file
-            if self._pin_path.is_file():
-                self._pins = json.loads(self._pin_path.read_text(encoding="utf-8"))
+        pin_file = self.config.pin_file
+        # the pinned tool set (raises ConfigError for a pin file that is not one)
+        self.toolset = ToolSetGuard(
+            self.config, (base_dir or Path.cwd()) / pin_file if pin_file is not None else None
+        )
         for spec in self.specs:
             pipe.registry.register_tool_namespace(mcp_namespace(spec.name))
         self._install_path_guard()
+        self._install_toolset_guard()
         self._ask_fallback = pipe.human_approval
         pipe.human_approval = self._ask
 
@@ -318,15 +317,9 @@ class McpProxy:
         """Register the tool, check its pin and the tool filter; the tool as the client
         sees it, or None when it is hidden."""
         name = self.interpose_name(upstream, tool.name)
-        normalized = self.pipe.register_tool(name)
-        hints = tool.annotations
-        self._read_only[normalized] = bool(hints is not None and hints.read_only_hint)
+        self.pipe.register_tool(name)
         exposed = self.exposed(upstream, tool.name)
-        if (
-            self.config.pin_descriptions != "off"
-            and not self._pinned(name, tool)
-            and self.config.pin_descriptions == "hide"
-        ):
+        if self.toolset.hidden(name):
             return None
         if self.config.hide_denied and self._filtered(name):
             return None
@@ -344,43 +337,23 @@ class McpProxy:
             return out.block
         return False
 
-    def _pinned(self, name: str, tool: mt.Tool) -> bool:
-        """Trust on first use: False when the description or schema changed since it
-        was first seen (reported as an ``interceptor_failed`` event, once)."""
-        digest = hashlib.sha256(
-            json.dumps(
-                [tool.description or "", tool.input_schema], sort_keys=True, default=str
-            ).encode()
-        ).hexdigest()
-        pinned = self._pins.get(name)
-        if pinned is None:
-            self._pins[name] = digest
-            if self._pin_path is not None:
-                self._pin_path.write_text(json.dumps(self._pins, indent=1), encoding="utf-8")
-            return True
-        if pinned == digest:
-            return True
-        if name not in self._changed:
-            self._changed.add(name)
-            log.warning("tool %s: its description changed since it was pinned", name)
-            if "interceptor_failed" in self.pipe.bus.wanted:
-                self._pending_events.append(
-                    {
-                        "hook": "tools/list",
-                        "interceptor_id": "mcp:description-pin",
-                        "error_type": "DescriptionChanged",
-                        "error": f"the description or input schema of {name} changed since it "
-                        "was pinned",
-                        "policy": self.config.pin_descriptions,
-                        "tool_name": normalize_tool_name(name),
-                    }
-                )
-        return False
+    def _denied(self, name: str) -> bool:
+        """Whether the tool filter or a permission rule denies ``name`` outright."""
+        return self._filtered(name) or permissions_deny(self.pipe.registry, name)
 
-    async def _flush_events(self) -> None:
-        while self._pending_events:
-            fields = self._pending_events.pop(0)
-            await self.pipe.emit(ev.InterceptorFailed, "", "mcp-proxy", "", **fields)
+    async def tools_listed(self, upstream: Upstream, tools: list[mt.Tool]) -> None:
+        """Judge each listing of an upstream (at connect, ``tools/list``,
+        ``list_changed``) against the pinned tool set; publish what it finds."""
+        names = [(self.interpose_name(upstream, tool.name), tool) for tool in tools]
+        for name, _ in names:
+            self.pipe.register_tool(name)
+        found = self.toolset.judge(mcp_namespace(upstream.name), names, self._denied)
+        for fields in found:
+            log.warning("%s (%s)", fields["reason"], fields["decision"])
+            if "tool_set_changed" in self.pipe.bus.wanted:
+                await self.pipe.emit(
+                    ev.ToolSetChanged, "", "mcp-proxy", "", server=upstream.name, **fields
+                )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
@@ -432,8 +405,6 @@ class McpProxy:
         Raises:
             MCPError: an unknown tool, or the upstream's protocol error (its code kept).
         """
-        if self._pending_events:
-            await self._flush_events()
         route = self.route(session, exposed)
         if route is None:
             # names that were never listed are refused, as the servers themselves do
@@ -682,7 +653,7 @@ class McpProxy:
                 audit = reg
         if audit is None or not isinstance(audit.handler, SecurityAudit):
             return  # the security audit is off: so is its MCP twin
-        guard = McpPathGuard(audit.handler, self._read_only)
+        guard = McpPathGuard(audit.handler)
         for spec in self.specs:
             self.pipe.registry.add(
                 Interceptor(
@@ -695,6 +666,28 @@ class McpProxy:
                     source="mcp",
                 )
             )
+
+    def _install_toolset_guard(self) -> None:
+        """Calls of hidden or blocked tools are refused, ``ask`` ones asked (a client may
+        call what an earlier listing showed it)."""
+        guard = self.toolset
+        for spec in self.specs:
+            key, matcher = server_key(spec.name), f"^{mcp_namespace(spec.name).lower()}"
+            hooks: list[tuple[str, str, Callable[..., Any]]] = [("tool.before", "", guard.before)]
+            if guard.may_ask:  # an approver puts every call through the approval step
+                hooks.append(("tool.approve", ".ask", guard.approve))
+            for hook, suffix, handler in hooks:
+                self.pipe.registry.add(
+                    Interceptor(
+                        id=f"mcp:tool-pin:{key}{suffix}",
+                        hook=hook,
+                        handler=handler,
+                        priority=TOOL_PIN_PRIORITY,
+                        tool_matcher=matcher,
+                        on_error="block",
+                        source="mcp",
+                    )
+                )
 
     # -- running --------------------------------------------------------------------------
 

@@ -108,6 +108,10 @@ class UpstreamHost(Protocol):
         """Relay an upstream notification to the client of its session."""
         ...
 
+    async def tools_listed(self, upstream: Upstream, tools: list[mt.Tool]) -> None:
+        """Judge a fresh listing of the upstream's tools (the pinned tool set)."""
+        ...
+
 
 class UpstreamError(InterposeError):
     """An upstream MCP server cannot be reached: it did not start, or it exited.
@@ -349,6 +353,7 @@ class Upstream:
             if cursor is None:
                 break
         self.tools = {tool.name: tool for tool in tools}
+        await self._proxy.tools_listed(self, tools)
         return tools
 
     async def call_raw(
