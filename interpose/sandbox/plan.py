@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,7 +70,8 @@ def resolve(policy: SandboxPolicy, cwd: str | os.PathLike[str], home: str) -> Pl
     if not base.is_dir():
         raise ValueError(f"the working directory {cwd} is not a directory")
     writable = _existing(base, home, policy.writable)
-    readable = [p for p in _existing(base, home, (*policy.readable, "~")) if _within(p, "/tmp")]
+    shown = (*policy.readable, "~", *_runtime())
+    readable = [p for p in _existing(base, home, shown) if _within(p, "/tmp")]
     hidden = set(_existing(base, home, policy.hidden))
     if policy.hide_sensitive:
         for root in writable:
@@ -96,6 +98,15 @@ def resolve(policy: SandboxPolicy, cwd: str | os.PathLike[str], home: str) -> Pl
         domains=policy.domains,
         limits=policy.limits,
     )
+
+
+def _runtime() -> tuple[str, ...]:
+    """The Python environment running interpose, and interpose itself: shown read-only
+    even when they lie under ``/tmp`` (a checkout and its virtualenv there), since the
+    proxy's bridge runs on them inside the sandbox, and so may the tools of the same
+    environment (a Python MCP server installed beside interpose)."""
+    package = Path(__file__).resolve().parents[1]  # interpose/ (the bridge is in it)
+    return (sys.prefix, sys.exec_prefix, sys.base_prefix, str(package))
 
 
 def _existing(base: Path, home: str, paths: tuple[str, ...]) -> list[str]:

@@ -79,8 +79,9 @@ class SandboxPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         writable: writable roots; ``"."`` is the working directory.
-        readable: paths under ``/tmp`` to show read-only all the same (the home is
-            shown when it lies there); the rest of the root is read-only already.
+        readable: paths under ``/tmp`` to show read-only all the same (the home, the
+            Python environment running interpose and interpose itself are shown when
+            they lie there); the rest of the root is read-only already.
         hidden: paths to hide (``~`` is the home); missing ones are skipped.
         hide_sensitive: also hide the files under the writable roots that the path
             guard calls sensitive (``.env``, keys...), searched ``scan_depth`` levels down.

@@ -19,7 +19,7 @@ import anyio
 import mcp_types as mt
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_helpers import CALL_TIMEOUT, npm_server, python_server
+from mcp_helpers import CALL_TIMEOUT, NODE_BIN, npm_server, python_server
 
 from interpose.sandbox import probe
 
@@ -47,9 +47,10 @@ def world(tmp_path: Path) -> Path:
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(data)
-    # the guards off: what is refused here, the sandbox refuses
+    # the guards off: what is refused here, the sandbox refuses; readable: this world and
+    # the npm servers, wherever the checkout lies (under /tmp, the sandbox's /tmp hides it)
     (tmp_path / "interpose.toml").write_text(
-        f'[sandbox]\nreadable = ["{tmp_path}"]\n\n'
+        f'[sandbox]\nreadable = ["{tmp_path}", "{NODE_BIN.parent}"]\n\n'
         "[hooks.builtins.security-audit]\nenabled = false\n"
         "[hooks.builtins.command-safety-guard]\nenabled = false\n"
         '[observers.audit]\npath = "audit.jsonl"\nevents = ["sandbox_violation"]\n'
