@@ -3,11 +3,13 @@ order), the environment, the allow-list matching and the stderr reading."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
+import interpose
 from interpose.sandbox import Limits, Plan, SandboxPolicy, probe, resolve
 from interpose.sandbox.bwrap import PROXY_DIR, Inner, bwrap_argv, sandbox_env
 from interpose.sandbox.proxy import host_allowed
@@ -97,7 +99,11 @@ def test_resolve(tmp_path: Path) -> None:
         str(proj / "sub" / ".env"),
     }
     assert plan.read_only == (str(proj / ".git" / "hooks"),)
-    assert plan.readable == (str(home),)  # the home lies under /tmp here
+    # the home lies under /tmp here; so may interpose's environment (a checkout there)
+    assert plan.readable[0] == str(home)
+    running = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    package = os.path.dirname(os.path.realpath(interpose.__file__))
+    assert set(plan.readable[1:]) == {p for p in (*running, package) if p.startswith("/tmp/")}
     assert plan.is_writable(str(proj / "x"))
     assert not plan.is_writable(str(proj / ".git/hooks/x"))
 
