@@ -66,6 +66,38 @@ async def test_langchain_tool_messages_carry_the_hooks_system_messages(tmp_path:
     assert "interpose_system_messages" not in messages["c2"].additional_kwargs
 
 
+async def test_a_hooks_message_stays_with_its_call_while_another_call_of_the_session_ends(
+    tmp_path: Path,
+) -> None:
+    # the sudo call's PreToolUse hook speaks, then its tool waits; the session's other
+    # call runs whole meanwhile: the message is the sudo call's, not the first to end
+    pipe = Pipeline(builtins=False)
+    settings(tmp_path, "Bash", f"{sys.executable} {WARN_SUDO}").install(pipe)
+    release, spoken = anyio.Event(), anyio.Event()
+    results: dict[str, Any] = {}
+    pipe.subscribe(lambda event: spoken.set(), events=["hook_message"])
+
+    async def slow(args: dict[str, Any]) -> str:
+        await release.wait()
+        return "ran"
+
+    async def call(call_id: str, command: str, run: Any) -> None:
+        results[call_id] = await pipe.call_tool(
+            "Bash", {"command": command}, call=run, call_id=call_id, session_key="s1"
+        )
+
+    with anyio.fail_after(CALL_TIMEOUT):
+        async with pipe, anyio.create_task_group() as tg:
+            tg.start_soon(call, "c1", "sudo apt-get update", slow)
+            await spoken.wait()  # the sudo call's hook (a child process) has spoken
+            await call("c2", "ls", lambda args: "ran")
+            assert "system_messages" not in results["c2"].details
+            release.set()
+    assert results["c1"].details["system_messages"] == [
+        "heads up: running as root: sudo apt-get update"
+    ]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_mcp_tool_results_carry_the_hooks_system_messages_in_meta(

@@ -98,7 +98,7 @@ HookCall = Callable[[dict[str, Any], Mapping[str, str]], Awaitable[Answer]]
 #: (interpose hook point, turn id, agent id, session key, tool name, tool call id)
 Where = tuple[str, str, str, str, str, str]
 
-_MAX_PENDING = 64  # messages kept per session for its next call
+_MAX_PENDING = 64  # messages kept per session for its calls
 _MAX_SESSIONS = 1024  # sessions with pending messages or exports (least recent dropped)
 
 
@@ -160,7 +160,8 @@ class SettingsRunner:
         self._selected: dict[tuple[str, str], tuple[SettingsHook, ...]] = {}
         # session -> (channel, text) for its next call: what background hooks said, and
         # the system messages of hooks whose own call cannot carry them
-        self.pending: OrderedDict[str, list[tuple[str, str]]] = OrderedDict()
+        # session -> (channel, text, the call it is for: "" for the session's next one)
+        self.pending: OrderedDict[str, list[tuple[str, str, str]]] = OrderedDict()
         self.exports: OrderedDict[str, Exports] = OrderedDict()
         self._env_dir: str | None = None
 
@@ -286,9 +287,10 @@ class SettingsRunner:
         *,
         background: bool = False,
     ) -> None:
-        """Publish what a hook said (``hook_message``) and keep it for the session's
-        next call: a system message goes to its result's details (``system_messages``)
-        or its message's metadata, context and reminders to what the model reads."""
+        """Publish what a hook said (``hook_message``) and keep it for the call it ran
+        for (a hook in the background: for the session's next call, or message): a
+        system message goes to its result's details (``system_messages``) or its
+        message's metadata, context and reminders to what the model reads."""
         hook_name, turn_id, agent_id, session_key, tool_name, call_id = where
         log.info("%s hook %r (%s): %s", event.get("hook_event_name", ""), hook.id, channel, text)
         queue = self.pending.get(session_key)
@@ -297,7 +299,8 @@ class SettingsRunner:
             if len(self.pending) > _MAX_SESSIONS:
                 self.pending.popitem(last=False)
         if len(queue) < _MAX_PENDING:
-            queue.append((channel, text))
+            # a call's own hook: for that call (the session's other calls may be running)
+            queue.append((channel, text, "" if background else call_id))
         if "hook_message" in self.pipe.bus.wanted:
             await self.pipe.emit(
                 HookMessage,
@@ -314,11 +317,19 @@ class SettingsRunner:
                 tool_call_id=call_id,
             )
 
-    def take_pending(self, session_key: str) -> tuple[list[str], list[str]]:
-        """(system messages, context for the model) waiting for the session's next call."""
-        queue = self.pending.pop(session_key, None) or ()
-        messages = [text for channel, text in queue if channel == "system_message"]
-        context = [text for channel, text in queue if channel != "system_message"]
+    def take_pending(
+        self, session_key: str, call_id: str | None = None
+    ) -> tuple[list[str], list[str]]:
+        """(system messages, context for the model) waiting in the session: those of
+        the call ``call_id`` and the session's own, or (None: a new message) all."""
+        queue = self.pending.pop(session_key, None) or []
+        if call_id is not None:
+            kept = [entry for entry in queue if entry[2] not in ("", call_id)]
+            if kept:  # another call's, still running
+                self.pending[session_key] = kept
+                queue = [entry for entry in queue if entry[2] in ("", call_id)]
+        messages = [text for channel, text, _ in queue if channel == "system_message"]
+        context = [text for channel, text, _ in queue if channel != "system_message"]
         return messages, context
 
     async def failed(self, hook: SettingsHook, exc: Exception, where: Where) -> None:
@@ -523,7 +534,7 @@ class SettingsRunner:
                 decided_by=f"claude:PostToolUse {self.settings.name}",
             )
         contexts = [c for a in answers for c in a.context]
-        if self.deliver(inp.session_key, result.details, contexts) or hooks:
+        if self.deliver(inp.session_key, result.details, contexts, inp.tool_call_id) or hooks:
             out.result = result
 
     def after_tool(self, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
@@ -536,13 +547,19 @@ class SettingsRunner:
             self.transcripts.tool_result(
                 inp.session_key, inp.tool_call_id, result.output, result.is_error
             )
-        if self.deliver(inp.session_key, result.details, []):
+        if self.deliver(inp.session_key, result.details, [], inp.tool_call_id):
             out.result = result
 
-    def deliver(self, session_key: str, details: dict[str, Any], contexts: list[str]) -> bool:
-        """Add what waits for the session, and ``contexts``, to ``details``; whether
-        there was anything."""
-        messages, waiting = self.take_pending(session_key)
+    def deliver(
+        self,
+        session_key: str,
+        details: dict[str, Any],
+        contexts: list[str],
+        call_id: str | None = None,
+    ) -> bool:
+        """Add what waits for the session (for the call ``call_id``: see
+        ``take_pending``), and ``contexts``, to ``details``; whether there was anything."""
+        messages, waiting = self.take_pending(session_key, call_id)
         contexts = waiting + contexts
         if contexts:
             details.setdefault("additional_context", []).extend(contexts)
