@@ -107,6 +107,8 @@ def run_check(args: argparse.Namespace) -> int:
     base_dir = Path(args.file).resolve().parent
     problems = check_servers(config.mcp.servers, base_dir, name=args.name)
     problems += _policy_tests(config, built)
+    pins, pin_problem = _pin_line(config, base_dir)
+    problems += pin_problem
     if problems:
         for problem in problems:
             print(f"interpose: {args.file}: {problem}", file=sys.stderr)
@@ -114,7 +116,7 @@ def run_check(args: argparse.Namespace) -> int:
         tests = len(config.permissions.tests)
         passed = f" ({tests} permission test{'s' * (tests != 1)} passed)" if tests else ""
         print(f"{args.file}: OK{passed}")
-    for line in [*_stack_lines(built), *_server_lines(config, base_dir)]:
+    for line in [*_stack_lines(built), *_server_lines(config, base_dir), *pins]:
         print(line)
     return 1 if problems else 0
 
@@ -154,6 +156,28 @@ def _server_lines(config: Config, base_dir: Path) -> list[str]:
         checks.append(f"audience {', '.join(auth.audience) or 'any'}")
         lines.append(f"mcp bearer tokens (--listen): {'; '.join(checks)}")
     return lines
+
+
+def _pin_line(config: Config, base_dir: Path) -> tuple[list[str], list[str]]:
+    """The pinned tool set of ``interpose mcp-proxy`` (``[mcp] pin_file``), read as the
+    proxy reads it: (the line to show, the problem when the file is not a pin file)."""
+    from ..adapters.mcp.pins import load
+    from ..errors import ConfigError
+
+    mcp = config.mcp
+    if mcp.pin_file is None:
+        return [], []
+    path = base_dir / mcp.pin_file
+    changed = mcp.pin_descriptions if mcp.pin_descriptions != "off" else "hide"
+    decisions = f"changed: {changed}, added: {mcp.pin_added}, lookalikes: {mcp.pin_lookalikes}"
+    if not path.exists():
+        return [f"mcp pins: {path} (not written yet: the first listing is pinned; {decisions})"], []
+    try:
+        pinned = load(path)
+    except ConfigError as exc:
+        return [], [str(exc)]
+    count = f"{len(pinned)} tool{'s' * (len(pinned) != 1)} pinned"
+    return [f"mcp pins: {path}: {count}; {decisions}"], []
 
 
 def _seconds(value: float | None) -> str:

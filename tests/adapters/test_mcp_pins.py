@@ -27,7 +27,7 @@ from mcp_helpers import CALL_TIMEOUT
 
 from interpose import Pipeline
 from interpose.adapters.mcp.config import McpConfig
-from interpose.adapters.mcp.pins import PIN_VERSION, load, save
+from interpose.adapters.mcp.pins import PIN_VERSION, ToolPin, load, save
 from interpose.adapters.mcp.proxy import McpProxy, UpstreamSpec
 from interpose.errors import ConfigError
 from interpose.pipeline.payloads import ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
@@ -221,6 +221,34 @@ def test_update_pins_without_a_pin_file_is_a_one_line_error(tmp_path: Path) -> N
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "interpose mcp-proxy: --update-pins: no pin file (give --pin-file or [mcp] pin_file)"
+    ]
+
+
+def test_interpose_check_reads_the_pin_file_as_the_proxy_does(tmp_path: Path) -> None:
+    config = tmp_path / "interpose.toml"
+    config.write_text('[mcp]\npin_file = "pins.json"\npin_added = "block"\n', encoding="utf-8")
+    pins = tmp_path / "pins.json"
+
+    def check() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "interpose.cli", "check", str(config)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=CALL_TIMEOUT)
+
+    decisions = "changed: hide, added: block, lookalikes: block"
+    done = check()
+    assert done.returncode == 0, done.stderr
+    assert f"mcp pins: {pins} (not written yet: the first listing is pinned; {decisions})" in (
+        done.stdout.splitlines()
+    )
+    listed = [mt.Tool.model_validate(t) for t in (SEND, LIST)]
+    save(pins, {f"mcp__rug__{t.name}": ToolPin.of(t) for t in listed})
+    done = check()
+    assert done.returncode == 0, done.stderr
+    assert f"mcp pins: {pins}: 2 tools pinned; {decisions}" in done.stdout.splitlines()
+    pins.write_text('{"version": 1, "tools": []}', encoding="utf-8")
+    done = check()
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f'interpose: {config}: pin file {pins}: "tools" must be an object of tool entries'
     ]
 
 
