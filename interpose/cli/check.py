@@ -168,8 +168,9 @@ def _pin_line(config: Config, base_dir: Path) -> tuple[list[str], list[str]]:
     if mcp.pin_file is None:
         return [], []
     path = base_dir / mcp.pin_file
-    changed = mcp.pin_descriptions if mcp.pin_descriptions != "off" else "hide"
-    decisions = f"changed: {changed}, added: {mcp.pin_added}, lookalikes: {mcp.pin_lookalikes}"
+    decisions = (
+        f"changed: {mcp.pin_changed}, added: {mcp.pin_added}, lookalikes: {mcp.pin_lookalikes}"
+    )
     if not path.exists():
         return [f"mcp pins: {path} (not written yet: the first listing is pinned; {decisions})"], []
     try:

@@ -176,6 +176,12 @@ class McpConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # the calls' principal (a table of its own: its struct is documented)
     auth: McpAuthConfig | None = None
 
+    @property
+    def pin_changed(self) -> Literal["warn", "hide", "ask", "block"]:
+        """What a pinned tool whose description, input schema or annotations changed
+        gets: ``pin_descriptions``, or ``hide`` when that is ``off`` (a pin file pins)."""
+        return "hide" if self.pin_descriptions == "off" else self.pin_descriptions
+
 
 def _field(name: str) -> str:
     """``mcp.servers.<name>``, the name quoted when it is not a bare TOML key."""

@@ -42,7 +42,7 @@ class ToolSetGuard:
         pinning = config.pin_descriptions != "off" or config.pin_file is not None
         self.update = config.pin_mode == "update"
         self.pins = ToolPins(pin_path) if pinning or self.update else None
-        self.on_change = config.pin_descriptions if config.pin_descriptions != "off" else "hide"
+        self.on_change = config.pin_changed
         self.on_added = config.pin_added
         self.on_lookalike = config.pin_lookalikes
         self.verdicts: dict[str, Verdict] = {}  # by the listed name, mcp__<server>__<tool>
