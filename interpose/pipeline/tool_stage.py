@@ -255,17 +255,7 @@ async def _traced(rt: Runtime, tracer: Tracer, chain: ToolChain, ctx: ToolContex
                 # (no coroutine for the core, no timing), naming who decided
                 out, result = _traced_gate(rt, chain, ctx)
                 if result is None:
-                    # the tool, inline: the "traced layer" rows (no coroutine, no timing)
-                    try:
-                        value = ctx.call(out.args)
-                        if type(value) is CoroutineType or isawaitable(value):
-                            value = await value
-                    except _ABORTS:
-                        raise
-                    except Exception as exc:
-                        result = error_result(exc)
-                    else:
-                        result = ToolResult(output=value)
+                    result, _ = await invoke(ctx.call, out.args)
             elif chain.app is None:
                 result = await full_path(rt, chain, ctx)
             else:
