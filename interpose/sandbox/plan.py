@@ -20,6 +20,12 @@ __all__ = ["Plan", "resolve"]
 # never searched for sensitive files: large, and their contents are not the user's secrets
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox"})
 
+# The Python environment running interpose, and interpose itself (the bridge is in it):
+# shown read-only even when they lie under ``/tmp`` (a checkout and its virtualenv
+# there), since the proxy's bridge runs on them inside the sandbox, and so may the tools
+# of the same environment (a Python MCP server installed beside interpose).
+_RUNTIME = (sys.prefix, sys.exec_prefix, sys.base_prefix, str(Path(__file__).resolve().parents[1]))
+
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
@@ -70,7 +76,7 @@ def resolve(policy: SandboxPolicy, cwd: str | os.PathLike[str], home: str) -> Pl
     if not base.is_dir():
         raise ValueError(f"the working directory {cwd} is not a directory")
     writable = _existing(base, home, policy.writable)
-    shown = (*policy.readable, "~", *_runtime())
+    shown = (*policy.readable, "~", *_RUNTIME)
     readable = [p for p in _existing(base, home, shown) if _within(p, "/tmp")]
     hidden = set(_existing(base, home, policy.hidden))
     if policy.hide_sensitive:
@@ -98,15 +104,6 @@ def resolve(policy: SandboxPolicy, cwd: str | os.PathLike[str], home: str) -> Pl
         domains=policy.domains,
         limits=policy.limits,
     )
-
-
-def _runtime() -> tuple[str, ...]:
-    """The Python environment running interpose, and interpose itself: shown read-only
-    even when they lie under ``/tmp`` (a checkout and its virtualenv there), since the
-    proxy's bridge runs on them inside the sandbox, and so may the tools of the same
-    environment (a Python MCP server installed beside interpose)."""
-    package = Path(__file__).resolve().parents[1]  # interpose/ (the bridge is in it)
-    return (sys.prefix, sys.exec_prefix, sys.base_prefix, str(package))
 
 
 def _existing(base: Path, home: str, paths: tuple[str, ...]) -> list[str]:
