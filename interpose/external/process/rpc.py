@@ -135,13 +135,14 @@ class RpcClient(Supervisor):
                 return
             self._garbage(child, line, f"not a JSON-RPC message: {exc}")
             return
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             if not line.strip():
                 return
-            self._garbage(child, line, f"reply is not valid JSON: {exc}")
-            return
-        except UnicodeDecodeError as exc:  # msgspec checks UTF-8 where it makes a str
-            self._garbage(child, line, f"reply is not valid UTF-8: {_bad_utf8(exc)}")
+            bad = _bad_utf8_in(line)
+            if bad is not None:
+                self._garbage(child, line, f"reply is not valid UTF-8: {bad}")
+            else:
+                self._garbage(child, line, f"reply is not valid JSON: {exc}")
             return
         rid = msg.id
         slot = child.pending.take(rid) if msg.method is None else None
@@ -320,13 +321,14 @@ class RpcClient(Supervisor):
         data = raw if bytes(raw) != NULL else EMPTY  # a null result means "nothing to say"
         try:
             return decoder.decode(data)
-        except msgspec.DecodeError as exc:
-            raise self._error(method, f"invalid reply: {exc}") from exc
-        except UnicodeDecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            bad = _bad_utf8_in(bytes(data))
+            if bad is None:
+                raise self._error(method, f"invalid reply: {exc}") from exc
             # the result is left raw by the reader, so its strings are checked only now:
             # an invalid line all the same, answering only this call
             self.stats.invalid_lines += 1
-            detail = f"reply is not valid UTF-8: {_bad_utf8(exc)}"
+            detail = f"reply is not valid UTF-8: {bad}"
             self._log.warning("process hook %r: %s: %s", self.name, method, detail)
             raise self._error(method, detail) from exc
 
@@ -355,9 +357,16 @@ class RpcClient(Supervisor):
         return ProcessHookError(f"process hook {self.name!r} {why}", hook=self.name, method=method)
 
 
-def _bad_utf8(exc: UnicodeDecodeError) -> str:
-    bad = exc.object[exc.start : exc.end]
-    return f"{exc.reason} ({' '.join(f'{b:#04x}' for b in bad[:4])})"
+def _bad_utf8_in(data: bytes) -> str | None:
+    """What makes ``data`` invalid UTF-8 (``invalid start byte (0xff)``), or None.  Asked
+    when msgspec cannot decode a reply: before 0.23 it raised ``UnicodeDecodeError`` for
+    bad UTF-8 inside a string, since then a ``DecodeError`` that does not say where."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        return f"{exc.reason} ({' '.join(f'{b:#04x}' for b in bad[:4])})"
+    return None
 
 
 def _preview(line: bytes) -> str:
