@@ -71,12 +71,7 @@ from .payloads import (
 )
 from .span_content import tool_input
 from .tool_chain import ToolChain, compile_tool
-from .tracing import (
-    INTERNAL,
-    end_tool_span,
-    fail_span,
-    tool_span_attributes,
-)
+from .tracing import end_tool_span, enter_span, exit_span, fail_span, tool_span_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -235,39 +230,40 @@ async def _traced(rt: Runtime, tracer: Tracer, chain: ToolChain, ctx: ToolContex
     """The tool stage inside its ``execute_tool`` span (current while the tool runs)."""
     trace = rt.trace
     turn = ctx.turn
-    with tracer.start_as_current_span(
+    span, token = enter_span(
+        tracer,
         f"execute_tool {chain.tool_name}",
-        kind=INTERNAL,
-        attributes=tool_span_attributes(
+        tool_span_attributes(
             chain.span_base,
             ctx.call_id,
             ctx.session_key,
             turn.provider if turn is not None else "",
             turn.model if turn is not None else "",
         ),
-        set_status_on_exception=False,
-    ) as span:
+    )
+    try:
         if trace.content and span.is_recording():
             span.set_attributes(tool_input(ctx.args, trace.redactor))
-        try:
-            if chain.quiet and not chain.after and not rt.bus.wanted:
-                # sync tool.before handlers only, nobody listening: the quiet path
-                # (no coroutine for the core, no timing), naming who decided
-                out, result = _traced_gate(rt, chain, ctx)
-                if result is None:
-                    result, _ = await invoke(ctx.call, out.args)
-            elif chain.app is None:
-                result = await full_path(rt, chain, ctx)
-            else:
-                await chain.app(ctx)
-                if ctx.result is None:  # a plain layer returned without one
-                    raise MiddlewareError("tool")
-                result = ctx.result
-        except BaseException as exc:
-            fail_span(span, exc)
-            raise
+        if chain.quiet and not chain.after and not rt.bus.wanted:
+            # sync tool.before handlers only, nobody listening: the quiet path
+            # (no coroutine for the core, no timing), naming who decided
+            out, result = _traced_gate(rt, chain, ctx)
+            if result is None:
+                result, _ = await invoke(ctx.call, out.args)
+        elif chain.app is None:
+            result = await full_path(rt, chain, ctx)
+        else:
+            await chain.app(ctx)
+            if ctx.result is None:  # a plain layer returned without one
+                raise MiddlewareError("tool")
+            result = ctx.result
         if result.status != "ok" or trace.content:  # an ok call records nothing
             end_tool_span(span, result, trace)
+    except BaseException as exc:
+        fail_span(span, exc)
+        exit_span(span, token, exc, status=False)  # fail_span set the status
+        raise
+    exit_span(span, token)
     return result
 
 

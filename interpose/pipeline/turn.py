@@ -49,7 +49,15 @@ from .payloads import (
 )
 from .span_content import chat_content, turn_input
 from .tool_stage import run_tool
-from .tracing import CLIENT, INTERNAL, chat_span_attributes, fail_span, turn_span_attributes
+from .tracing import (
+    CLIENT,
+    INTERNAL,
+    chat_span_attributes,
+    enter_span,
+    exit_span,
+    fail_span,
+    turn_span_attributes,
+)
 
 if TYPE_CHECKING:
     from ..bus.memory import InMemoryBus
@@ -244,29 +252,32 @@ class Turn:
         if tracer is None:
             await app(ctx)
         else:
-            with tracer.start_as_current_span(
+            span, token = enter_span(
+                tracer,
                 f"chat {self.model}" if self.model else "chat",
-                kind=CLIENT,
-                attributes=chat_span_attributes(
-                    self.agent_id, self.session_key, self.provider, self.model
-                ),
-                set_status_on_exception=False,
-            ) as span:
-                try:
-                    await app(ctx)
-                except BaseException as exc:
-                    fail_span(span, exc, "turn_aborted")
-                    raise
-                else:
-                    if ctx.response is not None:
-                        _end_chat_span(span, ctx.response, ctx.attempt)
-                finally:
-                    trace = self.pipeline.runtime.trace
-                    if trace.content and span.is_recording():
-                        span.set_attributes(chat_content(ctx.request, ctx.response, trace.redactor))
+                chat_span_attributes(self.agent_id, self.session_key, self.provider, self.model),
+                CLIENT,
+            )
+            try:
+                await app(ctx)
+            except BaseException as exc:
+                fail_span(span, exc, "turn_aborted")
+                self._chat_content(span, ctx)
+                exit_span(span, token, exc, status=False)  # fail_span set the status
+                raise
+            if ctx.response is not None:
+                _end_chat_span(span, ctx.response, ctx.attempt)
+            self._chat_content(span, ctx)
+            exit_span(span, token)
         if ctx.response is None:
             raise MiddlewareError("llm")
         return ctx.response
+
+    def _chat_content(self, span: Span, ctx: LLMContext) -> None:
+        """The request and response on the chat span, when content is traced."""
+        trace = self.pipeline.runtime.trace
+        if trace.content and span.is_recording():
+            span.set_attributes(chat_content(ctx.request, ctx.response, trace.redactor))
 
     async def call_tool(
         self,

@@ -13,6 +13,7 @@ import textwrap
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -660,3 +661,36 @@ async def test_a_chain_of_sync_before_handlers_records_every_outcome(
             "modify",
             "abort",
         ]
+
+
+async def test_spans_are_current_while_they_run_and_restored_after(
+    provider: TracerProvider, spans: Spans
+) -> None:
+    """A handler's and the tool's spans are current while they run (a span they start
+    nests in theirs), and the caller's context is back afterwards, failure or not."""
+    pipe = traced_pipe(provider)
+    tracer = provider.get_tracer("user")
+
+    @pipe.intercept("tool.before", priority=20, id="inner-span")
+    def inner(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        with tracer.start_as_current_span("handler work"):
+            pass
+        if out.args.get("fail"):
+            raise KeyError("boom")
+
+    async def tool(args: dict[str, Any]) -> str:
+        with tracer.start_as_current_span("tool work"):
+            return "ok"
+
+    outside = trace.get_current_span()
+    for args in ({}, {"fail": True}):
+        await pipe.call_tool("exec", args, call=tool)
+        assert trace.get_current_span() is outside
+    handler_spans = [s for s in spans.all if s.name == "tool.before inner-span"]
+    assert len(handler_spans) == 2
+    for span in handler_spans:
+        assert spans.children(span) == ["handler work"]
+    assert handler_spans[1].status.status_code is StatusCode.ERROR
+    assert [e.name for e in handler_spans[1].events] == ["exception"]
+    tool_span = next(s for s in spans.all if s.name == "execute_tool exec")
+    assert "tool work" in spans.children(tool_span)
