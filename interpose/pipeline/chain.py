@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from inspect import isawaitable
 from operator import length_hint
 from time import perf_counter_ns
+from types import CoroutineType
 from typing import Any
 
 from ..errors import AbortTurn, HardAbort
@@ -470,7 +471,7 @@ async def invoke(call: Callable[[Any], Any], args: Any) -> tuple[ToolResult, int
     start = time.perf_counter_ns()
     try:
         out = call(args)
-        if isawaitable(out):
+        if type(out) is CoroutineType or isawaitable(out):  # the common case first
             out = await out
     except _ABORTS:
         raise

@@ -518,8 +518,6 @@ class Pipeline:
                 ``call`` and no executor for the tool.
             RuntimeError: the pipeline has subscribers but is not entered.
         """
-        if call is None:
-            call = self.executor(name)
         if not self.bus.wanted:
             # nobody listens: no turn object, no events
             chains = self._tool_chains.get(agent_id)
@@ -530,7 +528,7 @@ class Pipeline:
                     and chain.version == self.registry.version
                     and type(args) is dict
                     and self._trace.tracer() is None
-                    and callable(call)
+                    and callable(call)  # None (the built-in executor) is not
                 ):
                     # the two cheapest paths of run_tool without its coroutine frame
                     # and its lookups: nothing registered for this tool (inlined: the
@@ -577,12 +575,16 @@ class Pipeline:
                     if ctx.result is None:  # a plain layer returned without one
                         raise MiddlewareError("tool")
                     return ctx.result
+                if call is None:
+                    call = self.executor(name)
                 ctx = ToolContext(None, "", name, call_id or "", args, call, agent_id, session_key)
                 return await run_tool(self.runtime, ctx)
             except AbortTurn as exc:
                 return refusal(
                     "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
                 )
+        if call is None:
+            call = self.executor(name)
         turn = self.turn(agent_id=agent_id, session_key=session_key)
         async with turn:
             result = await turn.call_tool(name, args, call=call, call_id=call_id)

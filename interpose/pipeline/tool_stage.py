@@ -367,7 +367,7 @@ async def full_path(
             start = perf_counter_ns() if timed else 0
             try:
                 value = ctx.call(out.args)
-                if isawaitable(value):
+                if type(value) is CoroutineType or isawaitable(value):
                     value = await value
             except _ABORTS:
                 raise

@@ -25,6 +25,7 @@ import copy
 import os
 from collections.abc import Callable
 from inspect import isawaitable
+from types import CoroutineType
 from typing import Any, Literal
 
 import msgspec
@@ -372,7 +373,7 @@ def _traced_async(fn: Callable[..., Any], step: Step, tracer: Tracer) -> Callabl
             # a handler with a timeout that finished without suspending has run
             # already and returned its answer (or None): see chain.Step
             answer = fn(*args)
-            if isawaitable(answer):
+            if type(answer) is CoroutineType or isawaitable(answer):
                 answer = await answer
             decision = decide(args, before, answer)
         except BaseException as exc:
