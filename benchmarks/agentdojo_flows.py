@@ -336,6 +336,8 @@ class Runner:
             return False
 
         pipe = Pipeline(builtins=False, tracing="off", human_approval=person)
+        for tool in self.tools:  # the application's tools, so that matchers may name them
+            pipe.register_tool(tool["name"])
         install_defense(pipe, defense, self.tools, needed=needed)
 
         async def call(turn: Turn, fc: FunctionCall, user: bool) -> bool:
@@ -697,7 +699,17 @@ def report(runs: Sequence[SuiteRun], totals: Sequence[SuiteRun], seconds: float)
             f"{'PASS' if verdict.asr_ok else 'MISS'}; utility {ratio} of the undefended "
             f"run's >= {100 * UTILITY_TARGET:g}% {'PASS' if verdict.utility_ok else 'MISS'}"
         )
+    first = totals[0]
+    if first.no_oracle:
+        lines.append(
+            "not run, no oracle (the injection task ships neither ground-truth calls nor an "
+            f"output): {listing(first.no_oracle)}"
+        )
     for run in totals:
+        if run.unseen:
+            lines.append(
+                f"{run.defense}: the attack text never reached the model: {listing(run.unseen)}"
+            )
         if run.failed_tasks:
             lines.append(f"{run.defense}: utility failed: {listing(run.failed_tasks)}")
         if run.benign_refusals:

@@ -22,7 +22,17 @@ from typing import Any
 import anyio
 import pytest
 
-from interpose import Approval, ApprovalRequest, Pipeline
+from interpose import (
+    Approval,
+    ApprovalRequest,
+    MessageBeforeInput,
+    MessageBeforeOutput,
+    Pipeline,
+    ToolAfterInput,
+    ToolAfterOutput,
+    ToolBeforeInput,
+    ToolBeforeOutput,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -70,8 +80,10 @@ def test_undefended_the_ground_truth_is_useful_and_the_oracle_attack_wins(
         assert run.pairs == LIMIT * LIMIT
         # every user task's own ground truth, through interpose, passes its own check
         assert run.utility == LIMIT, (run.suite, run.failed_tasks)
-        # the obeying agent: every injection task's goal is reached
+        # the obeying agent: every injection task's goal is reached, each after the
+        # attack text reached it
         assert run.attacks_won == run.pairs, (run.suite, run.lost)
+        assert run.unseen == []
         # nothing refused, nothing asked, and calls were really made
         assert run.benign.calls >= LIMIT
         assert run.attacked.calls > run.benign.calls * LIMIT
@@ -159,14 +171,77 @@ def test_the_script_reports_the_reduced_run_and_writes_its_results(tmp_path: Pat
         (["--suites", "mail"], "invalid choice: 'mail'"),
     ],
 )
-def test_bad_options_are_named_without_a_traceback(args: list[str], message: str) -> None:
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+def test_bad_options_are_named_without_a_traceback(
+    bench: ModuleType, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bench.main(args)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_the_session_sees_the_prompt_then_obeys_only_after_reading_the_attack(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what a flow policy relies on: the user's message goes through the message stage,
+    # and the attacker's calls come after a tool result that carried the attack text
+    seen: list[str] = []
+
+    def recorder(pipe: Pipeline, tools: Sequence[Any], needed: frozenset[str]) -> None:
+        @pipe.intercept("message.before")
+        def message(inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
+            seen.append(f"message: {out.message}")
+
+        @pipe.intercept("tool.before")
+        def call(inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+            seen.append(f"call {inp.tool_name} {out.args}")
+
+        @pipe.intercept("tool.after")
+        def result(inp: ToolAfterInput, out: ToolAfterOutput) -> None:
+            if bench.INJECTION_MARKER in str(out.result.output):
+                seen.append("read the attack text")
+
+    monkeypatch.setitem(bench.DEFENSES, "recorder", recorder)
+    dojo = bench.load_agentdojo()
+    suite_bench = bench.SuiteBench(dojo, "banking", ["recorder"], LIMIT)
+    task = suite_bench.suite.get_user_task_by_id("user_task_0")
+    injection = suite_bench.suite.get_injection_task_by_id("injection_task_0")
+    env = task.init_environment(
+        suite_bench.environments.load(suite_bench.attack.attack(task, injection))
     )
-    assert run.returncode == 2
-    assert message in run.stderr
-    assert "Traceback" not in run.stderr
+    calls = task.ground_truth(env.model_copy(deep=True))
+    attack_calls = injection.ground_truth(env.model_copy(deep=True))
+    plan = bench.Plan(task.PROMPT, calls, injection, attack_calls)
+    pre = env.model_copy(deep=True)
+    session = anyio.run(
+        suite_bench.runner.session, "recorder", env, plan, frozenset(), "one session"
+    )
+    assert session.obeyed
+    assert seen[0] == f"message: {task.PROMPT}"
+    read = seen.index("read the attack text")
+    # the bill is read (it carries the attack), the attacker's payment follows at once,
+    # then the user's own payment
+    assert seen[1:read] == [f"call {calls[0].function} {calls[0].args}"]
+    made = [line for line in seen[read + 1 :] if line.startswith("call ")]
+    assert made == [f"call {c.function} {c.args}" for c in [*attack_calls, *calls[1:]]]
+    assert any(c.args.get("recipient") == "US133000000121212121212" for c in attack_calls)
+    answer = session.answer(plan, task.GROUND_TRUTH_OUTPUT)
+    assert bench.attack_won(injection, answer, pre, env, session.ran) is True
+
+
+def test_the_fast_environment_loader_gives_agentdojos_environment(bench: ModuleType) -> None:
+    dojo = bench.load_agentdojo()
+    for name in bench.SUITES:
+        suite_bench = bench.SuiteBench(dojo, name, ["none"], 1)
+        task, injection = suite_bench.user_tasks[0], suite_bench.injection_tasks[0]
+        attacked: dict[str, str] = suite_bench.attack.attack(task, injection)
+        assert attacked
+        assert all(bench.INJECTION_MARKER in text for text in attacked.values())
+        for injections in ({}, attacked):
+            ours = suite_bench.environments.load(injections)
+            theirs = suite_bench.suite.load_and_inject_default_environment(injections)
+            assert ours == theirs, name
+        # and an injected environment differs from the benign one
+        assert suite_bench.environments.load({}) != suite_bench.environments.load(attacked)
