@@ -90,6 +90,7 @@ Run::
 
     python benchmarks/agentdojo_flows.py [--defense none tool-filter] [--suites banking]
         [--limit N] [--json OUT]
+    python benchmarks/agentdojo_flows.py --export-tools OUT [--suites ...]
 
 ``--limit N`` keeps the first N user tasks and the first N injection tasks of each suite
 (N x N pairs): a reduced run. A full run of both defenses takes about 40 s of CPU
@@ -117,9 +118,9 @@ from interpose import (
     ToolBeforeInput,
     ToolBeforeOutput,
     ToolResult,
+    Turn,
+    normalize_tool_name,
 )
-from interpose.pipeline.tools import normalize_tool_name
-from interpose.pipeline.turn import Turn
 
 AGENTDOJO_VERSION = "0.1.35"
 BENCHMARK_VERSION = "v1.2.1"
@@ -771,6 +772,12 @@ def parser() -> argparse.ArgumentParser:
         "--limit", type=positive, default=None, help="first N user and N injection tasks"
     )
     found.add_argument("--json", metavar="OUT", default=None, help="write the results as JSON")
+    found.add_argument(
+        "--export-tools",
+        metavar="OUT",
+        default=None,
+        help="write the --suites' tool descriptions as JSON ({suite: [tool, ...]}) and stop",
+    )
     return found
 
 
@@ -788,6 +795,14 @@ async def run_all(
     return runs
 
 
+def export_tools(dojo: Any, suites: Sequence[str], path: str) -> None:
+    """Write every tool of ``suites`` as a defense is given it, by suite."""
+    found = {name: tool_descriptions(dojo.get_suite(BENCHMARK_VERSION, name)) for name in suites}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(found, f, indent=2)
+    print(f"{sum(map(len, found.values()))} tools of {', '.join(suites)}: {path}")
+
+
 def installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -802,6 +817,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     defenses = defenses_of(opts.defense)
     start = time.perf_counter()
     dojo = load_agentdojo()
+    if opts.export_tools:
+        export_tools(dojo, opts.suites, opts.export_tools)
+        return 0
     info = machine()
     found = installed_version()
     print(

@@ -139,6 +139,18 @@ def test_tool_descriptions_give_each_tool_its_description_and_schema(bench: Modu
     assert "recipient" in send["parameters"]["required"]
 
 
+def test_the_tool_descriptions_are_exported_as_json(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tools.json"
+    assert bench.main(["--export-tools", str(out), "--suites", "banking", "slack"]) == 0
+    exported = json.loads(out.read_text())
+    assert list(exported) == ["banking", "slack"]
+    assert "send_money" in {t["name"] for t in exported["banking"]}
+    assert "send_direct_message" in {t["name"] for t in exported["slack"]}
+    assert f"22 tools of banking, slack: {out}" in capsys.readouterr().out
+
+
 def test_the_script_reports_the_reduced_run_and_writes_its_results(tmp_path: Path) -> None:
     _bench()  # skipped (or failed under CI) without agentdojo
     out = tmp_path / "dojo.json"
