@@ -74,7 +74,7 @@ their tables.
 from __future__ import annotations
 
 from ..run import FunctionRule, PipelineRule, Rule
-from .code import pipeline_rules, pipeline_sinks, rule_awk, rule_code, rule_process_sinks
+from .code import pipeline_rules, pipeline_sinks, rule_code, rule_process_sinks
 from .command_options import (
     EDITORS,
     rule_command_vars,
@@ -82,11 +82,14 @@ from .command_options import (
     rule_gdb,
     rule_git_commands,
     rule_less,
+    rule_man,
     rule_rsync,
     rule_scp,
     rule_tar,
+    rule_zip,
 )
 from .fork_bomb import fork_bomb
+from .languages import pipeline_input_code
 from .network import rule_netcat, rule_socat
 from .runners import (
     rule_expect,
@@ -111,6 +114,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "tar": (rule_tar,),
     **dict.fromkeys(EDITORS, (rule_editor,)),
     "less": (rule_less,),
+    "more": (rule_less,),
+    "most": (rule_less,),
+    "man": (rule_man,),
+    "zip": (rule_zip,),
     "gdb": (rule_gdb,),
     "sg": (rule_sg,),
     "nix-shell": (rule_nix_shell,),
@@ -121,7 +128,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "git": (rule_git_commands,),
     "nc": (rule_netcat,),
     "socat": (rule_socat,),
-    "awk": (rule_awk,),
     "su": (rule_su,),
     "ssh": (rule_ssh,),
     "watch": (rule_watch,),
@@ -131,5 +137,5 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "expect": (rule_expect,),
 }
 GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
-PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks)
+PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks, pipeline_input_code)
 FUNCTIONS: tuple[FunctionRule, ...] = (fork_bomb,)

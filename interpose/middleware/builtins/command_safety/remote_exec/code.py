@@ -12,7 +12,6 @@ from ...shell import SUBST, Word
 from ..interpreters import library_calls
 from ..invocation import Invocation
 from ..model import Finding
-from ..operands import AWK
 from ..options import derived, parse_opts
 from ..paths import show, words_snippet
 from ..programs import (
@@ -29,6 +28,7 @@ from ..reach import judge_read
 from ..run import Run, allowed
 from ..text import Stream, pipe_stream, setup_code
 from ..wrappers import unwrap
+from .languages import OWN_SYNTAX
 
 _NETWORK_TOOLS = frozenset({"nc", "socat", "telnet", "cryptcat", "pwncat", "openssl"})
 
@@ -86,6 +86,16 @@ def _judge_program(
         return run.nested(_crontab_commands(text), origin)
     if kind in ("shell", "eval", "source"):
         return run.nested(text, origin)
+    return _own_program(inv, run, kind, text)
+
+
+def _own_program(inv: Invocation, run: Run, kind: str, text: str) -> Finding | None:
+    """An interpreter's program, or one in its own syntax (awk, sed, make)."""
+    judge = OWN_SYNTAX.get(kind)
+    if judge is not None:
+        found = judge(inv, run, text)
+        if found is not None or kind != "awk":
+            return found
     return _inline_program(inv, run, text)
 
 
@@ -111,7 +121,7 @@ def _stream_program(
         elif info.kind in ("shell", "eval", "source"):
             found = run.nested(text, origin)
         else:
-            found = _inline_program(inv, run, text)
+            found = _own_program(inv, run, info.kind, text)
         if found is not None:
             return found
     return None
@@ -244,13 +254,6 @@ def _inline_program(inv: Invocation, run: Run, code: str) -> Finding | None:
     return None
 
 
-def rule_awk(inv: Invocation, run: Run) -> Finding | None:
-    parsed = parse_opts(inv.args, AWK)
-    if parsed.has("--file") or not parsed.operands:
-        return None
-    return _inline_program(inv, run, parsed.operands[0].text)
-
-
 def _is_network_tool(inv: Invocation) -> bool:
     if inv.name == "openssl":
         return any(w.text == "s_client" for w in inv.args)
@@ -292,7 +295,7 @@ def _sink_readers(inv: Invocation) -> list[tuple[Invocation, Exec]]:
     """Shells and interpreters reading a program from ``>(...)`` sinks of ``inv``
     (``CMD > >(sh)``, ``tee >(bash)``)."""
     sinks = [r.target for r in inv.redirects if r.op in _SINK_OPS and r.target.process]
-    if inv.name == "tee":
+    if inv.name == "tee" or inv.name in DOWNLOADERS:  # tee >(sh), curl -o >(sh) URL
         sinks += [w for w in inv.args if w.process]
     readers = []
     for sink in sinks:
@@ -317,7 +320,7 @@ def _without_sinks(inv: Invocation) -> Invocation:
 
 def rule_process_sinks(inv: Invocation, run: Run) -> Finding | None:
     """``CMD > >(sh)``, ``tee >(bash) <<< TEXT``: a shell reads what ``inv`` writes."""
-    if not inv.redirects and inv.name != "tee":
+    if not inv.redirects and inv.name != "tee" and inv.name not in DOWNLOADERS:
         return None
     for reader, info in _sink_readers(inv):
         # a download written into >(sh) is the same as one piped into sh
