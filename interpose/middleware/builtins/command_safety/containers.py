@@ -27,6 +27,7 @@ Rules (the rule id leads the block reason):
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
@@ -151,7 +152,7 @@ def _shown(words: Sequence[str]) -> str:
     return show("docker " + " ".join(words))
 
 
-def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
+def _prune(words: list[str], rest: Sequence[Word], run: Run) -> Finding | None:
     flags = _docker_flags(rest)
     every = bool(flags & {"-a", "--all"})
     shown = _shown([*words, *(w.text for w in rest)])
@@ -164,7 +165,11 @@ def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
     if words == ["volume", "prune"] and (every or _filter_all(rest)):
         return Finding("docker-prune", shown, f"{shown!r} deletes every unused volume and its data")
     removes = words in (["volume", "rm"], ["volume", "remove"])
-    if removes and (every or any(_lists_volumes(sub) for w in rest for sub in w.subs)):
+    if removes and (
+        every
+        or any(_lists_volumes(sub) for w in rest for sub in w.subs)
+        or any(_lists_volumes(listing) for listing in _listings(rest, run))
+    ):
         return Finding("docker-prune", shown, f"{shown!r} deletes every volume")
     if words == ["system", "reset"]:  # podman: back to a fresh install
         return Finding(
@@ -173,6 +178,18 @@ def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
             f"{shown!r} deletes every container, image, volume and network of the engine",
         )
     return None
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _listings(rest: Sequence[Word], run: Run) -> list[Script]:
+    """What the loop variables among ``rest`` take: ``for v in $(docker volume ls -q); do
+    docker volume rm $v``, ``docker volume ls -q | while read v; do ...``."""
+    if not run.listings:
+        return []
+    names = [m.group(1) for w in rest if (m := _VARIABLE.fullmatch(w.text)) is not None]
+    return [run.listings[name] for name in names if name in run.listings]
 
 
 def _filter_all(rest: Sequence[Word]) -> bool:
@@ -267,7 +284,7 @@ def _rule_docker(inv: Invocation, run: Run) -> Finding | None:
     while i < n and args[i].text.startswith("-"):
         i += 2 if args[i].text in _DOCKER_GLOBAL_ARG else 1
     words = [w.text for w in args[i : i + 2]]
-    return _prune(words, args[i + 2 :]) or _container_command(inv, run, args[i:])
+    return _prune(words, args[i + 2 :], run) or _container_command(inv, run, args[i:])
 
 
 def _rule_compose(inv: Invocation, run: Run) -> Finding | None:

@@ -74,7 +74,7 @@ their tables.
 from __future__ import annotations
 
 from ..run import FunctionRule, PipelineRule, Rule
-from .code import pipeline_rules, pipeline_sinks, rule_code, rule_process_sinks
+from .code import pipeline_fifo, pipeline_rules, pipeline_sinks, rule_code, rule_process_sinks
 from .command_options import (
     EDITORS,
     rule_command_vars,
@@ -137,5 +137,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "expect": (rule_expect,),
 }
 GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
-PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks, pipeline_input_code)
+PIPELINES: tuple[PipelineRule, ...] = (
+    pipeline_rules,
+    pipeline_sinks,
+    pipeline_fifo,
+    pipeline_input_code,
+)
 FUNCTIONS: tuple[FunctionRule, ...] = (fork_bomb,)

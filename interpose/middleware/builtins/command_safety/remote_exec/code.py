@@ -185,13 +185,15 @@ def rule_code(inv: Invocation, run: Run) -> Finding | None:
 
 _NET_CODE = re.compile(
     r"\bsocket\b|fsockopen|TCPSocket|IO::Socket|\bnet\.(?:connect|Socket|createConnection)"
-    r"|/inet/(?:tcp|udp)/",
+    r"|/inet/(?:tcp|udp)/|require\s*\(\s*['\"](?:node:)?(?:net|tls)['\"]\s*\)"
+    r"|from\s+['\"](?:node:)?(?:net|tls)['\"]",
     re.IGNORECASE,
 )
 _SPAWN_CODE = re.compile(
     r"dup2|pty\.spawn|subprocess|os\.system|\bexec(?:[lv]p?e?)?\s*\(|\bsystem\s*\(|popen"
     r"|proc_open|passthru|shell_exec|child_process|\bspawn\s*\(|/bin/(?:ba|z|da|k)?sh\b"
-    r"|cmd\.exe",
+    r"|cmd\.exe|\b(?:system|exec)\s*[$\"']|fdopen|open\s*\(\s*STD(?:IN|OUT)\b"
+    r"|os\.execute|io\.popen",
     re.IGNORECASE,
 )
 _FORK_CODE = re.compile(
@@ -289,6 +291,35 @@ def pipeline_rules(stages: Sequence[Sequence[Invocation | None]], run: Run) -> F
 
 
 _SINK_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
+
+
+def pipeline_fifo(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
+    """``sh -i < F 2>&1 | nc HOST PORT > F``: a shell reads its commands from a file (a
+    named pipe made by ``mkfifo F`` or ``mknod F p``) that the pipeline, joined to a
+    network tool, writes."""
+    invs = [inv for stage in stages for inv in stage if inv is not None]
+    network = next((o for o in invs if _is_network_tool(o)), None)
+    if network is None:
+        return None
+    written = {
+        r.target.text
+        for inv in invs
+        for r in inv.redirects
+        if r.op in _SINK_OPS and r.fd in (None, 1)
+    }
+    for inv in invs:
+        info = exec_info(inv) if inv is not network else None
+        if info is None or not info.stdin:
+            continue
+        feeds = {r.target.text for r in inv.redirects if r.op == "<" and r.fd in (None, 0)}
+        if feeds & written and not allowed(run, inv, network):
+            return Finding(
+                "reverse-shell",
+                network.snippet(),
+                f"{inv.shown} reads commands from a pipe file that {network.snippet()!r} "
+                f"writes (a loop through a named pipe)",
+            )
+    return None
 
 
 def _sink_readers(inv: Invocation) -> list[tuple[Invocation, Exec]]:
