@@ -36,7 +36,7 @@ from .model import Finding
 from .options import derived, opts, parse_opts, word_set
 from .paths import show
 from .run import PipelineRule, Rule, Run
-from .wrappers import canon
+from .wrappers import canon, unwrap
 
 # -- docker --------------------------------------------------------------------------------------
 
@@ -140,8 +140,10 @@ def _lists_volumes(script: Script) -> bool:
     for cmd in script.commands:
         if not cmd.words:
             continue
-        name = canon(cmd.words[0].text)
-        if name == "docker" and _every_volume([w.text for w in cmd.words[1:]]):
+        unwrapped = unwrap(list(cmd.words))  # sudo docker volume ls -q
+        name = unwrapped.name if unwrapped is not None else canon(cmd.words[0].text)
+        args = unwrapped.args if unwrapped is not None else cmd.words[1:]
+        if name == "docker" and _every_volume([w.text for w in args]):
             lister = True
         elif name in _NARROWING:
             narrowed = True

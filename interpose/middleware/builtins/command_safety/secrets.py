@@ -195,13 +195,13 @@ def _httpie_reads(inv: Invocation) -> list[Word]:
 def _container_copy_sources(inv: Invocation) -> list[Word]:
     """``docker cp SRC CTR:DST``, ``kubectl cp SRC POD:DST``: the local sources."""
     words = [w.text for w in inv.args if not w.text.startswith("-")]
-    start = 1 if words[:1] == ["container"] else 0
-    if words[start : start + 1] != ["cp"] or len(words) < start + 3:
+    at = words.index("cp") if "cp" in words[:3] else -1
+    # docker cp, docker container cp, kubectl -n NS cp (an option's value before it)
+    if at < 0 or not (at == 0 or words[0] == "container" or inv.args[0].text.startswith("-")):
         return []
-    if ":" not in words[-1]:
+    if len(words) < at + 3 or ":" not in words[-1]:
         return []  # a copy out of the container (CTR:SRC DST)
-    sources = words[start + 1 : -1]
-    return [derived(t) for t in sources if not _REMOTE.match(t)]
+    return [derived(t) for t in words[at + 1 : -1] if not _REMOTE.match(t)]
 
 
 READERS: dict[str, _Reader] = {

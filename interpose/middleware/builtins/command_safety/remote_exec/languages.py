@@ -139,6 +139,28 @@ def _awk_env(inv: Invocation, code: str) -> dict[str, str]:
     return env
 
 
+def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Parts:
+    """What ``print A, B`` (joined by a space) or ``printf FORMAT, A`` (``%s``/``%d``
+    filled in) writes."""
+    cuts = [-1, *(k for k, c in enumerate(masked) if c == ","), len(args)]
+    items = [args[a + 1 : b].strip() for a, b in zip(cuts, cuts[1:], strict=False)]
+    items = [re.sub(r"^\(|\)$", "", item) for item in items if item]
+    values = [_awk_value(item, env) for item in items]
+    if keyword == "print" or not values:
+        parts: _Parts = []
+        for k, value in enumerate(values):
+            parts += ([" "] if k else []) + value
+        return parts
+    fmt, rest = values[0], values[1:]
+    if None in fmt:
+        return [None]
+    pieces = re.split(r"%[-+ 0-9.]*[sdicfgeExXou]", "".join(p for p in fmt if p is not None))
+    parts = [pieces[0]]
+    for k, piece in enumerate(pieces[1:]):
+        parts += (rest[k] if k < len(rest) else [None]) + [piece]
+    return parts
+
+
 def _awk_commands(code: str, env: dict[str, str]) -> list[tuple[str, _Parts, _Parts | None]]:
     """What the program runs: (how, command, printed text or None) for each
     ``system()``, ``cmd | getline``, ``print ... | cmd``; ``print > file`` as
@@ -160,8 +182,8 @@ def _awk_commands(code: str, env: dict[str, str]) -> list[tuple[str, _Parts, _Pa
                         break
                 found.append(("| getline", _awk_value(stmt[at : pipe.start()], env), None))
             elif printing is not None and printing.end() <= pipe.start():
-                args = stmt[printing.end() : pipe.start()]
-                printed = _awk_value(re.sub(r"^\s*\(|\)\s*$", "", args).replace(",", ' " " '), env)
+                start, end = printing.end(), pipe.start()
+                printed = _printed(stmt[start:end], smask[start:end], printing.group(), env)
                 found.append((pipe.group(), _awk_value(stmt[pipe.end() :], env), printed))
                 break
         if printing is not None:
@@ -259,10 +281,12 @@ def _sed_actions(script: str) -> list[tuple[str, str]]:
             k = _line_rest(script, k + 1)[1]
             while k < n and script[k - 1 : k] == "\\":  # a\ TEXT continued
                 k = _line_rest(script, k + 1)[1]
-        elif c in "eEwWrR":
+        elif c in "ewWrR":
             rest, k = _line_rest(script, k + 1)
-            if rest:
-                found.append(("e" if c in "eE" else c.lower(), rest))
+            if c == "e":  # e alone runs the pattern space (the input line)
+                found.append(("e", rest or _SED_DATA))
+            elif rest:
+                found.append((c.lower(), rest))
         elif c in ":btTvlLqQ":
             k = k + 1
             while k < n and script[k] not in ";\n}":
@@ -372,6 +396,7 @@ def runs_input(inv: Invocation) -> bool:
     env = _awk_env(inv, info.inline)
     return any(
         how != "write" and (None in command or (printed is not None and None in printed))
+        or (printed is not None and not any(printed))
         for how, command, printed in _awk_commands(info.inline, env)
     )
 
