@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ...shell import Word
 from ..invocation import Invocation
+from ..budget import TooComplex
 from ..model import Finding
 from ..options import derived
 from ..programs import DOWNLOADERS, exec_info
@@ -39,32 +40,31 @@ _AWK_ASSIGN = re.compile(r'\b([A-Za-z_]\w*)\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*(?=[;}
 _PRINT = re.compile(r"\bprintf?\b")
 _PIPE = re.compile(r"(?<!\|)\|&?(?![|&])|\|&")
 _OUTPUT = re.compile(r">>?")
+_GETLINE = re.compile(r"\s*getline\b")
 
 
 def _awk_unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: _AWK_ESCAPES.get(m.group(1), m.group(1)), text)
 
 
+_OPAQUE = re.compile(
+    r'"(?:[^"\\\n]|\\.)*+"?'  # a string
+    r"|#[^\n]*+"  # a comment
+    r"|(?:(?<=[(,~!{;&|\n])|^)[ \t]*+/(?:[^/\\\n]|\\.)*+/?"  # a regex where an operand goes
+)
+
+
+def _blank(m: re.Match[str]) -> str:
+    text = m.group()
+    head = len(text) - len(text.lstrip(" \t"))
+    inner = len(text) - head - 1 - (text[-1] in "\"/" and len(text) - head > 1)
+    return text[: head + 1] + "x" * inner + text[head + 1 + inner :]
+
+
 def _mask(code: str) -> str:
     """``code`` with the insides of strings, regex literals and comments blanked (``x``),
     so that ``|``, ``;`` and parentheses found in it are the program's own."""
-    out = list(code)
-    i, n, prev = 0, len(code), ""
-    while i < n:
-        c = code[i]
-        if c == '"' or (c == "/" and prev in "(,~!{;&|\n") or c == "#":
-            end = "\n" if c == "#" else c
-            j = i + 1
-            while j < n and code[j] != end and (code[j] != "\n" or c == "#"):
-                j += 2 if code[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = "x"
-            prev, i = c, j + 1
-            continue
-        if not c.isspace():
-            prev = c
-        i += 1
-    return "".join(out)
+    return _OPAQUE.sub(_blank, code)
 
 
 def _statements(code: str, masked: str) -> list[tuple[str, str]]:
@@ -78,6 +78,33 @@ def _statements(code: str, masked: str) -> list[tuple[str, str]]:
     if start < len(code):
         found.append((code[start:], masked[start:]))
     return found
+
+
+_PARENS = re.compile(r"[()]")
+
+
+def _pairs(masked: str) -> dict[int, int]:
+    """Each ``(``'s matching ``)``, by index."""
+    stack: list[int] = []
+    pairs: dict[int, int] = {}
+    for m in _PARENS.finditer(masked):
+        if m.group() == "(":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.start()
+    return pairs
+
+
+def _opener(masked: str, start: int, at: int) -> int:
+    """The index of the innermost ``(`` opened after ``start`` still open at ``at``
+    (-1: none)."""
+    stack: list[int] = []
+    for m in _PARENS.finditer(masked, start, at):
+        if m.group() == "(":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    return stack[-1] if stack else -1
 
 
 def _closing(masked: str, open_at: int) -> int:
@@ -161,88 +188,87 @@ def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Part
     return parts
 
 
-def _awk_commands(code: str, env: dict[str, str]) -> list[tuple[str, _Parts, _Parts | None]]:
+def _awk_commands(code: str, env: dict[str, str]) -> Iterator[tuple[str, _Parts, _Parts | None]]:
     """What the program runs: (how, command, printed text or None) for each
     ``system()``, ``cmd | getline``, ``print ... | cmd``; ``print > file`` as
-    ("write", file, None)."""
+    ("write", file, None).  One pass over the text each (no rescans: the program may be
+    64 KB); a statement repeated word for word is read once."""
     masked = _mask(code)
-    found: list[tuple[str, _Parts, _Parts | None]] = []
-    for m in re.finditer(r"\bsystem\s*\(", masked):
-        close = _closing(masked, m.end() - 1)
-        found.append(("system()", _awk_value(code[m.end() : close], env), None))
+    if "system" in code:
+        closes, covered = _pairs(masked), 0
+        for m in re.finditer(r"\bsystem\s*\(", masked):
+            if m.start() < covered:  # system(system(...)): the outer call's text holds it
+                continue
+            covered = closes.get(m.end() - 1, len(masked))
+            yield "system()", _awk_value(code[m.end() : covered], env), None
+    seen: set[str] = set()
     for stmt, smask in _statements(code, masked):
+        if stmt in seen or ("|" not in smask and ">" not in smask):
+            continue
+        seen.add(stmt)
         printing = _PRINT.search(smask)
+        after = 0  # the end of the previous pipe: "a" | getline x "b" | getline y
         for pipe in _PIPE.finditer(smask):
-            if re.match(r"\s*getline\b", smask[pipe.end() :]):
-                left, depth, at = smask[: pipe.start()], 0, 0
-                for k in range(len(left) - 1, -1, -1):
-                    depth += {")": 1, "(": -1}.get(left[k], 0)
-                    if depth < 0:
-                        at = k + 1
-                        break
-                found.append(("| getline", _awk_value(stmt[at : pipe.start()], env), None))
+            if _GETLINE.match(smask, pipe.end()):
+                at = max(_opener(smask, after, pipe.start()) + 1, after)
+                yield "| getline", _awk_value(stmt[at : pipe.start()], env), None
+                after = pipe.end()
             elif printing is not None and printing.end() <= pipe.start():
                 start, end = printing.end(), pipe.start()
                 printed = _printed(stmt[start:end], smask[start:end], printing.group(), env)
-                found.append((pipe.group(), _awk_value(stmt[pipe.end() :], env), printed))
+                yield pipe.group(), _awk_value(stmt[pipe.end() :], env), printed
                 break
         if printing is not None:
             out = _OUTPUT.search(smask, printing.end())
             if out is not None and "|" not in smask[printing.end() : out.start()]:
-                found.append(("write", _awk_value(stmt[out.end() :], env), None))
-    return found
+                yield "write", _awk_value(stmt[out.end() :], env), None
 
 
 def awk_program(inv: Invocation, run: Run, code: str) -> Finding | None:
     """Judge the commands an awk program runs and the files it prints into."""
     if "system" not in code and "|" not in code and ">" not in code:
         return None
-    for how, command, printed in _awk_commands(code, _awk_env(inv, code)):
+    return _judge(inv, run, _awk_actions(code, _awk_env(inv, code)))
+
+
+def _awk_actions(code: str, env: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """("run", how, shell text) and ("write", file) of an awk program, as (how, text)."""
+    for how, command, printed in _awk_commands(code, env):
         if not any(command):  # wholly input: a local file's text
             continue
         if how == "write":
             if None not in command:
-                found = judge_write(run, derived(_shell_text(command, "")), f"{inv.shown} print >")
-                if found is not None:
-                    return found
+                yield "w", _shell_text(command, "")
             continue
         text = _shell_text(command, _AWK_DATA)
         if printed is not None:  # print ... | "sh": the printed text is the shell's input
-            source = "cat" if not any(printed) else f"printf '%s\\n' {_shell_word(printed, _AWK_DATA)}"
-            text = f"{source} | {text}"
-        found = run.nested(text, f"{inv.shown} {how} command", lenient=True)
-        if found is not None:
-            return found
-    return None
+            source = "printf '%s\\n' " + _shell_word(printed, _AWK_DATA)
+            text = f"{source if any(printed) else 'cat'} | {text}"
+        yield how, text
 
 
 # -- sed --------------------------------------------------------------------------------------
 
 _SED_DATA = "$SED_DATA"
-_SED_ADDRESS = re.compile(
-    r"\s*(?:(?:\d+(?:~\d+)?|\$|/(?:[^/\\\n]|\\.)*/[IM]*|\\(.)(?:(?!\1).)*\1[IM]*)"
-    r"(?:\s*,\s*(?:\d+|\$|~\d+|\+\d+|/(?:[^/\\\n]|\\.)*/[IM]*))?)?\s*!?\s*"
+_SED_COMMAND = re.compile(
+    r"""[\s;{}!]*+
+    (?:(?:[0-9]+(?:~[0-9]+)?|\$|/(?:[^/\\\n]|\\.)*+/?[IM]*
+       |\\(?P<ad>[^\n\\])(?:(?!(?P=ad))[^\\\n]|\\.)*+(?P=ad)?[IM]*)
+       (?:\s*,\s*(?:[0-9]+|\$|[~+][0-9]+|/(?:[^/\\\n]|\\.)*+/?[IM]*))?)?+
+    [\s!]*+
+    (?:s(?P<sd>[^\\\n])(?P<pattern>(?:(?!(?P=sd))[^\\\n]|\\.)*+)(?P=sd)?
+        (?P<text>(?:(?!(?P=sd))[^\\]|\\.)*+)(?P=sd)?(?P<flags>[0-9gpIiMme]*+)
+        (?:w(?P<file>[^\n]*+))?
+     |y(?P<yd>[^\\\n])(?:(?!(?P=yd))[^\\\n]|\\.)*+(?P=yd)?(?:(?!(?P=yd))[^\\\n]|\\.)*+(?P=yd)?
+     |[aic](?:[^\n\\]|\\.)*+
+     |(?P<cmd>[ewWrR])(?P<arg>[^\n]*+)
+     |[:btTvlLqQ][^;\n}]*+
+     |.|\Z)""",
+    re.VERBOSE | re.DOTALL,
 )
-
-
-def _sed_part(script: str, at: int, delim: str) -> tuple[str, int]:
-    """The text up to the next unescaped ``delim`` from ``at``, and the index after it."""
-    out, k = [], at
-    while k < len(script) and script[k] != delim:
-        if script[k] == "\\" and k + 1 < len(script):
-            nxt = script[k + 1]
-            out.append(nxt if nxt == delim else script[k : k + 2])
-            k += 2
-            continue
-        out.append(script[k])
-        k += 1
-    return "".join(out), k + 1
-
-
-def _line_rest(script: str, at: int) -> tuple[str, int]:
-    end = script.find("\n", at)
-    end = len(script) if end < 0 else end
-    return script[at:end].strip(), end
+"""One sed command with its address: ``s///FLAGS [w FILE]``, ``y///``, ``a``/``i``/``c``
+text, ``e``/``w``/``r`` and their argument to the end of the line, labels; an
+unterminated regex ends at the line's end (sed would refuse the script)."""
 
 
 def _replacement(pattern: str, text: str) -> str:
@@ -257,59 +283,32 @@ def _replacement(pattern: str, text: str) -> str:
 def _sed_actions(script: str) -> list[tuple[str, str]]:
     """("e", command), ("w", file), ("r", file) of a sed script."""
     found: list[tuple[str, str]] = []
-    k, n = 0, len(script)
-    while k < n:
-        m = _SED_ADDRESS.match(script, k)
-        k = m.end() if m is not None else k
-        if k >= n:
-            break
-        c = script[k]
-        if c in ";{}\n" or c.isspace():
-            k += 1
-        elif c in "sy" and k + 1 < n:
-            delim = script[k + 1]
-            pattern, k = _sed_part(script, k + 2, delim)
-            text, k = _sed_part(script, k, delim)
-            flags = re.match(r"[0-9gpIiMme]*", script[k:])
-            k += flags.end() if flags else 0
-            if c == "s" and flags and "e" in flags.group():
-                found.append(("e", _replacement(pattern, text)))
-            if c == "s" and script[k : k + 1] == "w":
-                name, k = _line_rest(script, k + 1)
-                found.append(("w", name))
-        elif c in "aic":
-            k = _line_rest(script, k + 1)[1]
-            while k < n and script[k - 1 : k] == "\\":  # a\ TEXT continued
-                k = _line_rest(script, k + 1)[1]
-        elif c in "ewWrR":
-            rest, k = _line_rest(script, k + 1)
-            if c == "e":  # e alone runs the pattern space (the input line)
-                found.append(("e", rest or _SED_DATA))
-            elif rest:
-                found.append((c.lower(), rest))
-        elif c in ":btTvlLqQ":
-            k = k + 1
-            while k < n and script[k] not in ";\n}":
-                k += 1
-        else:
-            k += 1
+    pos, n = 0, len(script)
+    while pos < n:
+        m = _SED_COMMAND.match(script, pos)
+        if m is None or m.end() == pos:
+            pos += 1
+            continue
+        pos = m.end()
+        if m.group("sd") is not None:
+            if "e" in m.group("flags"):
+                found.append(("e", _replacement(m.group("pattern"), m.group("text"))))
+            if m.group("file") is not None:
+                found.append(("w", m.group("file").strip()))
+        elif m.group("cmd") is not None:
+            command, arg = m.group("cmd"), m.group("arg").strip()
+            if command == "e":  # e alone runs the pattern space (the input line)
+                found.append(("e", arg or _SED_DATA))
+            elif arg:
+                found.append((command.lower(), arg))
     return found
 
 
 def sed_script(inv: Invocation, run: Run, script: str) -> Finding | None:
     """Judge the commands a sed script runs and the files it writes and reads."""
-    for action, value in _sed_actions(script):
-        if action == "e":
-            if value.strip() == _SED_DATA:  # the line itself: a local file's text
-                continue
-            found = run.nested(value, f"{inv.shown} e command", lenient=True)
-        elif action == "w":
-            found = judge_write(run, derived(value), f"{inv.shown} w")
-        else:
-            found = judge_read(run, derived(value), f"{inv.shown} r")
-        if found is not None:
-            return found
-    return None
+    actions = _sed_actions(script)
+    # e alone, or s/.*/&/e: the line itself, a local file's text
+    return _judge(inv, run, ((a, v) for a, v in actions if v.strip() != _SED_DATA))
 
 
 # -- make -------------------------------------------------------------------------------------
@@ -342,10 +341,15 @@ def _makefile_commands(text: str) -> list[tuple[str, str]]:
     text = text.replace("\\\n", " ")
     variables = dict(_MAKE_DEFAULTS)
     found: list[tuple[str, str]] = []
+    closes, covered = _pairs(text), 0
     for m in _MAKE_SHELL.finditer(text):
-        close = _closing(text, m.start() + 1) if text[m.start() + 1] == "(" else len(text)
-        body = text[m.end() : close] if text[m.start() + 1] == "(" else text[m.end() :]
-        found.append(("$(shell)", _make_text(body.split("}")[0], variables)))
+        if m.start() < covered:  # $(shell $(shell ...)): inside the outer call's text
+            continue
+        if text[m.start() + 1] == "(":
+            covered = closes.get(m.start() + 1, len(text))
+        else:
+            covered = text.find("}", m.end()) % (len(text) + 1)
+        found.append(("$(shell)", _make_text(text[m.end() : covered], variables)))
     rule = False
     for line in text.split("\n"):
         if line.startswith("\t"):
@@ -371,8 +375,34 @@ def _makefile_commands(text: str) -> list[tuple[str, str]]:
 
 def makefile(inv: Invocation, run: Run, text: str) -> Finding | None:
     """Judge what a makefile the guard can read runs."""
-    for how, command in _makefile_commands(text):
-        found = run.nested(command, f"{inv.shown} {how} command", lenient=True)
+    return _judge(inv, run, _makefile_commands(text))
+
+
+_MAX_COMMANDS = 256
+"""Commands judged in one program: a real awk/sed/make program runs a few."""
+
+
+def _judge(inv: Invocation, run: Run, actions: Iterable[tuple[str, str]]) -> Finding | None:
+    """Judge each distinct action: ``w``/``r`` a file written or read, anything else a
+    command (``how`` it runs) judged as ``sh -c`` text.
+
+    Raises:
+        TooComplex: more than :data:`_MAX_COMMANDS` actions (the same one repeated counts
+            once per statement that runs it).
+    """
+    seen: set[tuple[str, str]] = set()
+    for count, (how, text) in enumerate(actions, start=1):
+        if count > _MAX_COMMANDS:
+            raise TooComplex("commands", f"more than {_MAX_COMMANDS} commands in one program")
+        if (how, text) in seen:
+            continue
+        seen.add((how, text))
+        if how == "w":
+            found = judge_write(run, derived(text), f"{inv.shown} writes")
+        elif how == "r":
+            found = judge_read(run, derived(text), f"{inv.shown} r")
+        else:
+            found = run.nested(text, f"{inv.shown} {how} command", lenient=True)
         if found is not None:
             return found
     return None
