@@ -63,10 +63,19 @@ def _program(
     return None
 
 
+_OWN_DOLLAR = re.compile(r"\s*\$(?:[0-9]+|NF|NR|[A-Za-z!=])\s*")
+"""A program of awk (``$1``, ``$NF``) or sed (``$p``, ``$d``, ``$!N``) that looks like a
+shell variable: ``'$p'`` and ``"$p"`` read alike once quotes are removed."""
+
+
 def _judge_program(
     run: Run, inv: Invocation, kind: str, text: str, words: Sequence[Word], origin: str
 ) -> Finding | None:
-    if ("$" in text or SUBST in text) and WHOLE_EXPANSION.fullmatch(text):
+    if (
+        ("$" in text or SUBST in text)
+        and WHOLE_EXPANSION.fullmatch(text)
+        and not (kind in OWN_SYNTAX and _OWN_DOLLAR.fullmatch(text))
+    ):
         token = text.strip()
         subs = [sub for w in words for sub in w.subs]
         if token == SUBST and len(subs) == 1:
