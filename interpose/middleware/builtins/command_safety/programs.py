@@ -251,8 +251,14 @@ _MAKE = opts(
     "print-data-base environment-overrides ignore-errors",
     "file makefile directory include-dir old-file new-file what-if assume-old assume-new "
     "eval jobs load-average output-sync",
-    {"f": "file", "C": "directory", "I": "include-dir", "E": "eval", "o": "old-file",
-     "W": "what-if"},
+    {
+        "f": "file",
+        "C": "directory",
+        "I": "include-dir",
+        "E": "eval",
+        "o": "old-file",
+        "W": "what-if",
+    },
 )
 
 

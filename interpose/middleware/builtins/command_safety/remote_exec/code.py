@@ -12,7 +12,7 @@ from ...shell import SUBST, Word
 from ..interpreters import library_calls
 from ..invocation import Invocation
 from ..model import Finding
-from ..options import derived, parse_opts
+from ..options import derived
 from ..paths import show, words_snippet
 from ..programs import (
     DOWNLOADERS,

@@ -142,7 +142,9 @@ def rule_zip(inv: Invocation, run: Run) -> Finding | None:
         m = _ZIP_COMMAND.match(word.text)
         if m is None:
             continue
-        command = m.group(1) if m.group(1) is not None else words[k + 1].text if k + 1 < len(words) else ""
+        command = m.group(1)
+        if command is None:
+            command = words[k + 1].text if k + 1 < len(words) else ""
         found = run.nested(command.replace("{}", "archive.zip"), "zip -TT command", lenient=True)
         if found is not None:
             return found

@@ -14,13 +14,13 @@ allowed unless a download feeds it (:func:`pipeline_input_code`)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
 
-from ...shell import Word
-from ..invocation import Invocation
 from ..budget import TooComplex
+from ..invocation import Invocation
 from ..model import Finding
 from ..options import derived
 from ..programs import DOWNLOADERS, exec_info
@@ -57,7 +57,7 @@ _OPAQUE = re.compile(
 def _blank(m: re.Match[str]) -> str:
     text = m.group()
     head = len(text) - len(text.lstrip(" \t"))
-    inner = len(text) - head - 1 - (text[-1] in "\"/" and len(text) - head > 1)
+    inner = len(text) - head - 1 - (text[-1] in '"/' and len(text) - head > 1)
     return text[: head + 1] + "x" * inner + text[head + 1 + inner :]
 
 
@@ -170,7 +170,7 @@ def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Part
     """What ``print A, B`` (joined by a space) or ``printf FORMAT, A`` (``%s``/``%d``
     filled in) writes."""
     cuts = [-1, *(k for k, c in enumerate(masked) if c == ","), len(args)]
-    items = [args[a + 1 : b].strip() for a, b in zip(cuts, cuts[1:], strict=False)]
+    items = [args[a + 1 : b].strip() for a, b in itertools.pairwise(cuts)]
     items = [re.sub(r"^\(|\)$", "", item) for item in items if item]
     values = [_awk_value(item, env) for item in items]
     if keyword == "print" or not values:
@@ -424,16 +424,15 @@ def runs_input(inv: Invocation) -> bool:
     if info.kind == "sed":
         return any(a == "e" and _SED_DATA in v for a, v in _sed_actions(info.inline))
     env = _awk_env(inv, info.inline)
-    return any(
-        how != "write" and (None in command or (printed is not None and None in printed))
-        or (printed is not None and not any(printed))
-        for how, command, printed in _awk_commands(info.inline, env)
-    )
+    for how, command, printed in _awk_commands(info.inline, env):
+        if how == "write":
+            continue
+        if None in command or (printed is not None and (None in printed or not printed)):
+            return True
+    return False
 
 
-def pipeline_input_code(
-    stages: Sequence[Sequence[Invocation | None]], run: Run
-) -> Finding | None:
+def pipeline_input_code(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     """``curl URL | awk '{system($0)}'``, ``wget -O- URL | sed e``: a download whose lines
     a program runs as commands."""
     for j in range(1, len(stages)):
