@@ -178,9 +178,8 @@ def exec_info(inv: Invocation) -> Exec | None:
         ):
             return Exec("shell", (), None, True)
         return None
-    own = _OWN_SYNTAX.get(inv.name)
-    if own is not None:
-        return own(inv.args)
+    if inv.name in _OWN_SYNTAX:  # awk, sed, make
+        return _OWN_SYNTAX[inv.name](inv.args)
     if inv.name == "sqlite3":  # SQL and dot-commands: operands after the database, stdin
         operands = _sqlite_operands(inv.args)
         if len(operands) > 1:
