@@ -46,14 +46,16 @@ def test_large_programs_are_read_in_linear_time(command: str) -> None:
 )
 def test_a_program_running_too_many_commands_is_too_complex(command: str) -> None:
     found = analyze_command(command)
-    assert found is not None and found.rule == "too-complex"
+    assert found is not None
+    assert found.rule == "too-complex"
     assert "more than 256 commands" in found.reason
 
 
 def test_the_dangerous_command_past_many_harmless_ones_is_found() -> None:
     harmless = "".join(f'system("echo {k}");' for k in range(200))
     found = analyze_command("awk 'BEGIN{" + harmless + 'system("rm -rf /")}' + "'")
-    assert found is not None and found.rule == "fs-destruction"
+    assert found is not None
+    assert found.rule == "fs-destruction"
 
 
 def test_repeated_statements_are_read_once() -> None:
@@ -62,4 +64,5 @@ def test_repeated_statements_are_read_once() -> None:
     found = analyze_command(
         "awk '" + '{print $1 | "sort"};' * 3000 + 'END{system("rm -rf ~")}' + "'"
     )
-    assert found is not None and found.rule == "fs-destruction"
+    assert found is not None
+    assert found.rule == "fs-destruction"
