@@ -41,10 +41,16 @@ _PRINT = re.compile(r"\bprintf?\b")
 _PIPE = re.compile(r"(?<!\|)\|&?(?![|&])|\|&")
 _OUTPUT = re.compile(r">>?")
 _GETLINE = re.compile(r"\s*getline\b")
+_SYSTEM = re.compile(r"\bsystem\s*\(")
+_SEPARATOR = re.compile(r"[;{}\n]")
+_OUTER_PARENS = re.compile(r"^\(|\)$")
+_FORMAT = re.compile(r"%[-+ 0-9.]*[sdicfgeExXou]")
+_ESCAPE = re.compile(r"\\(.)")
+_MATCHED = re.compile(r"\\[0-9]|(?<!\\)&")  # sed: the matched text, a group
 
 
 def _awk_unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _AWK_ESCAPES.get(m.group(1), m.group(1)), text)
+    return _ESCAPE.sub(lambda m: _AWK_ESCAPES.get(m.group(1), m.group(1)), text)
 
 
 _OPAQUE = re.compile(
@@ -71,7 +77,7 @@ def _statements(code: str, masked: str) -> list[tuple[str, str]]:
     """The simple statements (original, masked), split at ``;``, braces and newlines."""
     found = []
     start = 0
-    for m in re.finditer(r"[;{}\n]", masked):
+    for m in _SEPARATOR.finditer(masked):
         if m.start() > start:
             found.append((code[start : m.start()], masked[start : m.start()]))
         start = m.end()
@@ -171,7 +177,7 @@ def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Part
     filled in) writes."""
     cuts = [-1, *(k for k, c in enumerate(masked) if c == ","), len(args)]
     items = [args[a + 1 : b].strip() for a, b in itertools.pairwise(cuts)]
-    items = [re.sub(r"^\(|\)$", "", item) for item in items if item]
+    items = [_OUTER_PARENS.sub("", item) for item in items if item]
     values = [_awk_value(item, env) for item in items]
     if keyword == "print" or not values:
         parts: _Parts = []
@@ -181,7 +187,7 @@ def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Part
     fmt, rest = values[0], values[1:]
     if None in fmt:
         return [None]
-    pieces = re.split(r"%[-+ 0-9.]*[sdicfgeExXou]", "".join(p for p in fmt if p is not None))
+    pieces = _FORMAT.split("".join(p for p in fmt if p is not None))
     parts = [pieces[0]]
     for k, piece in enumerate(pieces[1:]):
         parts += (rest[k] if k < len(rest) else [None]) + [piece]
@@ -196,7 +202,7 @@ def _awk_commands(code: str, env: dict[str, str]) -> Iterator[tuple[str, _Parts,
     masked = _mask(code)
     if "system" in code:
         closes, covered = _pairs(masked), 0
-        for m in re.finditer(r"\bsystem\s*\(", masked):
+        for m in _SYSTEM.finditer(masked):
             if m.start() < covered:  # system(system(...)): the outer call's text holds it
                 continue
             covered = closes.get(m.end() - 1, len(masked))
@@ -274,8 +280,8 @@ unterminated regex ends at the line's end (sed would refuse the script)."""
 def _replacement(pattern: str, text: str) -> str:
     """The pattern space ``s/PATTERN/TEXT/e`` runs: ``&`` and ``\\N`` are input, and so
     is what the pattern leaves after the match (unless it reaches the end of the line)."""
-    text = re.sub(r"\\[0-9]|(?<!\\)&", _SED_DATA, text)
-    text = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
+    text = _MATCHED.sub(_SED_DATA, text)
+    text = _ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
     ends = pattern.endswith(("$", ".*"))
     return text + ("" if ends else _SED_DATA)
 
@@ -423,6 +429,8 @@ def runs_input(inv: Invocation) -> bool:
         return False
     if info.kind == "sed":
         return any(a == "e" and _SED_DATA in v for a, v in _sed_actions(info.inline))
+    if "system" not in info.inline and "|" not in info.inline:
+        return False
     env = _awk_env(inv, info.inline)
     for how, command, printed in _awk_commands(info.inline, env):
         if how == "write":
