@@ -220,7 +220,7 @@ _QX_CODE = re.compile(
     r"(?:\bqx|%x)\s*(?:\{(.*?)\}|\((.*?)\)|\[(.*?)\]|<(.*?)>|([|!/])(.*?)\5)", re.DOTALL
 )
 _SQLITE_SHELL = re.compile(r"^\s*\.(?:shell|system)\s+(.*)$", re.MULTILINE)
-_STRING_LITERAL = re.compile(r"(['\"])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
+_STRING_LITERAL = re.compile(r"(['\"`])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
 
 
 def _inline_program(inv: Invocation, run: Run, code: str) -> Finding | None:

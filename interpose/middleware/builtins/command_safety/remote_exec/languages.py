@@ -26,6 +26,7 @@ from ..options import derived
 from ..programs import DOWNLOADERS, exec_info
 from ..reach import judge_read, judge_write
 from ..run import Run, allowed
+from ..text import Stream, pipe_stream
 
 _Parts = list[str | None]  # literal text, None: known only at run time
 
@@ -142,9 +143,14 @@ def _awk_value(expr: str, env: dict[str, str]) -> _Parts:
         if m.group(1) is not None:
             parts.append(_awk_unescape(m.group(1)))
         elif m.group(2) is not None:
-            if m.group(3):  # a function call: its value is unknown
-                pos = _closing(expr, m.start(3)) + 1
-                unknown()
+            if m.group(3):  # a function call: its value is unknown, but sprintf's
+                close = _closing(expr, m.start(3))
+                pos = close + 1
+                if m.group(2) == "sprintf":
+                    inner = expr[m.start(3) + 1 : close]
+                    parts += _printed(inner, _mask(inner), "printf", env)
+                else:
+                    unknown()
             elif m.group(2) in env:
                 parts.append(env[m.group(2)])
             elif m.group(2) not in ("getline",):
@@ -234,7 +240,8 @@ def awk_program(inv: Invocation, run: Run, code: str) -> Finding | None:
     """Judge the commands an awk program runs and the files it prints into."""
     if "system" not in code and "|" not in code and ">" not in code:
         return None
-    return _judge(inv, run, _awk_actions(code, _awk_env(inv, code)))
+    found = _judge(inv, run, _awk_actions(code, _awk_env(inv, code)))
+    return found or _fed_commands(inv, run, "awk", code)
 
 
 def _awk_actions(code: str, env: dict[str, str]) -> Iterator[tuple[str, str]]:
@@ -314,7 +321,8 @@ def sed_script(inv: Invocation, run: Run, script: str) -> Finding | None:
     """Judge the commands a sed script runs and the files it writes and reads."""
     actions = _sed_actions(script)
     # e alone, or s/.*/&/e: the line itself, a local file's text
-    return _judge(inv, run, ((a, v) for a, v in actions if v.strip() != _SED_DATA))
+    found = _judge(inv, run, ((a, v) for a, v in actions if v.strip() != _SED_DATA))
+    return found or _fed_commands(inv, run, "sed", script)
 
 
 # -- make -------------------------------------------------------------------------------------
@@ -427,12 +435,16 @@ def runs_input(inv: Invocation) -> bool:
     info = exec_info(inv) if inv.name in ("awk", "sed") else None
     if info is None or info.inline is None:
         return False
-    if info.kind == "sed":
-        return any(a == "e" and _SED_DATA in v for a, v in _sed_actions(info.inline))
-    if "system" not in info.inline and "|" not in info.inline:
+    return _runs_input(inv, info.kind, info.inline)
+
+
+def _runs_input(inv: Invocation, kind: str, code: str) -> bool:
+    if kind == "sed":
+        return any(a == "e" and _SED_DATA in v for a, v in _sed_actions(code))
+    if "system" not in code and "|" not in code:
         return False
-    env = _awk_env(inv, info.inline)
-    for how, command, printed in _awk_commands(info.inline, env):
+    env = _awk_env(inv, code)
+    for how, command, printed in _awk_commands(code, env):
         if how == "write":
             continue
         if None in command or (printed is not None and (None in printed or not printed)):
@@ -456,4 +468,37 @@ def pipeline_input_code(stages: Sequence[Sequence[Invocation | None]], run: Run)
                     f"{inv.shown} runs lines of code downloaded by {download.snippet()!r} "
                     f"as commands (piped into it)",
                 )
+            found = _input_commands(inv, run, pipe_stream(stages[:j]), "piped into")
+            if found is not None:
+                return found
     return None
+
+
+def _input_commands(inv: Invocation, run: Run, stream: Stream, how: str) -> Finding | None:
+    """The lines ``inv`` runs as commands, when the guard can compute its input
+    (``echo 'rm -rf /' | awk '{system($0)}'``); input made in a way it cannot follow is
+    ``dynamic-code``, as when piped into a shell; a local file's text is allowed."""
+    if stream.hidden:
+        return Finding(
+            "dynamic-code",
+            stream.hidden,
+            f"{inv.shown} runs as commands the lines that {stream.hidden!r} makes at run "
+            f"time ({how} it); the guard judges only program text it can read",
+        )
+    run.budget.made_text(sum(map(len, stream.readings)))
+    for reading in stream.readings:
+        text = reading.decode("utf-8", "replace")
+        found = run.nested(text, f"input {how} {inv.shown}, run as commands", lenient=True)
+        if found is not None:
+            return found
+    return None
+
+
+def _fed_commands(inv: Invocation, run: Run, kind: str, code: str) -> Finding | None:
+    """``awk '{system($0)}' <<< TEXT``: a here-string or here-document the program runs."""
+    if not any(r.op in ("<<", "<<-", "<<<") for r in inv.redirects):
+        return None
+    if not _runs_input(inv, kind, code):
+        return None
+    fed = Invocation("cat", [], {}, inv.redirects)  # what the redirections feed
+    return _input_commands(inv, run, pipe_stream([[fed]]), "fed to")
