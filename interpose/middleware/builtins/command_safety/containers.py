@@ -354,7 +354,10 @@ def _volume_list_into_rm(stages: Sequence[Sequence[Invocation | None]], run: Run
                 listing = True
             elif inv.name in _NARROWING:
                 listing = False
-            elif listing and inv.name == "docker" and _removes_volumes(texts):
+            elif inv.name == "parallel":  # docker volume ls -q | parallel docker volume rm
+                at = next((k for k, t in enumerate(texts) if canon(t) == "docker"), len(texts))
+                texts = texts[at + 1 :]
+            if listing and inv.name in ("docker", "parallel") and _removes_volumes(texts):
                 shown = _shown(texts)
                 return Finding(
                     "docker-prune",

@@ -546,6 +546,11 @@ class Run(SubstitutionOutputs):
             value = "$HOME" + value[1:]
         if self.choices:
             self.choices.pop(name, None)
+        if self.listings:
+            self.listings.pop(name, None)
+        if value.strip() == SUBST and len(word.subs) == 1:  # V=$(cmd): cmd's lines
+            self.listings = self.listings or {}
+            self.listings[name] = word.subs[0]
         if SUBST in value:
             self.vars.pop(name, None)
         else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"

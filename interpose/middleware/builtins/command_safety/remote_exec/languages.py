@@ -368,7 +368,9 @@ def _makefile_commands(text: str) -> list[tuple[str, str]]:
     for line in text.split("\n"):
         if line.startswith("\t"):
             if rule:
-                found.append(("recipe", _make_text(line.lstrip("\t@-+ "), variables)))
+                found.append(
+                    (_recipe(line.lstrip("\t")), _make_text(line.lstrip("\t@-+ "), variables))
+                )
             continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -382,14 +384,29 @@ def _makefile_commands(text: str) -> list[tuple[str, str]]:
         head = _MAKE_RULE.match(line)
         rule = head is not None
         if head is not None and ";" in head.group(2):
-            recipe = head.group(2).split(";", 1)[1].lstrip("@-+ ")
-            found.append(("recipe", _make_text(recipe, variables)))
+            recipe = head.group(2).split(";", 1)[1]
+            found.append((_recipe(recipe), _make_text(recipe.lstrip("@-+ "), variables)))
     return found
 
 
+def _recipe(line: str) -> str:
+    """``recipe``, or ``recipe+`` for a line that runs even under ``make -n`` (a ``+``
+    prefix, ``$(MAKE)``)."""
+    prefix = line.lstrip()[:3]
+    forced = "+" in prefix.split(None, 1)[0] if prefix.strip() else False
+    return "recipe+" if forced or "$(MAKE)" in line or "${MAKE}" in line else "recipe"
+
+
+_DRY_RUN = re.compile(r"-[A-Za-z]*[nq]|--(?:dry-run|just-print|recon|question)$")
+
+
 def makefile(inv: Invocation, run: Run, text: str) -> Finding | None:
-    """Judge what a makefile the guard can read runs."""
-    return _judge(inv, run, _makefile_commands(text))
+    """Judge what a makefile the guard can read runs (under ``make -n``, ``$(shell)``,
+    ``!=`` and the ``+`` recipes only: the others are printed, not run)."""
+    actions = _makefile_commands(text)
+    if any(_DRY_RUN.match(w.text) for w in inv.args if not w.text.startswith("-f")):
+        actions = [(how, command) for how, command in actions if how != "recipe"]
+    return _judge(inv, run, actions)
 
 
 _MAX_COMMANDS = 256
