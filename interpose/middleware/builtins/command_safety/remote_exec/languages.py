@@ -392,9 +392,12 @@ def _makefile_commands(text: str) -> list[tuple[str, str]]:
 def _recipe(line: str) -> str:
     """``recipe``, or ``recipe+`` for a line that runs even under ``make -n`` (a ``+``
     prefix, ``$(MAKE)``)."""
-    prefix = line.lstrip()[:3]
-    forced = "+" in prefix.split(None, 1)[0] if prefix.strip() else False
+    prefix = _RECIPE_PREFIX.match(line)
+    forced = prefix is not None and "+" in prefix.group()
     return "recipe+" if forced or "$(MAKE)" in line or "${MAKE}" in line else "recipe"
+
+
+_RECIPE_PREFIX = re.compile(r"[\s@+-]*")
 
 
 _DRY_RUN = re.compile(r"-[A-Za-z]*[nq]|--(?:dry-run|just-print|recon|question)$")
