@@ -10,7 +10,9 @@ stands as a variable whose value is unknown (``$AWK_DATA``, ``$SED_DATA``,
 ``$MAKE_DATA``), so ``awk '{system("rm -rf " $1)}' list`` is judged as ``rm -rf $X`` (the
 way ``xargs rm -rf < list`` is).  A command made wholly of input (``awk '{system($0)}'
 cmds.txt``, ``sed e cmds.txt``) runs a local file's text, like ``sh cmds.txt``, and is
-allowed unless a download feeds it (:func:`pipeline_input_code`)."""
+allowed; input the guard can compute is judged line by line (``echo 'rm -rf /' | awk
+'{system($0)}'``, ``sed e <<< TEXT``), a download feeding it is ``rce`` and input made
+in a way the guard cannot follow is ``dynamic-code`` (:func:`pipeline_input_code`)."""
 
 from __future__ import annotations
 
@@ -88,6 +90,7 @@ def _statements(code: str, masked: str) -> list[tuple[str, str]]:
 
 
 _PARENS = re.compile(r"[()]")
+_ARGUMENT_MARKS = re.compile(r"[(),]")
 
 
 def _pairs(masked: str) -> dict[int, int]:
@@ -127,8 +130,9 @@ def _closing(masked: str, open_at: int) -> int:
     return len(masked)
 
 
-def _awk_value(expr: str, env: dict[str, str]) -> _Parts:
-    """An awk string expression as literal parts and unknown ones (None)."""
+def _awk_value(expr: str, env: dict[str, str], nested: bool = False) -> _Parts:
+    """An awk string expression as literal parts and unknown ones (None); a
+    ``sprintf(...)`` is computed, one level deep."""
     parts: _Parts = []
 
     def unknown() -> None:
@@ -146,9 +150,9 @@ def _awk_value(expr: str, env: dict[str, str]) -> _Parts:
             if m.group(3):  # a function call: its value is unknown, but sprintf's
                 close = _closing(expr, m.start(3))
                 pos = close + 1
-                if m.group(2) == "sprintf":
+                if m.group(2) == "sprintf" and not nested:
                     inner = expr[m.start(3) + 1 : close]
-                    parts += _printed(inner, _mask(inner), "printf", env)
+                    parts += _printed(inner, _mask(inner), "printf", env, nested=True)
                 else:
                     unknown()
             elif m.group(2) in env:
@@ -178,13 +182,21 @@ def _awk_env(inv: Invocation, code: str) -> dict[str, str]:
     return env
 
 
-def _printed(args: str, masked: str, keyword: str, env: dict[str, str]) -> _Parts:
+def _printed(
+    args: str, masked: str, keyword: str, env: dict[str, str], *, nested: bool = False
+) -> _Parts:
     """What ``print A, B`` (joined by a space) or ``printf FORMAT, A`` (``%s``/``%d``
     filled in) writes."""
-    cuts = [-1, *(k for k, c in enumerate(masked) if c == ","), len(args)]
+    cuts, depth = [-1], 0
+    for m in _ARGUMENT_MARKS.finditer(masked):  # the commas between arguments
+        mark = m.group()
+        depth += 1 if mark == "(" else -1 if mark == ")" else 0
+        if mark == "," and depth <= 0:
+            cuts.append(m.start())
+    cuts.append(len(args))
     items = [args[a + 1 : b].strip() for a, b in itertools.pairwise(cuts)]
     items = [_OUTER_PARENS.sub("", item) for item in items if item]
-    values = [_awk_value(item, env) for item in items]
+    values = [_awk_value(item, env, nested) for item in items]
     if keyword == "print" or not values:
         parts: _Parts = []
         for k, value in enumerate(values):
