@@ -23,6 +23,11 @@ ADVERSARIAL = {
     + "".join("\\" + chr(0x4E00 + k) for k in range(N // 2))
     + "'",
     "make nested $(shell": "make --eval='" + "$(shell " * (N // 9) + "'",
+    "awk nested sprintf()": "awk 'BEGIN{system("
+    + 'sprintf("%s", ' * (N // 15)
+    + '"ls"'
+    + ")" * (N // 15)
+    + ")}'",
 }
 
 
