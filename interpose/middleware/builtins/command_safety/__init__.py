@@ -32,8 +32,10 @@ would run*, never on substrings of the text:
    ``ssh host '...'``, ``flock -c``, ``script -c``, ``tmux``, ``screen``, ``parallel``,
    ``at``/``batch``/``crontab`` job text, command options and variables (``git -c
    core.sshCommand=``, ``tar --to-command``, ``rsync -e``, ``ssh -o ProxyCommand=``,
-   ``vim -c '!...'``, ``sqlite3 .shell``, ``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``),
-   ``>(sh)`` sinks,
+   ``vim -c '!...'``, ``sqlite3 .shell``, ``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``,
+   ``zip -TT``, ``man -P``), programs that run commands in their own syntax (``awk``
+   ``system()``/``print | "cmd"``/``getline``, ``sed`` ``e``/``s///e``, a makefile given
+   to ``make -f -``/``--eval``: :mod:`.remote_exec.languages`), ``>(sh)`` sinks,
    ``git -c alias.x='!...'``, ``find -exec``/``-execdir``/``-ok``, ``xargs`` (with the
    paths produced by an upstream ``find``/``echo``), here-documents and here-strings fed
    to a shell, ``system("...")``-style calls, argument lists and delete calls

@@ -27,6 +27,7 @@ Rules (the rule id leads the block reason):
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 
 from ..shell import SUBST, Script, Word
@@ -35,7 +36,7 @@ from .model import Finding
 from .options import derived, opts, parse_opts, word_set
 from .paths import show
 from .run import PipelineRule, Rule, Run
-from .wrappers import canon
+from .wrappers import canon, unwrap
 
 # -- docker --------------------------------------------------------------------------------------
 
@@ -139,8 +140,10 @@ def _lists_volumes(script: Script) -> bool:
     for cmd in script.commands:
         if not cmd.words:
             continue
-        name = canon(cmd.words[0].text)
-        if name == "docker" and _every_volume([w.text for w in cmd.words[1:]]):
+        unwrapped = unwrap(list(cmd.words))  # sudo docker volume ls -q
+        name = unwrapped.name if unwrapped is not None else canon(cmd.words[0].text)
+        args = unwrapped.args if unwrapped is not None else cmd.words[1:]
+        if name == "docker" and _every_volume([w.text for w in args]):
             lister = True
         elif name in _NARROWING:
             narrowed = True
@@ -151,7 +154,7 @@ def _shown(words: Sequence[str]) -> str:
     return show("docker " + " ".join(words))
 
 
-def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
+def _prune(words: list[str], rest: Sequence[Word], run: Run) -> Finding | None:
     flags = _docker_flags(rest)
     every = bool(flags & {"-a", "--all"})
     shown = _shown([*words, *(w.text for w in rest)])
@@ -164,7 +167,11 @@ def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
     if words == ["volume", "prune"] and (every or _filter_all(rest)):
         return Finding("docker-prune", shown, f"{shown!r} deletes every unused volume and its data")
     removes = words in (["volume", "rm"], ["volume", "remove"])
-    if removes and (every or any(_lists_volumes(sub) for w in rest for sub in w.subs)):
+    if removes and (
+        every
+        or any(_lists_volumes(sub) for w in rest for sub in w.subs)
+        or any(_lists_volumes(listing) for listing in _listings(rest, run))
+    ):
         return Finding("docker-prune", shown, f"{shown!r} deletes every volume")
     if words == ["system", "reset"]:  # podman: back to a fresh install
         return Finding(
@@ -173,6 +180,18 @@ def _prune(words: list[str], rest: Sequence[Word]) -> Finding | None:
             f"{shown!r} deletes every container, image, volume and network of the engine",
         )
     return None
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _listings(rest: Sequence[Word], run: Run) -> list[Script]:
+    """What the loop variables among ``rest`` take: ``for v in $(docker volume ls -q); do
+    docker volume rm $v``, ``docker volume ls -q | while read v; do ...``."""
+    if not run.listings:
+        return []
+    names = [m.group(1) for w in rest if (m := _VARIABLE.fullmatch(w.text)) is not None]
+    return [run.listings[name] for name in names if name in run.listings]
 
 
 def _filter_all(rest: Sequence[Word]) -> bool:
@@ -267,7 +286,7 @@ def _rule_docker(inv: Invocation, run: Run) -> Finding | None:
     while i < n and args[i].text.startswith("-"):
         i += 2 if args[i].text in _DOCKER_GLOBAL_ARG else 1
     words = [w.text for w in args[i : i + 2]]
-    return _prune(words, args[i + 2 :]) or _container_command(inv, run, args[i:])
+    return _prune(words, args[i + 2 :], run) or _container_command(inv, run, args[i:])
 
 
 def _rule_compose(inv: Invocation, run: Run) -> Finding | None:
@@ -335,7 +354,10 @@ def _volume_list_into_rm(stages: Sequence[Sequence[Invocation | None]], run: Run
                 listing = True
             elif inv.name in _NARROWING:
                 listing = False
-            elif listing and inv.name == "docker" and _removes_volumes(texts):
+            elif inv.name == "parallel":  # docker volume ls -q | parallel docker volume rm
+                at = next((k for k, t in enumerate(texts) if canon(t) == "docker"), len(texts))
+                texts = texts[at + 1 :]
+            if listing and inv.name in ("docker", "parallel") and _removes_volumes(texts):
                 shown = _shown(texts)
                 return Finding(
                     "docker-prune",

@@ -174,6 +174,7 @@ WRITERS: dict[str, Extract] = {
         + download_into(WGET, "--directory-prefix")(inv)
     ),
     "patch": lambda inv: _patch_targets(inv),
+    "find": lambda inv: _find_outputs(inv),
     "scrub": operands_of(opts("pbsTX")),
     "srm": operands_of(opts()),
     "wipe": operands_of(opts("cClSxXRkp")),
@@ -191,6 +192,15 @@ WRITERS: dict[str, Extract] = {
     ),
     "sudoedit": editor("ugpCh", frozenset()),
 }
+
+
+_FIND_OUTPUTS = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+
+
+def _find_outputs(inv: Invocation) -> list[Word]:
+    """``find -fprint FILE`` (``-fprint0``, ``-fprintf FILE FORMAT``, ``-fls``) writes FILE."""
+    args = inv.args
+    return [args[k + 1] for k, w in enumerate(args[:-1]) if w.text in _FIND_OUTPUTS]
 
 
 def _patch_targets(inv: Invocation) -> list[Word]:

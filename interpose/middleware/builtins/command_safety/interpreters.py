@@ -71,8 +71,11 @@ _PATH_PART = r"""\s*(['"])([^'"\\\n]*)\1"""
 _HOME_PLUS = re.compile(r"(?:" + _HOME_EXPR.pattern + r")\s*\+" + _PATH_PART)
 _HOME_DIV = re.compile(r"Path\.home\(\)((?:\s*/\s*(['\"])[^'\"\\\n]*\2)+)")
 _HOME_JOIN = re.compile(
-    r"os\.path\.join\(\s*(?:" + _HOME_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
+    r"(?:os\.path\.join|(?:require\(\s*['\"](?:node:)?path['\"]\s*\)\s*\.\s*|\bpath\.)"
+    r"(?:join|resolve))\(\s*(?:" + _HOME_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
 )
+_HOME_TEMPLATE = re.compile(r"`\$\{\s*(?:" + _HOME_EXPR.pattern + r")\s*\}(/[^`$\\]*)`")
+"""A JavaScript template literal: ``${os.homedir()}/.ssh/id_rsa``."""
 _CWD_PLUS = re.compile(r"(?:" + _CWD_EXPR.pattern + r")\s*\+" + _PATH_PART)
 _CWD_JOIN = re.compile(
     r"os\.path\.join\(\s*(?:" + _CWD_EXPR.pattern + r")((?:\s*,\s*(['\"])[^'\"\\\n]*\2)+)\s*\)"
@@ -107,6 +110,8 @@ def _computed(code: str) -> str:
         code = _HOME_PLUS.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
         code = _HOME_DIV.sub(lambda m: joined(m.group(1)), code)
         code = _HOME_JOIN.sub(lambda m: joined(m.group(1)), code)
+        if "`" in code:
+            code = _HOME_TEMPLATE.sub(lambda m: "'~" + m.group(m.lastindex or 0) + "'", code)
     if "cwd" in code or "pwd" in code:
         code = _CWD_PLUS.sub(lambda m: "'." + m.group(m.lastindex or 0) + "'", code)
         code = _CWD_JOIN.sub(lambda m: joined(m.group(1), "."), code)

@@ -17,8 +17,13 @@ from .wrappers import canon, unwrap
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 DOWNLOADERS = word_set(
-    "curl wget fetch aria2c axel http https xh xhs lwp-request lwp-download get ftp tftp"
+    "curl wget fetch aria2c axel http https xh xhs curlie lwp-request lwp-download get ftp "
+    "tftp lftp lynx links elinks w3m browsh wget2 hurl"
 )
+"""Programs that print what they fetch from a URL: HTTP clients (curl, wget, httpie's
+``http``/``https``, ``xh``, ``curlie``...), FTP clients and the text-mode browsers
+(``lynx -source``/``-dump``, ``links``/``links2``/``elinks -source``, ``w3m
+-dump_source``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,8 @@ INTERPRETERS: dict[str, _Interpreter] = {
 class Exec:
     """How a command takes program text."""
 
-    kind: str  # "shell", "interpreter", "eval", "source", "crontab" (schedule lines)
+    kind: str  # "shell", "interpreter", "eval", "source", "crontab" (schedule lines),
+    # or a program in its own syntax: "awk", "sed", "makefile" (:data:`_OWN_SYNTAX`)
     code: tuple[Word, ...]  # words holding program text or naming the program file
     inline: str | None  # program text given on the command line
     stdin: bool  # the program is read from standard input
@@ -172,6 +178,8 @@ def exec_info(inv: Invocation) -> Exec | None:
         ):
             return Exec("shell", (), None, True)
         return None
+    if inv.name in _OWN_SYNTAX:  # awk, sed, make
+        return _OWN_SYNTAX[inv.name](inv.args)
     if inv.name == "sqlite3":  # SQL and dot-commands: operands after the database, stdin
         operands = _sqlite_operands(inv.args)
         if len(operands) > 1:
@@ -180,6 +188,91 @@ def exec_info(inv: Invocation) -> Exec | None:
         return Exec("interpreter", (), None, True)
     return None
 
+
+def _program_source(kind: str, inline: Sequence[Word], files: Sequence[Word]) -> Exec | None:
+    """The program of ``awk``/``sed``/``make``: a file read from stdin (``-f -``) or made
+    by a process substitution (``-f <(...)``), else the text given inline (a program in a
+    file on disk is not read, like ``bash ./x.sh``)."""
+    for word in files:
+        if word.text in ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+            return Exec(kind, (), None, True)
+        if word.process:
+            return Exec(kind, (word,), None, False)
+    if not inline:
+        return None
+    if len(inline) == 1:
+        return Exec(kind, (inline[0],), inline[0].text, False)
+    text = "\n".join(w.text for w in inline)  # -e A -e B: one program, a line each
+    return Exec(kind, (Word(text),), text, False)
+
+
+_AWK = opts(
+    "fvFeEiIlLoO",
+    long_arg="file assign field-separator source exec include load",
+    alias={"f": "file", "v": "assign", "F": "field-separator", "e": "source", "E": "exec"},
+)
+
+
+def _awk_exec(args: Sequence[Word]) -> Exec | None:
+    """``awk PROGRAM``, ``awk -f FILE``, ``gawk -e/--source TEXT``."""
+    parsed = parse_opts(args, _AWK)
+    files = [w for flag, w in parsed.values if flag in ("--file", "--exec")]
+    inline = [w for flag, w in parsed.values if flag == "--source"]
+    if not files and not inline:
+        inline = parsed.operands[:1]
+    return _program_source("awk", inline, files)
+
+
+_SED = opts(
+    "efl",
+    "quiet silent posix regexp-extended separate null-data sandbox debug unbuffered",
+    "expression file line-length",
+    {"e": "expression", "f": "file"},
+    short_optional="i",
+)
+
+
+def _sed_exec(args: Sequence[Word]) -> Exec | None:
+    """``sed SCRIPT``, ``sed -e A -e B``, ``sed -f FILE``; ``--sandbox`` runs nothing."""
+    parsed = parse_opts(args, _SED)
+    if parsed.has("--sandbox"):
+        return None
+    files = [w for flag, w in parsed.values if flag == "--file"]
+    inline = [w for flag, w in parsed.values if flag == "--expression"]
+    if not files and not inline:
+        inline = parsed.operands[:1]
+    return _program_source("sed", inline, files)
+
+
+_MAKE = opts(
+    "fCIoWEjlO",
+    "always-make keep-going silent quiet dry-run just-print recon question touch "
+    "print-data-base environment-overrides ignore-errors",
+    "file makefile directory include-dir old-file new-file what-if assume-old assume-new "
+    "eval jobs load-average output-sync",
+    {
+        "f": "file",
+        "C": "directory",
+        "I": "include-dir",
+        "E": "eval",
+        "o": "old-file",
+        "W": "what-if",
+    },
+)
+
+
+def _make_exec(args: Sequence[Word]) -> Exec | None:
+    """``make -f -`` (a makefile on stdin), ``make -f <(...)``, ``make --eval=TEXT``;
+    ``SHELL=CMD`` operands are judged as the shell make runs recipes with."""
+    parsed = parse_opts(args, _MAKE)
+    files = [w for flag, w in parsed.values if flag in ("--file", "--makefile")]
+    inline = [w for flag, w in parsed.values if flag == "--eval"]
+    inline += [w for w in parsed.operands if w.text.startswith(("SHELL=", "MAKESHELL="))]
+    return _program_source("makefile", inline, files)
+
+
+_OWN_SYNTAX = {"awk": _awk_exec, "sed": _sed_exec, "make": _make_exec}
+"""Programs that run commands in their own syntax (:mod:`.remote_exec.languages`)."""
 
 _SSH_OPTS = opts("BbcDEeFIiJLlmOoPpQRSWw")
 _AT = opts("fqtT")

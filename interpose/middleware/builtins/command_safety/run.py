@@ -94,6 +94,7 @@ class Run(SubstitutionOutputs):
         "deny",
         "depth",
         "inside",
+        "listings",
         "made",
         "mounts",
         "paths",
@@ -124,6 +125,8 @@ class Run(SubstitutionOutputs):
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
         self.calls: dict[str, list[list[str]]] | None = None  # f a b: f -> [[a, b]]
+        # for v in $(cmd), cmd | while read v: v -> the script whose output lines v takes
+        self.listings: dict[str, Script] | None = None
         self.mounts: tuple[tuple[str, str], ...] = ()  # container path -> host path (bind mounts)
 
     @property
@@ -277,6 +280,8 @@ class Run(SubstitutionOutputs):
         self.vars.pop(name, None)
         if self.choices:
             self.choices.pop(name, None)
+        if self.listings:
+            self.listings.pop(name, None)
         distinct = tuple(dict.fromkeys(values))
         if len(distinct) == 1:
             if distinct[0] is not None:
@@ -541,6 +546,11 @@ class Run(SubstitutionOutputs):
             value = "$HOME" + value[1:]
         if self.choices:
             self.choices.pop(name, None)
+        if self.listings:
+            self.listings.pop(name, None)
+        if value.strip() == SUBST and len(word.subs) == 1:  # V=$(cmd): cmd's lines
+            self.listings = self.listings or {}
+            self.listings[name] = word.subs[0]
         if SUBST in value:
             self.vars.pop(name, None)
         else:  # B="$ROOT/build" keeps what is known: a later "$B/x" is below "build"

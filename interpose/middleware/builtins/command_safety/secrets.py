@@ -175,7 +175,38 @@ def _python_argv_reads(inv: Invocation) -> list[Word]:
     return [params[k - 1] for k in sorted(picked) if 0 < k <= len(params)]
 
 
+_HTTPIE_SEPARATORS = re.compile(r":=@|=@|==|:=|=|@|:")
+
+
+def _httpie_reads(inv: Invocation) -> list[Word]:
+    """Files an httpie-style client (``http``, ``https``, ``xh``, ``curlie``) sends: request
+    items ``field@FILE`` (a form upload), ``field=@FILE``/``field:=@FILE`` (a field read
+    from a file) and ``@FILE`` (the body)."""
+    files: list[Word] = []
+    for word in inv.args:
+        if word.text.startswith("-"):
+            continue
+        sep = _HTTPIE_SEPARATORS.search(word.text)
+        if sep is not None and sep.group().endswith("@"):
+            files.append(derived(word.text[sep.end() :].split(";", 1)[0]))
+    return files
+
+
+def _container_copy_sources(inv: Invocation) -> list[Word]:
+    """``docker cp SRC CTR:DST``, ``kubectl cp SRC POD:DST``: the local sources."""
+    words = [w.text for w in inv.args if not w.text.startswith("-")]
+    at = words.index("cp") if "cp" in words[:3] else -1
+    # docker cp, docker container cp, kubectl -n NS cp (an option's value before it)
+    if at < 0 or not (at == 0 or words[0] == "container" or inv.args[0].text.startswith("-")):
+        return []
+    if len(words) < at + 3 or ":" not in words[-1]:
+        return []  # a copy out of the container (CTR:SRC DST)
+    return [derived(t) for t in words[at + 1 : -1] if not _REMOTE.match(t)]
+
+
 READERS: dict[str, _Reader] = {
+    **dict.fromkeys(word_set("http https xh xhs curlie"), _Reader(_httpie_reads)),
+    **dict.fromkeys(word_set("docker kubectl oc"), _Reader(_container_copy_sources)),
     **dict.fromkeys(_PLAIN_READERS, _Reader(operands_of(PLAIN))),
     "grep": _Reader(pattern_first(GREP, ("--regexp", "--file"), ("--file",))),
     "rg": _Reader(pattern_first(RG, ("--regexp", "--file"), ("--file",))),

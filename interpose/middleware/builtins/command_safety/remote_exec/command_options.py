@@ -120,11 +120,45 @@ def rule_editor(inv: Invocation, run: Run) -> Finding | None:
 
 
 def rule_less(inv: Invocation, run: Run) -> Finding | None:
-    """``less +'!cmd'``: a start-up command that runs a shell command."""
+    """``less +'!cmd'`` (``more``, ``most``): a start-up command that runs a shell
+    command."""
     for word in inv.args:
         t = word.text
         if t.startswith("+") and "!" in t:
-            found = run.nested(t[t.index("!") + 1 :], "less + command", lenient=True)
+            found = run.nested(t[t.index("!") + 1 :], f"{inv.shown} + command", lenient=True)
+            if found is not None:
+                return found
+    return None
+
+
+_ZIP_COMMAND = re.compile(r"^(?:-TT|--unzip-command|--unzip-c\w*)(?:=(.*))?$", re.DOTALL)
+
+
+def rule_zip(inv: Invocation, run: Run) -> Finding | None:
+    """``zip -TT CMD`` / ``--unzip-command CMD``: the archive test runs CMD (``{}`` is
+    the archive)."""
+    words = inv.args
+    for k, word in enumerate(words):
+        m = _ZIP_COMMAND.match(word.text)
+        if m is None:
+            continue
+        command = m.group(1)
+        if command is None:
+            command = words[k + 1].text if k + 1 < len(words) else ""
+        found = run.nested(command.replace("{}", "archive.zip"), "zip -TT command", lenient=True)
+        if found is not None:
+            return found
+    return None
+
+
+_MAN_COMMAND = opts("PHMSmCLRKsEe", long_arg="pager html manpath sections extension encoding")
+
+
+def rule_man(inv: Invocation, run: Run) -> Finding | None:
+    """``man -P CMD`` (the pager) and ``man -H CMD`` (the browser) run CMD."""
+    for flag, word in parse_opts(inv.args, _MAN_COMMAND).values:
+        if flag in ("-P", "--pager", "-H", "--html") and word.text:
+            found = run.nested(word.text, f"man {flag} command", lenient=True)
             if found is not None:
                 return found
     return None
