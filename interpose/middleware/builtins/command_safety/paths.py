@@ -120,7 +120,10 @@ def cwd_like(path: str) -> bool:
 
 
 def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
-    """What a glob in ``path`` could sweep up, if that is dangerous."""
+    """What a glob in ``path`` could sweep up, if that is dangerous (an extended glob
+    ``!(x)``, on with ``shopt -s extglob`` or ``bash -O extglob``, matches as ``*`` does)."""
+    if "(" in path:
+        path = _EXTGLOB_ANY.sub("*", path)
     parts = path.split("/")
     k = next((k for k, part in enumerate(parts) if GLOB_CHARS.search(part)), -1)
     if k < 0:
@@ -140,6 +143,8 @@ def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
     return None
 
 
+_EXTGLOB_ANY = re.compile(r"[!*+]\((?:[^()]|\([^()]*\))*\)")
+"""``!(x)`` (all but x), ``*(x)``/``+(x)`` (any run of x, which may be ``*`` itself)."""
 _UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `...`
     r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|"
     + SUBST

@@ -615,7 +615,9 @@ class Run(SubstitutionOutputs):
             elif word.quoted:
                 out.append(replace(word, text=text))
             else:  # unquoted expansion: the shell splits it into words (default $IFS)
-                parts = [part for part in _IFS_SPLIT.split(text) if part]
+                ifs = self.vars.get("IFS")  # IFS=,; c=rm,-rf,/; $c: split on ","
+                fields = _IFS_SPLIT.split(text) if ifs is None else _split(text, ifs)
+                parts = [part for part in fields if part]
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
         return out
@@ -725,6 +727,11 @@ _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 def tilde(word: Word) -> str:
     """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
     return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
+
+
+def _split(text: str, ifs: str) -> list[str]:
+    """``text`` split on the characters of a known ``$IFS`` (empty: not split)."""
+    return re.split(f"[{re.escape(ifs)}]+", text) if ifs else [text]
 
 
 def _uses(text: str, name: str) -> bool:

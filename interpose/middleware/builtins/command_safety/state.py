@@ -157,19 +157,39 @@ def _rule_alias(inv: Invocation, run: Run) -> Finding | None:
 
 def _rule_set(inv: Invocation, run: Run) -> Finding | None:
     """``set -- A B``: the positional parameters become A, B."""
-    texts = [w.text for w in inv.args]
+    texts = [tilde(w) for w in inv.args]  # set -- ~: the home directory, expanded now
     if "--" not in texts:
         return None
-    args = texts[texts.index("--") + 1 :]
+    _positional(run, texts[texts.index("--") + 1 :])
+    return None
+
+
+def _positional(run: Run, args: list[str]) -> None:
     for k in range(1, 10):
         run.bind(str(k), [args[k - 1] if k <= len(args) else ""])
     run.bind("@", [" ".join(args)])
     run.bind("*", [" ".join(args)])
+    run.bind("#", [str(len(args))])
+
+
+def _rule_shift(inv: Invocation, run: Run) -> Finding | None:
+    """``shift [N]``: the positional parameters move down by N, when they are known
+    (a count or parameters the guard does not know: they become unknown)."""
+    count = inv.args[0].text if inv.args else "1"
+    known = run.vars.get("@")
+    if known is None or not count.isdigit():
+        for name in ("1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#"):
+            run.bind(name, [None])
+        return None
+    args = known.split()
+    if int(count) <= len(args):  # past the count, bash leaves them as they are
+        _positional(run, args[int(count) :])
     return None
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "set": (_rule_set,),
+    "shift": (_rule_shift,),
     "printf": (_rule_printf,),
     "for": (_rule_for,),
     "select": (_rule_for,),

@@ -89,6 +89,7 @@ class _Wrapper:
     # a lone command word with blanks in it is a shell string (``xterm -e 'make test'``,
     # ``entr -s 'make && ./t'``, ``watchexec 'npm start'``): judged as ``sh -c`` text
     shell_string: bool = False
+    reparse: bool = False  # options may follow the leading operands (setarch ARCH -R CMD)
 
 
 _TERMINAL = _Wrapper(after=frozenset({"-e"}), shell_string=True)
@@ -231,7 +232,7 @@ WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"-p", "--pid", "-e", "--exe"}),
     ),
     "faketime": _Wrapper(opts("p"), leading=1),
-    "setarch": _Wrapper(leading=1),
+    "setarch": _Wrapper(opts(long="uname-2.6 verbose 3gb 4gb"), leading=1, reparse=True),
     "numactl": _Wrapper(
         opts(
             "NmCipPw",
@@ -246,6 +247,50 @@ WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"-p", "--pid"}),
     ),
     "catchsegv": _Wrapper(),
+    "cgexec": _Wrapper(opts("g", "sticky")),  # cgexec -g CONTROLLERS:PATH CMD
+    "rlwrap": _Wrapper(
+        opts(
+            "bCDefFgHlMOPqsStwz",
+            "ansi-colour-aware case-insensitive complete-filenames no-children no-warnings "
+            "one-shot only-cook pass-sigint-as-sigterm polling remember renice skip-setctty "
+            "version help",
+            "break-chars command-name histsize extra-char-after-completion file "
+            "history-format forget-matching history-filename logfile multi-line-ext "
+            "pre-given quote-characters substitute-prompt set-term-name wordchars filter",
+            short_optional="apm",  # -a[PROMPT], -p[COLOUR], -m[NEWLINE]
+        ),
+    ),
+    "ifne": _Wrapper(opts()),  # ifne [-n] CMD: runs CMD when stdin is not empty
+    "trickle": _Wrapper(opts("duwtln")),
+    "nocache": _Wrapper(),
+    "daemonize": _Wrapper(opts("ceEoplu")),
+    **dict.fromkeys(
+        ("linux32", "linux64", "i386", "x86_64", "i686", "uname26"),
+        _Wrapper(opts(long="uname-2.6 verbose 3gb 4gb")),
+    ),
+    "with-lock-ex": _Wrapper(opts(), leading=1),
+    "lckdo": _Wrapper(opts("W"), leading=1),
+    "setlock": _Wrapper(opts(), leading=1),
+    "setuidgid": _Wrapper(leading=1),
+    "envuidgid": _Wrapper(leading=1),
+    "envdir": _Wrapper(leading=1),
+    "softlimit": _Wrapper(opts("mdosalfpcrt")),
+    **dict.fromkeys(
+        (
+            "run-one",
+            "run-this-one",
+            "keep-one-running",
+            "run-one-constantly",
+            "run-one-until-success",
+            "run-one-until-failure",
+        ),
+        _Wrapper(),
+    ),
+    "tini": _Wrapper(opts("pe")),
+    "dumb-init": _Wrapper(opts("r", "single-child verbose version help", "rewrite")),
+    "catatonit": _Wrapper(),
+    "ssh-agent": _Wrapper(opts("aEPtO"), no_command=frozenset({"-k", "-l"})),
+    "npx": _Wrapper(after=frozenset({"-c", "--call"}), shell_string=True),
     "dbus-launch": _Wrapper(),
     "dbus-run-session": _Wrapper(opts(long_arg="config-file dbus-daemon")),
     "xvfb-run": _Wrapper(
@@ -299,6 +344,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     "reflex": _Wrapper(after=frozenset({"--"}), shell_string=True),
     # tools whose subcommand runs a command in an environment (poetry run, conda run...)
     **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
+    **dict.fromkeys(("pnpm", "yarn"), _Wrapper(subcommands=frozenset({"exec"}))),
     "pdm": _Wrapper(opts("p", long_arg="project"), subcommands=frozenset({"run"})),
     "uv": _Wrapper(
         opts(
@@ -422,6 +468,8 @@ def unwrap(words: list[Word]) -> _Unwrapped | None:
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
+            if wrapper.reparse:
+                rest = parse_opts(rest, wrapper.opts, stop_at_operand=True).operands
             if rest and rest[0].text in ("-", "--"):  # "env -": an empty environment
                 rest = rest[1:]
             if wrapper.assignments:

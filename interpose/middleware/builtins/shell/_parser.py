@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ._budget import ParseBudget, ShellSyntaxError
@@ -18,6 +19,9 @@ _REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", 
 _PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!"})
 _CLOSING_KEYWORDS = frozenset({"fi", "done", "esac"})
 _CASE_ENDS = frozenset({";;", ";&", ";;&"})
+_COMPOUND_STARTS = frozenset({"{", "if", "while", "until", "for", "select", "case", "[["})
+_COMPOUND_AHEAD = re.compile(r"\(|(?:\{|\[\[|if|while|until|for|select|case)(?=[\s;&|()<>]|$)")
+"""What starts a compound command (after ``coproc NAME``)."""
 
 
 def parse(source: str, budget: ParseBudget | None = None) -> Script:
@@ -167,6 +171,9 @@ class Parser(Lexer):
         elif keyword == "[[":
             self.next_token()
             self._test_expression(b, word, tok.offset)
+        elif keyword == "coproc":
+            self.next_token()
+            self._coproc(b)
         elif keyword in ("for", "select"):
             self.next_token()
             self.skip_blanks_inline()
@@ -178,6 +185,23 @@ class Parser(Lexer):
         else:
             self._simple(b)
         return start, len(b.commands)
+
+    def _coproc(self, b: _Builder) -> None:
+        """``coproc [NAME] COMMAND``: COMMAND runs (in the background); NAME is only
+        taken before a compound command (``coproc X { ...; }``)."""
+        tok = self.peek_token()
+        if (
+            tok.kind == WORD
+            and tok.word is not None
+            and not tok.word.quoted
+            and tok.word.text not in _COMPOUND_STARTS
+            and _COMPOUND_AHEAD.match(self.src, self._skip_blanks(self.pos)) is not None
+        ):
+            self.next_token()  # the coprocess's NAME
+        start = len(b.commands)
+        self._command(b)
+        for i in range(start, len(b.commands)):
+            b.commands[i] = replace(b.commands[i], background=True)
 
     def _simple(self, b: _Builder, first: Word | None = None) -> None:
         words: list[Word] = [first] if first is not None else []
