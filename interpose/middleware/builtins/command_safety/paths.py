@@ -143,6 +143,15 @@ def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
     return None
 
 
+def host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
+
+
 _EXTGLOB_ANY = re.compile(r"[!*+]\((?:[^()]|\([^()]*\))*\)")
 """``!(x)`` (all but x), ``*(x)``/``+(x)`` (any run of x, which may be ``*`` itself)."""
 _UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `...`

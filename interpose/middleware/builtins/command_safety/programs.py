@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..shell import SUBST, Script, Word
 from .invocation import Invocation
+from .model import DEFERRED
 from .options import derived, opts, parse_opts, word_set
 from .paths import words_snippet
 from .wrappers import canon, unwrap
@@ -81,6 +82,7 @@ class Exec:
     inline: str | None  # program text given on the command line
     stdin: bool  # the program is read from standard input
     params: tuple[Word, ...] = ()  # sh -c SCRIPT $0 $1...: the script's parameters
+    origin: str = ""  # where the text runs, when not where it is given (a trap action)
 
 
 def _shell_exec(name: str, args: Sequence[Word]) -> Exec:
@@ -172,7 +174,7 @@ def exec_info(inv: Invocation) -> Exec | None:
         action = inv.args[1:] if inv.args[:1] and inv.args[0].text == "--" else inv.args
         if len(action) < 2 or action[0].text in ("-", "") or action[0].text.startswith("-"):
             return None
-        return Exec("eval", (action[0],), action[0].text, False)
+        return Exec("eval", (action[0],), action[0].text, False, origin=DEFERRED)
     if inv.name in ("source", "."):
         stdin = bool(inv.args) and inv.args[0].text in STDIN_FILES
         return Exec("source", tuple(inv.args[:1]), None, stdin)

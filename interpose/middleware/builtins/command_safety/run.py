@@ -25,15 +25,18 @@ from ..shell import (
     SimpleCommand,
     Word,
 )
+from ..shell import expansions as shell_expansions
 from ..shell import parse as parse_shell
+from .arithmetic import reevaluated
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
 from .fanout import emitted, xargs_call
 from .find import find_plan
 from .invocation import Invocation
-from .model import HOME, MAX_DEPTH, Finding
+from .model import DEFERRED, HOME, MAX_DEPTH, Finding
 from .options import GLOB_CHARS
 from .paths import (
+    host_path,
     critical,
     cwd_like,
     display,
@@ -341,7 +344,24 @@ class Run(SubstitutionOutputs):
                 found = self._inner(sub)
                 if found is not None:
                     return found
+        for code in reevaluated(words, self.expand_text, self.vars.get):
+            found = self.expanded(code, "text bash expands again (arithmetic, a prompt)")
+            if found is not None:
+                return found
         return None
+
+    def expanded(self, text: str | None, origin: str) -> Finding | None:
+        """Judge the substitutions of ``text`` expanded as in double quotes (None: text
+        the guard does not know, refused): :mod:`.arithmetic`, ``PS4``."""
+        if text is None:
+            return Finding("dynamic-code", "@P", f"{origin} is known only at run time")
+        try:
+            subs = shell_expansions(text, self.budget).subs
+        except ShellLimitError as exc:
+            raise TooComplex.from_parse(exc) from None
+        except ShellSyntaxError as exc:
+            return Finding("unparseable", show(text[:40]), f"{origin} cannot be parsed ({exc})")
+        return next(filter(None, map(self._inner, subs)), None)
 
     def _prepare(
         self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
@@ -663,7 +683,7 @@ class Run(SubstitutionOutputs):
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
         if self.mounts and path.startswith("/"):
-            path = _host_path(path, self.mounts)
+            path = host_path(path, self.mounts)
         return path
 
     def inside_container(
@@ -692,6 +712,8 @@ class Run(SubstitutionOutputs):
         ``unknown``, also when the target is known only at run time in a way that could
         reach something critical (see :func:`unknown_risk`)."""
         path = self.path(word)
+        # a trap action's "$tmp" takes its value later; /$x, $HOME/$x are judged as ever
+        unknown = unknown and not (self.inside == DEFERRED and path[:1] in ("$", SUBST))
         if unknown and (why := unknown_risk(path)) is not None:
             if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
@@ -704,15 +726,6 @@ class Run(SubstitutionOutputs):
             return None
         why = critical(path)
         return None if why is None else (display(path), why)
-
-
-def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
-    """``path`` inside a container, as the host path a bind mount shows there."""
-    for target, source in mounts:
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            rest = path[len(target) :].lstrip("/")
-            return posixpath.join(source, rest) if rest else source
-    return path
 
 
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")

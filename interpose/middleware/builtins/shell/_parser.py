@@ -11,7 +11,7 @@ from ._budget import ParseBudget, ShellSyntaxError
 from ._lexer import EOF, OP, WORD, WORD_BREAK, Lexer, Token
 from ._nodes import FunctionDef, Pipeline, Redirect, Script, SimpleCommand, Word
 
-__all__ = ["Parser", "parse"]
+__all__ = ["Parser", "expansions", "parse"]
 
 _REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
 
@@ -22,6 +22,17 @@ _CASE_ENDS = frozenset({";;", ";&", ";;&"})
 _COMPOUND_STARTS = frozenset({"{", "if", "while", "until", "for", "select", "case", "[["})
 _COMPOUND_AHEAD = re.compile(r"\(|(?:\{|\[\[|if|while|until|for|select|case)(?=[\s;&|()<>]|$)")
 """What starts a compound command (after ``coproc NAME``)."""
+
+
+def expansions(text: str, budget: ParseBudget | None = None) -> Word:
+    """``text`` read as double-quoted text in which ``"`` is plain (a here-document body,
+    a prompt string, an arithmetic expression): a quoted :class:`Word` whose ``subs``
+    are the scripts of its ``$(...)`` and backticks.
+
+    Raises:
+        ShellLimitError, ShellSyntaxError: as :func:`parse`.
+    """
+    return Parser("", budget or ParseBudget()).expansions(text)
 
 
 def parse(source: str, budget: ParseBudget | None = None) -> Script:
@@ -135,8 +146,8 @@ class Parser(Lexer):
             if tok.op == "(":
                 self.next_token()
                 end = self.arith_end(self.pos - 1)
-                if end is not None:  # (( arithmetic ))
-                    self.pos = end
+                if end is not None:  # (( arithmetic )): a command named "((", as "[["
+                    self._arithmetic(b, self.pos + 1, end)
                 else:
                     self.enter(tok.offset)
                     self._list(b, frozenset({")"}), frozenset())
@@ -178,13 +189,20 @@ class Parser(Lexer):
             self.next_token()
             self.skip_blanks_inline()
             end = self.arith_end(self.pos)
-            if end is not None:
-                self.pos = end
+            if end is not None:  # for (( i = 0; ... )): the three expressions
+                self._arithmetic(b, self.pos + 2, end)
             else:
                 self._simple(b, word)
         else:
             self._simple(b)
         return start, len(b.commands)
+
+    def _arithmetic(self, b: _Builder, start: int, end: int) -> None:
+        """``(( EXPR ))`` from ``start`` (past ``((``) to ``end`` (past ``))``): the
+        command ``(( EXPR ))``, EXPR expanded as in double quotes (its substitutions run)."""
+        expression = self.expansions(self.src[start : end - 2])
+        self.pos = end
+        b.commands.append(SimpleCommand((Word("(("), expression, Word("))"))))
 
     def _coproc(self, b: _Builder) -> None:
         """``coproc [NAME] COMMAND``: COMMAND runs (in the background); NAME is only
