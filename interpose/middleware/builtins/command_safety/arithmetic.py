@@ -6,9 +6,12 @@ quotes -- their command substitutions run, and the parser hands them to the anal
 any other -- then *evaluates* EXPR: a name in it stands for its variable's value, itself
 evaluated as an expression, and an array subscript met on the way (``a[$(cmd)]``) is
 expanded again, so its command substitution runs too (``x='a[$(rm -rf ~)]'; (( x ))``,
-``[[ 1 -eq 'a[$(cmd)]' ]]``).  ``${x@P}`` expands x's value as a prompt string,
-substitutions included; so does bash with ``PS4`` for each line ``set -x`` traces (and
-with ``PS0``...``PS2`` in an interactive shell).
+``[[ 1 -eq 'a[$(cmd)]' ]]``).  So is the index of ``${a[EXPR]}``, the subscript of a
+variable name given to a builtin (``unset``, ``printf -v``, ``read``, ``declare``,
+``[[ -v ]]``, ``test -v``...: ``unset 'a[$(cmd)]'``) and a name reached through
+``${!x}``.  ``${x@P}`` expands x's value as a prompt string, substitutions included; so
+does bash with ``PS4`` for each line ``set -x`` traces (with ``PS0``...``PS2`` in an
+interactive shell), and with ``BASH_ENV``/``ENV`` to find a startup file.
 
 :func:`reevaluated` finds, in one simple command's words, the text that holds such code:
 the text of an arithmetic expression and of the variables it names (followed
@@ -30,16 +33,25 @@ __all__ = ["ARITHMETIC_TESTS", "MAX_CHAIN", "PROMPTS", "has_code", "reevaluated"
 
 ARITHMETIC_TESTS = word_set("-eq -ne -lt -le -gt -ge")
 """``[[ A OP B ]]`` operators whose operands are arithmetic expressions."""
-PROMPTS = word_set("PS0 PS1 PS2 PS3 PS4")
-"""Variables bash expands as prompt strings (``PS4``: each line ``set -x`` traces)."""
+PROMPTS = word_set("PS0 PS1 PS2 PS3 PS4 BASH_ENV ENV")
+"""Variables bash expands as prompt strings (``PS4``: each line ``set -x`` traces), and
+those it expands to find a startup file (``BASH_ENV='$(cmd)' bash -c ...`` runs cmd)."""
 MAX_CHAIN = 8
 """How many variables one expression's evaluation is followed through."""
 
 _HEADS = frozenset({"((", "let", "[["})
+_SUBSCRIPTED = word_set(
+    "[[ test [ unset printf read declare typeset local export readonly mapfile readarray "
+    "wait getopts"
+)
+"""Builtins that take a variable name, which may carry an array subscript they evaluate
+(``unset 'a[$(cmd)]'``, ``printf -v 'a[$(cmd)]'``, ``[[ -v 'a[$(cmd)]' ]]``)."""
 _BODY = re.compile(r"\$\(\((.*?)\)\)", re.DOTALL)
+_SUBSCRIPT = re.compile(r"[A-Za-z_]\w*\[(.*)\]", re.DOTALL)
+_ELEMENT = re.compile(r"\$\{[A-Za-z_]\w*\[([^\]]*)\]")
 _NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
 _CODE = re.compile(r"\$\(|`")
-_PROMPT = re.compile(r"\$\{([A-Za-z_]\w*)@P\}")
+_PROMPT = re.compile(r"\$\{(!?)([A-Za-z_]\w*)(@P)?\}")
 
 
 def has_code(text: str) -> bool:
@@ -56,29 +68,37 @@ def reevaluated(
     for text in _expressions(words):
         yield from _code(expand(text), lookup)
     for word in words:
-        if "@P}" in word.text:
+        if "@P}" in word.text or "${!" in word.text:
             for m in _PROMPT.finditer(word.text):
-                value = lookup(m.group(1))
-                if value is None and m.group(1) not in PROMPTS:
+                indirect, name, prompt = m.groups()
+                if not indirect and not prompt:
+                    continue
+                value = lookup(name)
+                if value is None and prompt and name not in PROMPTS:
                     yield None
                 elif value is not None and has_code(value):
-                    yield value
+                    yield value  # ${x@P}; ${!x}: x's value is a name, a[$(cmd)] too
 
 
 def _expressions(words: Sequence[Word]) -> Iterator[str]:
     """The arithmetic expressions in ``words`` (as written, before evaluation)."""
     head = words[0].text if words and not words[0].quoted else ""
-    if head in _HEADS:
-        if head == "[[":
-            for k in range(2, len(words) - 1):
-                if words[k].text in ARITHMETIC_TESTS and not words[k].quoted:
-                    yield words[k - 1].text
-                    yield words[k + 1].text
-        else:
-            yield from (w.text for w in words[1:] if w.text != "))")
+    if head == "[[":
+        for k in range(2, len(words) - 1):
+            if words[k].text in ARITHMETIC_TESTS and not words[k].quoted:
+                yield words[k - 1].text
+                yield words[k + 1].text
+    elif head in _HEADS:
+        yield from (w.text for w in words[1:] if w.text != "))")
+    if head in _SUBSCRIPTED:  # a name's subscript: unset 'a[$(cmd)]'
+        for word in words[1:]:
+            if "[" in word.text and (m := _SUBSCRIPT.match(word.text)) is not None:
+                yield m.group(1)
     for word in words:
         if "$((" in word.text:
             yield from (m.group(1) for m in _BODY.finditer(word.text))
+        if "[" in word.text and "${" in word.text:  # ${a[EXPR]}: an indexed array's index
+            yield from (m.group(1) for m in _ELEMENT.finditer(word.text))
 
 
 def _code(expression: str, lookup: Callable[[str], str | None]) -> Iterator[str]:

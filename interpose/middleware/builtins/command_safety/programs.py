@@ -35,7 +35,10 @@ _SHELL_VALUE_LONG = word_set(
     "--rcfile --init-file --rc --config --env-config --plugin-config --log-level "
     "--log-target --debug-output --profile --features --shell-type"
 )
-STDIN_FILES = word_set("- /dev/stdin /dev/fd/0 /proc/self/fd/0 /proc/thread-self/fd/0")
+STDIN_FILES = word_set(
+    "- /dev/stdin /dev/fd/0 /proc/self/fd/0 /proc/thread-self/fd/0 /proc/$$/fd/0 "
+    "/proc/$BASHPID/fd/0"
+)
 """Program file names that are the standard input: ``bash /dev/fd/0 <<< ...`` runs what
 is piped or fed into it, like ``bash -s``."""
 DOWNLOADERS = word_set(
