@@ -36,11 +36,11 @@ from .invocation import Invocation
 from .model import DEFERRED, HOME, MAX_DEPTH, Finding
 from .options import GLOB_CHARS
 from .paths import (
-    host_path,
     critical,
     cwd_like,
     display,
     glob_risk,
+    host_path,
     show,
     unknown_risk,
     words_snippet,

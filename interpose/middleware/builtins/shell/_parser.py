@@ -200,7 +200,7 @@ class Parser(Lexer):
     def _arithmetic(self, b: _Builder, start: int, end: int) -> None:
         """``(( EXPR ))`` from ``start`` (past ``((``) to ``end`` (past ``))``): the
         command ``(( EXPR ))``, EXPR expanded as in double quotes (its substitutions run)."""
-        expression = self.expansions(self.src[start : end - 2])
+        expression = self.expansions(self.src[start : end - 2].strip())
         self.pos = end
         b.commands.append(SimpleCommand((Word("(("), expression, Word("))"))))
 
