@@ -729,7 +729,7 @@ class Run(SubstitutionOutputs):
 
 
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")
-_ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+_ALL_WORDS = re.compile(r"\$@|\$\{@(?::[^}]*)?\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 """``"$@"`` and ``"${a[@]}"``: one word per element even when quoted."""
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
