@@ -1,17 +1,18 @@
 """Text bash evaluates a second time: arithmetic and prompt strings.
 
-Bash expands ``$(( EXPR ))``, ``(( EXPR ))`` (and ``for (( ... ))``), ``let EXPR`` and the
-operands of ``[[ A -eq B ]]`` (``-ne``, ``-lt``, ``-le``, ``-gt``, ``-ge``) as in double
-quotes -- their command substitutions run, and the parser hands them to the analysis as
-any other -- then *evaluates* EXPR: a name in it stands for its variable's value, itself
-evaluated as an expression, and an array subscript met on the way (``a[$(cmd)]``) is
-expanded again, so its command substitution runs too (``x='a[$(rm -rf ~)]'; (( x ))``,
-``[[ 1 -eq 'a[$(cmd)]' ]]``).  So is the index of ``${a[EXPR]}``, the subscript of a
-variable name given to a builtin (``unset``, ``printf -v``, ``read``, ``declare``,
-``[[ -v ]]``, ``test -v``...: ``unset 'a[$(cmd)]'``) and a name reached through
-``${!x}``.  ``${x@P}`` expands x's value as a prompt string, substitutions included; so
-does bash with ``PS4`` for each line ``set -x`` traces (with ``PS0``...``PS2`` in an
-interactive shell), and with ``BASH_ENV``/``ENV`` to find a startup file.
+Bash expands ``$(( EXPR ))`` (``$[ EXPR ]``), ``(( EXPR ))`` (and ``for (( ... ))``),
+``let EXPR``, the operands of ``[[ A -eq B ]]`` (``-ne``, ``-lt``, ``-le``, ``-gt``,
+``-ge``) and ``declare -i n=EXPR`` as in double quotes -- their command substitutions
+run, and the parser hands them to the analysis as any other -- then *evaluates* EXPR: a
+name in it stands for its variable's value, itself evaluated as an expression, and an
+array subscript met on the way (``a[$(cmd)]``) is expanded again, so its command
+substitution runs too (``x='a[$(rm -rf ~)]'; (( x ))``, ``[[ 1 -eq 'a[$(cmd)]' ]]``).
+So is the index of ``${a[EXPR]}``, the subscript of a variable name given to a builtin
+(``unset``, ``printf -v``, ``read``, ``declare``, ``[[ -v ]]``, ``test -v``...:
+``unset 'a[$(cmd)]'``) and a name reached through ``${!x}``.  ``${x@P}`` expands x's
+value as a prompt string, substitutions included; so does bash with ``PS4`` for each
+line ``set -x`` traces (with ``PS0``...``PS2`` in an interactive shell), and with
+``BASH_ENV``/``ENV`` to find a startup file.
 
 :func:`reevaluated` finds, in one simple command's words, the text that holds such code:
 the text of an arithmetic expression and of the variables it names (followed
@@ -46,7 +47,9 @@ _SUBSCRIPTED = word_set(
 )
 """Builtins that take a variable name, which may carry an array subscript they evaluate
 (``unset 'a[$(cmd)]'``, ``printf -v 'a[$(cmd)]'``, ``[[ -v 'a[$(cmd)]' ]]``)."""
-_BODY = re.compile(r"\$\(\((.*?)\)\)", re.DOTALL)
+_DECLARE = word_set("declare typeset local export readonly")
+_INTEGER = re.compile(r"-[a-zA-Z]*i")
+_BODY = re.compile(r"\$\(\((.*?)\)\)|\$\[((?:[^\[\]]|\[[^\[\]]*\])*)\]", re.DOTALL)
 _SUBSCRIPT = re.compile(r"[A-Za-z_]\w*\[(.*)\]", re.DOTALL)
 _ELEMENT = re.compile(r"\$\{[A-Za-z_]\w*\[([^\]]*)\]")
 _NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
@@ -91,12 +94,15 @@ def _expressions(words: Sequence[Word]) -> Iterator[str]:
     elif head in _HEADS:
         yield from (w.text for w in words[1:] if w.text != "))")
     if head in _SUBSCRIPTED:  # a name's subscript: unset 'a[$(cmd)]'
+        integer = head in _DECLARE and any(_INTEGER.match(w.text) for w in words[1:])
         for word in words[1:]:
             if "[" in word.text and (m := _SUBSCRIPT.match(word.text)) is not None:
                 yield m.group(1)
+            if integer and "=" in word.text:  # declare -i n=EXPR: the value is evaluated
+                yield word.text.partition("=")[2]
     for word in words:
-        if "$((" in word.text:
-            yield from (m.group(1) for m in _BODY.finditer(word.text))
+        if "$((" in word.text or "$[" in word.text:  # $[ EXPR ]: the old spelling
+            yield from (m.group(1) or m.group(2) or "" for m in _BODY.finditer(word.text))
         if "[" in word.text and "${" in word.text:  # ${a[EXPR]}: an indexed array's index
             yield from (m.group(1) for m in _ELEMENT.finditer(word.text))
 

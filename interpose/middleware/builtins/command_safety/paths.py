@@ -179,6 +179,7 @@ def _extglob_risk(
             return why
     return None
 
+
 _UNKNOWN_PART = re.compile(  # ${...}, $NAME, $1, $(...) kept as source text, `...`
     r"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|"
     + SUBST

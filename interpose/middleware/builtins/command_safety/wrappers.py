@@ -147,9 +147,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     "toybox": _Wrapper(),
     "chronic": _Wrapper(),
     "unbuffer": _Wrapper(),
-    "torsocks": _Wrapper(),
     "caffeinate": _Wrapper(opts("tw")),
-    "proxychains": _Wrapper(opts("f")),
     # programs that run a command given as their arguments (issue 10: wrappers)
     "systemd-run": _Wrapper(
         opts(
@@ -291,6 +289,37 @@ WRAPPERS: dict[str, _Wrapper] = {
     "catatonit": _Wrapper(),
     "ssh-agent": _Wrapper(opts("aEPtO"), no_command=frozenset({"-k", "-l"})),
     "npx": _Wrapper(after=frozenset({"-c", "--call"}), shell_string=True),
+    "npm": _Wrapper(
+        after=frozenset({"-c", "--call"}), subcommands=word_set("exec x"), shell_string=True
+    ),
+    "bun": _Wrapper(subcommands=frozenset({"exec"}), shell_string=True),  # bun exec 'CMD'
+    "dtach": _Wrapper(opts("Acnaper"), no_command=frozenset({"-a", "-p"})),  # dtach -n SOCK CMD
+    "abduco": _Wrapper(opts("e"), leading=1),  # abduco -n NAME CMD
+    "systemd-inhibit": _Wrapper(opts(long="list help version", long_arg="what who why mode")),
+    "run0": _Wrapper(
+        opts(
+            "uD",
+            "no-ask-password machine background",
+            "user group nice chdir setenv property unit description slice slice-inherit",
+            {"u": "user", "D": "chdir"},
+        )
+    ),
+    "sshpass": _Wrapper(opts("pfdP")),  # sshpass -p PASSWORD CMD
+    **dict.fromkeys(("torify", "tsocks", "torsocks", "proxychains"), _Wrapper(opts("f"))),
+    "nsjail": _Wrapper(after=frozenset({"--"})),
+    "proot": _Wrapper(opts("rbmwvq", long_arg="rootfs bind mount cwd verbose qemu")),
+    "fakechroot": _Wrapper(opts("ec", long_arg="environment config-dir")),
+    "sandbox-exec": _Wrapper(opts("fpD")),
+    "cross-env": _Wrapper(assignments=True),  # cross-env NODE_ENV=test CMD
+    "env-cmd": _Wrapper(
+        opts(
+            "fer",
+            "fallback no-override silent use-shell expand-envs verbose",
+            "file environments rc-file",
+            {"f": "file", "e": "environments", "r": "rc-file"},
+        )
+    ),
+    "retry": _Wrapper(after=frozenset({"--"})),  # retry [--times=N] -- CMD
     "dbus-launch": _Wrapper(),
     "dbus-run-session": _Wrapper(opts(long_arg="config-file dbus-daemon")),
     "xvfb-run": _Wrapper(
@@ -383,6 +412,9 @@ WRAPPERS: dict[str, _Wrapper] = {
         _Wrapper(after=frozenset({"--"}), subcommands=word_set("run")),
     ),
     "dotenv": _Wrapper(after=frozenset({"--"})),
+    "dotenvx": _Wrapper(after=frozenset({"--"}), subcommands=word_set("run")),
+    "guix": _Wrapper(after=frozenset({"--"}), subcommands=word_set("shell environment")),
+    **dict.fromkeys(("pixi", "devbox", "rye"), _Wrapper(subcommands=word_set("run exec"))),
     "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=word_set("enter")),
     "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=word_set("develop shell")),
     "toolbox": _Wrapper(

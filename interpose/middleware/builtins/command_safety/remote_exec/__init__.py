@@ -52,7 +52,9 @@ schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command
 ``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
 ``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
 ``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``nodemon
---exec``, ``expect -c`` (each ``spawn``ed command), ``git -c`` settings
+--exec``, ``expect -c`` (each ``spawn``ed command), ``hyperfine``/``concurrently``
+(each operand, and ``hyperfine --prepare``...), ``start-stop-daemon --start --exec``,
+``ip netns exec``, ``git -c`` settings
 whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
@@ -91,13 +93,16 @@ from .network import rule_netcat, rule_socat
 from .runners import (
     rule_expect,
     rule_flock,
+    rule_ip,
     rule_nix_shell,
     rule_nodemon,
     rule_parallel,
     rule_screen,
     rule_script,
     rule_sg,
+    rule_shell_strings,
     rule_ssh,
+    rule_start_stop_daemon,
     rule_su,
     rule_tmux,
     rule_vagrant,
@@ -129,6 +134,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "script": (rule_script,),
     "nodemon": (rule_nodemon,),
     "expect": (rule_expect,),
+    "hyperfine": (rule_shell_strings,),
+    "concurrently": (rule_shell_strings,),
+    "start-stop-daemon": (rule_start_stop_daemon,),
+    "ip": (rule_ip,),
 }
 GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
 PIPELINES: tuple[PipelineRule, ...] = (pipeline_rules, pipeline_sinks)
