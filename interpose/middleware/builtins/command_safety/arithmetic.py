@@ -25,7 +25,7 @@ run as code that cannot be read (the user's own ``PS0``-``PS4`` excepted).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..shell import Word
 from .options import word_set
@@ -42,8 +42,8 @@ MAX_CHAIN = 8
 
 _HEADS = frozenset({"((", "let", "[["})
 _SUBSCRIPTED = word_set(
-    "[[ test [ unset printf read declare typeset local export readonly mapfile readarray "
-    "wait getopts"
+    "(( let [[ test [ unset printf read declare typeset local export readonly mapfile "
+    "readarray wait getopts"
 )
 """Builtins that take a variable name, which may carry an array subscript they evaluate
 (``unset 'a[$(cmd)]'``, ``printf -v 'a[$(cmd)]'``, ``[[ -v 'a[$(cmd)]' ]]``)."""
@@ -64,10 +64,22 @@ def has_code(text: str) -> bool:
 
 def reevaluated(
     words: Sequence[Word], expand: Callable[[str], str], lookup: Callable[[str], str | None]
-) -> Iterator[str | None]:
+) -> Iterable[str | None]:
     """The texts of one command's ``words`` that bash expands again and that hold a
     command substitution (None: a prompt string the guard does not know).  ``expand``
     gives a text with the known variables expanded, ``lookup`` a variable's value."""
+    if not words or words[0].text not in _SUBSCRIPTED:  # the common case, first: no "$"
+        for word in words:
+            if "$" in word.text:
+                break
+        else:
+            return ()
+    return _reevaluated(words, expand, lookup)
+
+
+def _reevaluated(
+    words: Sequence[Word], expand: Callable[[str], str], lookup: Callable[[str], str | None]
+) -> Iterator[str | None]:
     for text in _expressions(words):
         yield from _code(expand(text), lookup)
     for word in words:
