@@ -14,6 +14,8 @@ refused (see :func:`.paths.unknown_risk`).
 
 from __future__ import annotations
 
+import re
+
 from ..shell import SUBST, Redirect
 from .expansion import PARAM
 from .find import find_plan
@@ -120,9 +122,20 @@ def _read_input(run: Run, inv: Invocation) -> list[str | None]:
 
 
 def _rule_read(inv: Invocation, run: Run) -> Finding | None:
-    """``read NAME...``: each name takes its field of each line read."""
+    """``read NAME...``: each name takes its field of each line read, split on ``$IFS``
+    (``IFS=, read a b <<< x,y``); ``read -a NAME``: the fields of the line, as an array."""
     parsed = parse_opts(inv.args, _READ)
-    if parsed.value("-a") is not None:
+    ifs = inv.env.get("IFS", run.vars.get("IFS"))
+    array = parsed.value("-a")
+    if array is not None:
+        texts = _read_input(run, inv)
+        known = len(texts) == 1 and texts[0] is not None and len(texts[0]) <= _MAX_READ
+        line = texts[0].split("\n", 1)[0] if known and texts[0] is not None else None
+        run.vars.pop(array.text, None)
+        if line is None:
+            run.vars.pop(array.text + "[]", None)
+        else:  # a=(FIELDS...), read by "${a[@]}"
+            run.vars[array.text + "[]"] = " ".join(f for f in _fields(line, ifs, -1) if f)
         return None
     names = [w.text for w in parsed.operands if ASSIGNMENT.match(w.text + "=")] or ["REPLY"]
     values: list[list[str | None]] = [[] for _ in names]
@@ -134,12 +147,23 @@ def _rule_read(inv: Invocation, run: Run) -> Finding | None:
         for line in text.split("\n"):
             if not line.strip():
                 continue
-            fields = line.split(None, len(names) - 1)
+            fields = _fields(line, ifs, len(names) - 1)
             for k, column in enumerate(values):
                 column.append(fields[k] if k < len(fields) else "")
     for name, column in zip(names, values, strict=True):
         run.bind(name, column or [None])
     return None
+
+
+def _fields(line: str, ifs: str | None, most: int) -> list[str]:
+    """``line`` split on the characters of ``ifs`` (None: blanks) into at most
+    ``most + 1`` fields (``most`` < 0: all), the last keeping the rest."""
+    if ifs is None:
+        return line.split(None, most)
+    if not ifs:
+        return [line]
+    pattern = f"[{re.escape(ifs)}]+" if ifs.isspace() else f"[{re.escape(ifs)}]"
+    return re.split(pattern, line.strip(" \t\n"), maxsplit=max(most, 0))
 
 
 def _rule_alias(inv: Invocation, run: Run) -> Finding | None:
