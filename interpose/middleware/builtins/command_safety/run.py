@@ -713,7 +713,7 @@ class Run(SubstitutionOutputs):
         reach something critical (see :func:`unknown_risk`)."""
         path = self.path(word)
         # a trap action's "$tmp" takes its value later; /$x, $HOME/$x are judged as ever
-        unknown = unknown and not (self.inside == DEFERRED and path[:1] in ("$", SUBST))
+        unknown = unknown and not (self.inside == DEFERRED and path[:1] == "$")
         if unknown and (why := unknown_risk(path)) is not None:
             if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"

@@ -58,7 +58,8 @@ schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command
 whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
-set on the command or earlier in the line), and ``>(sh)`` process substitutions a
+set on the command or earlier in the line; and the prompt strings ``PS0``-``PS4`` and
+``BASH_ENV``/``ENV``, whose substitutions bash runs), and ``>(sh)`` process substitutions a
 command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
 into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
 ``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.
