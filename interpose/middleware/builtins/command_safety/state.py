@@ -21,10 +21,10 @@ from .expansion import PARAM
 from .find import find_plan
 from .invocation import Invocation
 from .model import HOME, Finding
-from .options import opts, parse_opts
+from .options import opts, parse_opts, word_set
 from .run import Rule, Run, tilde
 from .text import pipe_stream, printf_readings
-from .wrappers import ASSIGNMENT
+from .wrappers import ASSIGNMENT, WRAPPERS, canon
 
 # -- shell state ------------------------------------------------------------------------------
 
@@ -211,6 +211,28 @@ def _rule_shift(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
+_CHDIR_RUNNERS = word_set("env sudo run0 systemd-run")
+"""Runners with an option naming their command's working directory (``env -C DIR``,
+``sudo -D DIR``, ``run0 --chdir``, ``systemd-run --working-directory``)."""
+
+
+def _rule_runner_cwd(inv: Invocation, run: Run) -> Finding | None:
+    """``env -C / rm -rf etc``: the command is judged again in the directory a runner
+    gives it (a relative target is below that directory, not the shell's)."""
+    if len(inv.layers) < 2:
+        return None
+    for layer in inv.layers[:-1]:
+        name = canon(layer[0].text)
+        if name not in _CHDIR_RUNNERS:
+            continue
+        parsed = parse_opts(layer[1:], WRAPPERS[name].opts, stop_at_operand=True)
+        where = parsed.value("--chdir", "--working-directory")
+        if where is not None:
+            origin = f"{name} --chdir {where.text}"
+            return run.inside_container(inv.layers[-1], origin, run.mounts, run.path(where))
+    return None
+
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "set": (_rule_set,),
     "shift": (_rule_shift,),
@@ -223,3 +245,4 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "pushd": (_rule_cd,),
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), (_rule_export,)),
 }
+GENERIC: tuple[Rule, ...] = (_rule_runner_cwd,)

@@ -109,6 +109,7 @@ WRAPPERS: dict[str, _Wrapper] = {
             "preserve-env login shell list validate edit non-interactive background stdin "
             "set-home reset-timestamp remove-timestamp version help askpass",
             "user group host prompt close-from role type other-user chdir command-timeout chroot",
+            {"D": "chdir"},
         ),
         assignments=True,
         no_command=frozenset(
@@ -122,7 +123,7 @@ WRAPPERS: dict[str, _Wrapper] = {
             "uCSP",
             "ignore-environment null debug help version",
             "unset chdir split-string",
-            {"S": "split-string"},
+            {"S": "split-string", "C": "chdir"},
         ),
         assignments=True,
     ),
