@@ -7,7 +7,8 @@ run, and the parser hands them to the analysis as any other -- then *evaluates* 
 name in it stands for its variable's value, itself evaluated as an expression, and an
 array subscript met on the way (``a[$(cmd)]``) is expanded again, so its command
 substitution runs too (``x='a[$(rm -rf ~)]'; (( x ))``, ``[[ 1 -eq 'a[$(cmd)]' ]]``).
-So is the index of ``${a[EXPR]}``, the subscript of a variable name given to a builtin
+So are the index of ``${a[EXPR]}`` and of ``a[EXPR]=value``, the offset and length of
+``${s:EXPR:EXPR}``, the subscript of a variable name given to a builtin
 (``unset``, ``printf -v``, ``read``, ``declare``, ``[[ -v ]]``, ``test -v``...:
 ``unset 'a[$(cmd)]'``) and a name reached through ``${!x}``.  ``${x@P}`` expands x's
 value as a prompt string, substitutions included; so does bash with ``PS4`` for each
@@ -51,7 +52,7 @@ _DECLARE = word_set("declare typeset local export readonly")
 _INTEGER = re.compile(r"-[a-zA-Z]*i")
 _BODY = re.compile(r"\$\(\((.*?)\)\)|\$\[((?:[^\[\]]|\[[^\[\]]*\])*)\]", re.DOTALL)
 _SUBSCRIPT = re.compile(r"[A-Za-z_]\w*\[(.*)\]", re.DOTALL)
-_ELEMENT = re.compile(r"\$\{[A-Za-z_]\w*\[([^\]]*)\]")
+_ELEMENT = re.compile(r"\$\{[A-Za-z_]\w*(?:\[([^\]]*)\]|:(?![-=?+])([^}]*)\})")
 _NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
 _CODE = re.compile(r"\$\(|`")
 _PROMPT = re.compile(r"\$\{(!?)([A-Za-z_]\w*)(@P)?\}")
@@ -70,7 +71,7 @@ def reevaluated(
     gives a text with the known variables expanded, ``lookup`` a variable's value."""
     if not words or words[0].text not in _SUBSCRIPTED:  # the common case, first: no "$"
         for word in words:
-            if "$" in word.text:
+            if "$" in word.text or "]=" in word.text:
                 break
         else:
             return ()
@@ -113,10 +114,13 @@ def _expressions(words: Sequence[Word]) -> Iterator[str]:
             if integer and "=" in word.text:  # declare -i n=EXPR: the value is evaluated
                 yield word.text.partition("=")[2]
     for word in words:
-        if "$((" in word.text or "$[" in word.text:  # $[ EXPR ]: the old spelling
-            yield from (m.group(1) or m.group(2) or "" for m in _BODY.finditer(word.text))
-        if "[" in word.text and "${" in word.text:  # ${a[EXPR]}: an indexed array's index
-            yield from (m.group(1) for m in _ELEMENT.finditer(word.text))
+        text = word.text
+        if "$((" in text or "$[" in text:  # $[ EXPR ]: the old spelling
+            yield from (m.group(1) or m.group(2) or "" for m in _BODY.finditer(text))
+        if "${" in text and ("[" in text or ":" in text):  # ${a[EXPR]}, ${s:EXPR:EXPR}
+            yield from (m.group(1) or m.group(2) for m in _ELEMENT.finditer(text))
+        if "]=" in text and (m := _SUBSCRIPT.match(text)) is not None:  # a[EXPR]=value
+            yield m.group(1)
 
 
 def _code(expression: str, lookup: Callable[[str], str | None]) -> Iterator[str]:
