@@ -1,7 +1,9 @@
 """Commands that change the analysis state rather than the system: ``cd``/``pushd`` move
 the working directory, ``export``/``declare``... assign variables, ``for``/``select`` and
-``read`` give a variable the values it will take in turn, ``alias`` defines a name that
-later commands expand.
+``read`` give a variable the values it will take in turn (``read`` splits on a known
+``$IFS``; ``read -a`` makes an array), ``set --``/``shift`` the positional parameters,
+``alias`` defines a name that later commands expand; and a runner that names its
+command's working directory (``env -C``, ``sudo -D``) has the command judged there.
 
 Values that vary: a loop variable (``for d in / /etc``), what ``read`` reads from a pipe,
 a here-string, a here-document or the loop's redirection (``while read f; do ...; done
