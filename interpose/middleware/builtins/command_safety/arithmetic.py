@@ -54,7 +54,7 @@ _BODY = re.compile(r"\$\(\((.*?)\)\)|\$\[((?:[^\[\]]|\[[^\[\]]*\])*)\]", re.DOTA
 _SUBSCRIPT = re.compile(r"[A-Za-z_]\w*\[(.*)\]", re.DOTALL)
 _ELEMENT = re.compile(r"\$\{[A-Za-z_]\w*(?:\[([^\]]*)\]|:(?![-=?+])([^}]*)\})")
 _NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
-_CODE = re.compile(r"\$\(|`")
+_CODE = re.compile(r"\$\((?!\()|`")  # $(cmd) or `cmd`; $(( is arithmetic
 _PROMPT = re.compile(r"\$\{(!?)([A-Za-z_]\w*)(@P)?\}")
 
 
@@ -135,6 +135,6 @@ def _code(expression: str, lookup: Callable[[str], str | None]) -> Iterator[str]
         if has_code(text):
             yield text
         for name in _NAME.findall(text):
-            value = lookup(name)
+            value = lookup(name) or lookup(name + "[]")  # an array's elements, a=(...)
             if value is not None and not value.isdigit():
                 pending.append(value)

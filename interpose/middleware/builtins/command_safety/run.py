@@ -352,15 +352,16 @@ class Run(SubstitutionOutputs):
 
     def expanded(self, text: str | None, origin: str) -> Finding | None:
         """Judge the substitutions of ``text`` expanded as in double quotes (None: text
-        the guard does not know, refused): :mod:`.arithmetic`, ``PS4``."""
+        the guard does not know, refused): :mod:`.arithmetic`, ``PS4``.  Text that does
+        not parse runs nothing (bash stops at the syntax error)."""
         if text is None:
             return Finding("dynamic-code", "@P", f"{origin} is known only at run time")
         try:
             subs = shell_expansions(text, self.budget).subs
         except ShellLimitError as exc:
             raise TooComplex.from_parse(exc) from None
-        except ShellSyntaxError as exc:
-            return Finding("unparseable", show(text[:40]), f"{origin} cannot be parsed ({exc})")
+        except ShellSyntaxError:
+            return None
         return next(filter(None, map(self._inner, subs)), None)
 
     def _prepare(
