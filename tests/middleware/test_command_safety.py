@@ -689,7 +689,8 @@ def test_parser_control_structures() -> None:
     assert texts("case $v in a|b) x;; *) y;; esac") == [["case", "$v"], ["x"], ["y"]]
     assert texts("while read l; do echo $l; done < f")[:2] == [["read", "l"], ["echo", "$l"]]
     assert texts("[[ $a =~ ^(x|y)$ ]] && z") == [["[[", "$a", "=~", "^(x|y)$", "]]"], ["z"]]
-    assert texts("((i++)); echo $((1+2))") == [["echo", "$((1+2))"]]
+    # (( EXPR )) is a command named "((", as [[ is (its substitutions run)
+    assert texts("((i++)); echo $((1+2))") == [["((", "i++", "))"], ["echo", "$((1+2))"]]
 
 
 @pytest.mark.parametrize(

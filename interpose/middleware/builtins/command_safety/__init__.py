@@ -28,7 +28,10 @@ would run*, never on substrings of the text:
    ``set --``, aliases -- each value judged in turn, every one of them (the
    analysis budget bounds the work).
 3. Scripts handed to another shell are analyzed recursively: ``bash -lc '...'``
-   (with its positional parameters), ``sh -c``, ``eval``, ``su -c``, ``sg``, ``watch``,
+   (with its positional parameters; every shell of ``programs.SHELLS``, ``yash``,
+   ``fish``, ``nu``... and a script read from ``/dev/stdin``, ``/dev/fd/0``), ``sh -c``,
+   ``eval``, ``trap`` actions, ``coproc``, the text bash expands again (arithmetic,
+   array subscripts, ``${x@P}``, ``PS4``: :mod:`.arithmetic`), ``su -c``, ``sg``, ``watch``,
    ``ssh host '...'``, ``flock -c``, ``script -c``, ``tmux``, ``screen``, ``parallel``,
    ``at``/``batch``/``crontab`` job text, command options and variables (``git -c
    core.sshCommand=``, ``tar --to-command``, ``rsync -e``, ``ssh -o ProxyCommand=``,
@@ -77,7 +80,8 @@ The shared shell model: :mod:`.model` (the verdict, shared constants), :mod:`.op
 (option grammars), :mod:`.wrappers` (command names, the wrappers peeled off them),
 :mod:`.paths` (path judgements), :mod:`.invocation`, :mod:`.find` (``find``'s grammar),
 :mod:`.programs` (how commands take program text), :mod:`.operands` (what commands
-read and write), :mod:`.expansion` (parameter expansion), :mod:`.text` (program text
+read and write), :mod:`.expansion` (parameter expansion), :mod:`.arithmetic` (text bash
+expands again: arithmetic, prompt strings), :mod:`.text` (program text
 computed at run time), :mod:`.run` (one analysis), :mod:`.substitutions` (what
 substitutions output), :mod:`.fanout` (what ``xargs`` and ``find -exec`` hand on),
 :mod:`.reach` (what a write or a read reaches) and :mod:`.budget`
@@ -95,7 +99,8 @@ output of
 local programs and files run as code (``cat x.sh | bash``, ``$(cat cmd.txt)``) and of
 the trusted setup tools; substitutions in argument position of a ``-c`` script, which the
 inner shell parses again (``bash -c "echo $(cat f)"``); aliases and shell functions defined
-elsewhere, functions calling functions, arithmetic; the contents of scripts and programs
+elsewhere, functions calling functions, the values arithmetic computes (the commands it
+runs are judged: :mod:`.arithmetic`); the contents of scripts and programs
 on disk (``bash ./cleanup.sh``,
 ``make clean``, ``npm run x``); files written by one command and run by a later one;
 interpreter code beyond the simple patterns listed above; writes by tools the tables do

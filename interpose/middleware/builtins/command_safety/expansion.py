@@ -172,6 +172,11 @@ def expand(
         result = _case(value, op)
     elif (offset := _OFFSET.fullmatch(op)) is not None:
         start = int(offset.group(1).replace(" ", ""))
+        if name in ("@", "*"):  # ${@:2}: the parameters from $2 on, not characters
+            words = value.split()
+            chosen = words[start - 1 :] if start > 0 else words[start:]
+            count = offset.group(2)
+            return " ".join(chosen[: int(count)] if count is not None else chosen)
         result = value[start:]
         if offset.group(2) is not None:
             result = result[: int(offset.group(2))]

@@ -1,5 +1,5 @@
 """The command guard's verdict and the constants every part of the shell model shares:
-:class:`Finding`, :data:`HOME`, :data:`MAX_DEPTH`.
+:class:`Finding`, :data:`HOME`, :data:`MAX_DEPTH`, :data:`DEFERRED`.
 
 The shell model is a set of modules that import no rule family: :mod:`.options` (GNU-style
 option grammars), :mod:`.wrappers` (command names and the wrappers peeled off them),
@@ -18,6 +18,12 @@ HOME = "/home/user"
 deterministic; every ``/home/*`` directory is treated alike anyway)."""
 
 MAX_DEPTH = 8  # shells inside shells (bash -c "sh -c '...'") before refusing
+
+DEFERRED = "trap action"
+"""The origin of program text that runs later, when the shell exits or meets a signal
+(``trap 'rm -rf "$tmp"' EXIT``): what it names literally is judged, but a delete whose
+target is a variable is not refused as unknown there -- the variable takes its value by
+then, in the lines that are judged where they set it."""
 
 
 @dataclass(frozen=True, slots=True)

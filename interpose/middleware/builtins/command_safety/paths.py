@@ -120,7 +120,10 @@ def cwd_like(path: str) -> bool:
 
 
 def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
-    """What a glob in ``path`` could sweep up, if that is dangerous."""
+    """What a glob in ``path`` could sweep up, if that is dangerous (extended globs, on
+    with ``shopt -s extglob`` or ``bash -O extglob``: see :func:`_extglob_risk`)."""
+    if "(" in path and (group := _EXTGLOB.search(path)) is not None:
+        return _extglob_risk(path, group, recursive=recursive, cwd_counts=cwd_counts)
     parts = path.split("/")
     k = next((k for k, part in enumerate(parts) if GLOB_CHARS.search(part)), -1)
     if k < 0:
@@ -137,6 +140,43 @@ def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
         why = critical(posixpath.join(prefix, "x"))
         if why is not None and not cwd_like(prefix):
             return f"a pattern that matches {why}"
+    return None
+
+
+def host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
+    """``path`` inside a container, as the host path a bind mount shows there."""
+    for target, source in mounts:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            rest = path[len(target) :].lstrip("/")
+            return posixpath.join(source, rest) if rest else source
+    return path
+
+
+_EXTGLOB = re.compile(r"([!*+?@])\(((?:[^()]|\([^()]*\))*)\)")
+_ALTERNATIVES = 16  # alternatives of one extended glob group judged one by one
+
+
+def _extglob_risk(
+    path: str, group: re.Match[str], *, recursive: bool, cwd_counts: bool
+) -> str | None:
+    """The risk of ``path`` whose first extended glob is ``group``: ``!(x)`` (all but x)
+    matches as ``*``; ``@(a|b)``, ``?(a|b)``, ``*(a|b)``, ``+(a|b)`` as each of a, b (and
+    nothing, for ``?``/``*``); the groups after it as ``*``."""
+    kind, body = group.groups()
+    alternatives = ["*"] if kind == "!" else body.split("|")[:_ALTERNATIVES]
+    if kind in "?*":
+        alternatives.append("")
+    rest = _EXTGLOB.sub("*", path[group.end() :])
+    for alternative in alternatives:
+        candidate = path[: group.start()] + alternative + rest
+        if GLOB_CHARS.search(candidate):
+            why = glob_risk(candidate, recursive=recursive, cwd_counts=cwd_counts)
+        elif recursive and (cwd_counts or not cwd_like(candidate)):
+            why = critical(posixpath.normpath(candidate))
+        else:
+            why = None
+        if why is not None:
+            return why
     return None
 
 

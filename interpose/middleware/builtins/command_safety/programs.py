@@ -11,11 +11,36 @@ from dataclasses import dataclass
 
 from ..shell import SUBST, Script, Word
 from .invocation import Invocation
+from .model import DEFERRED
 from .options import derived, opts, parse_opts, word_set
 from .paths import words_snippet
 from .wrappers import canon, unwrap
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
+SHELLS = word_set(
+    "sh bash rbash zsh dash ksh mksh lksh oksh loksh pdksh posh yash ash hush bosh sash jsh "
+    "fish csh tcsh rc es elvish nu nushell xonsh osh ysh oil ion murex"
+)
+"""The shell family: programs that run a script given with ``-c`` (or ``--command``),
+named as their first operand, or read from stdin -- the POSIX shells and their kin
+(``yash``, ``mksh``, ``posh``, the OpenBSD ``ksh`` ports, busybox ``ash``/``hush``) and the
+other command shells (``fish``, ``csh``/``tcsh``, ``rc``, ``es``, ``elvish``, ``nu``,
+``xonsh``, ``osh``/``ysh``): their text is judged as a POSIX script, and text that does
+not parse as one is refused (``unparseable``)."""
+_SHELL_INLINE_LONG = word_set("--command --commands --execute --init-command")
+"""Long options of the shell family whose value is a script (``fish --command``, ``nu
+--commands``/``--execute``, ``fish --init-command``)."""
+_SHELL_INLINE_SHORT = {"fish": "cC", "nu": "ce"}
+"""Short options whose value is a script, where they are not just ``-c``."""
+_SHELL_VALUE_LONG = word_set(
+    "--rcfile --init-file --rc --config --env-config --plugin-config --log-level "
+    "--log-target --debug-output --profile --features --shell-type"
+)
+STDIN_FILES = word_set(
+    "- /dev/stdin /dev/fd/0 /proc/self/fd/0 /proc/thread-self/fd/0 /proc/$$/fd/0 "
+    "/proc/$BASHPID/fd/0"
+)
+"""Program file names that are the standard input: ``bash /dev/fd/0 <<< ...`` runs what
+is piped or fed into it, like ``bash -s``."""
 DOWNLOADERS = word_set(
     "curl wget fetch aria2c axel http https xh xhs curlie lwp-request lwp-download get ftp "
     "tftp lftp lynx links elinks w3m browsh wget2 hurl"
@@ -66,22 +91,28 @@ class Exec:
     inline: str | None  # program text given on the command line
     stdin: bool  # the program is read from standard input
     params: tuple[Word, ...] = ()  # sh -c SCRIPT $0 $1...: the script's parameters
+    origin: str = ""  # where the text runs, when not where it is given (a trap action)
 
 
-def _shell_exec(args: Sequence[Word]) -> Exec:
+def _shell_exec(name: str, args: Sequence[Word]) -> Exec:
     i, n = 0, len(args)
     command = stdin = False
+    inline = _SHELL_INLINE_SHORT.get(name, "c")
     while i < n:
         t = args[i].text
         if t in ("--", "-"):
             i += 1
             break
         if t.startswith("--"):
-            i += 2 if t in ("--rcfile", "--init-file") else 1
+            option, eq, value = t.partition("=")
+            if option in _SHELL_INLINE_LONG:  # fish --command 'CMD', nu --commands=CMD
+                code = derived(value) if eq else (args[i + 1] if i + 1 < n else Word(""))
+                return Exec("shell", (code,), code.text, False, tuple(args[i + 1 + (not eq) :]))
+            i += 2 if option in _SHELL_VALUE_LONG and not eq else 1
             continue
         if len(t) > 1 and t[0] in "-+":
             letters = t[1:]
-            command = command or (t[0] == "-" and "c" in letters)
+            command = command or (t[0] == "-" and any(c in inline for c in letters))
             stdin = stdin or "s" in letters
             i += 2 if ("o" in letters or "O" in letters) else 1
             continue
@@ -92,7 +123,7 @@ def _shell_exec(args: Sequence[Word]) -> Exec:
             "shell", operands[:1], operands[0].text if operands else "", False, operands[1:]
         )
     if operands and not stdin:
-        return Exec("shell", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+        return Exec("shell", operands[:1], None, operands[0].text in STDIN_FILES)
     return Exec("shell", (), None, True)
 
 
@@ -131,13 +162,13 @@ def _interpreter_exec(spec: _Interpreter, args: Sequence[Word]) -> Exec:
         break
     operands = tuple(args[i:])
     if operands:
-        return Exec("interpreter", operands[:1], None, operands[0].text in ("-", "/dev/stdin"))
+        return Exec("interpreter", operands[:1], None, operands[0].text in STDIN_FILES)
     return Exec("interpreter", (), None, True)
 
 
 def exec_info(inv: Invocation) -> Exec | None:
     if inv.name in SHELLS:
-        return _shell_exec(inv.args)
+        return _shell_exec(inv.name, inv.args)
     spec = INTERPRETERS.get(inv.name)
     if spec is not None:
         return _interpreter_exec(spec, inv.args)
@@ -148,15 +179,20 @@ def exec_info(inv: Invocation) -> Exec | None:
         return Exec("interpreter", (code,), code.text, False)
     if inv.name == "eval":
         return Exec("eval", tuple(inv.args), " ".join(w.text for w in inv.args), False)
+    if inv.name == "trap":  # trap [--] ACTION SIGNAL...: the action runs as eval text
+        action = inv.args[1:] if inv.args[:1] and inv.args[0].text == "--" else inv.args
+        if len(action) < 2 or action[0].text in ("-", "") or action[0].text.startswith("-"):
+            return None
+        return Exec("eval", (action[0],), action[0].text, False, origin=DEFERRED)
     if inv.name in ("source", "."):
-        stdin = bool(inv.args) and inv.args[0].text == "/dev/stdin"
+        stdin = bool(inv.args) and inv.args[0].text in STDIN_FILES
         return Exec("source", tuple(inv.args[:1]), None, stdin)
     if inv.name in ("at", "batch"):  # the job's commands come from stdin or -f FILE
         parsed = parse_opts(inv.args, _AT)
         if parsed.has(*_AT_NO_JOB):
             return None
         job = parsed.value("-f")
-        if job is not None and job.text not in ("-", "/dev/stdin"):
+        if job is not None and job.text not in STDIN_FILES:
             return Exec("shell", (job,), None, False)
         return Exec("shell", (), None, True)
     if inv.name == "crontab":  # a new crontab from stdin ("-" or nothing) or a file
@@ -164,7 +200,7 @@ def exec_info(inv: Invocation) -> Exec | None:
         if parsed.has("-l", "-r", "-e", "-T", "-V"):
             return None
         table = parsed.operands[:1]
-        if table and table[0].text not in ("-", "/dev/stdin"):
+        if table and table[0].text not in STDIN_FILES:
             return Exec("crontab", tuple(table), None, False)
         return Exec("crontab", (), None, True)
     if inv.name == "ssh":  # ssh HOST (a login shell) or ssh HOST bash: the script on stdin

@@ -25,19 +25,22 @@ from ..shell import (
     SimpleCommand,
     Word,
 )
+from ..shell import expansions as shell_expansions
 from ..shell import parse as parse_shell
+from .arithmetic import reevaluated
 from .budget import Budget, TooComplex
 from .expansion import PARAM, braces, expand
 from .fanout import emitted, xargs_call
 from .find import find_plan
 from .invocation import Invocation
-from .model import HOME, MAX_DEPTH, Finding
+from .model import DEFERRED, HOME, MAX_DEPTH, Finding
 from .options import GLOB_CHARS
 from .paths import (
     critical,
     cwd_like,
     display,
     glob_risk,
+    host_path,
     show,
     unknown_risk,
     words_snippet,
@@ -346,7 +349,25 @@ class Run(SubstitutionOutputs):
                 found = self._inner(sub)
                 if found is not None:
                     return found
+        for code in reevaluated(words, self.expand_text, self.vars.get):
+            found = self.expanded(code, "text bash expands again (arithmetic, a prompt)")
+            if found is not None:
+                return found
         return None
+
+    def expanded(self, text: str | None, origin: str) -> Finding | None:
+        """Judge the substitutions of ``text`` expanded as in double quotes (None: text
+        the guard does not know, refused): :mod:`.arithmetic`, ``PS4``.  Text that does
+        not parse runs nothing (bash stops at the syntax error)."""
+        if text is None:
+            return Finding("dynamic-code", "@P", f"{origin} is known only at run time")
+        try:
+            subs = shell_expansions(text, self.budget).subs
+        except ShellLimitError as exc:
+            raise TooComplex.from_parse(exc) from None
+        except ShellSyntaxError:
+            return None
+        return next(filter(None, map(self._inner, subs)), None)
 
     def _prepare(
         self, cmd: SimpleCommand, upstream: Sequence[Invocation | None]
@@ -625,7 +646,9 @@ class Run(SubstitutionOutputs):
             elif word.quoted:
                 out.append(replace(word, text=text))
             else:  # unquoted expansion: the shell splits it into words (default $IFS)
-                parts = [part for part in _IFS_SPLIT.split(text) if part]
+                ifs = self.vars.get("IFS")  # IFS=,; c=rm,-rf,/; $c: split on ","
+                fields = _IFS_SPLIT.split(text) if ifs is None else _split(text, ifs)
+                parts = [part for part in fields if part]
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
         return out
@@ -671,7 +694,7 @@ class Run(SubstitutionOutputs):
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
         if self.mounts and path.startswith("/"):
-            path = _host_path(path, self.mounts)
+            path = host_path(path, self.mounts)
         return path
 
     def inside_container(
@@ -700,6 +723,8 @@ class Run(SubstitutionOutputs):
         ``unknown``, also when the target is known only at run time in a way that could
         reach something critical (see :func:`unknown_risk`)."""
         path = self.path(word)
+        # a trap action's "$tmp" takes its value later; /$x, $HOME/$x are judged as ever
+        unknown = unknown and not (self.inside == DEFERRED and path[:1] == "$")
         if unknown and (why := unknown_risk(path)) is not None:
             if SUBST in word.text or word.text == SUBST:
                 why += " (its value is not computed)"
@@ -714,17 +739,8 @@ class Run(SubstitutionOutputs):
         return None if why is None else (display(path), why)
 
 
-def _host_path(path: str, mounts: Sequence[tuple[str, str]]) -> str:
-    """``path`` inside a container, as the host path a bind mount shows there."""
-    for target, source in mounts:
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            rest = path[len(target) :].lstrip("/")
-            return posixpath.join(source, rest) if rest else source
-    return path
-
-
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]\}")
-_ALL_WORDS = re.compile(r"\$@|\$\{@\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+_ALL_WORDS = re.compile(r"\$@|\$\{@(?::[^}]*)?\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 """``"$@"`` and ``"${a[@]}"``: one word per element even when quoted."""
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
@@ -735,6 +751,11 @@ _INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 def tilde(word: Word) -> str:
     """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
     return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
+
+
+def _split(text: str, ifs: str) -> list[str]:
+    """``text`` split on the characters of a known ``$IFS`` (empty: not split)."""
+    return re.split(f"[{re.escape(ifs)}]+", text) if ifs else [text]
 
 
 def _uses(text: str, name: str) -> bool:

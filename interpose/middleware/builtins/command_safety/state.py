@@ -1,7 +1,9 @@
 """Commands that change the analysis state rather than the system: ``cd``/``pushd`` move
 the working directory, ``export``/``declare``... assign variables, ``for``/``select`` and
-``read`` give a variable the values it will take in turn, ``alias`` defines a name that
-later commands expand.
+``read`` give a variable the values it will take in turn (``read`` splits on a known
+``$IFS``; ``read -a`` makes an array), ``set --``/``shift`` the positional parameters,
+``alias`` defines a name that later commands expand; and a runner that names its
+command's working directory (``env -C``, ``sudo -D``) has the command judged there.
 
 Values that vary: a loop variable (``for d in / /etc``), what ``read`` reads from a pipe,
 a here-string, a here-document or the loop's redirection (``while read f; do ...; done
@@ -14,15 +16,17 @@ refused (see :func:`.paths.unknown_risk`).
 
 from __future__ import annotations
 
+import re
+
 from ..shell import SUBST, Redirect, Script, SimpleCommand, Word
 from .expansion import PARAM
 from .find import find_plan
 from .invocation import Invocation
 from .model import HOME, Finding
-from .options import opts, parse_opts
+from .options import opts, parse_opts, word_set
 from .run import Rule, Run, tilde
 from .text import pipe_stream, printf_readings
-from .wrappers import ASSIGNMENT
+from .wrappers import ASSIGNMENT, WRAPPERS, canon
 
 # -- shell state ------------------------------------------------------------------------------
 
@@ -123,9 +127,20 @@ def _read_input(run: Run, inv: Invocation) -> list[str | None]:
 
 
 def _rule_read(inv: Invocation, run: Run) -> Finding | None:
-    """``read NAME...``: each name takes its field of each line read."""
+    """``read NAME...``: each name takes its field of each line read, split on ``$IFS``
+    (``IFS=, read a b <<< x,y``); ``read -a NAME``: the fields of the line, as an array."""
     parsed = parse_opts(inv.args, _READ)
-    if parsed.value("-a") is not None:
+    ifs = inv.env.get("IFS", run.vars.get("IFS"))
+    array = parsed.value("-a")
+    if array is not None:
+        texts = _read_input(run, inv)
+        known = len(texts) == 1 and texts[0] is not None and len(texts[0]) <= _MAX_READ
+        line = texts[0].split("\n", 1)[0] if known and texts[0] is not None else None
+        run.vars.pop(array.text, None)
+        if line is None:
+            run.vars.pop(array.text + "[]", None)
+        else:  # a=(FIELDS...), read by "${a[@]}"
+            run.vars[array.text + "[]"] = " ".join(f for f in _fields(line, ifs, -1) if f)
         return None
     names = [w.text for w in parsed.operands if ASSIGNMENT.match(w.text + "=")] or ["REPLY"]
     values: list[list[str | None]] = [[] for _ in names]
@@ -137,7 +152,7 @@ def _rule_read(inv: Invocation, run: Run) -> Finding | None:
         for line in text.split("\n"):
             if not line.strip():
                 continue
-            fields = line.split(None, len(names) - 1)
+            fields = _fields(line, ifs, len(names) - 1)
             for k, column in enumerate(values):
                 column.append(fields[k] if k < len(fields) else "")
     for name, column in zip(names, values, strict=True):
@@ -149,6 +164,17 @@ def _rule_read(inv: Invocation, run: Run) -> Finding | None:
             tuple(SimpleCommand((Word(up.name), *up.args)) for up in upstream)
         )
     return None
+
+
+def _fields(line: str, ifs: str | None, most: int) -> list[str]:
+    """``line`` split on the characters of ``ifs`` (None: blanks) into at most
+    ``most + 1`` fields (``most`` < 0: all), the last keeping the rest."""
+    if ifs is None:
+        return line.split(None, most)
+    if not ifs:
+        return [line]
+    pattern = f"[{re.escape(ifs)}]+" if ifs.isspace() else f"[{re.escape(ifs)}]"
+    return re.split(pattern, line.strip(" \t\n"), maxsplit=max(most, 0))
 
 
 def _rule_alias(inv: Invocation, run: Run) -> Finding | None:
@@ -166,19 +192,61 @@ def _rule_alias(inv: Invocation, run: Run) -> Finding | None:
 
 def _rule_set(inv: Invocation, run: Run) -> Finding | None:
     """``set -- A B``: the positional parameters become A, B."""
-    texts = [w.text for w in inv.args]
+    texts = [tilde(w) for w in inv.args]  # set -- ~: the home directory, expanded now
     if "--" not in texts:
         return None
-    args = texts[texts.index("--") + 1 :]
+    _positional(run, texts[texts.index("--") + 1 :])
+    return None
+
+
+def _positional(run: Run, args: list[str]) -> None:
     for k in range(1, 10):
         run.bind(str(k), [args[k - 1] if k <= len(args) else ""])
     run.bind("@", [" ".join(args)])
     run.bind("*", [" ".join(args)])
+    run.bind("#", [str(len(args))])
+
+
+def _rule_shift(inv: Invocation, run: Run) -> Finding | None:
+    """``shift [N]``: the positional parameters move down by N, when they are known
+    (a count or parameters the guard does not know: they become unknown)."""
+    count = inv.args[0].text if inv.args else "1"
+    known = run.vars.get("@")
+    if known is None or not count.isdigit():
+        for name in ("1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#"):
+            run.bind(name, [None])
+        return None
+    args = known.split()
+    if int(count) <= len(args):  # past the count, bash leaves them as they are
+        _positional(run, args[int(count) :])
+    return None
+
+
+_CHDIR_RUNNERS = word_set("env sudo run0 systemd-run")
+"""Runners with an option naming their command's working directory (``env -C DIR``,
+``sudo -D DIR``, ``run0 --chdir``, ``systemd-run --working-directory``)."""
+
+
+def _rule_runner_cwd(inv: Invocation, run: Run) -> Finding | None:
+    """``env -C / rm -rf etc``: the command is judged again in the directory a runner
+    gives it (a relative target is below that directory, not the shell's)."""
+    if len(inv.layers) < 2:
+        return None
+    for layer in inv.layers[:-1]:
+        name = canon(layer[0].text)
+        if name not in _CHDIR_RUNNERS:
+            continue
+        parsed = parse_opts(layer[1:], WRAPPERS[name].opts, stop_at_operand=True)
+        where = parsed.value("--chdir", "--working-directory")
+        if where is not None:
+            origin = f"{name} --chdir {where.text}"
+            return run.inside_container(inv.layers[-1], origin, run.mounts, run.path(where))
     return None
 
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "set": (_rule_set,),
+    "shift": (_rule_shift,),
     "printf": (_rule_printf,),
     "for": (_rule_for,),
     "select": (_rule_for,),
@@ -188,3 +256,4 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "pushd": (_rule_cd,),
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), (_rule_export,)),
 }
+GENERIC: tuple[Rule, ...] = (_rule_runner_cwd,)

@@ -91,6 +91,7 @@ class _Wrapper:
     # a lone command word with blanks in it is a shell string (``xterm -e 'make test'``,
     # ``entr -s 'make && ./t'``, ``watchexec 'npm start'``): judged as ``sh -c`` text
     shell_string: bool = False
+    reparse: bool = False  # options may follow the leading operands (setarch ARCH -R CMD)
 
 
 _TERMINAL = _Wrapper(after=frozenset({"-e"}), shell_string=True)
@@ -110,6 +111,7 @@ WRAPPERS: dict[str, _Wrapper] = {
             "preserve-env login shell list validate edit non-interactive background stdin "
             "set-home reset-timestamp remove-timestamp version help askpass",
             "user group host prompt close-from role type other-user chdir command-timeout chroot",
+            {"D": "chdir"},
         ),
         assignments=True,
         no_command=frozenset(
@@ -123,7 +125,7 @@ WRAPPERS: dict[str, _Wrapper] = {
             "uCSP",
             "ignore-environment null debug help version",
             "unset chdir split-string",
-            {"S": "split-string"},
+            {"S": "split-string", "C": "chdir"},
         ),
         assignments=True,
     ),
@@ -148,9 +150,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     "toybox": _Wrapper(),
     "chronic": _Wrapper(),
     "unbuffer": _Wrapper(),
-    "torsocks": _Wrapper(),
     "caffeinate": _Wrapper(opts("tw")),
-    "proxychains": _Wrapper(opts("f")),
     # programs that run a command given as their arguments (issue 10: wrappers)
     "systemd-run": _Wrapper(
         opts(
@@ -233,7 +233,7 @@ WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"-p", "--pid", "-e", "--exe"}),
     ),
     "faketime": _Wrapper(opts("p"), leading=1),
-    "setarch": _Wrapper(leading=1),
+    "setarch": _Wrapper(opts(long="uname-2.6 verbose 3gb 4gb"), leading=1, reparse=True),
     "numactl": _Wrapper(
         opts(
             "NmCipPw",
@@ -248,6 +248,81 @@ WRAPPERS: dict[str, _Wrapper] = {
         no_command=frozenset({"-p", "--pid"}),
     ),
     "catchsegv": _Wrapper(),
+    "cgexec": _Wrapper(opts("g", "sticky")),  # cgexec -g CONTROLLERS:PATH CMD
+    "rlwrap": _Wrapper(
+        opts(
+            "bCDefFgHlMOPqsStwz",
+            "ansi-colour-aware case-insensitive complete-filenames no-children no-warnings "
+            "one-shot only-cook pass-sigint-as-sigterm polling remember renice skip-setctty "
+            "version help",
+            "break-chars command-name histsize extra-char-after-completion file "
+            "history-format forget-matching history-filename logfile multi-line-ext "
+            "pre-given quote-characters substitute-prompt set-term-name wordchars filter",
+            short_optional="apm",  # -a[PROMPT], -p[COLOUR], -m[NEWLINE]
+        ),
+    ),
+    "ifne": _Wrapper(opts()),  # ifne [-n] CMD: runs CMD when stdin is not empty
+    "trickle": _Wrapper(opts("duwtln")),
+    "nocache": _Wrapper(),
+    "daemonize": _Wrapper(opts("ceEoplu")),
+    **dict.fromkeys(
+        ("linux32", "linux64", "i386", "x86_64", "i686", "uname26"),
+        _Wrapper(opts(long="uname-2.6 verbose 3gb 4gb")),
+    ),
+    "with-lock-ex": _Wrapper(opts(), leading=1),
+    "lckdo": _Wrapper(opts("W"), leading=1),
+    "setlock": _Wrapper(opts(), leading=1),
+    "setuidgid": _Wrapper(leading=1),
+    "envuidgid": _Wrapper(leading=1),
+    "envdir": _Wrapper(leading=1),
+    "softlimit": _Wrapper(opts("mdosalfpcrt")),
+    **dict.fromkeys(
+        (
+            "run-one",
+            "run-this-one",
+            "keep-one-running",
+            "run-one-constantly",
+            "run-one-until-success",
+            "run-one-until-failure",
+        ),
+        _Wrapper(),
+    ),
+    "tini": _Wrapper(opts("pe")),
+    "dumb-init": _Wrapper(opts("r", "single-child verbose version help", "rewrite")),
+    "catatonit": _Wrapper(),
+    "ssh-agent": _Wrapper(opts("aEPtO"), no_command=frozenset({"-k", "-l"})),
+    "npx": _Wrapper(after=frozenset({"-c", "--call"}), shell_string=True),
+    "npm": _Wrapper(
+        after=frozenset({"-c", "--call"}), subcommands=word_set("exec x"), shell_string=True
+    ),
+    "bun": _Wrapper(subcommands=frozenset({"exec"}), shell_string=True),  # bun exec 'CMD'
+    "dtach": _Wrapper(opts("Acnaper"), no_command=frozenset({"-a", "-p"})),  # dtach -n SOCK CMD
+    "abduco": _Wrapper(opts("e"), leading=1),  # abduco -n NAME CMD
+    "systemd-inhibit": _Wrapper(opts(long="list help version", long_arg="what who why mode")),
+    "run0": _Wrapper(
+        opts(
+            "uD",
+            "no-ask-password machine background",
+            "user group nice chdir setenv property unit description slice slice-inherit",
+            {"u": "user", "D": "chdir"},
+        )
+    ),
+    "sshpass": _Wrapper(opts("pfdP")),  # sshpass -p PASSWORD CMD
+    **dict.fromkeys(("torify", "tsocks", "torsocks", "proxychains"), _Wrapper(opts("f"))),
+    "nsjail": _Wrapper(after=frozenset({"--"})),
+    "proot": _Wrapper(opts("rbmwvq", long_arg="rootfs bind mount cwd verbose qemu")),
+    "fakechroot": _Wrapper(opts("ec", long_arg="environment config-dir")),
+    "sandbox-exec": _Wrapper(opts("fpD")),
+    "cross-env": _Wrapper(assignments=True),  # cross-env NODE_ENV=test CMD
+    "env-cmd": _Wrapper(
+        opts(
+            "fer",
+            "fallback no-override silent use-shell expand-envs verbose",
+            "file environments rc-file",
+            {"f": "file", "e": "environments", "r": "rc-file"},
+        )
+    ),
+    "retry": _Wrapper(after=frozenset({"--"})),  # retry [--times=N] -- CMD
     "dbus-launch": _Wrapper(),
     "dbus-run-session": _Wrapper(opts(long_arg="config-file dbus-daemon")),
     "xvfb-run": _Wrapper(
@@ -301,6 +376,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     "reflex": _Wrapper(after=frozenset({"--"}), shell_string=True),
     # tools whose subcommand runs a command in an environment (poetry run, conda run...)
     **dict.fromkeys(("poetry", "pipenv", "hatch"), _Wrapper(subcommands=frozenset({"run"}))),
+    **dict.fromkeys(("pnpm", "yarn"), _Wrapper(subcommands=frozenset({"exec"}))),
     "pdm": _Wrapper(opts("p", long_arg="project"), subcommands=frozenset({"run"})),
     "uv": _Wrapper(
         opts(
@@ -339,6 +415,9 @@ WRAPPERS: dict[str, _Wrapper] = {
         _Wrapper(after=frozenset({"--"}), subcommands=word_set("run")),
     ),
     "dotenv": _Wrapper(after=frozenset({"--"})),
+    "dotenvx": _Wrapper(after=frozenset({"--"}), subcommands=word_set("run")),
+    "guix": _Wrapper(after=frozenset({"--"}), subcommands=word_set("shell environment")),
+    **dict.fromkeys(("pixi", "devbox", "rye"), _Wrapper(subcommands=word_set("run exec"))),
     "distrobox": _Wrapper(after=frozenset({"--"}), subcommands=word_set("enter")),
     "nix": _Wrapper(after=frozenset({"-c", "--command"}), subcommands=word_set("develop shell")),
     "toolbox": _Wrapper(
@@ -424,6 +503,8 @@ def unwrap(words: list[Word]) -> _Unwrapped | None:
             if parsed.has(*wrapper.no_command):
                 return None
             rest = parsed.operands[wrapper.leading :]
+            if wrapper.reparse:
+                rest = parse_opts(rest, wrapper.opts, stop_at_operand=True).operands
             if rest and rest[0].text in ("-", "--"):  # "env -": an empty environment
                 rest = rest[1:]
             if wrapper.assignments:

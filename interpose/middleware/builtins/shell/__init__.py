@@ -51,7 +51,7 @@ from ._nodes import (
     SimpleCommand,
     Word,
 )
-from ._parser import parse
+from ._parser import expansions, parse
 
 __all__ = [
     "MAX_NESTING",
@@ -66,5 +66,6 @@ __all__ = [
     "ShellSyntaxError",
     "SimpleCommand",
     "Word",
+    "expansions",
     "parse",
 ]

@@ -302,8 +302,13 @@ class Lexer:
         nxt = s[i + 1 : i + 2]
         if nxt == "(":
             end = self.arith_end(i + 1)
-            if end is not None:
-                b.parts.append(s[i:end])
+            if end is not None:  # $(( ... )): expanded as in double quotes, then evaluated
+                body = s[i + 3 : end - 2]
+                if "$" in body or "`" in body:
+                    inner = self.expansions(body)
+                    b.subs.extend(inner.subs)
+                    body = inner.text
+                b.parts.append("$((" + body + "))")
                 return end
             self.pos = i + 2
             b.subs.append(self.nested(i, "command substitution '$('"))
@@ -465,13 +470,15 @@ class Lexer:
                     break
                 lines.append(line)
             body = "\n".join(lines)
-            if quoted:
-                redirect.heredoc = Word(body, quoted=True)
-            else:
-                sub = type(self)(body, self.budget)
-                b = _WordBuilder()
-                self.budget.enter(self.pos)
-                sub._read_dquoted(0, b, heredoc=True)
-                self.budget.leave()
-                redirect.heredoc = Word("".join(b.parts), True, False, False, tuple(b.subs))
+            redirect.heredoc = Word(body, quoted=True) if quoted else self.expansions(body)
         self.pending.clear()
+
+    def expansions(self, text: str) -> Word:
+        """``text`` read as the body of a here-document (as double-quoted text where
+        ``"`` is plain): its ``$(...)``, backticks and ``${...}`` parsed, one level deeper."""
+        sub = type(self)(text, self.budget)
+        b = _WordBuilder()
+        self.budget.enter(self.pos)
+        sub._read_dquoted(0, b, heredoc=True)
+        self.budget.leave()
+        return Word("".join(b.parts), True, False, False, tuple(b.subs))

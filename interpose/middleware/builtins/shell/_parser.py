@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ._budget import ParseBudget, ShellSyntaxError
 from ._lexer import EOF, OP, WORD, WORD_BREAK, Lexer, Token
 from ._nodes import FunctionDef, Pipeline, Redirect, Script, SimpleCommand, Word
 
-__all__ = ["Parser", "parse"]
+__all__ = ["Parser", "expansions", "parse"]
 
 _REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
 
@@ -18,6 +19,20 @@ _REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", 
 _PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!"})
 _CLOSING_KEYWORDS = frozenset({"fi", "done", "esac"})
 _CASE_ENDS = frozenset({";;", ";&", ";;&"})
+_COMPOUND_STARTS = frozenset({"{", "if", "while", "until", "for", "select", "case", "[["})
+_COMPOUND_AHEAD = re.compile(r"\(|(?:\{|\[\[|if|while|until|for|select|case)(?=[\s;&|()<>]|$)")
+"""What starts a compound command (after ``coproc NAME``)."""
+
+
+def expansions(text: str, budget: ParseBudget | None = None) -> Word:
+    """``text`` read as double-quoted text in which ``"`` is plain (a here-document body,
+    a prompt string, an arithmetic expression): a quoted :class:`Word` whose ``subs``
+    are the scripts of its ``$(...)`` and backticks.
+
+    Raises:
+        ShellLimitError, ShellSyntaxError: as :func:`parse`.
+    """
+    return Parser("", budget or ParseBudget()).expansions(text)
 
 
 def parse(source: str, budget: ParseBudget | None = None) -> Script:
@@ -131,8 +146,8 @@ class Parser(Lexer):
             if tok.op == "(":
                 self.next_token()
                 end = self.arith_end(self.pos - 1)
-                if end is not None:  # (( arithmetic ))
-                    self.pos = end
+                if end is not None:  # (( arithmetic )): a command named "((", as "[["
+                    self._arithmetic(b, self.pos + 1, end)
                 else:
                     self.enter(tok.offset)
                     self._list(b, frozenset({")"}), frozenset())
@@ -167,17 +182,44 @@ class Parser(Lexer):
         elif keyword == "[[":
             self.next_token()
             self._test_expression(b, word, tok.offset)
+        elif keyword == "coproc":
+            self.next_token()
+            self._coproc(b)
         elif keyword in ("for", "select"):
             self.next_token()
             self.skip_blanks_inline()
             end = self.arith_end(self.pos)
-            if end is not None:
-                self.pos = end
+            if end is not None:  # for (( i = 0; ... )): the three expressions
+                self._arithmetic(b, self.pos + 2, end)
             else:
                 self._simple(b, word)
         else:
             self._simple(b)
         return start, len(b.commands)
+
+    def _arithmetic(self, b: _Builder, start: int, end: int) -> None:
+        """``(( EXPR ))`` from ``start`` (past ``((``) to ``end`` (past ``))``): the
+        command ``(( EXPR ))``, EXPR expanded as in double quotes (its substitutions run)."""
+        expression = self.expansions(self.src[start : end - 2].strip())
+        self.pos = end
+        b.commands.append(SimpleCommand((Word("(("), expression, Word("))"))))
+
+    def _coproc(self, b: _Builder) -> None:
+        """``coproc [NAME] COMMAND``: COMMAND runs (in the background); NAME is only
+        taken before a compound command (``coproc X { ...; }``)."""
+        tok = self.peek_token()
+        if (
+            tok.kind == WORD
+            and tok.word is not None
+            and not tok.word.quoted
+            and tok.word.text not in _COMPOUND_STARTS
+            and _COMPOUND_AHEAD.match(self.src, self._skip_blanks(self.pos)) is not None
+        ):
+            self.next_token()  # the coprocess's NAME
+        start = len(b.commands)
+        self._command(b)
+        for i in range(start, len(b.commands)):
+            b.commands[i] = replace(b.commands[i], background=True)
 
     def _simple(self, b: _Builder, first: Word | None = None) -> None:
         words: list[Word] = [first] if first is not None else []

@@ -52,11 +52,14 @@ schedule fields), ``rsync -e``, ``tar --checkpoint-action=exec=``/``--to-command
 ``-I``/``--info-script``, ``vim``/``vi``/``nvim``/``ex -c``/``+``/``--cmd`` with ``!cmd``,
 ``r !cmd``, ``system('cmd')`` or ``terminal``, ``less +'!cmd'``, ``gdb -ex 'shell cmd'``,
 ``sqlite3`` ``.shell``/``.system`` (arguments, ``-cmd`` and stdin), ``nodemon
---exec``, ``expect -c`` (each ``spawn``ed command), ``git -c`` settings
+--exec``, ``expect -c`` (each ``spawn``ed command), ``hyperfine``/``concurrently``
+(each operand, and ``hyperfine --prepare``...), ``start-stop-daemon --start --exec``,
+``ip netns exec``, ``git -c`` settings
 whose value is a command (``core.sshCommand``, ``core.pager``, ``core.editor``,
 ``credential.helper=!``, ``diff.*.textconv``...), variables whose value programs run
 (``GIT_SSH_COMMAND``, ``GIT_PAGER``, ``PAGER``, ``EDITOR``, ``VISUAL``, ``LESSOPEN``...,
-set on the command or earlier in the line), and ``>(sh)`` process substitutions a
+set on the command or earlier in the line; and the prompt strings ``PS0``-``PS4`` and
+``BASH_ENV``/``ENV``, whose substitutions bash runs), and ``>(sh)`` process substitutions a
 command writes into (``echo ... > >(sh)``, ``... | tee >(bash)``); a download written
 into one (``curl URL > >(bash)``, ``wget -O- URL | tee >(sh)``) is ``rce``, as a pipe.
 ``sh -c SCRIPT NAME ARGS`` gives the script its positional parameters.  ``zip -TT``/
@@ -101,13 +104,16 @@ from .network import rule_netcat, rule_socat
 from .runners import (
     rule_expect,
     rule_flock,
+    rule_ip,
     rule_nix_shell,
     rule_nodemon,
     rule_parallel,
     rule_screen,
     rule_script,
     rule_sg,
+    rule_shell_strings,
     rule_ssh,
+    rule_start_stop_daemon,
     rule_su,
     rule_tmux,
     rule_vagrant,
@@ -142,6 +148,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "script": (rule_script,),
     "nodemon": (rule_nodemon,),
     "expect": (rule_expect,),
+    "hyperfine": (rule_shell_strings,),
+    "concurrently": (rule_shell_strings,),
+    "start-stop-daemon": (rule_start_stop_daemon,),
+    "ip": (rule_ip,),
 }
 GENERIC: tuple[Rule, ...] = (rule_code, rule_command_vars, rule_process_sinks)
 PIPELINES: tuple[PipelineRule, ...] = (

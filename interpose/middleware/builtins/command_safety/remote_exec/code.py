@@ -185,7 +185,7 @@ def rule_code(inv: Invocation, run: Run) -> Finding | None:
             return _program_file(run, inv, info, info.code[0], "handed as a file to")
         return None
     if info.kind != "shell":
-        return _program(run, inv, info.kind, info.code, f"{inv.shown} script")
+        return _program(run, inv, info.kind, info.code, info.origin or f"{inv.shown} script")
     # sh -c SCRIPT NAME ARGS...: "$1", "$@" in the script are ARGS
     params = [w.text for w in info.params]
     with run.positional(params[1:] if params else None, zero=params[0] if params else None):

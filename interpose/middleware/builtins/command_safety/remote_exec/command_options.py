@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ...shell import Word
+from ..arithmetic import PROMPTS, has_code
 from ..invocation import Invocation
 from ..model import Finding
 from ..options import opts, parse_opts
@@ -257,14 +258,15 @@ _COMMAND_VARS = frozenset(
 )
 """Variables whose value programs run as a command line (``GIT_SSH_COMMAND='...' git
 fetch``, ``PAGER='...' man ls``, ``LESSOPEN='|cmd %s'``)."""
+_VARS = _COMMAND_VARS | PROMPTS
 
 
 def rule_command_vars(inv: Invocation, run: Run) -> Finding | None:
-    for name in _COMMAND_VARS.intersection(inv.env):
+    for name in _VARS.intersection(inv.env):
         found = _command_var(run, name, inv.env[name])
         if found is not None:
             return found
-    for name in _COMMAND_VARS.intersection(run.vars):
+    for name in _VARS.intersection(run.vars):
         value = run.vars.pop(name)  # judged once: the commands inside must not see it again
         try:
             found = _command_var(run, name, value)
@@ -276,5 +278,7 @@ def rule_command_vars(inv: Invocation, run: Run) -> Finding | None:
 
 
 def _command_var(run: Run, name: str, value: str) -> Finding | None:
+    if name in PROMPTS:  # a prompt string: its substitutions run (PS4='$(...)' bash -x)
+        return run.expanded(value, f"the prompt string {name}") if has_code(value) else None
     command = value.lstrip("|").replace("%s", "file")  # LESSOPEN='|cmd %s'
     return run.nested(command, f"{name} command", lenient=True)

@@ -1,6 +1,10 @@
 """Commands that run a command or a shell string, handed to the shared analysis:
 ``su``/``runuser -c``, ``sg``, ``ssh``, ``watch``, ``flock``, ``script``, ``nodemon``,
-``expect``, ``nix-shell``, ``vagrant``, ``tmux``, ``screen``, ``parallel``."""
+``expect``, ``nix-shell``, ``vagrant``, ``tmux``, ``screen``, ``parallel``, benchmark and
+process runners whose operands are shell strings (``hyperfine``, ``concurrently``),
+``start-stop-daemon --start`` and ``ip netns exec``.  (The runners with a regular
+grammar, a command given as their arguments, are the ``WRAPPERS`` table of
+:mod:`..wrappers`.)"""
 
 from __future__ import annotations
 
@@ -262,4 +266,69 @@ def rule_parallel(inv: Invocation, run: Run) -> Finding | None:
         found = run.nested(text, "parallel command")
         if found is not None:
             return found
+    return None
+
+
+_SHELL_STRINGS = {  # runner -> (options taking a value, those whose value is a command)
+    "hyperfine": (
+        opts(
+            "wrmMpcsPLSnuNo",
+            long_arg="warmup runs min-runs max-runs prepare conclude cleanup setup "
+            "parameter-scan parameter-step-size parameter-list shell command-name "
+            "time-unit export-asciidoc export-csv export-json export-markdown "
+            "export-orgmode style sort input output reference",
+            alias={"p": "prepare", "c": "cleanup", "s": "setup", "S": "shell"},
+        ),
+        frozenset({"--prepare", "--cleanup", "--setup", "--conclude", "--reference"}),
+    ),
+    "concurrently": (
+        opts(
+            "nmcpslkrPi",
+            long_arg="names name-separator max-processes prefix prefix-colors prefix-length "
+            "timestamp-format success restart-tries restart-after kill-signal handle-input "
+            "default-input-target passthrough-arguments",
+        ),
+        frozenset(),
+    ),
+}
+"""Runners whose every operand is a shell command line (``hyperfine 'make a' 'make
+b'``, ``concurrently 'npm:watch' 'rm -rf dist'``)."""
+
+
+def rule_shell_strings(inv: Invocation, run: Run) -> Finding | None:
+    spec, command_options = _SHELL_STRINGS[inv.name]
+    parsed = parse_opts(inv.args, spec)
+    commands = [w for flag, w in parsed.values if flag in command_options]
+    for word in (*commands, *parsed.operands):
+        found = run.nested(word.text, f"{inv.name} command", lenient=True)
+        if found is not None:
+            return found
+    return None
+
+
+_START_STOP = opts(
+    "xapnugrdNckRsPIO",
+    "start stop status test oknodo quiet verbose background make-pidfile remove-pidfile "
+    "no-close help version",
+    "exec startas pidfile name user group chroot chdir nicelevel iosched procsched signal "
+    "retry umask output notify-await notify-timeout",
+    {"x": "exec", "a": "startas", "S": "start", "d": "chdir", "r": "chroot"},
+)
+
+
+def rule_start_stop_daemon(inv: Invocation, run: Run) -> Finding | None:
+    """``start-stop-daemon --start --exec PROG [-- ARGS]``: runs PROG (``--startas``)."""
+    parsed = parse_opts(inv.args, _START_STOP)
+    program = parsed.value("--startas", "--exec")
+    if not parsed.has("--start") or program is None:
+        return None
+    return run.argv([program, *parsed.operands], "start-stop-daemon")
+
+
+def rule_ip(inv: Invocation, run: Run) -> Finding | None:
+    """``ip [-n NS] netns exec NAME CMD...`` and ``ip vrf exec NAME CMD...``."""
+    args = inv.args
+    k = next((k for k, w in enumerate(args) if w.text in ("netns", "vrf")), len(args))
+    if k + 3 < len(args) and args[k + 1].text == "exec":
+        return run.argv(args[k + 3 :], f"ip {args[k].text} exec")
     return None
