@@ -575,16 +575,14 @@ class Pipeline:
                     if ctx.result is None:  # a plain layer returned without one
                         raise MiddlewareError("tool")
                     return ctx.result
-                if call is None:
-                    call = self.executor(name)
+                call = self.executor(name) if call is None else call
                 ctx = ToolContext(None, "", name, call_id or "", args, call, agent_id, session_key)
                 return await run_tool(self.runtime, ctx)
             except AbortTurn as exc:
                 return refusal(
                     "aborted", normalize_tool_name(name), exc.reason, decided_by=exc.source
                 )
-        if call is None:
-            call = self.executor(name)
+        call = self.executor(name) if call is None else call
         turn = self.turn(agent_id=agent_id, session_key=session_key)
         async with turn:
             result = await turn.call_tool(name, args, call=call, call_id=call_id)

@@ -18,7 +18,6 @@ from ..security_audit import resolve_path
 from ..shell import (
     SUBST,
     FunctionDef,
-    Redirect,
     Script,
     ShellLimitError,
     ShellSyntaxError,
@@ -48,7 +47,7 @@ from .paths import (
 from .programs import downloader, dynamic_name
 from .reach import check_redirects
 from .substitutions import SubstitutionOutputs
-from .text import input_lines, pipe_stream
+from .text import command_feeds, input_lines, loop_input, pipe_stream
 from .wrappers import canon, unwrap
 
 Rule = Callable[["Invocation", "Run"], "Finding | None"]
@@ -194,7 +193,7 @@ class Run(SubstitutionOutputs):
     # -- traversal ----------------------------------------------------------------------------
 
     def script(self, script: Script) -> Finding | None:
-        feeds = _feeds(script)
+        feeds = command_feeds(script)
         invs: list[Invocation | None] = []
         defined = {fn.name for fn in script.functions}
         for index, cmd in enumerate(script.commands):
@@ -211,7 +210,7 @@ class Run(SubstitutionOutputs):
             for inv in prepared:
                 if inv.name == "read":  # its input: a pipe, its own or the loop's redirect
                     inv.stdin = tuple(upstream)
-                    inv.loop_input = _loop_input(script, index)
+                    inv.loop_input = loop_input(script, index)
                 elif inv.name in defined and not inv.dynamic:
                     self.calls = self.calls or {}
                     self.calls.setdefault(inv.name, []).append([tilde(w) for w in inv.args])
@@ -745,7 +744,6 @@ _ALL_WORDS = re.compile(r"\$@|\$\{@(?::[^}]*)?\}|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]
 _FILTERS = frozenset({"grep", "sort", "head", "tail", "uniq", "cat"})
 """Commands that pass on a subset of the lines they read (``find ... | grep x``)."""
 _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
-_INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
 
 
 def tilde(word: Word) -> str:
@@ -763,17 +761,6 @@ def _uses(text: str, name: str) -> bool:
     return any((m.group(1) or m.group(3)) == name for m in PARAM.finditer(text))
 
 
-def _loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
-    """The input redirections of the loop around command ``index`` (``while read f; do
-    ...; done <<< x``): the parser leaves them on a word-less command after the body."""
-    for cmd in script.commands[index + 1 :]:
-        if not cmd.words and not cmd.assignments:
-            inputs = tuple(r for r in cmd.redirects if r.op in _INPUT_OPS)
-            if inputs:
-                return inputs
-    return ()
-
-
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
     for word in words:
         name, _, value = word.text.partition("=")
@@ -786,16 +773,6 @@ def _first_match(patterns: Sequence[re.Pattern[str]], inv: Invocation) -> str | 
         if any(pattern.search(text) for text in texts):
             return pattern.pattern
     return None
-
-
-def _feeds(script: Script) -> dict[int, tuple[int, ...]]:
-    """Command index -> indices of the commands whose stdout feeds its stdin."""
-    feeds: dict[int, tuple[int, ...]] = {}
-    for pipeline in script.pipelines:
-        for previous, stage in zip(pipeline.stages, pipeline.stages[1:], strict=False):
-            for index in stage:
-                feeds[index] = previous
-    return feeds
 
 
 def allowed(run: Run, *invs: Invocation) -> bool:

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..shell import SUBST, Script, Word
+from ..shell import SUBST, Redirect, Script, Word
 from .invocation import Invocation
 from .model import HOME
 from .options import word_set
@@ -673,3 +673,29 @@ def input_lines(stream: Stream) -> list[Word]:
 def command_output(data: bytes) -> str:
     """A reading as ``$(...)`` yields it: decoded, trailing newlines removed."""
     return data.decode("utf-8", "replace").rstrip("\n")
+
+
+# -- how the commands of a script are connected ----------------------------------------
+
+_INPUT_OPS = frozenset({"<", "<<", "<<-", "<<<"})
+
+
+def command_feeds(script: Script) -> dict[int, tuple[int, ...]]:
+    """Command index -> indices of the commands whose stdout feeds its stdin."""
+    feeds: dict[int, tuple[int, ...]] = {}
+    for pipeline in script.pipelines:
+        for previous, stage in zip(pipeline.stages, pipeline.stages[1:], strict=False):
+            for index in stage:
+                feeds[index] = previous
+    return feeds
+
+
+def loop_input(script: Script, index: int) -> tuple[Redirect, ...]:
+    """The input redirections of the loop around command ``index`` (``while read f; do
+    ...; done <<< x``): the parser leaves them on a word-less command after the body."""
+    for cmd in script.commands[index + 1 :]:
+        if not cmd.words and not cmd.assignments:
+            inputs = tuple(r for r in cmd.redirects if r.op in _INPUT_OPS)
+            if inputs:
+                return inputs
+    return ()
