@@ -89,12 +89,13 @@ from __future__ import annotations
 from .guard import SecurityAudit
 from .matching import match_sensitive, match_sensitive_glob, match_sensitive_store, sensitive_reason
 from .patches import patch_paths
-from .paths import normalize_path, resolve_path
-from .rules import PERSISTENCE_PATHS, SENSITIVE_RULES, SensitiveMatch
+from .paths import normalize_path, possible_targets, resolve_path
+from .rules import PERSISTENCE_PATHS, SENSITIVE_RULES, SYSTEM_FILES, SensitiveMatch
 
 __all__ = [
     "PERSISTENCE_PATHS",
     "SENSITIVE_RULES",
+    "SYSTEM_FILES",
     "SecurityAudit",
     "SensitiveMatch",
     "match_sensitive",
@@ -102,6 +103,7 @@ __all__ = [
     "match_sensitive_store",
     "normalize_path",
     "patch_paths",
+    "possible_targets",
     "resolve_path",
     "sensitive_reason",
 ]
