@@ -5,8 +5,9 @@ event loop and timed inside the coroutine, like ``bench_tool_call.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - the command-safety guard called directly, ``guard(inp, out)``, judging a command it
-  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on three
-  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``), on a command
+  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on four
+  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``, and deleting
+  under the home directory, ``rm -rf ~/projects/old``), on a command
   it refuses (``rm -rf /``, informational) and on a realistic 4 KB CI shell script
   (:data:`SCRIPT_4K`: functions, a trap, a here-document, loops, a ``case``, pipelines,
   ``$(...)`` substitutions); target: under 50 µs for each short command;
@@ -33,7 +34,8 @@ The analysis budget (a second table): the command guard judging inputs built to 
 expensive -- the review's cases (``x="$x$x"`` and ``X=$(echo $X $X)`` repeated 20/30/40
 times, 500 nested ``${``, 100 nested ``$(``), 64 KB inputs of every shape found to cost
 the most per character (a long script of short commands, the largest script the words
-budget lets through, a command named at run time with 2,000 arguments, a 64 KB
+budget lets through, a real CI job of 3,000 words (``data/ci_pipeline.sh``, which must
+be judged and allowed), a command named at run time with 2,000 and with 300 arguments, a 64 KB
 ``python -c`` program, ``${...}``, ``$'...'``, here-document and ``printf | sh`` text) and
 1 MiB inputs (a script, a quoted string, a here-document, one word, a ``$'...'`` string,
 a ``python -c`` program; one character more is refused by size) -- each called
@@ -97,7 +99,7 @@ from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 TARGET_US = 50.0
 REPEAT_US = 2.0  # a repeated short command, judged directly
-SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/")
+SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/", "rm -rf ~/projects/old")
 REFUSED_COMMAND = "rm -rf /"
 PATH = "src/interpose/pipeline/pipeline.py"
 

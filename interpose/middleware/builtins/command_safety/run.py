@@ -495,6 +495,7 @@ class Run(SubstitutionOutputs):
         try:
             for stand_in in self.table.stand_ins:
                 self.budget.step()
+                self.budget.made_words(len(inv.args))  # each probe judges them all again
                 probe = Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
                 found = self.judge(probe)
                 if found is not None:
