@@ -200,6 +200,19 @@ def test_a_command_named_at_run_time_pays_for_each_stand_in() -> None:
     assert budget.words >= 3 + 2 * len(command_safety.STAND_INS)
 
 
+def test_each_loop_value_pays_for_the_command_it_fans_out_to() -> None:
+    """A loop's body is judged once per value; the words budget counts that work, so
+    3,000 values are refused instead of judged one by one (60 ms), and 300 are judged
+    to the last (a secret in place 300 is found)."""
+    values = " ".join(f"v{n}" for n in range(3000))
+    too_complex(f'for x in {values}; do rm -rf "./$x"; done', "words")
+    values = " ".join([*(f"v{n}" for n in range(299)), "~/.ssh/id_rsa"])
+    finding, budget = judged(f'for x in {values}; do cat "$x"; done')
+    assert finding is not None
+    assert finding.rule == "sensitive-read"
+    assert budget.words > 2 * 300
+
+
 def test_a_huge_single_word_or_string_is_judged() -> None:
     size = DEFAULT_LIMITS.size
     body = "a b " * (size // 4 - 8)
