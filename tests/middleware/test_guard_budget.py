@@ -36,6 +36,7 @@ from interpose.middleware.builtins.command_safety.budget import (
     Limits,
     frames_needed,
 )
+from interpose.middleware.builtins.command_safety.run import STAND_INS
 from interpose.middleware.builtins.shell import ParseBudget, ShellLimitError, parse
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
@@ -193,11 +194,11 @@ def test_a_command_named_at_run_time_pays_for_each_stand_in() -> None:
     """Its arguments are judged once per stand-in (``rm``, ``find``...): the words
     budget counts that work, so 1,000 arguments are refused instead of judged 11 times."""
     args = " ".join(f"f{n}" for n in range(1000))
-    finding = too_complex(f"$TOOL {args}", "words")
-    assert f"> {DEFAULT_LIMITS.words:,}" in finding.message
+    refused = too_complex(f"$TOOL {args}", "words")
+    assert f"> {DEFAULT_LIMITS.words:,}" in refused.message
     finding, budget = judged('"$EDITOR" notes.txt src/app.py')
     assert finding is None
-    assert budget.words >= 3 + 2 * len(command_safety.STAND_INS)
+    assert budget.words >= 3 + 2 * len(STAND_INS)
 
 
 def test_each_loop_value_pays_for_the_command_it_fans_out_to() -> None:

@@ -233,8 +233,8 @@ BENIGN_SYSTEM_PROBES = (
 
 
 def test_both_guards_import_one_list() -> None:
-    assert command_paths.SYSTEM_FILES is SYSTEM_FILES
-    assert command_paths.PERSISTENCE_PATHS is PERSISTENCE_PATHS
+    assert vars(command_paths)["SYSTEM_FILES"] is SYSTEM_FILES
+    assert vars(command_paths)["PERSISTENCE_PATHS"] is PERSISTENCE_PATHS
     rule = next(r for r in SENSITIVE_RULES if r.rule == "system-auth")
     assert rule.pattern is SYSTEM_FILES
 

@@ -121,9 +121,7 @@ def _rule_chmod(inv: Invocation, run: Run) -> Finding | None:
                 word.text,
                 f"{verb} on {hit[0]!r}, {hit[1]}: {what} (token {show(word.text)!r})",
             )
-        if loose and (
-            system_file(path) or match_sensitive(path, home=HOME) is not None
-        ):
+        if loose and (system_file(path) or match_sensitive(path, home=HOME) is not None):
             return Finding(
                 "permissions",
                 word.text,

@@ -10,7 +10,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["PERSISTENCE_PATHS", "SENSITIVE_RULES", "SYSTEM_FILES", "SensitiveMatch", "any_of", "any_rule", "rule_alternatives"]
+__all__ = [
+    "PERSISTENCE_PATHS",
+    "SENSITIVE_RULES",
+    "SYSTEM_FILES",
+    "SensitiveMatch",
+    "any_of",
+    "any_rule",
+    "rule_alternatives",
+]
 
 
 @dataclass(frozen=True, slots=True)
