@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..security_audit import (
     PERSISTENCE_PATHS,
     SYSTEM_FILES,
+    climbs_to_root,
     match_sensitive_store,
     possible_targets,
 )
@@ -88,7 +89,28 @@ def critical(path: str) -> str | None:
         return "the working directory"
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
-    return None
+    return _climbed(path)
+
+
+_DEEP_CLIMB = 3
+"""Leading ``..`` from which a climb is taken to reach ``/``: a working directory is
+rarely deeper than ``/home/user/project``, so ``../../../etc`` is ``/etc``.  Fewer are
+read as what they usually are, siblings (``../../lib`` in a monorepo)."""
+
+
+def _climbed(path: str) -> str | None:
+    """Describe what a relative ``path`` climbing at least :data:`_DEEP_CLIMB` levels
+    above the working directory reaches when those reach ``/`` (``/etc``, ``/home``, a
+    home directory), or None.  A top-level name no system uses (``/build``) is none."""
+    parts = path.split("/")
+    levels = next((k for k, part in enumerate(parts) if part != ".."), len(parts))
+    rooted = climbs_to_root(path)
+    if levels < _DEEP_CLIMB or rooted is None:
+        return None
+    why = critical(rooted)
+    if why is None or why == "a top-level directory":
+        return None
+    return f"{why} ({rooted!r} when the working directory is {levels} levels deep)"
 
 
 _HOME_WHOLES = frozenset({(".config",), (".local",), (".local", "share")})

@@ -99,7 +99,7 @@ from __future__ import annotations
 from .guard import SecurityAudit
 from .matching import match_sensitive, match_sensitive_glob, match_sensitive_store, sensitive_reason
 from .patches import patch_paths
-from .paths import normalize_path, possible_targets, resolve_path
+from .paths import climbs_to_root, normalize_path, possible_targets, resolve_path
 from .rules import PERSISTENCE_PATHS, SENSITIVE_RULES, SYSTEM_FILES, SensitiveMatch
 
 __all__ = [
@@ -108,6 +108,7 @@ __all__ = [
     "SYSTEM_FILES",
     "SecurityAudit",
     "SensitiveMatch",
+    "climbs_to_root",
     "match_sensitive",
     "match_sensitive_glob",
     "match_sensitive_store",
