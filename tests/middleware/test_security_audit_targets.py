@@ -54,6 +54,8 @@ def rule_of(path: str, *, write: bool = False) -> str | None:
         ("/proc/self/cwd/../../../../etc/shadow", False, "system-auth"),
         ("/proc/self/cwd/../etc/shadow", False, "system-auth"),
         ("/proc/1234/cwd/../../../root/.ssh/id_rsa", False, "ssh-key"),
+        ("/proc/1/cwd/etc/shadow", False, "system-auth"),  # a daemon's cwd is usually /
+        ("/proc/987/task/988/cwd/etc/sudoers.d/x", True, "system-auth"),
         ("/proc/thread-self/cwd/../../etc/sudoers", False, "system-auth"),
         ("/proc/self/task/77/cwd/../../../etc/gshadow", False, "system-auth"),
         ("/proc/self/task/77/root/etc/shadow", False, "system-auth"),
@@ -97,6 +99,8 @@ def test_the_climb_is_read_from_the_root_only_when_it_leaves_the_working_directo
     assert possible_targets("../..") == ("../..",)
     assert normalize_path("/proc/self/cwd/../../etc/shadow") == "../../etc/shadow"
     assert normalize_path("/proc/9/task/9/root/etc/shadow") == "/etc/shadow"
+    assert normalize_path("/proc/self/cwd/etc/shadow") == "etc/shadow"  # our cwd: relative
+    assert normalize_path("/proc/1/cwd/etc/shadow") == "/etc/shadow"  # another's: from /
 
 
 @pytest.mark.parametrize(

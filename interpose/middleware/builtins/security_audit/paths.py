@@ -14,7 +14,7 @@ __all__ = ["climbs_to_root", "default_home", "normalize_path", "possible_targets
 _HOME_VAR = re.compile(r"\$\{HOME\}|\$HOME(?![A-Za-z0-9_])")
 _TILDE_USER = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*)?(?=/|$)")
 _SLASHES = re.compile(r"/{2,}")
-_PROC_TASK = r"^/proc/(?:self|thread-self|\d+)(?:/task/(?:\d+|self))?"
+_PROC_TASK = r"^/proc/(?:self|thread-self|(\d+))(?:/task/(?:\d+|self))?"
 _PROC_ROOT = re.compile(_PROC_TASK + r"/root(?=/|$)")
 _PROC_CWD = re.compile(_PROC_TASK + r"/cwd(?:/|$)")
 
@@ -28,8 +28,9 @@ def resolve_path(path: str, *, home: str | None = None) -> str:
 
     Expands ``~``, ``~user``, ``$HOME`` and ``${HOME}`` (``home`` defaults to the current
     user's home), turns backslashes into ``/``, drops ``file://`` and repeated slashes,
-    strips ``/proc/<pid>/root`` and ``/proc/<pid>/cwd`` prefixes and resolves ``.`` and
-    ``..`` the way :func:`posixpath.normpath` does (relative paths stay relative).
+    strips ``/proc/<pid>/root`` and ``/proc/<pid>/cwd`` prefixes (see :func:`_strip_proc`)
+    and resolves ``.`` and ``..`` the way :func:`posixpath.normpath` does (relative paths
+    stay relative).
     """
     p = path.strip().replace("\\", "/")
     if p.startswith("file://"):
@@ -55,12 +56,19 @@ def resolve_path(path: str, *, home: str | None = None) -> str:
 
 
 def _strip_proc(p: str) -> str:
-    """Drop ``/proc/<pid>/root`` (a view of ``/``) and ``/proc/<pid>/cwd`` prefixes."""
+    """Drop ``/proc/<pid>/root`` (a view of ``/``) and ``/proc/<pid>/cwd`` prefixes.
+
+    Our own working directory (``/proc/self/cwd``, ``thread-self``) is the one relative
+    paths start from: what follows stays relative.  Another process's (``/proc/1/cwd``)
+    is unknown and, for a daemon, usually ``/``: what follows is read from ``/``, which
+    every rule that would match it relative matches too (``/proc/1/cwd/etc/shadow`` is
+    ``/etc/shadow``, ``/proc/1/cwd/.env`` is ``/.env``)."""
     while p.startswith("/proc/"):
         if (m := _PROC_ROOT.match(p)) is not None:
             p = posixpath.normpath("/" + p[m.end() :].lstrip("/"))
         elif (m := _PROC_CWD.match(p)) is not None:
-            p = posixpath.normpath(p[m.end() :].lstrip("/") or ".")
+            rest = p[m.end() :].lstrip("/")
+            p = posixpath.normpath(("/" + rest) if m.group(1) else (rest or "."))
         else:
             break
     return p
