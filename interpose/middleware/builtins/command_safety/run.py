@@ -358,18 +358,15 @@ class Run(SubstitutionOutputs):
         self, cmd: SimpleCommand, upstream: Sequence[Invocation | None], names: list[str]
     ) -> list[Invocation]:
         """One invocation per combination of the values of ``names`` (see :meth:`bind`);
-        each is an expansion step (:meth:`_prepare_one`), so the step budget bounds the
-        product of nested loops, and each after the first makes the command's words again
-        (the words budget bounds the work of judging them: 4,000 loop values are refused,
-        not judged one by one past the time budget)."""
+        each is an expansion step (:meth:`_prepare_one`) and each after the first makes
+        the command's words again, so the budget bounds the product of nested loops."""
         assert self.choices is not None
         combos = itertools.product(*(self.choices[n] for n in names))
         saved = {n: self.vars.get(n) for n in names}
         out: list[Invocation] = []
         try:
             for count, combo in enumerate(combos):
-                if count:
-                    self.budget.made_words(len(cmd.words))
+                self.budget.made_words(len(cmd.words) if count else 0)
                 for name, value in zip(names, combo, strict=True):
                     if value is None:
                         self.vars.pop(name, None)
