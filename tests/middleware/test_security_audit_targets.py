@@ -21,6 +21,7 @@ from interpose.middleware.builtins.security_audit import (
     SENSITIVE_RULES,
     SYSTEM_FILES,
     SecurityAudit,
+    match_sensitive_glob,
     match_sensitive_store,
     normalize_path,
     possible_targets,
@@ -101,6 +102,22 @@ def test_the_climb_is_read_from_the_root_only_when_it_leaves_the_working_directo
     assert normalize_path("/proc/9/task/9/root/etc/shadow") == "/etc/shadow"
     assert normalize_path("/proc/self/cwd/etc/shadow") == "etc/shadow"  # our cwd: relative
     assert normalize_path("/proc/1/cwd/etc/shadow") == "/etc/shadow"  # another's: from /
+
+
+@pytest.mark.parametrize(
+    ("pattern", "rule"),
+    [
+        ("../../../../etc/sh*", "system-auth"),
+        ("/proc/self/cwd/../../../../etc/gsh*", "system-auth"),
+        ("/proc/*/task/*/environ", "env-file"),
+        ("../../*/.ssh/id_*", "ssh-key"),
+        ("../../../../etc/host*", None),
+        ("../../*/src", None),
+    ],
+)
+def test_a_glob_climbing_to_the_root_is_judged_from_there(pattern: str, rule: str | None) -> None:
+    found = match_sensitive_glob(pattern, home=HOME)
+    assert (found and found.rule) == rule
 
 
 @pytest.mark.parametrize(

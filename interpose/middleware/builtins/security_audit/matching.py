@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import posixpath
 import re
 from collections.abc import Callable
 
@@ -209,6 +210,8 @@ def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveM
     if normalized.startswith("/"):
         paths = ["/" + p.lstrip("/") for p in paths]
     for path in paths:
+        if "/.." in path:  # a relative pattern is tried from "/": "/../../etc/shadow"
+            path = posixpath.normpath(path)
         found = match_normalized(path.rstrip("/") or "/", write=False, home=home)
         if found is not None:
             return found
