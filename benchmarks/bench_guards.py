@@ -5,8 +5,9 @@ event loop and timed inside the coroutine, like ``bench_tool_call.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - the command-safety guard called directly, ``guard(inp, out)``, judging a command it
-  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on three
-  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``), on a command
+  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on four
+  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``, and deleting
+  under the home directory, ``rm -rf ~/projects/old``), on a command
   it refuses (``rm -rf /``, informational) and on a realistic 4 KB CI shell script
   (:data:`SCRIPT_4K`: functions, a trap, a here-document, loops, a ``case``, pipelines,
   ``$(...)`` substitutions); target: under 50 µs for each short command;
@@ -33,7 +34,8 @@ The analysis budget (a second table): the command guard judging inputs built to 
 expensive -- the review's cases (``x="$x$x"`` and ``X=$(echo $X $X)`` repeated 20/30/40
 times, 500 nested ``${``, 100 nested ``$(``), 64 KB inputs of every shape found to cost
 the most per character (a long script of short commands, the largest script the words
-budget lets through, a command named at run time with 2,000 arguments, a 64 KB
+budget lets through, a real CI job of 3,000 words (``data/ci_pipeline.sh``, which must
+be judged and allowed), a command named at run time with 2,000 and with 300 arguments, a 64 KB
 ``python -c`` program, ``${...}``, ``$'...'``, here-document and ``printf | sh`` text) and
 1 MiB inputs (a script, a quoted string, a here-document, one word, a ``$'...'`` string,
 a ``python -c`` program; one character more is refused by size) -- each called
@@ -50,7 +52,9 @@ do; the result cache case really answers from the cache).
 Methodology: ``harness.py``'s (calibrated loops, warm-up, rounds in a shuffled order
 with the garbage collector off, a case's number the median over rounds).
 
-Run it with ``python benchmarks/bench_guards.py [--quick] [--json out.json]``.
+Run it with ``python benchmarks/bench_guards.py [--quick] [--clock cpu] [--json out.json]``
+(``--clock cpu``: both tables read the process's CPU time, for a machine shared with
+other work).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import harness
 from guard_budget import FreshCommandGuard, measure_budget, render_budget
 from harness import (
     Args,
@@ -97,7 +102,7 @@ from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 TARGET_US = 50.0
 REPEAT_US = 2.0  # a repeated short command, judged directly
-SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/")
+SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/", "rm -rf ~/projects/old")
 REFUSED_COMMAND = "rm -rf /"
 PATH = "src/interpose/pipeline/pipeline.py"
 
@@ -605,7 +610,15 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a guard or a benchmarked pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    opts = option_parser(__doc__).parse_args(argv)
+    parser = option_parser(__doc__)
+    parser.add_argument(
+        "--clock",
+        choices=tuple(harness.CLOCKS),
+        default="wall",
+        help="time the loops by wall time (default) or by the process's CPU time",
+    )
+    opts = parser.parse_args(argv)
+    harness.use_clock(opts.clock)
     rounds, target_ms = run_settings(opts, 31, 20.0)
     info = print_header(
         "interpose bench: cost of the built-in guards",

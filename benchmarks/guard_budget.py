@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import gc
 import statistics
-import time
 import tracemalloc
 from dataclasses import dataclass
+from pathlib import Path
 
+import harness
 from harness import Column, table, verdict
 
 from interpose.middleware.builtins import CommandSafetyGuard, analyze_command
@@ -27,6 +28,9 @@ class FreshCommandGuard(CommandSafetyGuard):
 KB64 = 64 * 1024
 MIB = 1 << 20
 SHORT_MS = 50.0  # target for any input of at most 64 KB
+CI_JOB = Path(__file__).with_name("data") / "ci_pipeline.sh"
+"""A real CI job of about 3,000 words (28 KB): set -euxo pipefail, apt-get, pip, a loop
+over nine services with functions, case, heredocs, docker build/run, helm, terraform."""
 MIB_MS = 1000.0  # target for a 1 MiB input
 
 _SHORT_LINES = (
@@ -79,7 +83,9 @@ def budget_inputs() -> dict[str, tuple[str, str]]:
         "k_substs": ("100 nested $(", "echo " + "$(echo " * 100 + "x" + ")" * 100),
         "k_script": ("64 KB script of short commands", _script(KB64)),
         "k_words": ("largest script of short commands allowed", _largest_script()),
+        "k_ci": ("real CI job, 3,000 words", CI_JOB.read_text()),
         "k_dynamic": ("$X with 2,000 arguments", "$X " + _repeat("/etc/x$y ", 18_000)),
+        "k_dynamic300": ("$X with 300 arguments", "$X " + _repeat("/etc/x$y ", 2_700)),
         "k_python": (
             "64 KB python -c program",
             "python3 -c '" + _repeat('import os; print(open("/tmp/x").read()); ', KB64 - 20) + "'",
@@ -143,9 +149,9 @@ def _time_ms(guard: CommandSafetyGuard, command: str, rounds: int) -> list[float
         gc.collect()
         gc.disable()
         try:
-            start = time.perf_counter_ns()
+            start = harness.clock()
             guard(inp, out)
-            samples.append((time.perf_counter_ns() - start) / 1e6)
+            samples.append((harness.clock() - start) / 1e6)
         finally:
             gc.enable()
     return samples
@@ -177,6 +183,8 @@ def measure_budget(rounds: int) -> list[BudgetRow]:
     for key in ("k_double30", "k_double40", "k_echo30", "k_echo40", "k_braces", "k_substs"):
         if not decisions[key].startswith("refused: "):
             raise RuntimeError(f"{key} should be refused, got {decisions[key]}")
+    if decisions["k_ci"] != "allowed":  # judged, not refused as too complex
+        raise RuntimeError(f"the CI job should be judged and allowed, got {decisions['k_ci']}")
     samples: dict[str, list[float]] = {key: [] for key in inputs}
     for _ in range(rounds):  # interleaved, so a noisy moment is spread over all inputs
         for key, (_, command) in inputs.items():

@@ -17,6 +17,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -35,6 +36,7 @@ from interpose.middleware.builtins.command_safety.budget import (
     Limits,
     frames_needed,
 )
+from interpose.middleware.builtins.command_safety.run import STAND_INS
 from interpose.middleware.builtins.shell import ParseBudget, ShellLimitError, parse
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
@@ -87,7 +89,7 @@ def test_variable_doubling_is_refused_not_frozen(repeats: int) -> None:
 def test_doubling_through_echo_is_refused(repeats: int) -> None:
     command = "X=a; " + "X=$(echo $X $X); " * repeats + "$X"
     finding = too_complex(command, "words")
-    assert "> 2,048" in finding.message
+    assert f"> {DEFAULT_LIMITS.words:,}" in finding.message
 
 
 def test_memory_stays_bounded_on_the_review_cases() -> None:
@@ -170,6 +172,46 @@ def test_an_ordinary_script_within_the_budget_is_judged() -> None:
     finding, budget = judged(realistic_script(4096))
     assert finding is None
     assert 0 < budget.words <= DEFAULT_LIMITS.words
+
+
+CI_JOB = Path(__file__).parents[2] / "benchmarks" / "data" / "ci_pipeline.sh"
+
+
+def test_a_real_3000_word_ci_job_is_judged_not_refused_as_too_complex() -> None:
+    script = CI_JOB.read_text(encoding="utf-8")
+    assert len(script.split()) >= 2900
+    finding, budget = judged(script)
+    assert finding is None, finding
+    assert 2900 < budget.words <= DEFAULT_LIMITS.words
+    # and what it does is still judged: the same job with one dangerous line is refused
+    bad = script.replace('log "collecting reports"', 'log "collecting reports"\nrm -rf ~/', 1)
+    found, _ = judged(bad)
+    assert found is not None
+    assert found.rule == "fs-destruction"
+
+
+def test_a_command_named_at_run_time_pays_for_each_stand_in() -> None:
+    """Its arguments are judged once per stand-in (``rm``, ``find``...): the words
+    budget counts that work, so 1,000 arguments are refused instead of judged 11 times."""
+    args = " ".join(f"f{n}" for n in range(1000))
+    refused = too_complex(f"$TOOL {args}", "words")
+    assert f"> {DEFAULT_LIMITS.words:,}" in refused.message
+    finding, budget = judged('"$EDITOR" notes.txt src/app.py')
+    assert finding is None
+    assert budget.words >= 3 + 2 * len(STAND_INS)
+
+
+def test_each_loop_value_pays_for_the_command_it_fans_out_to() -> None:
+    """A loop's body is judged once per value; the words budget counts that work, so
+    3,000 values are refused instead of judged one by one (60 ms), and 300 are judged
+    to the last (a secret in place 300 is found)."""
+    values = " ".join(f"v{n}" for n in range(3000))
+    too_complex(f'for x in {values}; do rm -rf "./$x"; done', "words")
+    values = " ".join([*(f"v{n}" for n in range(299)), "~/.ssh/id_rsa"])
+    finding, budget = judged(f'for x in {values}; do cat "$x"; done')
+    assert finding is not None
+    assert finding.rule == "sensitive-read"
+    assert budget.words > 2 * 300
 
 
 def test_a_huge_single_word_or_string_is_judged() -> None:

@@ -30,8 +30,9 @@ class Limits:
     Attributes:
         size: characters of command text; longer commands are refused before parsing.
         words: words and operators the parser reads, plus words made by expansion
-            (unquoted variables split into words, ``xargs``/``find -exec`` fan-out) and
-            path literals judged inside inline programs (``python -c``).
+            (unquoted variables split into words, ``xargs``/``find -exec`` fan-out),
+            path literals judged inside inline programs (``python -c``) and the
+            arguments of a command named at run time once per stand-in it is judged as.
         text: characters of text made at run time that the guard computes: expanded
             variable values, substitution outputs, decoded program text.
         steps: expansion steps: variable assignments and expansions, commands prepared,
@@ -44,7 +45,7 @@ class Limits:
     """
 
     size: int = 1 << 20
-    words: int = 2048
+    words: int = 4096
     text: int = 1 << 20
     steps: int = 20_000
     depth: int = 32

@@ -9,7 +9,13 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-from ..security_audit import PERSISTENCE_PATHS, match_sensitive_store
+from ..security_audit import (
+    PERSISTENCE_PATHS,
+    SYSTEM_FILES,
+    climbs_to_root,
+    match_sensitive_store,
+    possible_targets,
+)
 from ..shell import SUBST, Word
 from .model import HOME
 from .options import GLOB_CHARS, derived, word_set
@@ -41,18 +47,19 @@ ports: writing one (``dd if=beep.raw of=/dev/dsp``, flashing a board over
 ``/dev/ttyUSB0``) destroys no data.  Block devices (``sd*``, ``nvme*``, ``mmcblk*``,
 ``loop*``, ``dm-*``, ``mapper/*``, ``disk/by-*``, ``mtd*``...) and every name not listed
 here stay devices: an unknown ``/dev`` name is refused rather than guessed harmless."""
-SYSTEM_FILES = re.compile(
-    r"^(?:/private)?/etc/(?:passwd|shadow|gshadow|group|sudoers|master\.passwd)-?$"
-    r"|^(?:/private)?/etc/sudoers\.d(?:/|$)"
-)
-_PERSISTENCE = PERSISTENCE_PATHS
-"""Where a write plants code that runs later (shared with the file tools' guard)."""
+
+
+def system_file(path: str) -> bool:
+    """Whether ``path`` (resolved) is, or may be, one of the system's account and sudo
+    files (:data:`..security_audit.SYSTEM_FILES`, the list both guards share):
+    ``../../etc/group`` may be ``/etc/group`` (:func:`..security_audit.possible_targets`)."""
+    return any(SYSTEM_FILES.match(p) for p in possible_targets(path.lower()))
 
 
 def persistence(path: str) -> bool:
-    """Whether writing ``path`` (resolved) plants code that runs later (see
-    :data:`_PERSISTENCE`)."""
-    return _PERSISTENCE.match(path.lower()) is not None
+    """Whether writing ``path`` (resolved) plants code that runs later
+    (:data:`..security_audit.PERSISTENCE_PATHS`, shared with the file tools' guard)."""
+    return any(PERSISTENCE_PATHS.match(p) for p in possible_targets(path.lower()))
 
 
 def critical(path: str) -> str | None:
@@ -82,7 +89,28 @@ def critical(path: str) -> str | None:
         return "the working directory"
     if all(part == ".." for part in path.split("/")):
         return "a parent of the working directory"
-    return None
+    return _climbed(path)
+
+
+_DEEP_CLIMB = 3
+"""Leading ``..`` from which a climb is taken to reach ``/``: a working directory is
+rarely deeper than ``/home/user/project``, so ``../../../etc`` is ``/etc``.  Fewer are
+read as what they usually are, siblings (``../../lib`` in a monorepo)."""
+
+
+def _climbed(path: str) -> str | None:
+    """Describe what a relative ``path`` climbing at least :data:`_DEEP_CLIMB` levels
+    above the working directory reaches when those reach ``/`` (``/etc``, ``/home``, a
+    home directory), or None.  A top-level name no system uses (``/build``) is none."""
+    parts = path.split("/")
+    levels = next((k for k, part in enumerate(parts) if part != ".."), len(parts))
+    rooted = climbs_to_root(path)
+    if levels < _DEEP_CLIMB or rooted is None:
+        return None
+    why = critical(rooted)
+    if why is None or why == "a top-level directory":
+        return None
+    return f"{why} ({rooted!r} when the working directory is {levels} levels deep)"
 
 
 _HOME_WHOLES = frozenset({(".config",), (".local",), (".local", "share")})
@@ -130,7 +158,10 @@ def glob_risk(path: str, *, recursive: bool, cwd_counts: bool) -> str | None:
         return None
     part = parts[k]
     prefix = "/".join(parts[:k]) or ("/" if path.startswith("/") else ".")
-    if not part.strip("*?.") and ("*" in part or "?" in part):  # "*", ".*", "?*"...
+    # "*/__pycache__", "~/*/node_modules": a literal name after the wildcard bounds it to
+    # entries of that name, not everything the wildcard matches ("*/..", "*/" do not)
+    named = any(p not in ("", ".", "..") and not GLOB_CHARS.search(p) for p in parts[k + 1 :])
+    if not named and not part.strip("*?.") and ("*" in part or "?" in part):  # "*", ".*"...
         if cwd_like(prefix):
             if recursive and cwd_counts:
                 return f"everything in {critical(prefix)}"

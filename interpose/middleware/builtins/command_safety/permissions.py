@@ -39,7 +39,7 @@ from ..shell import SUBST, Word
 from .invocation import Invocation, verb_of
 from .model import HOME, Finding
 from .options import opts, parse_opts, word_set
-from .paths import SYSTEM_DIRS, SYSTEM_FILES, TEMP_DIRS, display, show
+from .paths import SYSTEM_DIRS, TEMP_DIRS, display, show, system_file
 from .programs import INTERPRETERS, SHELLS
 from .run import Rule, Run
 from .wrappers import canon
@@ -121,9 +121,7 @@ def _rule_chmod(inv: Invocation, run: Run) -> Finding | None:
                 word.text,
                 f"{verb} on {hit[0]!r}, {hit[1]}: {what} (token {show(word.text)!r})",
             )
-        if loose and (
-            SYSTEM_FILES.match(path.lower()) or match_sensitive(path, home=HOME) is not None
-        ):
+        if loose and (system_file(path) or match_sensitive(path, home=HOME) is not None):
             return Finding(
                 "permissions",
                 word.text,
@@ -146,7 +144,7 @@ def _rule_chown(inv: Invocation, run: Run) -> Finding | None:
                 f"{verb_of(inv, parsed)} changes the owner of {hit[0]!r}, {hit[1]} "
                 f"(token {show(word.text)!r})",
             )
-        if SYSTEM_FILES.match(path.lower()):
+        if system_file(path):
             return Finding(
                 "permissions",
                 word.text,

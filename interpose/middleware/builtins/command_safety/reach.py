@@ -10,7 +10,7 @@ from typing import Protocol
 from ..security_audit import match_sensitive, match_sensitive_glob
 from ..shell import SUBST, Redirect, Word
 from .model import HOME, Finding
-from .paths import NET_DEVICES, SYSTEM_FILES, display, is_device, persistence, show
+from .paths import NET_DEVICES, display, is_device, persistence, show, system_file
 
 __all__ = ["Resolver", "check_redirects", "judge_read", "judge_write"]
 
@@ -33,7 +33,7 @@ def judge_write(run: Resolver, word: Word, what: str) -> Finding | None:
         return Finding(
             "disk", word.text, f"{what} writes to the device {shown!r} (token {token!r})"
         )
-    if SYSTEM_FILES.match(path.lower()):
+    if system_file(path):
         return Finding(
             "system-files",
             word.text,

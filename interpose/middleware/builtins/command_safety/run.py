@@ -383,14 +383,15 @@ class Run(SubstitutionOutputs):
         self, cmd: SimpleCommand, upstream: Sequence[Invocation | None], names: list[str]
     ) -> list[Invocation]:
         """One invocation per combination of the values of ``names`` (see :meth:`bind`);
-        each is an expansion step (:meth:`_prepare_one`), so the step budget bounds the
-        product of nested loops."""
+        each is an expansion step (:meth:`_prepare_one`) and each after the first makes
+        the command's words again, so the budget bounds the product of nested loops."""
         assert self.choices is not None
         combos = itertools.product(*(self.choices[n] for n in names))
         saved = {n: self.vars.get(n) for n in names}
         out: list[Invocation] = []
         try:
-            for combo in combos:
+            for count, combo in enumerate(combos):
+                self.budget.made_words(len(cmd.words) if count else 0)
                 for name, value in zip(names, combo, strict=True):
                     if value is None:
                         self.vars.pop(name, None)
@@ -520,6 +521,7 @@ class Run(SubstitutionOutputs):
         try:
             for stand_in in self.table.stand_ins:
                 self.budget.step()
+                self.budget.made_words(len(inv.args))  # each probe judges them all again
                 probe = Invocation(stand_in, inv.args, inv.env, (), [[Word(stand_in), *inv.args]])
                 found = self.judge(probe)
                 if found is not None:

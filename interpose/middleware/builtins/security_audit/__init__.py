@@ -6,14 +6,20 @@ path the call touches (``path``, ``file_path``, ``file``, ``target_file``,
 ``file_paths`` list; for ``apply_patch`` every file
 named in the patch, in both the ``*** Begin Patch`` format and unified/git diffs, headers
 read through any indentation), normalizes each one and blocks the call when one is
-sensitive.  A path argument that is not text is refused (``unparseable``), never skipped.
+sensitive.  A path argument that is not text, or that holds a NUL character (which no
+file name can), is refused (``unparseable``), never skipped.
 
 Normalization comes first, so spelling cannot dodge a rule: ``~``, ``~user``, ``$HOME``
 and ``${HOME}`` are expanded, backslashes become ``/``, ``file://`` and repeated slashes
 are dropped, ``/proc/<pid>/root`` (a view of ``/``) and ``/proc/<pid>/cwd`` prefixes are
 stripped, ``.`` and ``..`` are resolved lexically (``node_modules/../.env`` is ``.env``)
 and the result is lower-cased for matching.  Only then is the allow-list consulted, so
-it cannot be reached through ``..``.
+it cannot be reached through ``..``.  Every file a path may name is judged
+(:func:`possible_targets`): a relative path climbing above the working directory also
+as read from ``/`` (``../../etc/shadow``, ``/proc/self/cwd/../../etc/shadow``: the
+working directory may be one level deep), a name with an NTFS stream also as its base
+file (``.env::$DATA``).  A file in a documentation format (``docs/ssh/id_rsa.md``) is
+not a secret unless its directory is a store whose every entry is (``~/.ssh/notes.md``).
 
 Sensitive paths (the rule ids appear in block reasons):
 
@@ -37,14 +43,18 @@ Sensitive paths (the rule ids appear in block reasons):
 - ``keyring``: ``.gnupg/``, ``.password-store/``, desktop keyrings, macOS keychains,
   KeePass databases, browser password stores (Firefox ``logins.json``/``key4.db``,
   Chromium-family ``Login Data``).
-- ``system-auth``: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/sudoers``,
-  ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under ``/private/etc``).  Reading
-  ``/etc/passwd`` is allowed: it is world-readable and holds no password hash.
+- ``system-auth``: :data:`SYSTEM_FILES`, the list the command guard protects from writes
+  too: ``/etc/passwd``, ``/etc/shadow``, ``/etc/gshadow``, ``/etc/group``,
+  ``/etc/sudoers``, ``/etc/sudoers.d/``, ``/etc/master.passwd`` (also under
+  ``/private/etc``), ``/etc/security/opasswd``.  Reading ``/etc/passwd`` and
+  ``/etc/group`` is allowed: they are world-readable and hold no password hash.
 - ``env-file``: ``.env``, ``.env.*``, ``.env-*``, ``.env_*``, ``.env~``, ``*.env``,
-  ``.envrc``, ``/proc/<pid>/environ``, except the templates
+  ``.envrc``, ``/proc/<pid>/environ`` (and a thread's), except the templates
   ``.env.example``/``.sample``/``.template``/``.dist``/``.defaults``/``.schema`` (with
   ``.``, ``-`` or ``_``, after an environment name too: ``.env.local.example``; and their
   backups).
+- ``process-memory``: ``/proc/<pid>/mem`` (and a thread's), ``/proc/kcore``,
+  ``/dev/mem``, ``/dev/kmem``.
 - ``key-material``: ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
   ``*.ppk``, ``*.p8``; a ``.pem`` whose name says certificate or public key (``cert``,
   ``chain``, ``bundle``, ``ca``, ``pub``, ``crt``, ``csr``) and not key/priv/secret is
@@ -89,19 +99,22 @@ from __future__ import annotations
 from .guard import SecurityAudit
 from .matching import match_sensitive, match_sensitive_glob, match_sensitive_store, sensitive_reason
 from .patches import patch_paths
-from .paths import normalize_path, resolve_path
-from .rules import PERSISTENCE_PATHS, SENSITIVE_RULES, SensitiveMatch
+from .paths import climbs_to_root, normalize_path, possible_targets, resolve_path
+from .rules import PERSISTENCE_PATHS, SENSITIVE_RULES, SYSTEM_FILES, SensitiveMatch
 
 __all__ = [
     "PERSISTENCE_PATHS",
     "SENSITIVE_RULES",
+    "SYSTEM_FILES",
     "SecurityAudit",
     "SensitiveMatch",
+    "climbs_to_root",
     "match_sensitive",
     "match_sensitive_glob",
     "match_sensitive_store",
     "normalize_path",
     "patch_paths",
+    "possible_targets",
     "resolve_path",
     "sensitive_reason",
 ]

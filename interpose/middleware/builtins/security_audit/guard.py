@@ -44,8 +44,8 @@ class SecurityAudit:
             user's (``$HOME``, read at every check).
 
     Block reason: ``security-audit: <rule>: '<path>' (normalized '<normalized>')``.  A
-    path argument that is not text (``{"path": 3}``, ``{"paths": ["a", None]}``) is refused
-    with ``security-audit: unparseable: <which key and why>``.
+    path argument that is not text (``{"path": 3}``, ``{"paths": ["a", None]}``) or that
+    holds a NUL character is refused with ``security-audit: unparseable: <why>``.
 
     Each guard remembers its verdicts on the last ``CACHE_SIZE`` distinct checks (path of
     up to 4,096 characters, read or write, and ``$HOME`` when ``home`` is unset), least
@@ -116,6 +116,12 @@ class SecurityAudit:
     def _check(self, path: str, write: bool, home: str | None) -> str | None:
         # ``home`` is only the cache's key: the checks read ``self._home`` (None: the
         # current user's home, which is $HOME when it is set)
+        if "\x00" in path:
+            return (
+                f"security-audit: unparseable: {path!r} holds a NUL character, which no "
+                f"file name can hold (the system cuts the path there): it names no file the "
+                f"guard can judge"
+            )
         normalized = normalize_path(path, home=self._home)
         if any(p.search(normalized) for p in self._allow):
             return None

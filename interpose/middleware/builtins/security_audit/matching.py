@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import posixpath
 import re
+from collections.abc import Callable
 
-from .paths import default_home, normalize_path
-from .rules import SENSITIVE_RULES, SensitiveMatch
+from .paths import default_home, normalize_path, possible_targets
+from .rules import SENSITIVE_RULES, SensitiveMatch, any_of, any_rule, rule_alternatives
 
 __all__ = [
     "match_exact",
@@ -36,6 +39,16 @@ the copy holds what the original does."""
 
 
 def match_normalized(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
+    """Judge ``normalized`` and every other file it may name (:func:`.possible_targets`:
+    ``../../etc/shadow`` is also ``/etc/shadow``, ``.env::$data`` also ``.env``)."""
+    for target in possible_targets(normalized):
+        found = _match_copy(target, write=write, home=home)
+        if found is not None:
+            return found
+    return None
+
+
+def _match_copy(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
     found = match_exact(normalized, write=write, home=home)
     if found is None and (m := _BACKUP_SUFFIX.search(normalized)) is not None:
         original = normalized[: m.start()]
@@ -46,9 +59,21 @@ def match_normalized(normalized: str, *, write: bool, home: str | None) -> Sensi
     return found
 
 
+_DOCUMENT = re.compile(r"\.(?:md|markdown|mdx|rst|adoc|asciidoc|html?|ipynb)$")
+"""Documentation formats: ``docs/ssh/id_rsa.md`` is a page about a key, not a key.  Not
+``.txt``: a key or a token pasted into ``id_rsa.txt`` or ``.env.txt`` is a copy of it."""
+
+
 def match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveMatch | None:
     if _allow_listed(normalized):
         return None
+    if not any_rule(normalized):  # most paths: no rule's, in two searches
+        return _home_npmrc(normalized, home)
+    if _DOCUMENT.search(normalized) is not None:
+        # a page named like a secret is documentation, unless every entry of its
+        # directory is sensitive (``~/.ssh/notes.md``, ``/etc/sudoers.d/readme.md``)
+        head = normalized.rpartition("/")[0]
+        return match_exact(f"{head}/{_ANY_ENTRY}", write=write, home=home) if head else None
     for rule in SENSITIVE_RULES:
         if rule.pattern.search(normalized) is None:
             continue
@@ -57,7 +82,12 @@ def match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveM
         if not write and rule.read_ok is not None and rule.read_ok.search(normalized):
             continue
         return SensitiveMatch(rule.rule, rule.description)
-    if normalized.endswith("/.npmrc"):  # home-level .npmrc for a non-standard home
+    return _home_npmrc(normalized, home)
+
+
+def _home_npmrc(normalized: str, home: str | None) -> SensitiveMatch | None:
+    """The ``.npmrc`` of a home directory no rule names (a non-standard home)."""
+    if normalized.endswith("/.npmrc"):
         home_dir = normalize_path(home if home is not None else default_home())
         if normalized == home_dir + "/.npmrc":
             return SensitiveMatch("dev-credentials", "developer tool token")
@@ -180,6 +210,8 @@ def match_sensitive_glob(pattern: str, *, home: str | None = None) -> SensitiveM
     if normalized.startswith("/"):
         paths = ["/" + p.lstrip("/") for p in paths]
     for path in paths:
+        if "/.." in path:  # a relative pattern is tried from "/": "/../../etc/shadow"
+            path = posixpath.normpath(path)
         found = match_normalized(path.rstrip("/") or "/", write=False, home=home)
         if found is not None:
             return found
@@ -212,11 +244,38 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     found = match_exact(f"{normalized}/{_ANY_ENTRY}", write=False, home=home)
     if found is not None:
         return found
-    for name in _SENSITIVE_NAMES:
-        inside = match_exact(f"{normalized}/{name}", write=False, home=home)
-        if inside is not None and match_exact(f"{_NOWHERE}/{name}", write=False, home=home) is None:
-            return inside
+    for name, naming in _located_names():
+        inside = f"{normalized}/{name}"
+        if naming(inside):
+            found = match_exact(inside, write=False, home=home)
+        elif name == ".npmrc" and not _allow_listed(inside):
+            found = _home_npmrc(inside, home)
+        else:
+            continue
+        if found is not None:
+            return found
     return None
+
+
+@functools.cache
+def _located_names() -> tuple[tuple[str, Callable[[str], bool]], ...]:
+    """The well-known secret names sensitive only in some directories (``config``,
+    ``config.json``, ``gcloud``), each with the rule alternatives that name it: a
+    directory holds a sensitive one only if one of those matches (a name no rule spells
+    out is sensitive through a directory whose every entry is, which the store check
+    asks first).  Checking a directory then costs a few short searches, not a search of
+    every rule per name.  Computed once: the rules do not change."""
+    located = []
+    for name in _SENSITIVE_NAMES:
+        if match_exact(f"{_NOWHERE}/{name}", write=False, home=None) is not None:
+            continue  # sensitive anywhere: not what makes a directory a store
+        spelled = re.escape(name)
+        naming = [alt for alt in rule_alternatives() if spelled in alt]
+        if naming:
+            located.append((name, any_of(naming)))
+        elif name == ".npmrc":  # a home's .npmrc (_home_npmrc)
+            located.append((name, any_of(())))
+    return tuple(located)
 
 
 def sensitive_reason(path: str, *, write: bool = False, home: str | None = None) -> str | None:
