@@ -270,7 +270,9 @@ def _quoted(arg: str, shell: str) -> str:
     """``arg`` quoted as one word of ``shell`` (an argv list handed to PowerShell/cmd)."""
     if arg and not re.search(r"[\s'\"`$;&|(){}<>^,@#]", arg):
         return arg
-    return '"' + arg.replace('"', '""') + '"' if shell == "cmd" else "'" + arg.replace("'", "''") + "'"
+    return (
+        '"' + arg.replace('"', '""') + '"' if shell == "cmd" else "'" + arg.replace("'", "''") + "'"
+    )
 
 
 SHELLS: dict[str, str] = {

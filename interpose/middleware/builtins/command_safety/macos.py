@@ -46,10 +46,16 @@ def _launchctl(inv: Invocation, run: Run) -> Finding | None:
     verb = args[0].lower()
     if verb in ("load", "bootstrap", "enable", "submit"):
         return Finding(
-            PERSISTENCE, verb, f"launchctl {verb} starts a launch agent or daemon that runs again at login or boot"
+            PERSISTENCE,
+            verb,
+            f"launchctl {verb} starts a launch agent or daemon that runs again at login or boot",
         )
     if verb == "setenv" and any(a.upper().startswith("DYLD_") for a in args[1:2]):
-        return Finding(PERSISTENCE, args[1], "launchctl setenv DYLD_* injects a library into every program launched")
+        return Finding(
+            PERSISTENCE,
+            args[1],
+            "launchctl setenv DYLD_* injects a library into every program launched",
+        )
     if verb in ("asuser", "bsexec") and len(args) > 2:
         return run.argv([Word(a, quoted=True) for a in args[2:]], f"launchctl {verb}")
     return None
@@ -68,12 +74,23 @@ def _defaults(inv: Invocation, run: Run) -> Finding | None:
         return None
     domain = args[1]
     if "loginwindow" in domain.lower() and any(_HOOKS.match(a) for a in args[2:3]):
-        return Finding(PERSISTENCE, args[2], f"defaults write {domain} {args[2]} runs a script at every login")
+        return Finding(
+            PERSISTENCE, args[2], f"defaults write {domain} {args[2]} runs a script at every login"
+        )
     if ("/" in domain or domain.startswith("~")) and persistence(_plist_path(domain)):
-        return Finding(PERSISTENCE, domain, f"defaults write {domain} writes a launch agent or daemon")
-    if domain.lower().endswith("com.apple.alf") and [a.lower() for a in args[2:3]] == ["globalstate"]:
-        if args[-1] == "0":
-            return Finding(PROTECTION, domain, "defaults write com.apple.alf globalstate 0 turns the firewall off")
+        return Finding(
+            PERSISTENCE, domain, f"defaults write {domain} writes a launch agent or daemon"
+        )
+    if (
+        domain.lower().endswith("com.apple.alf")
+        and [a.lower() for a in args[2:3]] == ["globalstate"]
+        and args[-1] == "0"
+    ):
+        return Finding(
+            PROTECTION,
+            domain,
+            "defaults write com.apple.alf globalstate 0 turns the firewall off",
+        )
     return None
 
 
@@ -86,14 +103,18 @@ def _plist_editor(inv: Invocation, run: Run) -> Finding | None:
                 re.match(r"^\s*print\b", a, re.IGNORECASE) for a in _texts(inv)[1:-1:2]
             ):
                 return None
-            return Finding(PERSISTENCE, text, f"{inv.shown} edits {text!r}, a launch agent or daemon")
+            return Finding(
+                PERSISTENCE, text, f"{inv.shown} edits {text!r}, a launch agent or daemon"
+            )
     return None
 
 
 def _csrutil(inv: Invocation, run: Run) -> Finding | None:
     args = [a.lower() for a in _texts(inv)]
     if "disable" in args:
-        return Finding(PROTECTION, "disable", "csrutil disable turns System Integrity Protection off")
+        return Finding(
+            PROTECTION, "disable", "csrutil disable turns System Integrity Protection off"
+        )
     return None
 
 
@@ -107,22 +128,32 @@ def _spctl(inv: Invocation, run: Run) -> Finding | None:
 def _nvram(inv: Invocation, run: Run) -> Finding | None:
     for a in _texts(inv):
         if a in ("-c", "-d") or ("=" in a and not a.startswith("-")):
-            return Finding(PROTECTION, a, f"nvram {a} changes firmware variables (boot arguments, security settings)")
+            return Finding(
+                PROTECTION,
+                a,
+                f"nvram {a} changes firmware variables (boot arguments, security settings)",
+            )
     return None
+
+
+_TMUTIL_VERBS = frozenset(
+    {"delete", "disable", "deletelocalsnapshots", "thinlocalsnapshots", "removedestination"}
+)
 
 
 def _tmutil(inv: Invocation, run: Run) -> Finding | None:
     args = _texts(inv)
     verb = args[0].lower() if args else ""
-    if verb in ("delete", "disable", "deletelocalsnapshots", "thinlocalsnapshots", "removedestination",
-                "deleteinprogress"):  # fmt: skip
+    if verb in _TMUTIL_VERBS:
         return Finding(PROTECTION, verb, f"tmutil {verb} deletes or turns off Time Machine backups")
     return None
 
 
 def _fdesetup(inv: Invocation, run: Run) -> Finding | None:
     if any(a.lower() == "disable" for a in _texts(inv)):
-        return Finding(PROTECTION, "disable", "fdesetup disable turns FileVault disk encryption off")
+        return Finding(
+            PROTECTION, "disable", "fdesetup disable turns FileVault disk encryption off"
+        )
     return None
 
 
@@ -130,14 +161,20 @@ def _firewall(inv: Invocation, run: Run) -> Finding | None:
     args = [a.lower() for a in _texts(inv)]
     for i, a in enumerate(args):
         if a == "--setglobalstate" and args[i + 1 : i + 2] == ["off"]:
-            return Finding(PROTECTION, a, "socketfilterfw --setglobalstate off turns the firewall off")
+            return Finding(
+                PROTECTION, a, "socketfilterfw --setglobalstate off turns the firewall off"
+            )
     return None
 
 
 def _dscl(inv: Invocation, run: Run) -> Finding | None:
     args = _texts(inv)
     low = [a.lower() for a in args]
-    verbs = [a for a in low if a.startswith("-") and a not in ("-plist", "-u", "-p", "-raw", "-url", "-q")]
+    verbs = [
+        a
+        for a in low
+        if a.startswith("-") and a not in ("-plist", "-u", "-p", "-raw", "-url", "-q")
+    ]
     if not verbs:
         return None
     verb = verbs[0]
@@ -156,10 +193,14 @@ def _dscl(inv: Invocation, run: Run) -> Finding | None:
 
 def _sysadminctl(inv: Invocation, run: Run) -> Finding | None:
     low = [a.lower() for a in _texts(inv)]
-    if "-adduser" in low and "-admin" in low or any(
+    if ("-adduser" in low and "-admin" in low) or any(
         a in ("-resetpasswordfor", "-deleteuser", "-secureTokenOn".lower()) for a in low
     ):
-        return Finding(ACCOUNTS, "sysadminctl", "sysadminctl creates an admin, resets a password or deletes a user")
+        return Finding(
+            ACCOUNTS,
+            "sysadminctl",
+            "sysadminctl creates an admin, resets a password or deletes a user",
+        )
     return None
 
 
@@ -179,7 +220,9 @@ def _osascript(inv: Invocation, run: Run) -> Finding | None:
     args = _texts(inv)
     program = "\n".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e")
     if _LOGIN_ITEM.search(program):
-        return Finding(PERSISTENCE, "login item", "osascript makes a login item (a program run at every login)")
+        return Finding(
+            PERSISTENCE, "login item", "osascript makes a login item (a program run at every login)"
+        )
     scripts = [m[1] for m in _SHELL_SCRIPT.finditer(program)]
     scripts += [m[2] for m in _JXA_SHELL.finditer(program)]
     for script in scripts:

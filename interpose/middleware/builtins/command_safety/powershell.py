@@ -300,7 +300,7 @@ def parse_powershell(text: str) -> Script:
             b.add(text[i : end + 1])
             i = end + 1
             continue
-        elif c in "$@" and nxt in "({" or c in "({":
+        elif (c in "$@" and nxt in "({") or c in "({":
             if c == "(" and b.started and not b.words and "".join(b.buf).replace("-", "").isalnum():
                 b.end_word()  # iex(...): the command name ends at the parenthesis
             opening = i if c in "({" else i + 1

@@ -53,13 +53,18 @@ PS_ALIASES: dict[str, str] = {
 """PowerShell's aliases of the cmdlets the rules judge (lower-case)."""
 
 SHELLS = frozenset({"powershell", "pwsh", "powershell_ise"})
+_CMD_BUILTINS = frozenset({"set", "cd", "chdir", "pushd", "call", "if", "for", "start"})
 _DOWNLOAD = re.compile(
     r"download(?:string|data|file)|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b"
     r"|net\.webclient|start-bitstransfer|xmlhttp|winhttp|\bcurl\b|\bwget\b|https?://",
     re.IGNORECASE,
 )
-_DOWNLOADERS = frozenset({"invoke-webrequest", "invoke-restmethod", "curl", "wget", "start-bitstransfer"})
-_SAVED_AS = re.compile(r"downloadfile\s*\(\s*['\"][^'\"]*['\"]\s*,\s*['\"]([^'\"]+)['\"]", re.IGNORECASE)
+_DOWNLOADERS = frozenset(
+    {"invoke-webrequest", "invoke-restmethod", "curl", "wget", "start-bitstransfer"}
+)
+_SAVED_AS = re.compile(
+    r"downloadfile\s*\(\s*['\"][^'\"]*['\"]\s*,\s*['\"]([^'\"]+)['\"]", re.IGNORECASE
+)
 _ASSIGN = re.compile(r"^\$\{?((?:env:)?[\w()]+)\}?\s*=(.*)$", re.DOTALL)
 # powershell.exe / pwsh options that take a value (lower-case, unambiguous prefixes apply)
 _PS_VALUED = ("executionpolicy", "windowstyle", "configurationname", "outputformat",
@@ -90,7 +95,12 @@ def shell_text(name: str, args: Sequence[str]) -> tuple[str, str, str] | None:
             if arg.startswith("/") and low in ("c", "k", "r"):
                 text = " ".join(args[i + 1 :])
                 return ("cmd", text, "text")
-            if arg.startswith("/") and low[:1] in ("c", "k") and len(low) > 1 and not low[1].isalpha():
+            if (
+                arg.startswith("/")
+                and low[:1] in ("c", "k")
+                and len(low) > 1
+                and not low[1].isalpha()
+            ):
                 return ("cmd", arg[2:] + " " + " ".join(args[i + 1 :]), "text")
         return None
     i = 0
@@ -105,7 +115,11 @@ def shell_text(name: str, args: Sequence[str]) -> tuple[str, str, str] | None:
                 rest = args[i + 1 :]
                 return None if rest[:1] == ["-"] else ("powershell", " ".join(rest), "text")
             if kind == "encoded":
-                return ("powershell", inline or (args[i + 1] if i + 1 < len(args) else ""), "encoded")
+                return (
+                    "powershell",
+                    inline or (args[i + 1] if i + 1 < len(args) else ""),
+                    "encoded",
+                )
             if kind == "file":
                 return ("powershell", args[i + 1] if i + 1 < len(args) else "", "file")
             if kind == "valued" and not inline:
@@ -120,9 +134,9 @@ def shell_text(name: str, args: Sequence[str]) -> tuple[str, str, str] | None:
 
 def _decode(text: str) -> str | None:
     try:
-        return base64.b64decode(text.strip() + "=" * (-len(text.strip()) % 4), validate=True).decode(
-            "utf-16-le"
-        )
+        return base64.b64decode(
+            text.strip() + "=" * (-len(text.strip()) % 4), validate=True
+        ).decode("utf-16-le")
     except (binascii.Error, ValueError):
         return None
 
@@ -143,7 +157,9 @@ class WinRun:
         """Judge ``text`` as ``dialect`` (``"powershell"`` or ``"cmd"``) code."""
         run = self.run
         if run.depth >= MAX_DEPTH:
-            return Finding("unparseable", text[:40], f"{origin} nests shells more than {MAX_DEPTH} levels deep")
+            return Finding(
+                "unparseable", text[:40], f"{origin} nests shells more than {MAX_DEPTH} levels deep"
+            )
         run.budget.size(len(text))
         run.budget.step()
         run.budget.open()
@@ -156,8 +172,8 @@ class WinRun:
                 return Finding(
                     "unparseable",
                     fragment,
-                    f"{origin} cannot be parsed as {dialect} ({exc.detail} at offset {exc.offset}); "
-                    f"a command that cannot be analyzed is not run",
+                    f"{origin} cannot be parsed as {dialect} ({exc.detail} at offset "
+                    f"{exc.offset}); a command that cannot be analyzed is not run",
                 )
             for stages in script.pipelines:
                 found = self.pipeline(stages, dialect)
@@ -185,11 +201,21 @@ class WinRun:
             if downloads and name in (*SHELLS, "invoke-expression", "cmd", "bash", "sh"):
                 return Finding(RCE, name, f"a download is piped into {name}, which runs it as code")
             if fed and name in (*SHELLS, "cmd", "invoke-expression"):
-                found = self.judge(fed, "cmd" if name == "cmd" else "powershell", f"the text piped into {name}")
+                found = self.judge(
+                    fed, "cmd" if name == "cmd" else "powershell", f"the text piped into {name}"
+                )
                 if found is not None:
                     return found
-            if fed and name == "diskpart" and re.search(r"\b(?:clean|format|delete)\b", fed, re.IGNORECASE):
-                return Finding(DESTRUCTION, "diskpart", "the script piped into diskpart cleans, formats or deletes")
+            if (
+                fed
+                and name == "diskpart"
+                and re.search(r"\b(?:clean|format|delete)\b", fed, re.IGNORECASE)
+            ):
+                return Finding(
+                    DESTRUCTION,
+                    "diskpart",
+                    "the script piped into diskpart cleans, formats or deletes",
+                )
             found = self.command(stage, dialect, piped)
             if found is not None:
                 return found
@@ -222,7 +248,12 @@ class WinRun:
     def _fed(self, words: Sequence[PsWord], name: str, dialect: str) -> str:
         if name in ("echo", "write-output", "write-host") and words:
             return " ".join(w.text for w in words[1:])
-        if len(words) == 1 and words[0].quoted and words[0].group is None and dialect == "powershell":
+        if (
+            len(words) == 1
+            and words[0].quoted
+            and words[0].group is None
+            and dialect == "powershell"
+        ):
             return words[0].text
         return ""
 
@@ -236,9 +267,15 @@ class WinRun:
         for target in stage.redirects:
             path = resolve(target, self.values, self.cwd)
             if startup(path):
-                return Finding(PERSISTENCE, target, f"a redirection writes {target!r}, which runs at logon")
+                return Finding(
+                    PERSISTENCE, target, f"a redirection writes {target!r}, which runs at logon"
+                )
             if system_file(path):
-                return Finding(DESTRUCTION, target, f"a redirection overwrites {target!r}, a file of Windows itself")
+                return Finding(
+                    DESTRUCTION,
+                    target,
+                    f"a redirection overwrites {target!r}, a file of Windows itself",
+                )
         words = self._head(stage.words, dialect)
         if not words:
             return None
@@ -249,17 +286,24 @@ class WinRun:
             return self._assign(words)
         name = self._name(head, dialect)
         args = words[1:]
-        if dialect == "cmd":
-            found = self._cmd_builtin(name, args)
-            if found is not False:
-                return found
+        if dialect == "cmd" and name in _CMD_BUILTINS:
+            return self._cmd_builtin(name, args)
         texts = [expand(w.text, self.values) for w in args]
         cmd = WinCommand(name, head.text, args, texts, self.values, self.cwd, piped)
-        found = self._deny_allow(cmd)
-        if found is not False:
-            return found
-        if name in self.downloaded or head.text.lower().replace("\\", "/").lstrip("./") in self.downloaded:
-            return Finding(RCE, head.text, f"{head.text} runs a file downloaded earlier in the command")
+        if self.run.deny or self.run.allow:
+            line = " ".join([cmd.shown, *cmd.texts])
+            if any(p.search(line) for p in self.run.allow):
+                return None
+            found = self._denied(line)
+            if found is not None:
+                return found
+        if (
+            name in self.downloaded
+            or head.text.lower().replace("\\", "/").lstrip("./") in self.downloaded
+        ):
+            return Finding(
+                RCE, head.text, f"{head.text} runs a file downloaded earlier in the command"
+            )
         found = self._runner(cmd)
         if found is not None:
             return found
@@ -270,17 +314,14 @@ class WinRun:
         self._note(cmd)
         return None
 
-    def _deny_allow(self, cmd: WinCommand) -> Finding | None | bool:
-        run = self.run
-        if not run.deny and not run.allow:
-            return False
-        line = " ".join([cmd.shown, *cmd.texts])
-        if any(p.search(line) for p in run.allow):
-            return None
-        for pattern in run.deny:
+    def _denied(self, line: str) -> Finding | None:
+        """The ``extra_deny`` regex ``line`` (the command's text) matches, as a finding."""
+        for pattern in self.run.deny:
             if pattern.search(line):
-                return Finding("extra-deny", line[:60], f"matches extra_deny pattern {pattern.pattern!r}")
-        return False
+                return Finding(
+                    "extra-deny", line[:80], f"{line[:80]!r} matches extra_deny pattern {pattern!r}"
+                )
+        return None
 
     def _expression(self, head: PsWord) -> Finding | None:
         """An expression statement (``(New-Object Net.WebClient).DownloadFile(...)``)."""
@@ -310,7 +351,9 @@ class WinRun:
         first = value[0]
         group = first.group or ""
         if _DOWNLOAD.search(group) or (
-            not first.quoted and first.group is None and self._name(first, "powershell") in _DOWNLOADERS
+            not first.quoted
+            and first.group is None
+            and self._name(first, "powershell") in _DOWNLOADERS
         ):
             self.fetched.add(name)
         elif len(value) == 1 and first.group is None and SUBST not in first.text:
@@ -319,9 +362,8 @@ class WinRun:
             return self.command(PsCommand(tuple(value)), "powershell", ())
         return None
 
-    def _cmd_builtin(self, name: str, args: Sequence[PsWord]) -> Finding | None | bool:
-        """cmd's own statements: ``set``, ``cd``, ``call``, ``if``, ``for``, ``start``;
-        False when ``name`` is none of them."""
+    def _cmd_builtin(self, name: str, args: Sequence[PsWord]) -> Finding | None:
+        """cmd's own statements (:data:`_CMD_BUILTINS`)."""
         if name == "set" and args:
             text = " ".join(w.text for w in args)
             if not text.startswith("/") and "=" in text:
@@ -329,9 +371,9 @@ class WinRun:
                 self.values["env:" + key.strip().lower()] = expand(value, self.values)
             return None
         if name in ("cd", "chdir", "pushd"):
-            rest = [w.text for w in args if w.text.lower() != "/d"]
-            if rest:
-                self.cwd = resolve(" ".join(rest), self.values, self.cwd)
+            target = [w.text for w in args if w.text.lower() != "/d"]
+            if target:
+                self.cwd = resolve(" ".join(target), self.values, self.cwd)
             return None
         if name == "call":
             return self.command(PsCommand(tuple(args)), "cmd", ())
@@ -355,12 +397,14 @@ class WinRun:
             while rest and rest[0].text.startswith("/"):
                 rest = rest[1:]
             return self.command(PsCommand(tuple(rest)), "cmd", ()) if rest else None
-        return False
+        return None
 
     def _runner(self, cmd: WinCommand) -> Finding | None:
         name, texts = cmd.name, cmd.texts
         if name in SHELLS or name == "cmd":
-            return self.shell(name if name == "cmd" else "powershell", texts, f"{cmd.shown}'s command")
+            return self.shell(
+                name if name == "cmd" else "powershell", texts, f"{cmd.shown}'s command"
+            )
         if name == "invoke-expression":
             return self._iex(cmd)
         if name == "start-process":
@@ -385,13 +429,17 @@ class WinRun:
         if kind == "file":
             path = text.lower().replace("\\", "/").lstrip("./")
             if path in self.downloaded or path.rsplit("/", 1)[-1] in self.downloaded:
-                return Finding(RCE, text, f"{origin} runs {text!r}, downloaded earlier in the command")
+                return Finding(
+                    RCE, text, f"{origin} runs {text!r}, downloaded earlier in the command"
+                )
             return None
         if kind == "encoded":
             decoded = _decode(text)
             if decoded is None:
                 return Finding(
-                    "unparseable", text[:24], f"{origin}: the encoded command is not base64 of UTF-16LE text"
+                    "unparseable",
+                    text[:24],
+                    f"{origin}: the encoded command is not base64 of UTF-16LE text",
                 )
             return self.judge(decoded, "powershell", f"{origin} (decoded)")
         return self.judge(text, dialect, origin)
@@ -401,38 +449,61 @@ class WinRun:
             if text.startswith("-") and not word.quoted:
                 continue
             if word.inner:
-                if _DOWNLOAD.search(word.raw) or any(f"${v}" in word.raw.lower() for v in self.fetched):
-                    return Finding(RCE, word.raw[:40], "Invoke-Expression runs downloaded text as code")
-                return Finding(RCE, word.raw[:40], "Invoke-Expression runs text known only at run time")
+                if _DOWNLOAD.search(word.raw) or any(
+                    f"${v}" in word.raw.lower() for v in self.fetched
+                ):
+                    return Finding(
+                        RCE, word.raw[:40], "Invoke-Expression runs downloaded text as code"
+                    )
+                return Finding(
+                    RCE, word.raw[:40], "Invoke-Expression runs text known only at run time"
+                )
             name = text[1:].lower().strip("{}") if text.startswith("$") else ""
             if name in self.fetched:
-                return Finding(RCE, text, f"Invoke-Expression runs {text}, downloaded text, as code")
+                return Finding(
+                    RCE, text, f"Invoke-Expression runs {text}, downloaded text, as code"
+                )
             if text.startswith("$") and text == word.text and name not in self.values:
-                return Finding(RCE, text, f"Invoke-Expression runs {text}, text known only at run time")
+                return Finding(
+                    RCE, text, f"Invoke-Expression runs {text}, text known only at run time"
+                )
             if SUBST in text:
                 return Finding(RCE, text[:40], "Invoke-Expression runs text known only at run time")
             return self.judge(text, "powershell", "Invoke-Expression's text")
         return None
 
     def _start(self, cmd: WinCommand) -> Finding | None:
-        texts = [t for t in cmd.texts if not t.lower().startswith(("-wait", "-nonewwindow", "-passthru"))]
+        texts = [
+            t for t in cmd.texts if not t.lower().startswith(("-wait", "-nonewwindow", "-passthru"))
+        ]
         low = [t.lower() for t in texts]
         file = ""
         rest: list[str] = []
         for i, t in enumerate(low):
-            if t.startswith("-f") or t.startswith("-filep"):
+            if t.startswith(("-f", "-filep")):
                 file = texts[i + 1] if i + 1 < len(texts) else ""
             elif t.startswith(("-arg", "-a")):
                 rest = texts[i + 1 :]
-                rest = rest[: next((j for j, r in enumerate(rest) if j and r.startswith("-")), len(rest))]
+                rest = rest[
+                    : next((j for j, r in enumerate(rest) if j and r.startswith("-")), len(rest))
+                ]
             elif t.startswith("-v"):  # -Verb RunAs
                 continue
-        positional = [t for i, t in enumerate(texts) if not t.startswith("-") and (i == 0 or not texts[i - 1].startswith("-"))]
+        positional = [
+            t
+            for i, t in enumerate(texts)
+            if not t.startswith("-") and (i == 0 or not texts[i - 1].startswith("-"))
+        ]
         file = file or (positional[0] if positional else "")
         rest = " ".join(rest or positional[1:]).split()
         target = self._name(PsWord(file), "powershell")
-        if target in self.downloaded or file.lower().replace("\\", "/").lstrip("./") in self.downloaded:
-            return Finding(RCE, file, f"Start-Process runs {file!r}, downloaded earlier in the command")
+        if (
+            target in self.downloaded
+            or file.lower().replace("\\", "/").lstrip("./") in self.downloaded
+        ):
+            return Finding(
+                RCE, file, f"Start-Process runs {file!r}, downloaded earlier in the command"
+            )
         if target in SHELLS or target == "cmd":
             return self.shell(target, rest, f"Start-Process {file}")
         return None
@@ -459,7 +530,7 @@ class WinRun:
         out = ""
         if cmd.name in _DOWNLOADERS:
             for i, t in enumerate(low):
-                if (t.startswith("-o") or t.startswith("-destination")) and i + 1 < len(low):
+                if (t.startswith(("-o", "-destination"))) and i + 1 < len(low):
                     out = low[i + 1]
         elif cmd.name in ("certutil", "bitsadmin") and any("://" in t for t in low):
             out = low[-1]
@@ -499,9 +570,11 @@ def _bash_program(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
-_NATIVE = ("reg", "schtasks", "vssadmin", "wmic", "wbadmin", "bcdedit", "cipher", "fsutil",
-           "diskpart", "netsh", "wevtutil", "auditpol", "certutil", "bitsadmin", "mshta",
-           "rundll32", "regsvr32", "msiexec", "mimikatz", "procdump", "ntdsutil", "format")  # fmt: skip
+_NATIVE = (
+    *("reg", "schtasks", "vssadmin", "wmic", "wbadmin", "bcdedit", "cipher", "fsutil"),
+    *("diskpart", "netsh", "wevtutil", "auditpol", "certutil", "bitsadmin", "mshta"),
+    *("rundll32", "regsvr32", "msiexec", "mimikatz", "procdump", "ntdsutil", "format"),
+)
 """Windows programs judged when a bash line (Git Bash, WSL calling ``.exe``) names them."""
 
 RULES: dict[str, tuple[Rule, ...]] = {

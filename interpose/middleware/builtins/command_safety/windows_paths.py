@@ -209,7 +209,7 @@ def secret(path: str) -> str | None:
         found = match_sensitive(HOME + "/" + rest, home=HOME)
         if found is not None:
             return found.description
-    if path.startswith("/") or path.startswith("~"):
+    if path.startswith(("/", "~")):
         found = match_sensitive(path, home=HOME)
         return None if found is None else found.description
     return None

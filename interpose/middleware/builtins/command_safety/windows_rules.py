@@ -163,7 +163,9 @@ _HIVE = re.compile(r"^(?:registry::)?(hklm|hkcu|hku|hkcr|hkey_[a-z_]+):?$")
 def _registry_delete(verb: str, key: str, recursive: bool) -> Finding | None:
     parts = [p for p in key.lower().replace("/", "\\").split("\\") if p]
     if parts and _HIVE.match(parts[0]) and len(parts) <= 2 + ("currentcontrolset" in parts):
-        return Finding(DESTRUCTION, key, f"{verb} deletes the registry key {key!r} and all below it")
+        return Finding(
+            DESTRUCTION, key, f"{verb} deletes the registry key {key!r} and all below it"
+        )
     return None
 
 
@@ -200,7 +202,7 @@ def _cmd_delete(recursive_switch: str) -> WinRule:
         recursive = recursive_switch in switches
         verb = cmd.shown + (f" /{recursive_switch}" if recursive else "")
         for text in cmd.texts:
-            if text.startswith("/") and len(text) <= 3 or text.startswith("/a"):
+            if (text.startswith("/") and len(text) <= 3) or text.startswith("/a"):
                 continue
             found = delete_target(cmd, verb, text, recursive)
             if found is not None:
@@ -233,7 +235,7 @@ def _has(*groups: tuple[str, ...], rule: str, what: str) -> WinRule:
     def judge(cmd: WinCommand) -> Finding | None:
         low = cmd.lower()
         for group in groups:
-            if not any(t == g or t.startswith(g + ":") or t.startswith(g + "=") for t in low for g in group):
+            if not any(t == g or t.startswith((g + ":", g + "=")) for t in low for g in group):
                 return None
         return Finding(rule, " ".join(cmd.texts[:3]), f"{cmd.shown} {what}")
 
@@ -254,8 +256,12 @@ def _reg(cmd: WinCommand) -> Finding | None:
     if not low:
         return None
     verb, key = low[0].lstrip("/"), (low[1] if len(low) > 1 else "")
-    if verb in ("save", "export") and re.search(r"^hk(?:lm|ey_local_machine)\\+(sam|system|security)\b", key):
-        return Finding(CREDENTIALS, cmd.texts[1], f"reg {verb} copies the {key} hive (password hashes)")
+    if verb in ("save", "export") and re.search(
+        r"^hk(?:lm|ey_local_machine)\\+(sam|system|security)\b", key
+    ):
+        return Finding(
+            CREDENTIALS, cmd.texts[1], f"reg {verb} copies the {key} hive (password hashes)"
+        )
     if verb == "delete":
         return _registry_delete("reg delete", cmd.texts[1] if len(cmd.texts) > 1 else "", True)
     if verb == "add":
@@ -272,7 +278,9 @@ _RUN_KEYS = re.compile(
     r"\\environment$|\\currentcontrolset\\services\\|\\classes\\[^\\]+\\shell\\open\\command"
     r"|\\microsoft\\command processor$"
 )
-_DEFENSE_KEYS = re.compile(r"\\windows defender(?:\\|$)|\\microsoft\\windows\\currentversion\\policies\\system$")
+_DEFENSE_KEYS = re.compile(
+    r"\\windows defender(?:\\|$)|\\microsoft\\windows\\currentversion\\policies\\system$"
+)
 
 
 def registry_write(verb: str, key: str, names: Sequence[str], token: str) -> Finding | None:
@@ -281,11 +289,16 @@ def registry_write(verb: str, key: str, names: Sequence[str], token: str) -> Fin
     key = key.replace("/", "\\").replace(":", "")
     key = re.sub(r"^registry\\+", "", key)
     if _DEFENSE_KEYS.search(key) and (
-        "windows defender" in key or any(n in ("enablelua", "consentpromptbehavioradmin") for n in names)
+        "windows defender" in key
+        or any(n in ("enablelua", "consentpromptbehavioradmin") for n in names)
     ):
         return Finding(DEFENSE, token, f"{verb} {token!r} turns off Defender or UAC protection")
     if _RUN_KEYS.search(key):
-        return Finding(PERSISTENCE, token, f"{verb} writes {token!r}, a registry key that runs programs at logon or boot")
+        return Finding(
+            PERSISTENCE,
+            token,
+            f"{verb} writes {token!r}, a registry key that runs programs at logon or boot",
+        )
     return None
 
 
@@ -305,18 +318,31 @@ def _item_write(cmd: WinCommand) -> Finding | None:
             if found is not None:
                 return found
         elif startup(cmd.path(target)):
-            return Finding(PERSISTENCE, target, f"{cmd.shown} writes {target!r}, which runs at logon")
+            return Finding(
+                PERSISTENCE, target, f"{cmd.shown} writes {target!r}, which runs at logon"
+            )
     return None
 
 
 # -- defense -------------------------------------------------------------------------------
 
 _DEFENSE_SERVICES = frozenset(
-    {"windefend", "sense", "wscsvc", "mpssvc", "wdnissvc", "eventlog", "securityhealthservice", "bfe"}
+    {
+        "windefend",
+        "sense",
+        "wscsvc",
+        "mpssvc",
+        "wdnissvc",
+        "eventlog",
+        "securityhealthservice",
+        "bfe",
+    }
 )
 _MP_ALIASES = frozenset({"drtm", "dbm", "dioavp", "dscrptsc", "dbaf", "dips", "darchsc", "dcfsc"})
 _RISKY_EXT = frozenset({"exe", "dll", "ps1", "bat", "cmd", "vbs", "js", "hta", "scr", "msi", "lnk"})
-_SHELLS = frozenset({"powershell", "pwsh", "cmd", "wscript", "cscript", "mshta", "rundll32", "regsvr32"})
+_SHELLS = frozenset(
+    {"powershell", "pwsh", "cmd", "wscript", "cscript", "mshta", "rundll32", "regsvr32"}
+)
 
 
 def _mp_preference(cmd: WinCommand) -> Finding | None:
@@ -330,10 +356,17 @@ def _mp_preference(cmd: WinCommand) -> Finding | None:
             value = "$true"
         if (name.startswith("dis") or name in _MP_ALIASES) and value not in _FALSE:
             return Finding(DEFENSE, text, f"{cmd.shown} {text} turns Defender protection off")
-        if name.startswith(("mapsr", "puap", "enablecon", "enablenet")) and value in ("0", "disabled"):
-            return Finding(DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off")
+        if name.startswith(("mapsr", "puap", "enablecon", "enablenet")) and value in (
+            "0",
+            "disabled",
+        ):
+            return Finding(
+                DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off"
+            )
         if name.startswith("submitsam") and value in ("2", "neversend"):
-            return Finding(DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off")
+            return Finding(
+                DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off"
+            )
         if name.startswith("exclusion"):
             found = _exclusion(cmd, name, [v for v in texts[i + 1 :] if not v.startswith("-")][:8])
             if found is not None:
@@ -344,7 +377,7 @@ def _mp_preference(cmd: WinCommand) -> Finding | None:
 def _exclusion(cmd: WinCommand, name: str, values: list[str]) -> Finding | None:
     for value in values:
         low = value.lower().lstrip("*.")
-        if name.startswith("exclusionp") and "process" in name or name.startswith("exclusionpr"):
+        if (name.startswith("exclusionp") and "process" in name) or name.startswith("exclusionpr"):
             risky = low.rsplit("\\", 1)[-1].removesuffix(".exe") in _SHELLS
         elif name.startswith("exclusione"):
             risky = low in _RISKY_EXT
@@ -352,11 +385,15 @@ def _exclusion(cmd: WinCommand, name: str, values: list[str]) -> Finding | None:
             path = cmd.path(value)
             risky = critical(path) is not None or "/temp" in path or path.endswith("/downloads")
         if risky:
-            return Finding(DEFENSE, value, f"{cmd.shown} -{name} {value!r} exempts it from Defender scans")
+            return Finding(
+                DEFENSE, value, f"{cmd.shown} -{name} {value!r} exempts it from Defender scans"
+            )
     return None
 
 
-_EXECUTION_POLICY = Params({"executionpolicy": True, "scope": True, "force": False}, ("executionpolicy", "scope"))
+_EXECUTION_POLICY = Params(
+    {"executionpolicy": True, "scope": True, "force": False}, ("executionpolicy", "scope")
+)
 
 
 def _execution_policy(cmd: WinCommand) -> Finding | None:
@@ -365,40 +402,55 @@ def _execution_policy(cmd: WinCommand) -> Finding | None:
     scope = " ".join(b.get("scope", ["localmachine"])).lower()
     if policy in ("unrestricted", "bypass") and scope != "process":
         return Finding(
-            DEFENSE, policy, f"Set-ExecutionPolicy {policy} lets every script run for scope {scope} (use -Scope Process)"
+            DEFENSE,
+            policy,
+            f"Set-ExecutionPolicy {policy} lets every script run for scope {scope} "
+            f"(use -Scope Process)",
         )
     return None
 
 
 def _service_change(cmd: WinCommand) -> Finding | None:
     low = cmd.lower()
-    named = [t for t in low if t in _DEFENSE_SERVICES or t.removeprefix("/name:") in _DEFENSE_SERVICES]
+    named = [
+        t for t in low if t in _DEFENSE_SERVICES or t.removeprefix("/name:") in _DEFENSE_SERVICES
+    ]
     if not named:
         return None
     if cmd.name in ("stop-service", "spsv", "remove-service") or any(
         t in ("stop", "delete", "disabled", "config", "pause") for t in low
     ):
-        return Finding(DEFENSE, named[0], f"{cmd.shown} stops or disables {named[0]}, a security service")
+        return Finding(
+            DEFENSE, named[0], f"{cmd.shown} stops or disables {named[0]}, a security service"
+        )
     return None
 
 
 def _sc(cmd: WinCommand) -> Finding | None:
     low = cmd.lower()
     verbs = [t for t in low if not t.startswith("\\\\")][:1]
-    if verbs and verbs[0] in ("create",) or (verbs and verbs[0] == "config" and any(t.startswith("binpath") for t in low)):
-        return Finding(PERSISTENCE, cmd.shown, f"{cmd.shown} {verbs[0]} installs a service that runs at boot")
+    if (verbs and verbs[0] in ("create",)) or (
+        verbs and verbs[0] == "config" and any(t.startswith("binpath") for t in low)
+    ):
+        return Finding(
+            PERSISTENCE, cmd.shown, f"{cmd.shown} {verbs[0]} installs a service that runs at boot"
+        )
     return _service_change(cmd)
 
 
 def _netsh(cmd: WinCommand) -> Finding | None:
     low = cmd.lower()
     text = " ".join(low)
-    if re.search(r"\badvfirewall set \w+ state off\b|\bfirewall set opmode (?:mode=)?disable", text):
+    if re.search(
+        r"\badvfirewall set \w+ state off\b|\bfirewall set opmode (?:mode=)?disable", text
+    ):
         return Finding(DEFENSE, text[:60], "netsh turns the Windows firewall off")
     if "wlan" in low and "key=clear" in low:
         return Finding(CREDENTIALS, "key=clear", "netsh wlan ... key=clear prints Wi-Fi passwords")
     if re.search(r"\badd helper\b", text):
-        return Finding(PERSISTENCE, "add helper", "netsh add helper loads a DLL every time netsh runs")
+        return Finding(
+            PERSISTENCE, "add helper", "netsh add helper loads a DLL every time netsh runs"
+        )
     return None
 
 
@@ -448,13 +500,22 @@ def _rundll32(cmd: WinCommand) -> Finding | None:
     if "javascript:" in text or "vbscript:" in text:
         return Finding(RCE, cmd.shown, "rundll32 runs script text (javascript:/vbscript:)")
     if "comsvcs" in text and "minidump" in text:
-        return Finding(CREDENTIALS, cmd.shown, "rundll32 comsvcs.dll MiniDump dumps a process's memory (lsass: passwords)")
+        return Finding(
+            CREDENTIALS,
+            cmd.shown,
+            "rundll32 comsvcs.dll MiniDump dumps a process's memory (lsass: passwords)",
+        )
     return None
 
 
 def _regsvr32(cmd: WinCommand) -> Finding | None:
-    if any(t.startswith("/i:") and ("://" in t or "scrobj" in t) for t in cmd.lower()) or "scrobj.dll" in cmd.lower():
-        return Finding(RCE, cmd.shown, "regsvr32 /i: runs a remote or script component (scrobj.dll)")
+    if (
+        any(t.startswith("/i:") and ("://" in t or "scrobj" in t) for t in cmd.lower())
+        or "scrobj.dll" in cmd.lower()
+    ):
+        return Finding(
+            RCE, cmd.shown, "regsvr32 /i: runs a remote or script component (scrobj.dll)"
+        )
     return None
 
 
@@ -462,7 +523,11 @@ def _regsvr32(cmd: WinCommand) -> Finding | None:
 
 
 def _dumper(cmd: WinCommand) -> Finding | None:
-    if any("lsass" in t for t in cmd.lower()) or cmd.name in ("out-minidump", "mimikatz", "invoke-mimikatz"):
+    if any("lsass" in t for t in cmd.lower()) or cmd.name in (
+        "out-minidump",
+        "mimikatz",
+        "invoke-mimikatz",
+    ):
         return Finding(CREDENTIALS, cmd.shown, f"{cmd.shown} dumps credentials (lsass memory)")
     return None
 
@@ -481,7 +546,11 @@ def read_secret(cmd: WinCommand) -> Finding | None:
     if cmd.name not in READERS or cmd.name == "get-filehash":
         return None
     for text in cmd.texts:
-        if text.startswith(("-", "/")) and not re.match(r"^/[a-z]", text[1:2] + "x") and ":" not in text[:3]:
+        if (
+            text.startswith(("-", "/"))
+            and not re.match(r"^/[a-z]", text[1:2] + "x")
+            and ":" not in text[:3]
+        ):
             continue
         found = secret(cmd.path(text.lstrip("@")))
         if found is not None:
@@ -490,10 +559,10 @@ def read_secret(cmd: WinCommand) -> Finding | None:
 
 
 WRITERS = frozenset(
-    {"copy-item", "move-item", "set-content", "add-content", "out-file", "new-item", "copy", "move",
-     "xcopy", "robocopy", "mklink", "invoke-webrequest", "invoke-restmethod", "certutil", "bitsadmin",
-     "curl", "expand-archive", "tee-object", "new-itemproperty", "set-item", "set-itemproperty",
-     "export-clixml", "start-bitstransfer"}
+    {"copy-item", "move-item", "set-content", "add-content", "out-file", "new-item", "copy",
+     "move", "xcopy", "robocopy", "mklink", "invoke-webrequest", "invoke-restmethod", "certutil",
+     "bitsadmin", "curl", "expand-archive", "tee-object", "new-itemproperty", "set-item",
+     "set-itemproperty", "export-clixml", "start-bitstransfer"}
 )  # fmt: skip
 
 
@@ -517,7 +586,11 @@ def wmi_subscription(cmd: WinCommand) -> Finding | None:
     if cmd.name.startswith(("get-", "remove-")) or "get" in cmd.lower()[:1]:
         return None
     if any(_WMI_PERSIST.search(t) for t in cmd.lower()):
-        return Finding(PERSISTENCE, cmd.shown, f"{cmd.shown} creates a WMI event subscription (runs code on an event)")
+        return Finding(
+            PERSISTENCE,
+            cmd.shown,
+            f"{cmd.shown} creates a WMI event subscription (runs code on an event)",
+        )
     return None
 
 
@@ -532,16 +605,34 @@ RULES: dict[str, tuple[WinRule, ...]] = {
     "clear-disk": (_always(DESTRUCTION, "erases a disk"),),
     "remove-partition": (_always(DESTRUCTION, "deletes a partition"),),
     "initialize-disk": (_always(DESTRUCTION, "re-initializes a disk"),),
-    "diskpart": (_has(("/s",), rule=DESTRUCTION, what="runs a partitioning script the guard cannot read"),),
-    "vssadmin": (
-        _has(("delete",), ("shadows",), rule=DESTRUCTION, what="deletes the volume shadow copies (backups)"),
-        _has(("resize",), ("shadowstorage",), rule=DESTRUCTION, what="shrinks shadow storage, deleting shadow copies"),
+    "diskpart": (
+        _has(("/s",), rule=DESTRUCTION, what="runs a partitioning script the guard cannot read"),
     ),
-    "wmic": (_has(("shadowcopy",), ("delete",), rule=DESTRUCTION, what="deletes the volume shadow copies"),),
+    "vssadmin": (
+        _has(
+            ("delete",),
+            ("shadows",),
+            rule=DESTRUCTION,
+            what="deletes the volume shadow copies (backups)",
+        ),
+        _has(
+            ("resize",),
+            ("shadowstorage",),
+            rule=DESTRUCTION,
+            what="shrinks shadow storage, deleting shadow copies",
+        ),
+    ),
+    "wmic": (
+        _has(
+            ("shadowcopy",), ("delete",), rule=DESTRUCTION, what="deletes the volume shadow copies"
+        ),
+    ),
     "wbadmin": (_has(("delete",), rule=DESTRUCTION, what="deletes backups"),),
     "bcdedit": (_bcdedit,),
     "cipher": (_has(("/w",), rule=DESTRUCTION, what="/w overwrites the free space of a drive"),),
-    "fsutil": (_has(("usn",), ("deletejournal",), rule=DESTRUCTION, what="deletes the change journal"),),
+    "fsutil": (
+        _has(("usn",), ("deletejournal",), rule=DESTRUCTION, what="deletes the change journal"),
+    ),
     "reg": (_reg,),
     "new-itemproperty": (_item_write,),
     "set-itemproperty": (_item_write,),
@@ -567,10 +658,19 @@ RULES: dict[str, tuple[WinRule, ...]] = {
     "uninstall-windowsfeature": (_feature,),
     "remove-windowsfeature": (_feature,),
     "disable-windowsoptionalfeature": (_feature,),
-    "certutil": (_url_arg(RCE, "downloads a file (a download tool abused to fetch code)",
-                          ("/urlcache", "/verifyctl")),),  # fmt: skip
+    "certutil": (
+        _url_arg(
+            RCE,
+            "downloads a file (a download tool abused to fetch code)",
+            ("/urlcache", "/verifyctl"),
+        ),
+    ),
     "bitsadmin": (
-        _has(("/transfer", "/addfile", "/setnotifycmdline"), rule=RCE, what="downloads or runs a file in the background"),
+        _has(
+            ("/transfer", "/addfile", "/setnotifycmdline"),
+            rule=RCE,
+            what="downloads or runs a file in the background",
+        ),
     ),
     "mshta": (_url_arg(RCE, "runs a remote or inline script"),),
     "rundll32": (_rundll32,),
@@ -580,7 +680,9 @@ RULES: dict[str, tuple[WinRule, ...]] = {
     "invoke-mimikatz": (_dumper,),
     "out-minidump": (_dumper,),
     "procdump": (_dumper,),
-    "ntdsutil": (_has(("ifm",), rule=CREDENTIALS, what="copies the domain's password database (ntds.dit)"),),
+    "ntdsutil": (
+        _has(("ifm",), rule=CREDENTIALS, what="copies the domain's password database (ntds.dit)"),
+    ),
 }
 """Rules by folded command name (see :data:`.windows.PS_ALIASES`)."""
 
