@@ -149,6 +149,7 @@ __all__ = [
     "commands_of",
     "forget_analyses",
     "share_analyses",
+    "shell_of",
 ]
 
 

@@ -319,7 +319,7 @@ class WinRun:
         for pattern in self.run.deny:
             if pattern.search(line):
                 return Finding(
-                    "extra-deny", line[:80], f"{line[:80]!r} matches extra_deny pattern {pattern!r}"
+                    "extra-deny", line[:80], f"{line[:80]!r} matches extra_deny pattern {pattern.pattern!r}"
                 )
         return None
 
