@@ -78,7 +78,8 @@ def test_the_same_text_is_judged_in_its_own_language() -> None:
     # rd /s /q is no bash command; in cmd it deletes the drive
     assert analyze_command("rd /s /q C:\\") is None
     found = analyze_command("rd /s /q C:\\", shell="cmd")
-    assert found is not None and found.rule == "windows-destruction"
+    assert found is not None
+    assert found.rule == "windows-destruction"
     # the guard's cache keeps the languages apart
     guard = CommandSafetyGuard()
     assert guard.analyze("rd /s /q C:\\") is None
@@ -124,7 +125,8 @@ async def test_a_powershell_tool_is_guarded_through_the_pipeline() -> None:
 
 def test_an_argv_list_for_powershell_is_one_command() -> None:
     found = analyze_command(["Remove-Item", "-Recurse", "C:\\Program Files"], shell="powershell")
-    assert found is not None and found.rule == "windows-destruction"
+    assert found is not None
+    assert found.rule == "windows-destruction"
     assert analyze_command(["Remove-Item", "-Recurse", "it's build"], shell="powershell") is None
     assert analyze_command(["rd", "/s", "/q", "C:\\Users"], shell="cmd") is not None
 
@@ -132,7 +134,8 @@ def test_an_argv_list_for_powershell_is_one_command() -> None:
 def test_extra_rules_apply_to_windows_commands() -> None:
     guard = CommandSafetyGuard(extra_deny=[r"^Get-Secret\b"], allow=[r"^Remove-Item C:\\Temp"])
     found = guard.analyze("Get-Secret x", shell="powershell")
-    assert found is not None and found.rule == "extra-deny"
+    assert found is not None
+    assert found.rule == "extra-deny"
     assert guard.analyze("Remove-Item C:\\Temp -Recurse", shell="powershell") is None
 
 
@@ -158,7 +161,8 @@ def test_encoded_commands_are_decoded(inner: str, rule: str | None, spelling: st
 def test_encoded_inside_encoded() -> None:
     outer = "powershell -enc " + encoded("Remove-Item -Recurse C:\\Windows")
     found = analyze_command("pwsh -e " + encoded(outer))
-    assert found is not None and found.rule == "windows-destruction"
+    assert found is not None
+    assert found.rule == "windows-destruction"
     assert "decoded" in found.message or "Remove-Item" in found.message
 
 
@@ -172,7 +176,8 @@ def test_powershell_reader() -> None:
     first, second, third = script.pipelines
     assert [w.text for w in first[0].words] == ["Write-Host", "it's", "a\tb"]
     assert second[0].words[2].group == "Get-Date"
-    assert third[0].words[0].text == "&" and third[0].words[1].group == " rm -r C:\\ "
+    assert third[0].words[0].text == "&"
+    assert third[0].words[1].group == " rm -r C:\\ "
     assert len(third) == 2
     assert " rm -r C:\\ " in script.nested
     with pytest.raises(PsSyntaxError):
@@ -214,8 +219,11 @@ def test_bash_lines_pay_nothing_for_windows(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize(
     ("command", "rule"),
     [
-        ("osascript -e 'do shell script \"rm -rf /\" with administrator privileges'", "fs-destruction"),
-        ("osascript -e 'do shell script \"echo \\\"hi\\\"; csrutil disable\"'", "macos-protection"),
+        (
+            "osascript -e 'do shell script \"rm -rf /\" with administrator privileges'",
+            "fs-destruction",
+        ),
+        ('osascript -e \'do shell script "echo \\"hi\\"; csrutil disable"\'', "macos-protection"),
         ("osascript -e 'do shell script \"ls\"'", None),
         ("sudo launchctl bootstrap system /Library/LaunchDaemons/x.plist", "macos-persistence"),
         ("launchctl list", None),

@@ -24,9 +24,18 @@ from ..shell import SUBST, Word
 from .invocation import Invocation
 from .model import MAX_DEPTH, Finding
 from .powershell import PsCommand, PsSyntaxError, PsWord, read
-from .run import Rule, Run
+from .programs import DOWNLOADERS
+from .run import PipelineRule, Rule, Run
+from .text import pipe_stream
 from .windows_paths import expand, resolve, startup, system_file
-from .windows_rules import DESTRUCTION, PERSISTENCE, RCE, WinCommand
+from .windows_rules import (
+    DESTRUCTION,
+    PERSISTENCE,
+    RCE,
+    WinCommand,
+    delete_target,
+    read_secret,
+)
 from .windows_rules import GENERIC as WIN_GENERIC
 from .windows_rules import RULES as WIN_RULES
 
@@ -64,6 +73,21 @@ _DOWNLOADERS = frozenset(
 )
 _SAVED_AS = re.compile(
     r"downloadfile\s*\(\s*['\"][^'\"]*['\"]\s*,\s*['\"]([^'\"]+)['\"]", re.IGNORECASE
+)
+_SETS = re.compile(
+    r"\$\{?((?:env:)?\w+)\}?\s*[-+*/]?=(?!=)|\(\s*\$(\w+)\s+in\b|\[\w+\]\s*\$(\w+)"
+    r"|\bparam\s*\(\s*\$(\w+)|\bfor\s+(?:/\w\s+)*%%?(\w)\b|\bset\s+\"?(\w+)=",
+    re.IGNORECASE,
+)
+"""Where a text sets a variable: assignments, ``foreach ($x in``, typed and ``param``
+parameters, cmd's ``for %i`` and ``set X=``."""
+_JOIN_PATH = re.compile(
+    r"^\s*join-path\s+(?:-path\s+)?(\S+)\s+(?:-childpath\s+)?(\S+)\s*$", re.IGNORECASE
+)
+_DOTNET = re.compile(
+    r"\[(?:system\.)?io\.(directory|file)\]::(delete|readall\w*|copy|openread|readlines)"
+    r"\(\s*(['\"])(.+?)\3\s*(,\s*\$true)?",
+    re.IGNORECASE,
 )
 _ASSIGN = re.compile(r"^\$\{?((?:env:)?[\w()]+)\}?\s*=(.*)$", re.DOTALL)
 # powershell.exe / pwsh options that take a value (lower-case, unambiguous prefixes apply)
@@ -144,7 +168,7 @@ def _decode(text: str) -> str | None:
 class WinRun:
     """One analysis of Windows command text: variables, location, downloads."""
 
-    __slots__ = ("cwd", "downloaded", "fetched", "run", "values")
+    __slots__ = ("assigned", "cwd", "downloaded", "fetched", "run", "values")
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -152,6 +176,7 @@ class WinRun:
         self.cwd: str | None = None
         self.fetched: set[str] = set()  # variables holding downloaded text
         self.downloaded: set[str] = set()  # file names written by a download
+        self.assigned: set[str] = set()  # variables the text sets somewhere (loops included)
 
     def judge(self, text: str, dialect: str, origin: str) -> Finding | None:
         """Judge ``text`` as ``dialect`` (``"powershell"`` or ``"cmd"``) code."""
@@ -165,6 +190,7 @@ class WinRun:
         run.budget.open()
         run.depth += 1
         try:
+            self.assigned.update(m.lower() for m in _SETS.findall(text) for m in m if m)
             try:
                 script = read(text.replace("\x00", ""), dialect)
             except PsSyntaxError as exc:
@@ -279,6 +305,12 @@ class WinRun:
         words = self._head(stage.words, dialect)
         if not words:
             return None
+        if dialect == "powershell":
+            for word in words:
+                if "::" in word.raw:
+                    found = self._dotnet(word.raw)
+                    if found is not None:
+                        return found
         head = words[0]
         if head.inner and head.raw[:1] in "($@[":
             return self._expression(head)
@@ -288,8 +320,10 @@ class WinRun:
         args = words[1:]
         if dialect == "cmd" and name in _CMD_BUILTINS:
             return self._cmd_builtin(name, args)
-        texts = [expand(w.text, self.values) for w in args]
-        cmd = WinCommand(name, head.text, args, texts, self.values, self.cwd, piped)
+        texts = [self._value(w) for w in args]
+        cmd = WinCommand(
+            name, head.text, args, texts, self.values, self.cwd, piped, frozenset(self.assigned)
+        )
         if self.run.deny or self.run.allow:
             line = " ".join([cmd.shown, *cmd.texts])
             if any(p.search(line) for p in self.run.allow):
@@ -314,12 +348,35 @@ class WinRun:
         self._note(cmd)
         return None
 
+    def _value(self, word: PsWord) -> str:
+        """A word's value: variables expanded, ``(Join-Path A B)`` joined."""
+        if word.kind == "(" and word.group and (join := _JOIN_PATH.match(word.group)):
+            return expand(join[1].strip("'\""), self.values) + "\\" + join[2].strip("'\"")
+        return expand(word.text, self.values)
+
+    def _dotnet(self, raw: str) -> Finding | None:
+        """.NET file calls in an expression: ``[IO.Directory]::Delete(path, $true)``,
+        ``[IO.File]::ReadAllText(path)``."""
+        for kind, method, _, path, recursive in _DOTNET.findall(raw):
+            cmd = WinCommand(f"[io.{kind.lower()}]::{method.lower()}", f"[IO.{kind}]::{method}",
+                             [], [path], self.values, self.cwd)  # fmt: skip
+            if method.lower() == "delete":
+                found = delete_target(cmd, cmd.shown, expand(path, self.values), bool(recursive))
+            else:
+                cmd.name = "get-content"
+                found = read_secret(cmd)
+            if found is not None:
+                return found
+        return None
+
     def _denied(self, line: str) -> Finding | None:
         """The ``extra_deny`` regex ``line`` (the command's text) matches, as a finding."""
         for pattern in self.run.deny:
             if pattern.search(line):
                 return Finding(
-                    "extra-deny", line[:80], f"{line[:80]!r} matches extra_deny pattern {pattern.pattern!r}"
+                    "extra-deny",
+                    line[:80],
+                    f"{line[:80]!r} matches extra_deny pattern {pattern.pattern!r}",
                 )
         return None
 
@@ -356,8 +413,16 @@ class WinRun:
             and self._name(first, "powershell") in _DOWNLOADERS
         ):
             self.fetched.add(name)
-        elif len(value) == 1 and first.group is None and SUBST not in first.text:
-            self.values[name] = expand(first.text, self.values)
+        elif (
+            all(
+                (w.text == "+" and not w.quoted)
+                if i % 2
+                else (w.group is None and SUBST not in w.text)
+                for i, w in enumerate(value)
+            )
+            and len(value) % 2
+        ):
+            self.values[name] = "".join(expand(w.text, self.values) for w in value[::2])
         elif not first.quoted and first.group is None:
             return self.command(PsCommand(tuple(value)), "powershell", ())
         return None
@@ -577,7 +642,44 @@ _NATIVE = (
 )
 """Windows programs judged when a bash line (Git Bash, WSL calling ``.exe``) names them."""
 
+_BASH_SHELLS = frozenset({*SHELLS, "cmd"})
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    **dict.fromkeys((*SHELLS, "cmd"), (_bash_shell,)),
+    **dict.fromkeys(_BASH_SHELLS, (_bash_shell,)),
     **dict.fromkeys(_NATIVE, (_bash_program,)),
 }
+
+
+def _reads_stdin(inv: Invocation) -> bool:
+    """Whether ``powershell``/``pwsh``/``cmd`` takes its commands from stdin (``-``,
+    ``-Command -``, or no command at all)."""
+    texts = [w.text for w in inv.args]
+    name = "cmd" if inv.name == "cmd" else "powershell"
+    return shell_text(name, texts) is None and not any(t.lower().startswith("-f") for t in texts)
+
+
+def _piped_into_shell(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
+    """A download piped into ``powershell -``/``pwsh``/``cmd`` (``windows-rce``); text the
+    guard can compute piped into one is judged as that language."""
+    for k in range(1, len(stages)):
+        for inv in stages[k]:
+            if inv is None or inv.name not in _BASH_SHELLS or not _reads_stdin(inv):
+                continue
+            for stage in stages[:k]:
+                for up in stage:
+                    if up is not None and up.name in DOWNLOADERS:
+                        return Finding(
+                            RCE, up.shown, f"a download is piped into {inv.shown}, which runs it"
+                        )
+            stream = pipe_stream(stages[:k])
+            dialect = "cmd" if inv.name == "cmd" else "powershell"
+            for reading in stream.readings if stream.complete else ():
+                found = WinRun(run).judge(
+                    reading.decode("utf-8", "replace"), dialect, f"the text piped into {inv.shown}"
+                )
+                if found is not None:
+                    return found
+    return None
+
+
+PIPELINES: tuple[PipelineRule, ...] = (_piped_into_shell,)

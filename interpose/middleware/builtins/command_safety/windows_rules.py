@@ -37,6 +37,7 @@ class WinCommand:
     values: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     piped: tuple[str, ...] = ()  # paths handed on by an upstream Get-ChildItem
+    assigned: frozenset[str] = frozenset()  # variables the text itself sets (lower-case)
 
     def path(self, text: str) -> str:
         return resolve(text, self.values, self.cwd)
@@ -138,10 +139,36 @@ def _sample(path: str) -> str:
     return "/".join(["x" if re.search(r"[*?\[]", p) else p for p in parts[:-1]] + parts[-1:])
 
 
+_WHOLE_VAR = re.compile(
+    r"^(?:\$\{?([\w:]+)\}?(?:\.\w+)*|%(\w+)%|%%?~?[a-z]*[0-9*]|%%?([a-z])|\x00)$", re.IGNORECASE
+)
+_PIPELINE_VARS = frozenset({"_", "psitem"})
+
+
+def unknown(cmd: WinCommand, target: str) -> bool:
+    """Whether ``target`` (expanded) is wholly a value known only at run time that the
+    text itself does not set: a variable from outside, a script argument, a group."""
+    match = _WHOLE_VAR.match(target.strip())
+    if match is None:
+        return False
+    name = (match[1] or match[2] or match[3] or "").lower()
+    return not (
+        name in _PIPELINE_VARS or name in cmd.assigned or name.removeprefix("env:") in cmd.assigned
+    )
+
+
 def delete_target(cmd: WinCommand, verb: str, target: str, recursive: bool) -> Finding | None:
     """Judge deleting ``target`` (as written)."""
     if target.lower().startswith(("hklm", "hkcu", "hkey_", "registry::", "hku", "hkcr")):
         return _registry_delete(verb, target, recursive)
+    if recursive and unknown(cmd, target):
+        shown = target.replace("\x00", "(...)")
+        return Finding(
+            DESTRUCTION,
+            shown,
+            f"{verb} targets {shown!r}, known only at run time; a recursive delete of an "
+            f"unknown target is not run",
+        )
     path = _sample(cmd.path(target))
     parent, globbed = _glob_parent(path)
     if path in ("*", "./*") or (globbed and parent in (".", "")):
