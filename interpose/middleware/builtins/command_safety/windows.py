@@ -49,6 +49,7 @@ PS_ALIASES: dict[str, str] = {
     "ac": "add-content",
     **dict.fromkeys(("cp", "copy", "cpi"), "copy-item"),
     **dict.fromkeys(("mv", "move", "mi"), "move-item"),
+    **dict.fromkeys(("ren", "rni"), "rename-item"),
     "ni": "new-item",
     "si": "set-item",
     "sp": "set-itemproperty",
@@ -89,6 +90,11 @@ _DOTNET = re.compile(
     r"\(\s*(['\"])(.+?)\3\s*(,\s*\$true)?",
     re.IGNORECASE,
 )
+_SB_CREATE = re.compile(
+    r"\[scriptblock\]::create\(\s*(['\"])(.*?)\1\s*\)", re.IGNORECASE | re.DOTALL
+)
+_WHOLE_NAME = re.compile(r"^\$[\w:{}]+$")  # & $cmd: a command named by a variable
+_LITERAL = re.compile(r"^\s*(['\"])([\w.\\/:-]+)\1\s*$")  # &('Remove-Item')
 _ASSIGN = re.compile(r"^\$\{?((?:env:)?[\w()]+)\}?\s*=(.*)$", re.DOTALL)
 # powershell.exe / pwsh options that take a value (lower-case, unambiguous prefixes apply)
 _PS_VALUED = ("executionpolicy", "windowstyle", "configurationname", "outputformat",
@@ -296,7 +302,7 @@ class WinRun:
                 return Finding(
                     PERSISTENCE, target, f"a redirection writes {target!r}, which runs at logon"
                 )
-            if system_file(path):
+            if system_file(path) and not path.endswith("/drivers/etc/hosts"):
                 return Finding(
                     DESTRUCTION,
                     target,
@@ -312,7 +318,13 @@ class WinRun:
                     if found is not None:
                         return found
         head = words[0]
-        if head.inner and head.raw[:1] in "($@[":
+        called = dialect == "powershell" and stage.words[0].text in ("&", ".")
+        if called and (head.inner or _WHOLE_NAME.match(head.text)):
+            literal = _LITERAL.match(head.group or "")
+            if literal is None:
+                return self._stand_in(head, words[1:])
+            head = PsWord(literal[2], True)
+        elif head.inner and head.raw[:1] in "($@[":
             return self._expression(head)
         if dialect == "powershell" and head.text.startswith("$"):
             return self._assign(words)
@@ -355,8 +367,12 @@ class WinRun:
         return expand(word.text, self.values)
 
     def _dotnet(self, raw: str) -> Finding | None:
-        """.NET file calls in an expression: ``[IO.Directory]::Delete(path, $true)``,
-        ``[IO.File]::ReadAllText(path)``."""
+        """.NET calls in an expression: ``[IO.Directory]::Delete(path, $true)``,
+        ``[IO.File]::ReadAllText(path)``, ``[scriptblock]::Create('text')`` (judged)."""
+        for _, text in _SB_CREATE.findall(raw):
+            found = self.judge(text, "powershell", "[scriptblock]::Create's text")
+            if found is not None:
+                return found
         for kind, method, _, path, recursive in _DOTNET.findall(raw):
             cmd = WinCommand(f"[io.{kind.lower()}]::{method.lower()}", f"[IO.{kind}]::{method}",
                              [], [path], self.values, self.cwd)  # fmt: skip
@@ -377,6 +393,21 @@ class WinRun:
                     "extra-deny",
                     line[:80],
                     f"{line[:80]!r} matches extra_deny pattern {pattern.pattern!r}",
+                )
+        return None
+
+    def _stand_in(self, head: PsWord, args: Sequence[PsWord]) -> Finding | None:
+        """``& $cmd ...``: a command named at run time, judged as each command whose
+        arguments would be refused (``Remove-Item``, a shell)."""
+        for name in ("remove-item", "powershell"):
+            found = self.command(PsCommand((PsWord(name), *args)), "powershell", ())
+            if found is not None:
+                shown = head.raw or head.text
+                return Finding(
+                    found.rule,
+                    shown,
+                    f"{shown} names its command at run time; as {name} it would be refused "
+                    f"({found.message})",
                 )
         return None
 

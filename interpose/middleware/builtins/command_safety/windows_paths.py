@@ -47,7 +47,7 @@ _BUILTIN_VARS: dict[str, str] = {
 cmd's ``%X%`` is looked up as ``env:x``)."""
 
 _VAR = re.compile(
-    r"\$\{(?P<braced>[^}]+)\}|\$(?P<ps>(?:env:)?[A-Za-z_][\w]*(?:\(x86\))?)|%(?P<cmd>[A-Za-z_][\w()]*)%"
+    r"\$\{(?P<braced>[^}]+)\}|\$(?P<ps>(?:env:)?[A-Za-z_][\w]*(?:\(x86\))?)|%(?P<cmd>[A-Za-z_][\w()]*)%|!(?P<bang>[A-Za-z_]\w*)!"
 )
 _PROVIDER = re.compile(r"^(?:microsoft\.powershell\.core\\)?filesystem::", re.IGNORECASE)
 _DRIVE = re.compile(r"^[a-z]:")
@@ -57,13 +57,13 @@ _UNKNOWN_DRIVE = re.compile(r"^(?:%~?\w+%?|\$[\w:]+|\$\{[^}]+\}):/?$")
 def expand(text: str, values: Mapping[str, str]) -> str:
     """``text`` with the variables known in ``values`` (then the built-in ones) replaced;
     unknown ones stay as written."""
-    if "$" not in text and "%" not in text:
+    if "$" not in text and "%" not in text and "!" not in text:
         return text
 
     def one(match: re.Match[str]) -> str:
         name = (match["braced"] or match["ps"] or "").lower()
-        if match["cmd"]:
-            name = "env:" + match["cmd"].lower()
+        if match["cmd"] or match["bang"]:
+            name = "env:" + (match["cmd"] or match["bang"]).lower()
         found = values.get(name, _BUILTIN_VARS.get(name))
         if found is None and name.startswith("env:"):
             found = values.get(name[4:])  # cmd's set X=... is %X% and $env:X

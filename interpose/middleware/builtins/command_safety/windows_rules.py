@@ -140,7 +140,8 @@ def _sample(path: str) -> str:
 
 
 _WHOLE_VAR = re.compile(
-    r"^(?:\$\{?([\w:]+)\}?(?:\.\w+)*|%(\w+)%|%%?~?[a-z]*[0-9*]|%%?([a-z])|\x00)$", re.IGNORECASE
+    r"^(?:\$\{?([\w:]+)\}?(?:\.\w+)*|[%!](\w+)[%!]|%%?~?[a-z]*[0-9*]|%%?([a-z])|\x00)$",
+    re.IGNORECASE,
 )
 _PIPELINE_VARS = frozenset({"_", "psitem"})
 
@@ -219,6 +220,48 @@ def _remove_item(cmd: WinCommand) -> Finding | None:
         found = delete_target(cmd, verb, target, recursive)
         if found is not None:
             return found
+    return None
+
+
+_MOVE_ITEM = Params(
+    {"path": True, "literalpath": True, "destination": True, "newname": True, "force": False},
+    ("path", "destination"),
+)
+
+
+_ABSOLUTE = re.compile(r"^(?:[a-z]:|/)")
+
+
+def _move_item(cmd: WinCommand) -> Finding | None:
+    """``Move-Item``/``Rename-Item`` of a critical directory takes it away as a delete does."""
+    b = bind(cmd, _MOVE_ITEM)
+    for target in b.get("path", []) + b.get("literalpath", []):
+        if not _ABSOLUTE.match(cmd.path(target)):
+            continue  # moving files of the working directory away is everyday work
+        found = delete_target(cmd, f"{cmd.shown} (moves it away)", target, True)
+        if found is not None:
+            return found
+    return None
+
+
+def _cmd_move(cmd: WinCommand) -> Finding | None:
+    operands = [t for t in cmd.texts if not t.startswith("/")]
+    for target in operands[:-1]:
+        if not _ABSOLUTE.match(cmd.path(target)):
+            continue
+        found = delete_target(cmd, f"{cmd.shown} (moves it away)", target, True)
+        if found is not None:
+            return found
+    return None
+
+
+def _robocopy(cmd: WinCommand) -> Finding | None:
+    """``robocopy SRC DST /MIR`` (or ``/PURGE``) deletes what ``DST`` has that ``SRC``
+    lacks: a mirror onto a critical directory empties it."""
+    low = cmd.lower()
+    operands = [t for t in cmd.texts if not t.startswith("/")]
+    if len(operands) >= 2 and any(t in ("/mir", "/purge") for t in low):
+        return delete_target(cmd, f"{cmd.shown} /MIR", operands[1], True)
     return None
 
 
@@ -628,6 +671,12 @@ RULES: dict[str, tuple[WinRule, ...]] = {
     "del": (_cmd_delete("s"),),
     "erase": (_cmd_delete("s"),),
     "format": (_format,),
+    "move-item": (_move_item,),
+    "rename-item": (_move_item,),
+    "move": (_cmd_move,),
+    "ren": (_cmd_move,),
+    "rename": (_cmd_move,),
+    "robocopy": (_robocopy,),
     "format-volume": (_always(DESTRUCTION, "erases a volume"),),
     "clear-disk": (_always(DESTRUCTION, "erases a disk"),),
     "remove-partition": (_always(DESTRUCTION, "deletes a partition"),),
