@@ -7,7 +7,7 @@
   Writing a plist into ``~/Library/LaunchAgents``, ``/Library/LaunchAgents`` or
   ``/Library/LaunchDaemons`` by any writer is rule ``persistence`` (:mod:`.filesystem`).
 - ``macos-protection``: ``csrutil disable``, ``spctl --master-disable``, ``nvram`` writes
-  (``boot-args``, ``-c``, ``-d``), ``tmutil delete``/``disable`` and snapshot deletion,
+  of boot and security variables (``boot-args``, ``csr-active-config``, ``-c``), ``tmutil delete``/``disable`` and snapshot deletion,
   ``fdesetup disable``, the application firewall turned off.
 - ``macos-accounts``: ``dscl`` giving a user ``UniqueID 0``, admin or wheel membership, a
   password or deleting a user; ``sysadminctl`` and ``dseditgroup`` doing the same.
@@ -125,19 +125,30 @@ def _spctl(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
+_NVRAM_GUARDED = frozenset(
+    {"boot-args", "csr-active-config", "security-mode", "recovery-boot-mode"}
+)
+"""Firmware variables that turn protection off or change how the system boots (others,
+``StartupMute``, ``SystemAudioVolume``, are everyday settings)."""
+
+
 def _nvram(inv: Invocation, run: Run) -> Finding | None:
     for a in _texts(inv):
-        if a in ("-c", "-d") or ("=" in a and not a.startswith("-")):
+        name = a.split("=", 1)[0].lower()
+        if (
+            a in ("-c", "-f")
+            or ("=" in a and name in _NVRAM_GUARDED)
+            or (a == "-d" and any(t.lower() in _NVRAM_GUARDED for t in _texts(inv)))
+        ):
             return Finding(
-                PROTECTION,
-                a,
-                f"nvram {a} changes firmware variables (boot arguments, security settings)",
+                PROTECTION, a, f"nvram {a} changes how the Mac boots or its security settings"
             )
     return None
 
 
 _TMUTIL_VERBS = frozenset(
-    {"delete", "disable", "deletelocalsnapshots", "thinlocalsnapshots", "removedestination"}
+    {"delete", "disable", "disablelocal", "deletelocalsnapshots", "thinlocalsnapshots"}
+    | {"removedestination"}
 )
 
 
