@@ -7,8 +7,9 @@
   Writing a plist into ``~/Library/LaunchAgents``, ``/Library/LaunchAgents`` or
   ``/Library/LaunchDaemons`` by any writer is rule ``persistence`` (:mod:`.filesystem`).
 - ``macos-protection``: ``csrutil disable``, ``spctl --master-disable``, ``nvram`` writes
-  of boot and security variables (``boot-args``, ``csr-active-config``, ``-c``), ``tmutil delete``/``disable`` and snapshot deletion,
-  ``fdesetup disable``, the application firewall turned off.
+  of boot and security variables (``boot-args``, ``csr-active-config``, ``-c``),
+  ``tmutil delete``/``disable`` and snapshot deletion, ``fdesetup disable``, the
+  application firewall turned off.
 - ``macos-accounts``: ``dscl`` giving a user ``UniqueID 0``, admin or wheel membership, a
   password or deleting a user; ``sysadminctl`` and ``dseditgroup`` doing the same.
 - ``osascript -e '... do shell script "..."'`` (and JXA's ``doShellScript``): the shell
