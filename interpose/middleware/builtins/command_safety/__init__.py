@@ -287,12 +287,21 @@ def shell_of(tool: str, args: Mapping[str, object]) -> str:
     """The dialect an ``exec`` call's command is written in: ``"powershell"`` or ``"cmd"``
     when the tool is named so (``powershell``, ``pwsh``, ``cmd``, any case, ``.exe``) or its
     ``shell`` argument says so, ``"bash"`` otherwise."""
-    shell = args.get("shell")
-    if isinstance(shell, str):
-        name = shell.strip().lower().replace("\\", "/").rsplit("/", 1)[-1]
-        if name in SHELLS:
-            return SHELLS[name]
-    return SHELLS.get(tool.strip().lower(), "bash")
+    if "shell" in args:
+        shell = args["shell"]
+        if isinstance(shell, str):
+            name = shell.strip().lower().replace("\\", "/").rsplit("/", 1)[-1]
+            if name in SHELLS:
+                return SHELLS[name]
+    found = _TOOL_SHELLS.get(tool)
+    if found is None:  # a process sees few tool names: each is folded once
+        found = SHELLS.get(tool.strip().lower(), "bash")
+        if len(_TOOL_SHELLS) < 256:
+            _TOOL_SHELLS[tool] = found
+    return found
+
+
+_TOOL_SHELLS: dict[str, str] = {}
 
 
 _SHELL_LINE = re.compile(r"[\s;&|<>()`$]")

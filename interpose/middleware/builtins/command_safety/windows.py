@@ -692,24 +692,30 @@ def _reads_stdin(inv: Invocation) -> bool:
 def _piped_into_shell(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     """A download piped into ``powershell -``/``pwsh``/``cmd`` (``windows-rce``); text the
     guard can compute piped into one is judged as that language."""
-    for k in range(1, len(stages)):
-        for inv in stages[k]:
-            if inv is None or inv.name not in _BASH_SHELLS or not _reads_stdin(inv):
-                continue
-            for stage in stages[:k]:
-                for up in stage:
-                    if up is not None and up.name in DOWNLOADERS:
-                        return Finding(
-                            RCE, up.shown, f"a download is piped into {inv.shown}, which runs it"
-                        )
-            stream = pipe_stream(stages[:k])
-            dialect = "cmd" if inv.name == "cmd" else "powershell"
-            for reading in stream.readings if stream.complete else ():
-                found = WinRun(run).judge(
-                    reading.decode("utf-8", "replace"), dialect, f"the text piped into {inv.shown}"
+    for k, stage in enumerate(stages[1:], 1):  # the cheapest loop: every pipeline runs it
+        for inv in stage:
+            if inv is not None and inv.name in _BASH_SHELLS and _reads_stdin(inv):
+                return _judge_piped(stages[:k], inv, run)
+    return None
+
+
+def _judge_piped(
+    upstream: Sequence[Sequence[Invocation | None]], inv: Invocation, run: Run
+) -> Finding | None:
+    for stage in upstream:
+        for up in stage:
+            if up is not None and up.name in DOWNLOADERS:
+                return Finding(
+                    RCE, up.shown, f"a download is piped into {inv.shown}, which runs it"
                 )
-                if found is not None:
-                    return found
+    stream = pipe_stream(upstream)
+    dialect = "cmd" if inv.name == "cmd" else "powershell"
+    for reading in stream.readings if stream.complete else ():
+        found = WinRun(run).judge(
+            reading.decode("utf-8", "replace"), dialect, f"the text piped into {inv.shown}"
+        )
+        if found is not None:
+            return found
     return None
 
 
