@@ -77,11 +77,11 @@ _SAVED_AS = re.compile(
 )
 _SETS = re.compile(
     r"\$\{?((?:env:)?\w+)\}?\s*[-+*/]?=(?!=)|\(\s*\$(\w+)\s+in\b|\[\w+\]\s*\$(\w+)"
-    r"|\bparam\s*\(\s*\$(\w+)|\bfor\s+(?:/\w\s+)*%%?(\w)\b|\bset\s+\"?(\w+)=",
+    r"|\bfor\s+(?:/\w\s+)*%%?(\w)\b|\bset\s+\"?(\w+)=",
     re.IGNORECASE,
 )
-"""Where a text sets a variable: assignments, ``foreach ($x in``, typed and ``param``
-parameters, cmd's ``for %i`` and ``set X=``."""
+"""Where a text sets a variable: assignments (a parameter's default value included),
+``foreach ($x in``, typed variables, cmd's ``for %i`` and ``set X=``."""
 _JOIN_PATH = re.compile(
     r"^\s*join-path\s+(?:-path\s+)?(\S+)\s+(?:-childpath\s+)?(\S+)\s*$", re.IGNORECASE
 )
@@ -90,6 +90,7 @@ _DOTNET = re.compile(
     r"\(\s*(['\"])(.+?)\3\s*(,\s*\$true)?",
     re.IGNORECASE,
 )
+_BUILTIN_TEMP = "$env:TEMP\\tmp.tmp"  # what New-TemporaryFile and GetTempPath() give
 _SB_CREATE = re.compile(
     r"\[scriptblock\]::create\(\s*(['\"])(.*?)\1\s*\)", re.IGNORECASE | re.DOTALL
 )
@@ -196,7 +197,9 @@ class WinRun:
         run.budget.open()
         run.depth += 1
         try:
-            self.assigned.update(m.lower() for m in _SETS.findall(text) for m in m if m)
+            self.assigned.update(
+                name.lower() for groups in _SETS.findall(text) for name in groups if name
+            )
             try:
                 script = read(text.replace("\x00", ""), dialect)
             except PsSyntaxError as exc:
@@ -444,19 +447,40 @@ class WinRun:
             and self._name(first, "powershell") in _DOWNLOADERS
         ):
             self.fetched.add(name)
-        elif (
-            all(
-                (w.text == "+" and not w.quoted)
-                if i % 2
-                else (w.group is None and SUBST not in w.text)
-                for i, w in enumerate(value)
-            )
-            and len(value) % 2
-        ):
-            self.values[name] = "".join(expand(w.text, self.values) for w in value[::2])
-        elif not first.quoted and first.group is None:
-            return self.command(PsCommand(tuple(value)), "powershell", ())
+        elif (known := self._computed(value)) is not None:
+            self.values[name] = known
+        else:
+            self.assigned.discard(name)  # a value known only at run time
+            if not first.quoted and first.group is None and not first.text.startswith("$"):
+                return self.command(PsCommand(tuple(value)), "powershell", ())
         return None
+
+    def _computed(self, value: Sequence[PsWord]) -> str | None:
+        """The value of an assignment's right side when the guard can tell: literals and
+        variables joined by ``+``, ``Join-Path A B``, a temporary file or directory."""
+        first = value[0]
+        low = first.raw.lower()
+        if low.startswith(("new-temporaryfile", "[io.path]::gettemp", "[system.io.path]::gettemp")):
+            return _BUILTIN_TEMP
+        if low == "join-path" and len(value) == 3:
+            return self._value(
+                PsWord("", group=f"Join-Path {value[1].raw} {value[2].raw}", kind="(")
+            )
+        if len(value) == 1 and first.kind == "(" and _JOIN_PATH.match(first.group or ""):
+            return self._value(first)
+        literal = all(
+            (w.text == "+" and not w.quoted)
+            if i % 2
+            else (
+                w.group is None
+                and SUBST not in w.text
+                and (w.quoted or w.text.startswith("$") or w.text.isdigit())
+            )
+            for i, w in enumerate(value)
+        )
+        if not literal or not len(value) % 2:
+            return None
+        return "".join(expand(w.text, self.values) for w in value[::2])
 
     def _cmd_builtin(self, name: str, args: Sequence[PsWord]) -> Finding | None:
         """cmd's own statements (:data:`_CMD_BUILTINS`)."""

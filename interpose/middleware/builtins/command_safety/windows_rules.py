@@ -140,7 +140,7 @@ def _sample(path: str) -> str:
 
 
 _WHOLE_VAR = re.compile(
-    r"^(?:\$\{?([\w:]+)\}?(?:\.\w+)*|[%!](\w+)[%!]|%%?~?[a-z]*[0-9*]|%%?([a-z])|\x00)$",
+    r"^(?:\$\{?([\w:]+)\}?(?:\.\w+|\[[^\]]*\])*|[%!](\w+)[%!]|%%?~?[a-z]*[0-9*]|%%?([a-z])|\x00)$",
     re.IGNORECASE,
 )
 _PIPELINE_VARS = frozenset({"_", "psitem"})
