@@ -605,7 +605,7 @@ def _dumper(cmd: WinCommand) -> Finding | None:
 READERS = frozenset(
     {"get-content", "type", "more", "select-string", "findstr", "format-hex", "copy-item", "copy",
      "xcopy", "robocopy", "move-item", "move", "compress-archive", "certutil", "invoke-webrequest",
-     "invoke-restmethod", "curl", "import-clixml", "get-filehash", "esentutl", "scp", "tar"}
+     "invoke-restmethod", "curl", "import-clixml", "esentutl", "scp", "tar"}
 )  # fmt: skip
 """Commands that read the files named in their arguments (a credential file read by one
 is refused)."""
@@ -613,15 +613,11 @@ is refused)."""
 
 def read_secret(cmd: WinCommand) -> Finding | None:
     """Refuse a reader of a credential file (:func:`.windows_paths.secret`)."""
-    if cmd.name not in READERS or cmd.name == "get-filehash":
+    if cmd.name not in READERS:
         return None
     for text in cmd.texts:
-        if (
-            text.startswith(("-", "/"))
-            and not re.match(r"^/[a-z]", text[1:2] + "x")
-            and ":" not in text[:3]
-        ):
-            continue
+        if text.startswith("-") or (text.startswith("/") and "/" not in text[1:]):
+            continue  # a parameter or a cmd switch (a POSIX path has more than one /)
         found = secret(cmd.path(text.lstrip("@")))
         if found is not None:
             return Finding(CREDENTIALS, text, f"{cmd.shown} reads {text!r}, {found}")
