@@ -169,6 +169,12 @@ def _fdesetup(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
+def _pfctl(inv: Invocation, run: Run) -> Finding | None:
+    if "-d" in _texts(inv):
+        return Finding(PROTECTION, "-d", "pfctl -d turns the packet filter (firewall) off")
+    return None
+
+
 def _firewall(inv: Invocation, run: Run) -> Finding | None:
     args = [a.lower() for a in _texts(inv)]
     for i, a in enumerate(args):
@@ -223,7 +229,8 @@ def _dseditgroup(inv: Invocation, run: Run) -> Finding | None:
     return None
 
 
-_SHELL_SCRIPT = re.compile(r"do\s+shell\s+script\s+\"((?:[^\"\\]|\\.)*)\"", re.IGNORECASE)
+_SHELL_SCRIPT = re.compile(r"do\s+(?:shell\s+)?script\s+\"((?:[^\"\\]|\\.)*)\"", re.IGNORECASE)
+"""``do shell script "..."``, and Terminal's ``do script "..."`` (typed into a shell)."""
 _JXA_SHELL = re.compile(r"doShellScript\s*\(\s*(['\"])((?:(?!\1)[^\\]|\\.)*)\1")
 _LOGIN_ITEM = re.compile(r"\bmake\s+(?:new\s+)?login\s+item\b", re.IGNORECASE)
 
@@ -256,6 +263,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "tmutil": (_tmutil,),
     "fdesetup": (_fdesetup,),
     "socketfilterfw": (_firewall,),
+    "pfctl": (_pfctl,),
     "dscl": (_dscl,),
     "sysadminctl": (_sysadminctl,),
     "dseditgroup": (_dseditgroup,),

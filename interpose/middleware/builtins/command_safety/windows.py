@@ -27,6 +27,7 @@ from .powershell import PsCommand, PsSyntaxError, PsWord, read
 from .programs import DOWNLOADERS
 from .run import PipelineRule, Rule, Run
 from .text import pipe_stream
+from .windows_defense import RULES as DEFENSE_RULES
 from .windows_paths import expand, resolve, startup, system_file
 from .windows_rules import (
     DESTRUCTION,
@@ -37,7 +38,10 @@ from .windows_rules import (
     read_secret,
 )
 from .windows_rules import GENERIC as WIN_GENERIC
-from .windows_rules import RULES as WIN_RULES
+from .windows_rules import RULES as BASE_RULES
+
+WIN_RULES = {**BASE_RULES, **DEFENSE_RULES}
+"""Every Windows rule by folded command name."""
 
 PS_ALIASES: dict[str, str] = {
     **dict.fromkeys(("rm", "del", "ri", "rmdir", "rd", "erase"), "remove-item"),
@@ -692,6 +696,7 @@ def _bash_program(inv: Invocation, run: Run) -> Finding | None:
 
 _NATIVE = (
     *("reg", "schtasks", "vssadmin", "wmic", "wbadmin", "bcdedit", "cipher", "fsutil"),
+    *("takeown", "icacls"),
     *("diskpart", "netsh", "wevtutil", "auditpol", "certutil", "bitsadmin", "mshta"),
     *("rundll32", "regsvr32", "msiexec", "mimikatz", "procdump", "ntdsutil", "format"),
 )

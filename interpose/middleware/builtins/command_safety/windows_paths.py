@@ -194,6 +194,7 @@ _WIN_SECRETS = re.compile(
     r"|key[34]\.db|cookies\.sqlite)$"
     r"|/appdata/(?:local|roaming)/microsoft/(?:credentials|protect|vault)(?:/|$)"
     r"|/config/(?:sam|system|security)$|/ntds/ntds\.dit$|/ntds\.dit$"
+    r"|/psreadline/consolehost_history\.txt$|/(?:panther|sysprep)/(?:unattend/)?unattend\.xml$"
 )
 
 
@@ -202,7 +203,7 @@ def secret(path: str) -> str | None:
     judged as the home directory's (``~/.ssh/id_rsa``...), browser login and cookie
     databases, Windows credential stores and registry hives."""
     if _WIN_SECRETS.search(path):
-        return "a Windows credential store or browser login database"
+        return "a Windows credential store, browser login database or a file holding passwords"
     parts = path.split("/")
     rest = _home_rest(parts)
     if rest:

@@ -5,7 +5,8 @@ expanded.  Cmdlet parameters are bound as PowerShell binds them (:func:`bind`: a
 unambiguous prefixes, ``-Name:value``, positions).
 
 Rule ids: ``windows-destruction``, ``windows-rce``, ``windows-persistence``,
-``windows-defense``, ``windows-credentials``.
+``windows-defense``, ``windows-credentials``; the defence and account rules live in
+:mod:`.windows_defense`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ _COMMON = {
     "confirm": False,
     "progressaction": True,
 }
-_FALSE = frozenset({"$false", "false", "0", "$null"})
+FALSE = frozenset({"$false", "false", "0", "$null"})
+"""How PowerShell spells a switch or value turned off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +124,7 @@ def bind(cmd: WinCommand, params: Params) -> dict[str, list[str]]:
 
 def on(bound: Mapping[str, list[str]], name: str) -> bool:
     """Whether switch ``name`` is set (``-Recurse``, not ``-Recurse:$false``)."""
-    return any(v.lower() not in _FALSE for v in bound.get(name, ()))
+    return any(v.lower() not in FALSE for v in bound.get(name, ()))
 
 
 def _glob_parent(path: str) -> tuple[str, bool]:
@@ -350,7 +352,9 @@ _RUN_KEYS = re.compile(
 )
 _DEFENSE_KEYS = re.compile(
     r"\\windows defender(?:\\|$)|\\microsoft\\windows\\currentversion\\policies\\system$"
+    r"|\\control\\terminal server$"
 )
+_DEFENSE_VALUES = frozenset({"enablelua", "consentpromptbehavioradmin", "fdenytsconnections"})
 
 
 def registry_write(verb: str, key: str, names: Sequence[str], token: str) -> Finding | None:
@@ -359,10 +363,11 @@ def registry_write(verb: str, key: str, names: Sequence[str], token: str) -> Fin
     key = key.replace("/", "\\").replace(":", "")
     key = re.sub(r"^registry\\+", "", key)
     if _DEFENSE_KEYS.search(key) and (
-        "windows defender" in key
-        or any(n in ("enablelua", "consentpromptbehavioradmin") for n in names)
+        "windows defender" in key or any(n in _DEFENSE_VALUES for n in names)
     ):
-        return Finding(DEFENSE, token, f"{verb} {token!r} turns off Defender or UAC protection")
+        return Finding(
+            DEFENSE, token, f"{verb} {token!r} turns off Defender or UAC, or opens remote desktop"
+        )
     if _RUN_KEYS.search(key):
         return Finding(
             PERSISTENCE,
@@ -394,155 +399,28 @@ def _item_write(cmd: WinCommand) -> Finding | None:
     return None
 
 
-# -- defense -------------------------------------------------------------------------------
-
-_DEFENSE_SERVICES = frozenset(
-    {
-        "windefend",
-        "sense",
-        "wscsvc",
-        "mpssvc",
-        "wdnissvc",
-        "eventlog",
-        "securityhealthservice",
-        "bfe",
-    }
-)
-_MP_ALIASES = frozenset({"drtm", "dbm", "dioavp", "dscrptsc", "dbaf", "dips", "darchsc", "dcfsc"})
-_RISKY_EXT = frozenset({"exe", "dll", "ps1", "bat", "cmd", "vbs", "js", "hta", "scr", "msi", "lnk"})
-_SHELLS = frozenset(
-    {"powershell", "pwsh", "cmd", "wscript", "cscript", "mshta", "rundll32", "regsvr32"}
-)
-
-
-def _mp_preference(cmd: WinCommand) -> Finding | None:
-    texts = cmd.texts
-    for i, text in enumerate(texts):
-        if not text.startswith("-"):
-            continue
-        name, _, inline = text[1:].lower().partition(":")
-        value = inline or (texts[i + 1].lower() if i + 1 < len(texts) else "$true")
-        if value.startswith("-"):
-            value = "$true"
-        if (name.startswith("dis") or name in _MP_ALIASES) and value not in _FALSE:
-            return Finding(DEFENSE, text, f"{cmd.shown} {text} turns Defender protection off")
-        if name.startswith(("mapsr", "puap", "enablecon", "enablenet")) and value in (
-            "0",
-            "disabled",
-        ):
-            return Finding(
-                DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off"
-            )
-        if name.startswith("submitsam") and value in ("2", "neversend"):
-            return Finding(
-                DEFENSE, text, f"{cmd.shown} {text} {value} turns Defender protection off"
-            )
-        if name.startswith("exclusion"):
-            found = _exclusion(cmd, name, [v for v in texts[i + 1 :] if not v.startswith("-")][:8])
-            if found is not None:
-                return found
-    return None
-
-
-def _exclusion(cmd: WinCommand, name: str, values: list[str]) -> Finding | None:
-    for value in values:
-        low = value.lower().lstrip("*.")
-        if (name.startswith("exclusionp") and "process" in name) or name.startswith("exclusionpr"):
-            risky = low.rsplit("\\", 1)[-1].removesuffix(".exe") in _SHELLS
-        elif name.startswith("exclusione"):
-            risky = low in _RISKY_EXT
-        else:
-            path = cmd.path(value)
-            risky = critical(path) is not None or "/temp" in path or path.endswith("/downloads")
-        if risky:
-            return Finding(
-                DEFENSE, value, f"{cmd.shown} -{name} {value!r} exempts it from Defender scans"
-            )
-    return None
-
-
-_EXECUTION_POLICY = Params(
-    {"executionpolicy": True, "scope": True, "force": False}, ("executionpolicy", "scope")
-)
-
-
-def _execution_policy(cmd: WinCommand) -> Finding | None:
-    b = bind(cmd, _EXECUTION_POLICY)
-    policy = " ".join(b.get("executionpolicy", [])).lower()
-    scope = " ".join(b.get("scope", ["localmachine"])).lower()
-    if policy in ("unrestricted", "bypass") and scope != "process":
-        return Finding(
-            DEFENSE,
-            policy,
-            f"Set-ExecutionPolicy {policy} lets every script run for scope {scope} "
-            f"(use -Scope Process)",
-        )
-    return None
-
-
-def _service_change(cmd: WinCommand) -> Finding | None:
+def _ownership(cmd: WinCommand) -> Finding | None:
+    """``takeown /r``, ``icacls ... /t`` (or ``/reset``, ``/grant``) over a critical
+    directory: Windows' own files change hands, which breaks it like a delete."""
     low = cmd.lower()
-    named = [
-        t for t in low if t in _DEFENSE_SERVICES or t.removeprefix("/name:") in _DEFENSE_SERVICES
-    ]
-    if not named:
+    if not any(t in ("/r", "/t") for t in low):
         return None
-    if cmd.name in ("stop-service", "spsv", "remove-service") or any(
-        t in ("stop", "delete", "disabled", "config", "pause") for t in low
-    ):
-        return Finding(
-            DEFENSE, named[0], f"{cmd.shown} stops or disables {named[0]}, a security service"
-        )
-    return None
-
-
-def _sc(cmd: WinCommand) -> Finding | None:
-    low = cmd.lower()
-    verbs = [t for t in low if not t.startswith("\\\\")][:1]
-    if (verbs and verbs[0] in ("create",)) or (
-        verbs and verbs[0] == "config" and any(t.startswith("binpath") for t in low)
-    ):
-        return Finding(
-            PERSISTENCE, cmd.shown, f"{cmd.shown} {verbs[0]} installs a service that runs at boot"
-        )
-    return _service_change(cmd)
-
-
-def _netsh(cmd: WinCommand) -> Finding | None:
-    low = cmd.lower()
-    text = " ".join(low)
-    if re.search(
-        r"\badvfirewall set \w+ state off\b|\bfirewall set opmode (?:mode=)?disable", text
-    ):
-        return Finding(DEFENSE, text[:60], "netsh turns the Windows firewall off")
-    if "wlan" in low and "key=clear" in low:
-        return Finding(CREDENTIALS, "key=clear", "netsh wlan ... key=clear prints Wi-Fi passwords")
-    if re.search(r"\badd helper\b", text):
-        return Finding(
-            PERSISTENCE, "add helper", "netsh add helper loads a DLL every time netsh runs"
-        )
-    return None
-
-
-def _firewall_profile(cmd: WinCommand) -> Finding | None:
-    for i, t in enumerate(cmd.texts):
-        name, _, inline = t.lower().partition(":")
-        value = inline or (cmd.texts[i + 1].lower() if i + 1 < len(cmd.texts) else "")
-        if name.startswith("-en") and value in ("false", "$false", "0"):
-            return Finding(DEFENSE, t, f"{cmd.shown} -Enabled {value} turns the firewall off")
-    return None
-
-
-def _auditpol(cmd: WinCommand) -> Finding | None:
-    low = cmd.lower()
-    if any(t in ("/clear", "/remove") for t in low) or any(t.endswith(":disable") for t in low):
-        return Finding(DEFENSE, cmd.shown, "auditpol turns security auditing off")
-    return None
-
-
-def _feature(cmd: WinCommand) -> Finding | None:
-    if any("defender" in t for t in cmd.lower()):
-        return Finding(DEFENSE, cmd.shown, f"{cmd.shown} removes Windows Defender")
+    for i, text in enumerate(cmd.texts):
+        if (
+            text.startswith("/")
+            or (i and low[i - 1] in ("/d", "/s", "/u", "/p"))
+            or ":" in text[2:]
+        ):
+            continue
+        path = _sample(cmd.path(text))
+        parent, globbed = _glob_parent(path)
+        what = critical(parent if globbed else path)
+        if what is not None and what not in ("the working directory",):
+            return Finding(
+                DESTRUCTION,
+                text,
+                f"{cmd.shown} changes the owner or permissions of {text!r}, {what}, recursively",
+            )
     return None
 
 
@@ -713,23 +591,12 @@ RULES: dict[str, tuple[WinRule, ...]] = {
     "schtasks": (_has(("/create", "/change"), rule=PERSISTENCE, what="creates a scheduled task"),),
     "register-scheduledtask": (_always(PERSISTENCE, "registers a scheduled task"),),
     "set-scheduledtask": (_always(PERSISTENCE, "changes a scheduled task"),),
-    "sc": (_sc,),
     "new-service": (_always(PERSISTENCE, "installs a service that runs at boot"),),
-    "set-mppreference": (_mp_preference,),
-    "add-mppreference": (_mp_preference,),
-    "netsh": (_netsh,),
-    "set-netfirewallprofile": (_firewall_profile,),
-    "set-executionpolicy": (_execution_policy,),
     "wevtutil": (_has(("cl", "clear-log"), rule=DEFENSE, what="clears an event log"),),
     "clear-eventlog": (_always(DEFENSE, "clears an event log"),),
     "remove-eventlog": (_always(DEFENSE, "deletes an event log"),),
-    "stop-service": (_service_change,),
-    "set-service": (_service_change,),
-    "net": (_service_change,),
-    "auditpol": (_auditpol,),
-    "uninstall-windowsfeature": (_feature,),
-    "remove-windowsfeature": (_feature,),
-    "disable-windowsoptionalfeature": (_feature,),
+    "takeown": (_ownership,),
+    "icacls": (_ownership,),
     "certutil": (
         _url_arg(
             RCE,
