@@ -339,6 +339,8 @@ class WinRun:
         args = words[1:]
         if dialect == "cmd" and name in _CMD_BUILTINS:
             return self._cmd_builtin(name, args)
+        if any(w.text[:1] == "@" and not w.quoted for w in args):
+            args = self._splat(args)
         texts = [self._value(w) for w in args]
         cmd = WinCommand(
             name, head.text, args, texts, self.values, self.cwd, piped, frozenset(self.assigned)
@@ -366,6 +368,22 @@ class WinRun:
                 return found
         self._note(cmd)
         return None
+
+    def _splat(self, args: Sequence[PsWord]) -> list[PsWord]:
+        """``@p`` where ``$p = @{Path='C:\\'; Recurse=$true}``: the parameters it holds."""
+        out: list[PsWord] = []
+        for word in args:
+            table = self.values.get(word.text[1:].lower()) if word.text[:1] == "@" else None
+            table = self.values.get("@" + word.text[1:].lower()) if table is None else None
+            if table is None or word.quoted:
+                out.append(word)
+                continue
+            for entry in re.split(r"[;\n]", table):
+                key, sep, value = entry.partition("=")
+                if sep and key.strip():  # -Name:value, as bind() reads an inline value
+                    text = "-" + key.strip().strip("'\"") + ":" + value.strip().strip("'\"")
+                    out.append(PsWord(text))
+        return out
 
     def _value(self, word: PsWord) -> str:
         """A word's value: variables expanded, ``(Join-Path A B)`` joined."""
@@ -444,6 +462,9 @@ class WinRun:
         if not value:
             return None
         first = value[0]
+        if len(value) == 1 and first.raw.startswith("@{") and first.group is not None:
+            self.values["@" + name] = first.group  # a hashtable: splatted as parameters
+            return None
         group = first.group or ""
         if _DOWNLOAD.search(group) or (
             not first.quoted
