@@ -123,6 +123,21 @@ async def test_a_powershell_tool_is_guarded_through_the_pipeline() -> None:
     assert ran == [{"command": "Get-ChildItem C:\\"}]
 
 
+def test_permission_rules_cannot_vouch_for_a_powershell_line() -> None:
+    """The permission rules read calls through the bash model; a PowerShell or cmd line is
+    marked unparsed there, so no allow rule allows all of it (deny rules still see words)."""
+    from interpose.permissions.view import view_of
+
+    for tool, args in (
+        ("powershell", {"command": "git status"}),
+        ("exec", {"command": "git status", "shell": "cmd"}),
+    ):
+        view = view_of(tool, args, cwd="/tmp", home="/root")
+        assert view.unparsed
+        assert [c.argv for c in view.commands] == [("git", "status")]
+    assert not view_of("exec", {"command": "git status"}, cwd="/tmp", home="/root").unparsed
+
+
 def test_an_argv_list_for_powershell_is_one_command() -> None:
     found = analyze_command(["Remove-Item", "-Recurse", "C:\\Program Files"], shell="powershell")
     assert found is not None
