@@ -174,8 +174,8 @@ def delete_target(cmd: WinCommand, verb: str, target: str, recursive: bool) -> F
         )
     path = _sample(cmd.path(target))
     parent, globbed = _glob_parent(path)
-    if path in ("*", "./*") or (globbed and parent in (".", "")):
-        if recursive:
+    if globbed and parent in (".", ""):  # in the working directory: only "everything" is
+        if recursive and path.rsplit("/", 1)[-1] in ("*", "*.*"):
             return Finding(DESTRUCTION, target, f"{verb} targets {target!r}, the working directory")
         return None
     what = critical(parent if globbed else path)
