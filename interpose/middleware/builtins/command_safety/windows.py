@@ -67,6 +67,7 @@ PS_ALIASES: dict[str, str] = {
 """PowerShell's aliases of the cmdlets the rules judge (lower-case)."""
 
 SHELLS = frozenset({"powershell", "pwsh", "powershell_ise"})
+_GCI_VALUED = frozenset({"-depth", "-attributes"})  # Get-ChildItem options with values
 _CMD_BUILTINS = frozenset({"set", "cd", "chdir", "pushd", "call", "if", "for", "start"})
 _DOWNLOAD = re.compile(
     r"download(?:string|data|file)|invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b"
@@ -297,9 +298,19 @@ class WinRun:
         return ""
 
     def _listed(self, words: Sequence[PsWord], name: str) -> tuple[str, ...]:
+        """What a ``Get-ChildItem`` stage hands on: its paths (the working directory by
+        default); nothing when ``-Filter``/``-Include``/``-Exclude`` keep only some."""
         if name != "get-childitem":
             return ()
-        paths = [w.text for w in words[1:] if not w.text.startswith("-")]
+        flags = [w.text.lower() for w in words[1:] if w.text.startswith("-")]
+        if any(f.startswith(("-fi", "-inc", "-ex")) for f in flags):
+            return ()
+        values = _GCI_VALUED
+        paths = [
+            w.text
+            for i, w in enumerate(words[1:], 1)
+            if not w.text.startswith("-") and words[i - 1].text.lower() not in values
+        ]
         return tuple(paths) or (".",)
 
     def command(self, stage: PsCommand, dialect: str, piped: tuple[str, ...]) -> Finding | None:
