@@ -63,6 +63,12 @@ Rules (the rule id leads the block reason), one module per family:
   run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
   host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
+- :mod:`.windows` (with :mod:`.windows_rules`, :mod:`.windows_defense`): PowerShell and cmd
+  text (:mod:`.powershell` reads it) when the tool is ``powershell``/``pwsh``/``cmd`` or
+  its ``shell`` argument names one (:func:`shell_of`), and runners from bash
+  (``powershell -Command``/``-EncodedCommand``, ``cmd /c``): ``windows-destruction``,
+  ``windows-rce``, ``windows-persistence``, ``windows-defense``, ``windows-credentials``.
+- :mod:`.macos`: ``macos-persistence``, ``macos-protection``, ``macos-accounts``.
 - ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
   holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
@@ -379,15 +385,15 @@ def analyze_command(
 
     ``budget`` (a fresh :class:`.budget.Budget` by default) bounds the work; past it the
     command is refused with rule ``too-complex``.  Pass one to read its counters after.
-    ``shell`` is the language the command is written in: ``"bash"``, ``"powershell"`` or
-    ``"cmd"`` (:mod:`.windows`).
+    ``shell`` is the language the command is written in: ``"powershell"``/``"pwsh"`` or
+    ``"cmd"`` (:mod:`.windows`); any other name is a POSIX shell, judged as bash.
 
     >>> analyze_command("rm -rf /").reason
     "fs-destruction: rm -rf targets '/', the filesystem root (token '/')"
     >>> analyze_command("git commit -m 'rm -rf /'") is None
     True
     """
-    return _analyze(command, (), (), budget, shell=shell)
+    return _analyze(command, (), (), budget, shell=SHELLS.get(shell.lower(), "bash"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,6 +606,8 @@ class CommandSafetyGuard:
         """Judge ``command`` with the built-in rules and this guard's extra rules
         (remembered: see ``CACHE_SIZE``); ``shell`` as :func:`analyze_command`'s."""
         key = command if isinstance(command, str) else tuple(command)
+        if shell != "bash":
+            shell = SHELLS.get(shell.lower(), "bash")
         try:
             if shell != "bash":
                 if (len(key) if type(key) is str else sum(map(len, key))) <= _CACHED_CHARS:
