@@ -8,7 +8,8 @@ is in the view (through ``&&``/``;``/pipes/subshells/``$( )``/backticks, wrapper
 ``bash -c``, ``eval``, ``xargs``, ``find -exec``), with the paths commands read and write
 (``cat .env`` reads ``<cwd>/.env``; redirection targets are writes, ``/dev/null``
 exempt).  For the file tools the view holds their path arguments; for web fetches, the
-host of the URL.
+host of the URL.  A PowerShell or cmd call (tool ``powershell``/``pwsh``/``cmd``, or a
+``shell`` argument naming one) is read by the same model and marked unparsed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..middleware.builtins.command_safety import analysis_of, commands_of
+import msgspec
+
+from ..middleware.builtins.command_safety import analysis_of, commands_of, shell_of
 from ..pipeline.tools import normalize_tool_name
 from .model import CallView, ShellCommand
 
@@ -47,7 +50,12 @@ def view_of(tool: str, args: Mapping[str, Any], *, cwd: str | None, home: str) -
     if isinstance(where, str):
         cwd = _absolute(where, cwd, home)
     if name in SHELL_TOOLS:
-        return _shell(name, args, cwd, home)
+        view = _shell(name, args, cwd, home)
+        if shell_of(tool, args) != "bash" and not view.unparsed:
+            # PowerShell or cmd text read by the bash model: deny rules may still match
+            # its words, but no allow rule can vouch for all of it
+            view = msgspec.structs.replace(view, unparsed=True)
+        return view
     if name in READ_TOOLS:
         return CallView(name, args, reads=_paths(_file_args(args), cwd, home))
     if name in WRITE_TOOLS:

@@ -42,7 +42,15 @@ KNOWN_TOOL_NAMES: frozenset[str] = frozenset().union(
     *TOOL_GROUPS.values(), {"agents_list", "image", "tts"}
 )
 
-TOOL_ALIASES: dict[str, str] = {"bash": "exec", "apply-patch": "apply_patch"}
+TOOL_ALIASES: dict[str, str] = {
+    "bash": "exec",
+    "apply-patch": "apply_patch",
+    # shells of another language: still exec (every exec gate applies); the command guard
+    # reads the call's raw name to judge the text as PowerShell or cmd
+    "powershell": "exec",
+    "pwsh": "exec",
+    "cmd": "exec",
+}
 
 # canonical name -> the aliases that normalize to it (regex matchers see these too)
 _ALIASES_OF: dict[str, tuple[str, ...]] = {}

@@ -25,8 +25,15 @@ CORPORA = sorted(Path(__file__).parent.glob("guard_corpus_exec*.jsonl"))
 INP = ToolBeforeInput(tool_name="exec", tool_call_id="c1")
 
 
-def run_guard(command: Any, guard: CommandSafetyGuard | None = None) -> ToolBeforeOutput:
-    out = ToolBeforeOutput(args={"command": command})
+def run_guard(
+    command: Any, guard: CommandSafetyGuard | None = None, shell: str | None = None
+) -> ToolBeforeOutput:
+    """The guard's verdict on an ``exec`` call of ``command`` (with ``shell``: the call's
+    ``shell`` argument, as a PowerShell or cmd tool sends it)."""
+    args: dict[str, Any] = {"command": command}
+    if shell is not None:
+        args["shell"] = shell
+    out = ToolBeforeOutput(args=args)
     (guard or CommandSafetyGuard())(INP, out)
     return out
 
@@ -73,7 +80,7 @@ def score(rows: list[dict[str, Any]], guard: CommandSafetyGuard) -> tuple[int, i
     problems: list[str] = []
     blocked_ok = allowed_ok = 0
     for row in rows:
-        out = run_guard(row["command"], guard)
+        out = run_guard(row["command"], guard, row.get("shell"))
         if out.block != (row["expect"] == "block"):
             problems.append(
                 f"MISS {row['expect']}: {row['command']!r} -> {out.block_reason or 'allowed'}"

@@ -68,6 +68,12 @@ Rules (the rule id leads the block reason), one module per family:
   run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
   host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
+- :mod:`.windows` (with :mod:`.windows_rules`, :mod:`.windows_defense`): PowerShell and cmd
+  text (:mod:`.powershell` reads it) when the tool is ``powershell``/``pwsh``/``cmd`` or
+  its ``shell`` argument names one (:func:`shell_of`), and runners from bash
+  (``powershell -Command``/``-EncodedCommand``, ``cmd /c``): ``windows-destruction``,
+  ``windows-rce``, ``windows-persistence``, ``windows-defense``, ``windows-credentials``.
+- :mod:`.macos`: ``macos-persistence``, ``macos-protection``, ``macos-accounts``.
 - ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
   holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
@@ -127,7 +133,18 @@ from typing import Any, ClassVar, TypeVar
 from ....errors import ConfigError
 from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
-from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
+from . import (
+    containers,
+    disk,
+    filesystem,
+    git,
+    macos,
+    permissions,
+    remote_exec,
+    secrets,
+    state,
+    windows,
+)
 from .budget import Budget, TooComplex, frames_needed
 from .facts import Facts, Recording, Sink
 from .model import HOME, Finding
@@ -145,10 +162,22 @@ __all__ = [
     "commands_of",
     "forget_analyses",
     "share_analyses",
+    "shell_of",
 ]
 
 
-_FAMILIES = (remote_exec, filesystem, secrets, disk, permissions, git, containers, state)
+_FAMILIES = (
+    remote_exec,
+    filesystem,
+    secrets,
+    disk,
+    permissions,
+    git,
+    containers,
+    state,
+    windows,
+    macos,
+)
 """The rule families, in the order their rules run (remote_exec's generic rule first: a
 download run as code is ``rce`` before its operands are judged as files)."""
 
@@ -191,6 +220,7 @@ def _analyze(
     allow: Sequence[re.Pattern[str]],
     budget: Budget | None = None,
     sink: Sink | None = None,
+    shell: str = "bash",
 ) -> Finding | None:
     """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default); with a
     ``sink``, note what it runs there (:mod:`.facts`)."""
@@ -199,7 +229,7 @@ def _analyze(
     budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
         frames = frames_needed(budget.max_depth)
-        return _with_stack(frames, _judge_command, command, deny, allow, budget, sink)
+        return _with_stack(frames, _judge_command, command, deny, allow, budget, sink, shell)
     except TooComplex as exc:
         if sink is not None:
             sink.unparsed = True
@@ -217,6 +247,7 @@ def _judge_command(
     allow: Sequence[re.Pattern[str]],
     budget: Budget,
     sink: Sink | None = None,
+    shell: str = "bash",
 ) -> Finding | None:
     def new_run() -> Run:
         if sink is None:
@@ -224,6 +255,13 @@ def _judge_command(
         return Recording(_TABLE, deny, allow, budget, sink)
 
     run = new_run()
+    if shell != "bash":
+        text = command if isinstance(command, str) else _argv_strings(command)
+        if isinstance(text, Finding):
+            return text
+        if not isinstance(text, str):
+            text = " ".join(_quoted(a, shell) for a in text)
+        return windows.judge_text(run, text, shell)
     if isinstance(command, str):
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
@@ -240,6 +278,43 @@ def _judge_command(
         # as a command line, so it is judged as one
         found = new_run().source(argv[0].replace("\x00", ""), "the first element of the argv list")
     return found
+
+
+def _quoted(arg: str, shell: str) -> str:
+    """``arg`` quoted as one word of ``shell`` (an argv list handed to PowerShell/cmd)."""
+    if arg and not re.search(r"[\s'\"`$;&|(){}<>^,@#]", arg):
+        return arg
+    return (
+        '"' + arg.replace('"', '""') + '"' if shell == "cmd" else "'" + arg.replace("'", "''") + "'"
+    )
+
+
+SHELLS: dict[str, str] = {
+    **dict.fromkeys(("powershell", "pwsh", "powershell.exe", "pwsh.exe"), "powershell"),
+    **dict.fromkeys(("cmd", "cmd.exe"), "cmd"),
+}
+"""Tool names and ``shell`` arguments naming a PowerShell or cmd shell (lower-case)."""
+
+
+def shell_of(tool: str, args: Mapping[str, object]) -> str:
+    """The dialect an ``exec`` call's command is written in: ``"powershell"`` or ``"cmd"``
+    when the tool is named so (``powershell``, ``pwsh``, ``cmd``, any case, ``.exe``) or its
+    ``shell`` argument says so, ``"bash"`` otherwise."""
+    if "shell" in args:
+        shell = args["shell"]
+        if isinstance(shell, str):
+            name = shell.strip().lower().replace("\\", "/").rsplit("/", 1)[-1]
+            if name in SHELLS:
+                return SHELLS[name]
+    found = _TOOL_SHELLS.get(tool)
+    if found is None:  # a process sees few tool names: each is folded once
+        found = SHELLS.get(tool.strip().lower(), "bash")
+        if len(_TOOL_SHELLS) < 256:
+            _TOOL_SHELLS[tool] = found
+    return found
+
+
+_TOOL_SHELLS: dict[str, str] = {}
 
 
 _SHELL_LINE = re.compile(r"[\s;&|<>()`$]")
@@ -311,19 +386,21 @@ def _with_stack(frames: int, fn: Callable[..., _T], *args: Any) -> _T:
 
 
 def analyze_command(
-    command: str | Sequence[str], *, budget: Budget | None = None
+    command: str | Sequence[str], *, budget: Budget | None = None, shell: str = "bash"
 ) -> Finding | None:
     """Judge a shell command (or an argv list) with the built-in rules.
 
     ``budget`` (a fresh :class:`.budget.Budget` by default) bounds the work; past it the
     command is refused with rule ``too-complex``.  Pass one to read its counters after.
+    ``shell`` is the language the command is written in: ``"powershell"``/``"pwsh"`` or
+    ``"cmd"`` (:mod:`.windows`); any other name is a POSIX shell, judged as bash.
 
     >>> analyze_command("rm -rf /").reason
     "fs-destruction: rm -rf targets '/', the filesystem root (token '/')"
     >>> analyze_command("git commit -m 'rm -rf /'") is None
     True
     """
-    return _analyze(command, (), (), budget)
+    return _analyze(command, (), (), budget, shell=SHELLS.get(shell.lower(), "bash"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,7 +579,7 @@ class CommandSafetyGuard:
     CACHE_SIZE: ClassVar[int] = 1024
     """How many distinct commands a guard remembers its verdict on (0: none)."""
 
-    __slots__ = ("_allow", "_deny", "_judged", "_shared")
+    __slots__ = ("_allow", "_deny", "_judged", "_judged_windows", "_shared")
 
     def __init__(self, *, extra_deny: Sequence[str] = (), allow: Sequence[str] = ()) -> None:
         self._deny = _compile(extra_deny, "extra_deny")
@@ -510,6 +587,9 @@ class CommandSafetyGuard:
         # per instance: the extra rules are part of the verdict.  A verdict is a frozen
         # Finding or None, so a remembered one can be handed out again as it is.
         self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
+        self._judged_windows = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(
+            self._judge_windows
+        )
         self._shared = not self._deny and not self._allow  # its analyses are the default
 
     def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
@@ -523,11 +603,23 @@ class CommandSafetyGuard:
             _ANALYSES.put(command, Analysis(finding, sink.facts(), whole=finding is None))
         return finding
 
-    def analyze(self, command: str | Sequence[str]) -> Finding | None:
+    def _judge_windows(self, shell: str, command: str | tuple[str, ...]) -> Finding | None:
+        finding = _analyze(command, self._deny, self._allow, shell=shell)
+        if finding is not None and finding.rule == "too-complex":
+            raise _Unsettled(finding)
+        return finding
+
+    def analyze(self, command: str | Sequence[str], *, shell: str = "bash") -> Finding | None:
         """Judge ``command`` with the built-in rules and this guard's extra rules
-        (remembered: see ``CACHE_SIZE``)."""
+        (remembered: see ``CACHE_SIZE``); ``shell`` as :func:`analyze_command`'s."""
         key = command if isinstance(command, str) else tuple(command)
+        if shell != "bash":
+            shell = SHELLS.get(shell.lower(), "bash")
         try:
+            if shell != "bash":
+                if (len(key) if type(key) is str else sum(map(len, key))) <= _CACHED_CHARS:
+                    return self._judged_windows(shell, key)
+                return self._judge_windows(shell, key)
             if (len(key) if type(key) is str else sum(map(len, key))) <= _CACHED_CHARS:
                 return self._judged(key)
             return self._judge(key)
@@ -539,13 +631,14 @@ class CommandSafetyGuard:
             return
         try:
             finding = None
+            shell = shell_of(inp.raw_name or inp.tool_name, out.args)
             for command in commands_of(out.args):
                 if isinstance(command, str) or (
                     isinstance(command, (list, tuple)) and all(type(a) is str for a in command)
                 ):
-                    finding = self.analyze(command)  # remembered
+                    finding = self.analyze(command, shell=shell)  # remembered
                 else:  # any other shape (a dict, an argv list holding None) is refused by it
-                    finding = _analyze(command, self._deny, self._allow)
+                    finding = _analyze(command, self._deny, self._allow, shell=shell)
                 if finding is not None:
                     break
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
