@@ -1,0 +1,196 @@
+"""Finding secrets in a text (:func:`scan`), in a tool call's arguments
+(:func:`scan_args`), and masking what was found (:func:`redact`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+from functools import lru_cache
+from typing import NamedTuple
+
+from .patterns import PII_KINDS, RECOGNIZERS, VALUE_GROUPS, Recognizer, key_value
+
+__all__ = ["MASK", "Finding", "SecretMatch", "redact", "scan", "scan_args"]
+
+MASK = "[REDACTED]"
+
+# nothing shorter can hold a secret any recognizer keeps (a 6-character password after
+# "pwd=" is the shortest)
+_MIN_LENGTH = 8
+
+PiiChoice = bool | Collection[str]
+
+
+class SecretMatch(NamedTuple):
+    """A secret (or, with ``pii``, personal data) found in a text: ``text[start:end] ==
+    value``.  ``kind`` names the recognizer (``aws-access-key``, ``generic-secret``,
+    ``email``...); ``pii`` tells personal data from credentials."""
+
+    kind: str
+    start: int
+    end: int
+    value: str
+    pii: bool = False
+
+
+class Finding(NamedTuple):
+    """A secret in a structured value: where (``path``, e.g. ``headers.Authorization``
+    or ``to.0``) and what (``match``, with offsets into that string)."""
+
+    path: str
+    match: SecretMatch
+
+
+class _Plan(NamedTuple):
+    """The recognizers one scan runs, and every gate character among them."""
+
+    rules: tuple[Recognizer, ...]
+    gates: tuple[str, ...]
+
+
+@lru_cache(maxsize=64)
+def _plan(pii: frozenset[str]) -> _Plan:
+    rules = tuple(r for r in RECOGNIZERS if not r.pii or r.kind in pii)
+    return _Plan(rules, tuple(sorted({gate for rule in rules for gate in rule.gates})))
+
+
+_SECRETS_ONLY = _plan(frozenset())
+
+
+def _pii_kinds(pii: PiiChoice) -> frozenset[str]:
+    if pii is True:
+        return PII_KINDS
+    if pii is False:
+        return frozenset()
+    kinds = frozenset(pii)
+    unknown = kinds - PII_KINDS
+    if unknown:
+        raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")
+    return kinds
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    groups = match.re.groupindex
+    for name in VALUE_GROUPS:
+        if name in groups and match.group(name) is not None:
+            return match.span(name)
+    return match.span()
+
+
+def _candidates(text: str, plan: _Plan) -> list[tuple[int, int, int, Recognizer]]:
+    # every gate is looked for once (a memchr each), then each rule is a set test; plain
+    # loops, since any() over a generator costs more than the searches themselves
+    present = {gate for gate in plan.gates if gate in text}
+    lower = ""
+    found: list[tuple[int, int, int, Recognizer]] = []
+    for order, rule in enumerate(plan.rules):
+        if rule.gates and present.isdisjoint(rule.gates):
+            continue
+        if rule.hints:
+            if rule.ignore_case:
+                if not lower:
+                    lower = text.lower()
+                haystack = lower
+            else:
+                haystack = text
+            for hint in rule.hints:
+                if hint in haystack:
+                    break
+            else:
+                continue
+        for match in rule.pattern.finditer(text):
+            if rule.check is None or rule.check(match):
+                start, end = _span(match)
+                found.append((start, end, order, rule))
+    return found
+
+
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])(?P<value>[A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=])")
+_NEAR = 200  # characters: an AWS secret key this close to an access key id is its pair
+
+
+def _aws_pairs(text: str, found: list[tuple[int, int, int, Recognizer]]) -> None:
+    """A bare 40-character secret near an AWS access key id (a CSV of credentials, an
+    ``aws configure`` transcript) is the key's secret: no name says so."""
+    ids = [(s, e) for s, e, _, r in found if r.kind == "aws-access-key"]
+    if not ids:
+        return
+    secret = next(r for r in RECOGNIZERS if r.kind == "aws-secret-key")
+    for match in _AWS_SECRET.finditer(text):
+        start, end = match.span()
+        value = match.group(0)
+        mixed = any(c.isdigit() or c in "+/" for c in value) and value.lower() != value
+        if mixed and any(abs(start - e) <= _NEAR or abs(s - end) <= _NEAR for s, e in ids):
+            found.append((start, end, len(RECOGNIZERS), secret))
+
+
+def scan(text: str, *, pii: PiiChoice = False) -> tuple[SecretMatch, ...]:
+    """The secrets in ``text``, in order, never overlapping (where two recognizers
+    overlap, the longer match wins, then the one listed first).
+
+    ``pii``: also personal data: ``True`` for every kind (``email``, ``phone``,
+    ``iban``, ``card``, ``us-ssn``), or a collection of those kind names.
+
+    Raises:
+        ValueError: ``pii`` names an unknown kind.
+    """
+    if len(text) < _MIN_LENGTH:
+        if pii is not False and pii is not True:
+            _pii_kinds(pii)
+        return ()
+    plan = _SECRETS_ONLY if pii is False else _plan(_pii_kinds(pii))
+    found = _candidates(text, plan)
+    if not found:
+        return ()
+    _aws_pairs(text, found)
+    found.sort(key=lambda f: (f[0], f[0] - f[1], f[2]))
+    kept: list[SecretMatch] = []
+    last = -1
+    for start, end, _, rule in found:
+        if start >= last and end > start:
+            kept.append(SecretMatch(rule.kind, start, end, text[start:end], rule.pii))
+            last = end
+    return tuple(kept)
+
+
+def redact(text: str, matches: Collection[SecretMatch], mask: str = MASK) -> str:
+    """``text`` with each match (as :func:`scan` returns them: in order, not
+    overlapping) replaced by ``mask``."""
+    if not matches:
+        return text
+    parts: list[str] = []
+    at = 0
+    for match in matches:
+        parts.append(text[at : match.start])
+        parts.append(mask)
+        at = match.end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _walk(value: object, path: str, pii: PiiChoice) -> Iterator[Finding]:
+    if isinstance(value, str):
+        for match in scan(value, pii=pii):
+            yield Finding(path, match)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(item, str) and isinstance(key, str) and key_value(key, item):
+                yield Finding(where, SecretMatch("generic-secret", 0, len(item), item))
+            else:
+                yield from _walk(item, where, pii)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{path}.{index}" if path else str(index), pii)
+
+
+def scan_args(value: object, *, pii: PiiChoice = False) -> tuple[Finding, ...]:
+    """The secrets in a tool call's arguments (or any JSON-like value): strings are
+    scanned, dicts, lists and tuples walked, and a string under a key-like name
+    (``{"api_key": "..."}``, ``{"password": "..."}``) is judged as the value of that
+    name.  Other values (numbers, objects) are skipped.
+
+    Raises:
+        ValueError: ``pii`` names an unknown kind.
+    """
+    return tuple(_walk(value, "", pii))
