@@ -41,11 +41,15 @@ def entropy(value: str) -> float:
 # they have a real key's shape, and masking one costs nothing (see docs/secrets.md)
 _PLACEHOLDER_WORDS = re.compile(
     r"(?i)^(?:<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]\w*\)?s?|\{\{.*\}\}|"
-    r"(?:your|insert|replace)[_-]?\w*|x+|\*+|\.+|-+|#+|"
+    r"(?:your|insert|replace)[\w\-]*|x+|\*+|\.+|-+|#+|"
     r"(?:changeme|redacted|placeholder|dummy|sample|null|none|nil|true|false|undefined|"
     r"required|optional|string|secret|password|passwd|token|example|test|xxx\w*))$"
 )
-_REFERENCE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\)?)?$")  # os.environ, a.b.c
+# a value that reads a setting instead of holding one: os.environ, settings.SECRET_KEY
+_REFERENCE = re.compile(
+    r"^(?:os|process|env|settings|config|conf|cfg|self|this|ctx|context|secrets|vars|app|"
+    r"import|params|options|opts|args|props|window|document)(?:\.[A-Za-z_]\w*)+(?:\(\)?)?$"
+)
 
 
 def placeholder(value: str) -> bool:
@@ -89,13 +93,15 @@ def key_like(value: str) -> bool:
 
 
 _WORDS_ONLY = re.compile(r"^[a-z]+$")
+_PATH = re.compile(r"^(?:~?/|\./)[\w./\-]*$")  # pwd: /home/user is a directory
 
 
 def password_like(value: str) -> bool:
-    """A value under a password-like name: at least 6 characters and not a placeholder.
-    Passwords are chosen by people (``correct-horse-battery``), so no entropy test; a
-    single lower-case word under 8 characters (``enabled``) is taken for a setting."""
-    if len(value) < 6 or placeholder(value):
+    """A value under a password-like name: at least 6 characters, not a placeholder,
+    not a path (``pwd: /home/u``).  Passwords are chosen by people
+    (``correct-horse-battery``), so no entropy test; a single lower-case word under 8
+    characters (``enabled``) is taken for a setting."""
+    if len(value) < 6 or placeholder(value) or _PATH.match(value):
         return False
     return not (len(value) < 8 and _WORDS_ONLY.match(value))
 

@@ -71,7 +71,7 @@ _NAME_WORDS = (
     r"private[_-]?key|auth|credentials?|session[_-]?key|signing[_-]?key|encryption[_-]?key"
 )
 KEY_NAME = re.compile(
-    rf"(?i)^(?:[a-z0-9]+[_.-]?)*?(?:{_NAME_WORDS})(?:[_.-]?(?:key|base|value|string|str))?$"
+    rf"(?i)^(?:[a-z0-9]+[_.-]?)*?(?:{_NAME_WORDS})(?:[_.-]?(?:key|base|value|string|str)){{0,2}}$"
 )
 _PASSWORD_NAME = re.compile(r"(?i)pass|pwd")
 
@@ -280,7 +280,7 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
         "generic-secret",
         r"(?i)(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_.\-]{0,40}?(?:"
         + _NAME_WORDS
-        + r")(?:[_.\-]?(?:key|base|value|string|str))?)[\"']?\s*(?::=|=>|:|=)\s*"
+        + r")(?:[_.\-]?(?:key|base|value|string|str)){0,2})[\"']?\s*(?::=|=>|:|=)\s*"
         r"(?:\"(?P<dq>[^\"\\\s]{1,256})\"|'(?P<sq>[^'\\\s]{1,256})'|"
         r"(?P<bare>[^\s\"'`,;&<>(){}\[\]]{1,256}))",
         ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
@@ -291,7 +291,7 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
     _rule(
         "email",
         r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]{1,64}@(?:[A-Za-z0-9\-]{1,63}\.)+"
-        r"(?!(?:png|jpe?g|gif|svg|webp|js|ts|css|py|md|txt|json)\b)[A-Za-z]{2,24}\b",
+        r"(?!(?:png|jpe?g|gif|svg|webp|js|ts|css|py|md|txt|json)\b)[A-Za-z]{2,24}\b(?!:)",
         (),
         gates="@",
         pii=True,

@@ -143,14 +143,27 @@ def scan(text: str, *, pii: PiiChoice = False) -> tuple[SecretMatch, ...]:
     if not found:
         return ()
     _aws_pairs(text, found)
-    found.sort(key=lambda f: (f[0], f[0] - f[1], f[2]))
-    kept: list[SecretMatch] = []
-    last = -1
-    for start, end, _, rule in found:
-        if start >= last and end > start:
-            kept.append(SecretMatch(rule.kind, start, end, text[start:end], rule.pii))
-            last = end
-    return tuple(kept)
+    # credentials first, then personal data where it does not overlap one (the password
+    # in scheme://user:pass@host is not the start of an email address)
+    kept = _without_overlaps([f for f in found if not f[3].pii], [])
+    if len(kept) < len(found):
+        kept = _without_overlaps([f for f in found if f[3].pii], kept)
+    return tuple(SecretMatch(r.kind, s, e, text[s:e], r.pii) for s, e, _, r in kept)
+
+
+def _without_overlaps(
+    candidates: list[tuple[int, int, int, Recognizer]],
+    kept: list[tuple[int, int, int, Recognizer]],
+) -> list[tuple[int, int, int, Recognizer]]:
+    """``kept`` plus the candidates overlapping neither it nor each other: the leftmost
+    first, then the longest, then the recognizer listed first; in text order."""
+    taken = sorted((s, e) for s, e, _, _ in kept)
+    for candidate in sorted(candidates, key=lambda f: (f[0], f[0] - f[1], f[2])):
+        start, end = candidate[0], candidate[1]
+        if end > start and all(end <= s or start >= e for s, e in taken):
+            kept.append(candidate)
+            taken.append((start, end))
+    return sorted(kept, key=lambda f: f[0])
 
 
 def redact(text: str, matches: Collection[SecretMatch], mask: str = MASK) -> str:
