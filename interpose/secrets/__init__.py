@@ -18,16 +18,18 @@ from __future__ import annotations
 
 from .dotenv import env_secrets, parse_env
 from .patterns import PII_KINDS, SECRET_KINDS
-from .scan import MASK, Finding, SecretMatch, redact, scan, scan_args
+from .scan import MASK, Finding, PiiChoice, SecretMatch, pii_kinds, redact, scan, scan_args
 
 __all__ = [
     "MASK",
     "PII_KINDS",
     "SECRET_KINDS",
     "Finding",
+    "PiiChoice",
     "SecretMatch",
     "env_secrets",
     "parse_env",
+    "pii_kinds",
     "redact",
     "scan",
     "scan_args",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Mapping
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from .patterns import PII_KINDS, RECOGNIZERS, VALUE_GROUPS, Recognizer, key_value
 
-__all__ = ["MASK", "Finding", "SecretMatch", "redact", "scan", "scan_args"]
+__all__ = ["MASK", "Finding", "PiiChoice", "SecretMatch", "pii_kinds", "redact", "scan", "scan_args"]
 
 MASK = "[REDACTED]"
 
@@ -18,7 +18,7 @@ MASK = "[REDACTED]"
 # "pwd=" is the shortest)
 _MIN_LENGTH = 8
 
-PiiChoice = bool | Collection[str]
+PiiChoice: TypeAlias = bool | Collection[str]  # True: every PII kind; or some by name
 
 
 class SecretMatch(NamedTuple):
@@ -57,7 +57,12 @@ def _plan(pii: frozenset[str]) -> _Plan:
 _SECRETS_ONLY = _plan(frozenset())
 
 
-def _pii_kinds(pii: PiiChoice) -> frozenset[str]:
+def pii_kinds(pii: PiiChoice) -> frozenset[str]:
+    """The PII kinds ``pii`` selects (``True``: all of them, ``False``: none).
+
+    Raises:
+        ValueError: it names an unknown kind.
+    """
     if pii is True:
         return PII_KINDS
     if pii is False:
@@ -136,9 +141,9 @@ def scan(text: str, *, pii: PiiChoice = False) -> tuple[SecretMatch, ...]:
     """
     if len(text) < _MIN_LENGTH:
         if pii is not False and pii is not True:
-            _pii_kinds(pii)
+            pii_kinds(pii)
         return ()
-    plan = _SECRETS_ONLY if pii is False else _plan(_pii_kinds(pii))
+    plan = _SECRETS_ONLY if pii is False else _plan(pii_kinds(pii))
     found = _candidates(text, plan)
     if not found:
         return ()
