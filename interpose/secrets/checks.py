@@ -120,7 +120,9 @@ def luhn(digits: str) -> bool:
 
 
 # issuer prefixes: Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro
-_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|6(?:011|5|4[4-9]|2)|35|3(?:0[0-5]|[68])|5[06-8])")
+_CARD_PREFIX = re.compile(
+    r"^(?:4|5[1-5]|2[2-7]|3[47]|6(?:011|5|4[4-9]|2)|35|3(?:0[0-5]|[68])|5[06-8])"
+)
 
 
 def card_number(value: str) -> bool:

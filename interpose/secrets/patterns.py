@@ -63,7 +63,6 @@ def _on_value(check: Callable[[str], bool]) -> Callable[[re.Match[str]], bool]:
     return on_match
 
 
-
 # A key-like name: it contains one of these words, with optional words around it
 # joined by _ - . (DB_PASSWORD, github_token, apiKey, client-secret, SECRET_KEY_BASE).
 _NAME_WORDS = (
@@ -142,6 +141,7 @@ def _rule(
 
 
 _B64 = r"A-Za-z0-9+/"
+_PEM_LABEL = r"(?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?"
 _END = r"(?![A-Za-z0-9_\-])"
 
 # The group holding the secret: "value", or one of the generic rule's quoted/bare forms.
@@ -158,14 +158,11 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
     ),
     _rule(
         "private-key",
-        r"-----BEGIN (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----"
-        r"[\s\S]*?(?:-----END (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        rf"-----BEGIN {_PEM_LABEL}-----[\s\S]*?(?:-----END {_PEM_LABEL}-----|\Z)",
         ("PRIVATE KEY",),
         gates="-",
     ),
-    _rule(
-        "anthropic", rf"sk-ant-(?P<body>[A-Za-z0-9_\-]{{20,}}){_END}", (), _prefixed, gates="-"
-    ),
+    _rule("anthropic", rf"sk-ant-(?P<body>[A-Za-z0-9_\-]{{20,}}){_END}", (), _prefixed, gates="-"),
     _rule(
         "openai",
         rf"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{{20,}}){_END}",
@@ -291,7 +288,8 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
     _rule(
         "email",
         r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]{1,64}@(?:[A-Za-z0-9\-]{1,63}\.)+"
-        r"(?!(?:png|jpe?g|gif|svg|webp|js|ts|css|py|md|txt|json)\b)[A-Za-z]{2,24}\b(?!:)",
+        # not icon@2x.png, not git@github.com:org/repo
+        r"(?!(?:png|jpe?g|gif|svg|webp|js|ts|css|py|md|txt|json)\b)[A-Za-z]{2,24}\b(?!:\S)",
         (),
         gates="@",
         pii=True,

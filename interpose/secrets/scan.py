@@ -10,7 +10,16 @@ from typing import NamedTuple, TypeAlias
 
 from .patterns import PII_KINDS, RECOGNIZERS, VALUE_GROUPS, Recognizer, key_value
 
-__all__ = ["MASK", "Finding", "PiiChoice", "SecretMatch", "pii_kinds", "redact", "scan", "scan_args"]
+__all__ = [
+    "MASK",
+    "Finding",
+    "PiiChoice",
+    "SecretMatch",
+    "pii_kinds",
+    "redact",
+    "scan",
+    "scan_args",
+]
 
 MASK = "[REDACTED]"
 

@@ -276,7 +276,7 @@ pos(f"Authorization: Basic {creds}", ("basic-auth", creds), why="HTTP basic auth
 NAMES = ["DB_PASSWORD", "password", "api_key", "apiKey", "client_secret", "SECRET_KEY",
          "auth_token", "GITHUB_TOKEN", "private_key", "access_token", "passwd",
          "SECRET_KEY_BASE", "credentials", "signing_key", "x-api-key", "webhookSecret"]  # fmt: skip
-FORMS = ['{n}={v}', '{n}: {v}', '"{n}": "{v}"', "{n} = '{v}'", "{n} := {v}", '<{n}>{v}']
+FORMS = ["{n}={v}", "{n}: {v}", '"{n}": "{v}"', "{n} = '{v}'", "{n} := {v}", "<{n}>{v}"]
 for name in NAMES:
     for form in rng.sample(FORMS[:5], 2):
         value = password() if "pass" in name.lower() else generic_token()
@@ -347,10 +347,9 @@ for text, value in (
 ):
     pos(text, ("us-ssn", value), why="US social security number")
 
-for maker, kind in ((lambda: "shpat_" + pick(HEX, 32), "shopify"),
-                    (lambda: "dop_v1_" + pick(HEX, 64), "digitalocean")):  # fmt: skip
+for prefix, size, kind in (("shpat_", 32, "shopify"), ("dop_v1_", 64, "digitalocean")):
     for _ in range(2):
-        value = maker()
+        value = prefix + pick(HEX, size)
         pos(f"TOKEN_VALUE={value}", (kind, value), why=f"{kind} token")
 
 PROSE_WORDS = ("the quick brown fox", "hello world", "lorem ipsum dolor sit amet", "ok")
@@ -365,8 +364,8 @@ for _ in range(6):
     digest = base64.b64encode(rng.randbytes(64)).decode()
     neg(f'"integrity": "sha512-{digest}"', "an npm lockfile integrity hash")
 for _ in range(4):
-    neg(f'{pick(string.ascii_lowercase, 8)}==1.2.{rng.randrange(9)} \\\n    --hash=sha256:{pick(HEX, 64)}',
-        "a pip requirements hash")  # fmt: skip
+    name, patch = pick(string.ascii_lowercase, 8), rng.randrange(9)
+    neg(f"{name}==1.2.{patch} \\\n    --hash=sha256:{pick(HEX, 64)}", "a pip requirements hash")
 for _ in range(4):
     image = base64.b64encode(rng.randbytes(300)).decode()
     neg(f'<img src="data:image/png;base64,{image}">', "a base64 image")
@@ -483,7 +482,7 @@ PROSE = (
     "def handler(event, context):\n    return {'statusCode': 200, 'body': json.dumps(event)}",
     "SELECT id, name FROM users WHERE created_at > now() - interval '7 days';",
     "Traceback (most recent call last):\n  File \"app.py\", line 12, in <module>\nKeyError: 'x'",
-    "<div class=\"token-list\"><span>secret garden</span></div>",
+    '<div class="token-list"><span>secret garden</span></div>',
     "Passing tests: 128, failed: 0, skipped: 3 (in 4.21s)",
     "docker run --rm -p 8080:80 nginx:1.25-alpine",
     "The password reset email is sent within five minutes.",

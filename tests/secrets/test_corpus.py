@@ -35,9 +35,7 @@ def test_the_corpus_is_big_enough_and_covers_every_kind() -> None:
     assert covered == SECRET_KINDS | PII_KINDS  # every recognizer has positives
 
 
-@pytest.mark.parametrize(
-    "row", ROWS, ids=[f"{i}-{row['why'][:40]}" for i, row in enumerate(ROWS)]
-)
+@pytest.mark.parametrize("row", ROWS, ids=[f"{i}-{row['why'][:40]}" for i, row in enumerate(ROWS)])
 def test_each_row_is_found_exactly_as_labelled(row: dict[str, Any]) -> None:
     assert found(row["text"]) == expected(row), row["why"]
 
