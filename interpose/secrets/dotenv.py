@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from . import checks
-from .patterns import KEY_NAME, key_value
+from .assignments import KEY_NAME, key_value
 from .scan import scan
 
 __all__ = ["env_secrets", "parse_env"]

@@ -13,19 +13,19 @@ data, recognized only when asked for.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from . import checks
+from .assignments import HINTS, VALUE, find_assignments
 
 __all__ = [
-    "KEY_NAME",
+    "MIN_LENGTHS",
     "PII_KINDS",
     "RECOGNIZERS",
     "SECRET_KINDS",
     "VALUE_GROUPS",
     "Recognizer",
-    "key_value",
 ]
 
 
@@ -43,6 +43,9 @@ class Recognizer(NamedTuple):
     pii: bool = False
     ignore_case: bool = False  # hints are lower-case and looked for in text.lower()
     gates: frozenset[str] = frozenset()  # characters, one of which every match holds
+    # instead of pattern.finditer: (text, text.lower()) -> spans that passed their check
+    finder: Callable[[str, str], Iterable[tuple[int, int]]] | None = None
+    min_length: int = 0  # no match is shorter: a shorter text skips the rule
 
 
 def _value(match: re.Match[str]) -> str:
@@ -61,33 +64,6 @@ def _on_value(check: Callable[[str], bool]) -> Callable[[re.Match[str]], bool]:
 
     on_match.__name__ = check.__name__
     return on_match
-
-
-# A key-like name: it contains one of these words, with optional words around it
-# joined by _ - . (DB_PASSWORD, github_token, apiKey, client-secret, SECRET_KEY_BASE).
-_NAME_WORDS = (
-    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|auth|credentials?|session[_-]?key|signing[_-]?key|encryption[_-]?key"
-)
-KEY_NAME = re.compile(
-    rf"(?i)^(?:[a-z0-9]+[_.-]?)*?(?:{_NAME_WORDS})(?:[_.-]?(?:key|base|value|string|str)){{0,2}}$"
-)
-_PASSWORD_NAME = re.compile(r"(?i)pass|pwd")
-
-
-def key_value(name: str, value: str) -> bool:
-    """``value`` under the key ``name`` is a secret: the name is key-like and the value
-    passes the check for it (a password, or a generated key)."""
-    if KEY_NAME.match(name) is None:
-        return False
-    if _PASSWORD_NAME.search(name):
-        return checks.password_like(value)
-    return checks.key_like(value)
-
-
-def _generic(match: re.Match[str]) -> bool:
-    value = match.group("dq") or match.group("sq") or match.group("bare")
-    return key_value(match.group("name"), value)
 
 
 def _bearer(match: re.Match[str]) -> bool:
@@ -272,17 +248,14 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
         ("basic",),
         gates=":=",
     ),
-    _rule(
-        # name = value, name: value, "name": "value", name := value, name => value
+    # name = value, name: value, "name": "value", name := value, name => value
+    Recognizer(
         "generic-secret",
-        r"(?i)(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_.\-]{0,40}?(?:"
-        + _NAME_WORDS
-        + r")(?:[_.\-]?(?:key|base|value|string|str)){0,2})[\"']?\s*(?::=|=>|:|=)\s*"
-        r"(?:\"(?P<dq>[^\"\\\s]{1,256})\"|'(?P<sq>[^'\\\s]{1,256})'|"
-        r"(?P<bare>[^\s\"'`,;&<>(){}\[\]]{1,256}))",
-        ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
-        _generic,
-        gates=":=",
+        VALUE,
+        HINTS,
+        ignore_case=True,
+        gates=frozenset(":="),
+        finder=find_assignments,
     ),
     # -- personal data: only when asked for ----------------------------------------------
     _rule(
@@ -299,7 +272,6 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
         r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
         (),
         _on_value(checks.iban),
-        gates="0123456789",
         pii=True,
     ),
     _rule(
@@ -307,7 +279,6 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
         r"(?<![\d.\-])(?:\d[ \-]?){12,18}\d(?![\d\-]|\.\d)",
         (),
         _on_value(checks.card_number),
-        gates="23456",
         pii=True,
     ),
     _rule(
@@ -325,10 +296,21 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
         r"|0\d{2,4} \d{3,4} \d{3,4})(?![\w\-/]|\.\d)",
         (),
         _on_value(checks.phone),
-        gates="0123456789",
         pii=True,
     ),
 )
 
+# The shortest match of each pattern (tests/secrets/test_patterns.py checks these against
+# the regex parser's own widths): a shorter text skips the rule without running it.
+MIN_LENGTHS: dict[str, int] = {
+    "gcp-service-account": 43, "private-key": 27, "anthropic": 27, "openai": 23,
+    "github": 34, "gitlab": 25, "slack": 20, "slack-webhook": 54, "stripe": 24,
+    "google-api-key": 39, "azure-storage-key": 99, "azure-sas": 44, "twilio": 34,
+    "sendgrid": 69, "npm": 40, "pypi": 58, "huggingface": 33, "shopify": 38,
+    "digitalocean": 71, "aws-access-key": 20, "aws-secret-key": 46, "jwt": 32,
+    "url-password": 9, "bearer": 23, "basic-auth": 28, "generic-secret": 8,
+    "email": 6, "iban": 12, "card": 13, "us-ssn": 11, "phone": 9,
+}  # fmt: skip
+RECOGNIZERS = tuple(r._replace(min_length=MIN_LENGTHS[r.kind]) for r in RECOGNIZERS)
 SECRET_KINDS: frozenset[str] = frozenset(r.kind for r in RECOGNIZERS if not r.pii)
 PII_KINDS: frozenset[str] = frozenset(r.kind for r in RECOGNIZERS if r.pii)

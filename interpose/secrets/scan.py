@@ -8,7 +8,8 @@ from collections.abc import Collection, Iterator, Mapping
 from functools import lru_cache
 from typing import NamedTuple, TypeAlias
 
-from .patterns import PII_KINDS, RECOGNIZERS, VALUE_GROUPS, Recognizer, key_value
+from .assignments import key_value
+from .patterns import PII_KINDS, RECOGNIZERS, VALUE_GROUPS, Recognizer
 
 __all__ = [
     "MASK",
@@ -50,17 +51,39 @@ class Finding(NamedTuple):
     match: SecretMatch
 
 
-class _Plan(NamedTuple):
-    """The recognizers one scan runs, and every gate character among them."""
+class _Plan:
+    """The recognizers one scan runs and, for each set of gate characters a text
+    holds, the ones that set leaves to run (worked out once per set: there are at
+    most ``2 ** len(gates)``)."""
 
-    rules: tuple[Recognizer, ...]
-    gates: tuple[str, ...]
+    __slots__ = ("_steps", "gates", "rules")
+
+    def __init__(self, rules: tuple[Recognizer, ...]) -> None:
+        self.rules = rules
+        self.gates = tuple(sorted({gate for rule in rules for gate in rule.gates}))
+        self._steps: dict[int, tuple[tuple[int, Recognizer], ...]] = {}
+
+    def steps(self, text: str) -> tuple[tuple[int, Recognizer], ...]:
+        """(order, recognizer) of the rules whose gates ``text`` passes."""
+        mask, bit = 0, 1
+        for gate in self.gates:  # a memchr each
+            if gate in text:
+                mask |= bit
+            bit <<= 1
+        steps = self._steps.get(mask)
+        if steps is None:
+            present = {gate for i, gate in enumerate(self.gates) if mask >> i & 1}
+            steps = self._steps[mask] = tuple(
+                (order, rule)
+                for order, rule in enumerate(self.rules)
+                if not rule.gates or not present.isdisjoint(rule.gates)
+            )
+        return steps
 
 
 @lru_cache(maxsize=64)
 def _plan(pii: frozenset[str]) -> _Plan:
-    rules = tuple(r for r in RECOGNIZERS if not r.pii or r.kind in pii)
-    return _Plan(rules, tuple(sorted({gate for rule in rules for gate in rule.gates})))
+    return _Plan(tuple(r for r in RECOGNIZERS if not r.pii or r.kind in pii))
 
 
 _SECRETS_ONLY = _plan(frozenset())
@@ -92,30 +115,34 @@ def _span(match: re.Match[str]) -> tuple[int, int]:
 
 
 def _candidates(text: str, plan: _Plan) -> list[tuple[int, int, int, Recognizer]]:
-    # every gate is looked for once (a memchr each), then each rule is a set test; plain
-    # loops, since any() over a generator costs more than the searches themselves
-    present = {gate for gate in plan.gates if gate in text}
+    # plain loops and unpacked rules: any() over a generator, or a named tuple's
+    # attributes, cost more here than the searches themselves
     lower = ""
+    size = len(text)
     found: list[tuple[int, int, int, Recognizer]] = []
-    for order, rule in enumerate(plan.rules):
-        if rule.gates and present.isdisjoint(rule.gates):
+    for order, rule in plan.steps(text):
+        _, pattern, hints, check, _, ignore_case, _, finder, min_length = rule
+        if size < min_length:
             continue
-        if rule.hints:
-            if rule.ignore_case:
-                if not lower:
-                    lower = text.lower()
-                haystack = lower
-            else:
-                haystack = text
-            for hint in rule.hints:
+        if hints or finder is not None:
+            if ignore_case and not lower:
+                lower = text.lower()
+            haystack = lower if ignore_case else text
+            for hint in hints:
                 if hint in haystack:
                     break
             else:
-                continue
-        for match in rule.pattern.finditer(text):
-            if rule.check is None or rule.check(match):
+                if hints:
+                    continue
+        if finder is not None:
+            found.extend((start, end, order, rule) for start, end in finder(text, lower))
+            continue
+        match = pattern.search(text)  # most texts have none: no iterator for them
+        while match is not None:
+            if check is None or check(match):
                 start, end = _span(match)
                 found.append((start, end, order, rule))
+            match = pattern.search(text, max(match.end(), match.start() + 1))
     return found
 
 
@@ -199,7 +226,7 @@ def _walk(value: object, path: str, pii: PiiChoice) -> Iterator[Finding]:
     if isinstance(value, str):
         for match in scan(value, pii=pii):
             yield Finding(path, match)
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict | Mapping):  # a dict is told apart without the ABC
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
             if isinstance(item, str) and isinstance(key, str) and key_value(key, item):
