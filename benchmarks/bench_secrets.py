@@ -131,7 +131,9 @@ def build_cases() -> list[Case]:
         Case("k16", "scan(clean 16 KB)", sync_case(lambda: scan(CLEAN_16K))),
         Case("secrets", "scan(1 KB, 4 secrets)", sync_case(lambda: scan(SECRETS_1K))),
         Case("pii", "scan(clean 1 KB, pii=True)", sync_case(lambda: scan(CLEAN_1K, pii=True))),
-        Case("policy", "RedactSecrets.scrub(MCP 1 KB)", sync_case(lambda: policy.scrub(mcp_result))),
+        Case(
+            "policy", "RedactSecrets.scrub(MCP 1 KB)", sync_case(lambda: policy.scrub(mcp_result))
+        ),
         Case("env", "env_secrets(12-line .env)", sync_case(lambda: env_secrets(ENV))),
     ]
 

@@ -80,7 +80,8 @@ def find_assignments(text: str, lower: str) -> Iterator[tuple[int, int]]:
     for hint in HINTS:
         at = lower.find(hint)
         while at >= 0:
-            end = _NAME_CHAR.match(text, at).end()
+            name = _NAME_CHAR.match(text, at)  # always matches: the hint is in it
+            end = name.end() if name is not None else at + len(hint)
             if end not in seen:
                 seen.add(end)
                 span = _assigned(text, at, end)
