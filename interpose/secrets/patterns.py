@@ -92,6 +92,31 @@ def _prefixed(match: re.Match[str]) -> bool:
     return _starts_token(match) and _random(match)
 
 
+def _after(match: re.Match[str], forbidden: str) -> bool:
+    """The match does not continue a token made of ``forbidden`` characters or digits
+    (the lookbehind a pattern cannot start with and still skip ahead fast)."""
+    start = match.start()
+    if start == 0:
+        return True
+    before = match.string[start - 1]
+    return not (before.isdigit() or before in forbidden)
+
+
+def _card(match: re.Match[str]) -> bool:
+    # not the tail of a longer group of numbers ("DE89 3704 0044 …" is an IBAN's)
+    start, text = match.start(), match.string
+    if start >= 2 and text[start - 1] in " -" and text[start - 2].isdigit():
+        return False
+    return _after(match, ".-") and checks.card_number(match.group(0))
+
+
+_NEVER_ISSUED = re.compile(r"^(?:000|666|9\d\d)|^\d{3}-00|-0000$")
+
+
+def _ssn(match: re.Match[str]) -> bool:
+    return _after(match, "-") and _NEVER_ISSUED.search(match.group(0)) is None
+
+
 def _jwt(match: re.Match[str]) -> bool:
     return _starts_token(match) and checks.jwt(match.group(0))
 
@@ -276,15 +301,16 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
     ),
     _rule(
         "card",
-        r"(?<![\d.\-])(?:\d[ \-]?){12,18}\d(?![\d\-]|\.\d)",
+        r"\d(?:[ \-]?\d){12,18}(?![\d\-]|\.\d)",
         (),
-        _on_value(checks.card_number),
+        _card,
         pii=True,
     ),
     _rule(
         "us-ssn",
-        r"(?<![\d\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d\-])",
+        r"\d{3}-\d{2}-\d{4}(?![\d\-])",
         (),
+        _ssn,
         gates="-",
         pii=True,
     ),

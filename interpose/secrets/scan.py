@@ -142,7 +142,9 @@ def _candidates(text: str, plan: _Plan) -> list[tuple[int, int, int, Recognizer]
             if check is None or check(match):
                 start, end = _span(match)
                 found.append((start, end, order, rule))
-            match = pattern.search(text, max(match.end(), match.start() + 1))
+                match = pattern.search(text, max(end, match.start() + 1))
+            else:  # a longer candidate may start inside a refused one
+                match = pattern.search(text, match.start() + 1)
     return found
 
 
@@ -157,12 +159,16 @@ def _aws_pairs(text: str, found: list[tuple[int, int, int, Recognizer]]) -> None
     if not ids:
         return
     secret = next(r for r in RECOGNIZERS if r.kind == "aws-secret-key")
-    for match in _AWS_SECRET.finditer(text):
-        start, end = match.span()
-        value = match.group(0)
-        mixed = any(c.isdigit() or c in "+/" for c in value) and value.lower() != value
-        if mixed and any(abs(start - e) <= _NEAR or abs(s - end) <= _NEAR for s, e in ids):
-            found.append((start, end, len(RECOGNIZERS), secret))
+    seen: set[int] = set()
+    for id_start, id_end in ids:  # only the text around each id is read
+        window = _AWS_SECRET.finditer(text, max(0, id_start - _NEAR - 40), id_end + _NEAR + 40)
+        for match in window:
+            start, end = match.span()
+            value = match.group(0)
+            mixed = any(c.isdigit() or c in "+/" for c in value) and value.lower() != value
+            if mixed and start not in seen:
+                seen.add(start)
+                found.append((start, end, len(RECOGNIZERS), secret))
 
 
 def scan(text: str, *, pii: PiiChoice = False) -> tuple[SecretMatch, ...]:
