@@ -90,7 +90,8 @@ _SECRETS_ONLY = _plan(frozenset())
 
 
 def pii_kinds(pii: PiiChoice) -> frozenset[str]:
-    """The PII kinds ``pii`` selects (``True``: all of them, ``False``: none).
+    """The PII kinds ``pii`` selects (``True``: all of them, ``False``: none, one name
+    or a collection of names).
 
     Raises:
         ValueError: it names an unknown kind.
@@ -99,7 +100,7 @@ def pii_kinds(pii: PiiChoice) -> frozenset[str]:
         return PII_KINDS
     if pii is False:
         return frozenset()
-    kinds = frozenset(pii)
+    kinds = frozenset((pii,) if isinstance(pii, str) else pii)
     unknown = kinds - PII_KINDS
     if unknown:
         raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {sorted(PII_KINDS)}")

@@ -56,6 +56,7 @@ def test_pii_is_off_by_default_and_selectable_by_kind() -> None:
     assert scan(text) == ()
     assert {m.kind for m in scan(text, pii=True)} == {"email", "phone"}
     assert [m.kind for m in scan(text, pii=["email"])] == ["email"]
+    assert [m.kind for m in scan(text, pii="phone")] == ["phone"]
     assert all(m.pii for m in scan(text, pii=True))
     assert {"email", "phone", "iban", "card", "us-ssn"} == PII_KINDS
 

@@ -83,7 +83,7 @@ class RedactSecrets(Policy):
         if redactor is not None and not isinstance(redactor, Redactor):
             raise ConfigError(f"redactor must be an interpose.Redactor, got {redactor!r}")
         try:
-            self.pii: frozenset[str] = pii_kinds(pii if isinstance(pii, bool) else tuple(pii))
+            self.pii: frozenset[str] = pii_kinds(pii if isinstance(pii, bool | str) else tuple(pii))
         except ValueError as exc:
             raise ConfigError(f"pii: {exc}") from None
         self.redactor = redactor or Redactor()
