@@ -99,8 +99,21 @@ def _assigned(text: str, at: int, end: int) -> tuple[int, int] | None:
     head = _NAME_TAIL.search(text, max(0, at - _MAX_NAME), at)
     start = head.start() if head is not None else at
     for group in ("dq", "sq", "bare"):
-        if value.group(group) is not None:
-            if key_value(text[start:end], value.group(group)):
+        found = value.group(group)
+        if found is not None:
+            if group == "bare" and _code(found, text, value.end(group)):
+                return None
+            if key_value(text[start:end], found):
                 return value.span(group)
             return None
     return None
+
+
+# an unquoted value that is code, not a literal: a dotted path of words (parsed.value,
+# _CURRENT.set; river.river59 has digits: a password) or a type name (McpAuthConfig)
+_CODE_VALUE = re.compile(r"^[A-Za-z_]+(?:\.[A-Za-z_]+)+$|^(?:[A-Z][a-z]{2,})+$")
+
+
+def _code(value: str, text: str, end: int) -> bool:
+    """The unquoted ``value`` (ending at ``end``) is code: a call, a subscript, a path."""
+    return text[end : end + 1] in ("(", "[") or _CODE_VALUE.match(value) is not None

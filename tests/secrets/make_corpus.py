@@ -492,6 +492,19 @@ PROSE = (
 for text in PROSE:
     neg(text, "ordinary prose, code or logs")
 
+for text in (
+    "    auth: McpAuthConfig | None = None",
+    '    password = parsed.value("-p")',
+    "        token = _CURRENT.set(export)",
+    "def from_config(cls, auth: McpAuthConfig, base: str) -> Bearer:",
+    'span.set_attribute("password", "[REDACTED]")',
+    "db: postgres://app:[REDACTED]@db.internal/app",
+    "# in scheme://user:pass@host the password follows the colon",
+    "secret_key = settings.SECRET_KEY",
+    "api_key = load_key()",
+    "token = tokens[index]",
+):
+    neg(text, "code and masked values, not secrets")
 OUT.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 positives = sum(1 for row in rows if row["expect"])
 print(f"{OUT}: {positives} positives, {len(rows) - positives} negatives")
