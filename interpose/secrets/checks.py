@@ -40,7 +40,8 @@ def entropy(value: str) -> float:
 # documentation stand-ins; "EXAMPLE" keys (AKIAIOSFODNN7EXAMPLE) are not here on purpose:
 # they have a real key's shape, and masking one costs nothing (see docs/secrets.md)
 _PLACEHOLDER_WORDS = re.compile(
-    r"(?i)^(?:<[^>]*>|\[[\w .\-]*\]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]\w*\)?s?|\{\{.*\}\}|"
+    r"(?i)^(?:<[^>]*>|\[[\w .\-]*\]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|"
+    r"%\(?[A-Za-z_]\w*\)?s?|\{\{.*\}\}|"
     r"(?:your|insert|replace)[\w\-]*|x+|\*+|\.+|-+|#+|"
     r"(?:changeme|redacted|placeholder|dummy|sample|null|none|nil|true|false|undefined|"
     r"required|optional|string|secret|password|passwd|pass|pwd|user|token|example|test|"
