@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import NamedTuple, TypeAlias
 
@@ -122,9 +122,9 @@ def _candidates(text: str, plan: _Plan) -> list[tuple[int, int, int, Recognizer]
     size = len(text)
     found: list[tuple[int, int, int, Recognizer]] = []
     for order, rule in plan.steps(text):
-        _, pattern, hints, check, _, ignore_case, _, finder, min_length = rule
-        if size < min_length:
+        if size < rule[8]:  # its min_length: indexing costs less than unpacking
             continue
+        _, pattern, hints, check, _, ignore_case, _, finder, _ = rule
         if hints or finder is not None:
             if ignore_case and not lower:
                 lower = text.lower()
@@ -229,20 +229,30 @@ def redact(text: str, matches: Collection[SecretMatch], mask: str = MASK) -> str
     return "".join(parts)
 
 
-def _walk(value: object, path: str, pii: PiiChoice) -> Iterator[Finding]:
+def _walk(value: object, path: str, pii: PiiChoice, found: list[Finding]) -> None:
+    # the Mapping ABC last: its isinstance costs more than scanning a short string
     if isinstance(value, str):
-        for match in scan(value, pii=pii):
-            yield Finding(path, match)
-    elif isinstance(value, dict | Mapping):  # a dict is told apart without the ABC
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(item, str) and isinstance(key, str) and key_value(key, item):
-                yield Finding(where, SecretMatch("generic-secret", 0, len(item), item))
-            else:
-                yield from _walk(item, where, pii)
+        matches = scan(value, pii=pii)
+        if matches:
+            found.extend(Finding(path, match) for match in matches)
+    elif isinstance(value, dict):
+        _walk_mapping(value, path, pii, found)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            yield from _walk(item, f"{path}.{index}" if path else str(index), pii)
+            _walk(item, f"{path}.{index}" if path else str(index), pii, found)
+    elif isinstance(value, Mapping):
+        _walk_mapping(value, path, pii, found)
+
+
+def _walk_mapping(
+    value: Mapping[object, object], path: str, pii: PiiChoice, found: list[Finding]
+) -> None:
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else str(key)
+        if isinstance(item, str) and isinstance(key, str) and key_value(key, item):
+            found.append(Finding(where, SecretMatch("generic-secret", 0, len(item), item)))
+        else:
+            _walk(item, where, pii, found)
 
 
 def scan_args(value: object, *, pii: PiiChoice = False) -> tuple[Finding, ...]:
@@ -254,4 +264,6 @@ def scan_args(value: object, *, pii: PiiChoice = False) -> tuple[Finding, ...]:
     Raises:
         ValueError: ``pii`` names an unknown kind.
     """
-    return tuple(_walk(value, "", pii))
+    found: list[Finding] = []
+    _walk(value, "", pii, found)
+    return tuple(found)
