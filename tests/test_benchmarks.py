@@ -32,6 +32,7 @@ def test_every_benchmark_is_listed_here() -> None:
         "bench_replay",
         "bench_replay_log",
         "bench_sandbox",
+        "bench_secrets",
         "bench_tool_call",
         "bench_tracing",
     ]

@@ -262,7 +262,8 @@ EXPECTED: dict[str, list[str]] = {
         "  t=2.0s -> ok:",
         "  call 3 -> blocked: loop guard: exec called 3 times with the same arguments in this turn",
         "  output: {'ANTHROPIC_API_KEY': '[REDACTED]', 'AUTH': 'Bearer [REDACTED]', "
-        "'EDITOR': 'vim'}\n  details: {'redacted': 2}",
+        "'EDITOR': 'vim'}\n"
+        "  details: {'redacted': 2, 'redacted_kinds': {'anthropic': 1, 'pattern': 1}}",
         "  t=59.9s read  -> responded (cached 59.9s ago)\n  t=60.0s read  -> ok",
         "  t=62.0s read  -> ok\n  the read tool ran 3 times",
         "  details: {'truncated_chars': 18853}",

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "interpose._locations",
         "interpose._version",
     ),
+    ("interpose.secrets",),  # a leaf: recognizers the pipeline, policies and flows share
     ("interpose.bus",),
     ("interpose.observers",),
     ("interpose.pipeline",),

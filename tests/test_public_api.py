@@ -120,6 +120,7 @@ def test_no_private_module_leaks() -> None:
         "plugins",
         "replay",
         "sandbox",
+        "secrets",
     }
     assert public - modules == set(interpose.__all__)
 

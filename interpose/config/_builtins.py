@@ -112,6 +112,8 @@ class BuiltinSteps(BuilderBase):
             with self.at(where + "redact-secrets"), self.moded(pipe, redact.mode):
                 RedactSecrets(
                     Redactor(redact.patterns, keys=redact.keys),
+                    detect=redact.detect,
+                    pii=redact.pii,
                     tools=tools,
                     priority=self.builtin_priority("redact-secrets", redact.priority),
                 ).install(pipe)

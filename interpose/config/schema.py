@@ -29,6 +29,7 @@ CommandEvent: TypeAlias = Literal[
 ]
 ToolsField: TypeAlias = "str | list[str] | None"
 ModeName: TypeAlias = Literal["enforce", "shadow"]
+PiiKind: TypeAlias = Literal["email", "phone", "iban", "card", "us-ssn"]
 _MODE_DOC = (
     "`enforce`, or `shadow`: it runs and what it decides is recorded (`shadow_decision` "
     "events, spans, metrics) but never applied (docs/rollout.md)"
@@ -148,6 +149,20 @@ class RedactSecretsConfig(_Table):
         _doc("extra regexes to mask (a group named `secret` limits the mask to it)"),
     ] = []
     keys: Annotated[list[str], _doc("extra key names whose values are always masked")] = []
+    detect: Annotated[
+        bool,
+        _doc(
+            "also mask what `interpose.secrets` recognizes in strings: known key formats, "
+            "private keys, JWTs, passwords in URLs, random values under key-like names"
+        ),
+    ] = True
+    pii: Annotated[
+        bool | list[PiiKind],
+        _doc(
+            "also mask personal data: `true` for every kind, or a list of `email`, "
+            "`phone`, `iban`, `card` (Luhn-checked), `us-ssn`"
+        ),
+    ] = False
     tools: Annotated[ToolsField, _doc(_TOOLS_DOC)] = None
     priority: Annotated[
         int | None,

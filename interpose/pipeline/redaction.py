@@ -143,6 +143,10 @@ class Redactor:
             return whole[: start - offset] + self.mask + whole[end - offset :]
         return self.mask
 
+    def is_sensitive_key(self, key: str) -> bool:
+        """Values under ``key`` are always masked (case-insensitive, ``-`` like ``_``)."""
+        return _norm_key(key) in self.keys
+
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced by the mask."""
         lower: str | None = None
