@@ -1,0 +1,299 @@
+"""Values a session has seen, and the values a sink call carries.
+
+A result is kept as its text, normalized (case folded, whitespace collapsed), in a
+``Haystack`` with the origin of each piece; a sink argument's value is looked up in it
+as a whole word or phrase (``mallory@evil.com`` is found in ``write to
+mallory@evil.com.`` but ``100`` is not found in ``1000``).  Which values of a call
+count (``candidates``): strings of ``min_length`` characters or more that look like a
+value (a digit, ``@``, ``/``, ``.``, ``:``, several words, or any word under a
+value-bearing key such as ``recipient`` or ``channel``), numbers of 3 digits or more,
+and the emails, URLs, IBANs, long numbers and domains inside free text (a ``body``
+or ``subject`` counts only by those).  ``1``, ``true`` or ``ok`` never count.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .model import Origin
+
+__all__ = ["Haystack", "candidates", "leaves", "normalize", "render", "secret_values", "strings"]
+
+#: the most text kept of one result
+MAX_RESULT_CHARS = 1 << 20
+#: a string argument longer than this is free text: only the tokens inside count
+MAX_VALUE_CHARS = 256
+
+_TOKENS = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # email
+    r"|(?:https?|ftp)://[^\s\"'<>]+|www\.[^\s\"'<>]+"  # URL
+    r"|\b[a-z]{2}\d{2}[a-z0-9]{11,30}\b"  # IBAN
+    r"|\+?\d[\d ./-]{5,}\d"  # long numbers: phones, cards, accounts, ids
+    r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,12}\b"  # domains
+)
+_TRAILING = ".,;:!?)]}'\""
+_LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:]|\S\s+\S")
+_COMMON = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "none",
+        "yes",
+        "no",
+        "ok",
+        "okay",
+        "json",
+        "text",
+        "html",
+        "utf-8",
+        "utf8",
+        "http",
+        "https",
+        "www",
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "this",
+        "that",
+        "default",
+        "auto",
+        "high",
+        "low",
+        "medium",
+        "normal",
+    ]
+)
+#: keys whose values are free text: only the tokens inside them count
+_FREE_TEXT = frozenset(
+    [
+        "body",
+        "subject",
+        "content",
+        "contents",
+        "text",
+        "message",
+        "title",
+        "description",
+        "note",
+        "notes",
+        "comment",
+        "summary",
+        "markdown",
+        "html",
+        "caption",
+        "reason",
+        "prompt",
+        "query",
+    ]
+)
+#: keys whose single-word values count too (a recipient named ``alice``)
+_VALUE_KEYS = frozenset(
+    [
+        "to",
+        "recipient",
+        "recipients",
+        "cc",
+        "bcc",
+        "user",
+        "users",
+        "username",
+        "channel",
+        "channels",
+        "account",
+        "iban",
+        "name",
+        "names",
+        "participants",
+        "invitee",
+        "email",
+        "emails",
+        "phone",
+        "payee",
+        "receiver",
+    ]
+)
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*(.*?)\s*$")
+
+
+def normalize(text: str) -> str:
+    """Case folded, whitespace collapsed."""
+    return " ".join(text.casefold().split())
+
+
+def render(value: Any) -> str:
+    """Every string and number inside a result (dicts, lists, an MCP result's content),
+    one a line, normalized; at most ``MAX_RESULT_CHARS``."""
+    if isinstance(value, str):
+        return normalize(value[:MAX_RESULT_CHARS])
+    parts: list[str] = []
+    size = 0
+    for leaf in leaves(value, 0):
+        parts.append(leaf)
+        size += len(leaf)
+        if size > MAX_RESULT_CHARS:
+            break
+    return normalize("\n".join(parts))
+
+
+def leaves(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every string and number inside ``value``, not normalized."""
+    if depth > 32:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield _number(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from leaves(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from leaves(item, depth + 1)
+    else:
+        fields = getattr(value, "__struct_fields__", None)  # a ToolResult, a msgspec struct
+        if fields is not None:
+            for name in fields:
+                yield from leaves(getattr(value, name), depth + 1)
+        else:
+            yield str(value)
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def candidates(args: Mapping[str, Any], min_length: int) -> list[tuple[str, str, str]]:
+    """(argument path, normalized value, value as the call spells it) of every value of
+    ``args`` that counts."""
+    found: list[tuple[str, str, str]] = []
+    _walk(args, "", "", min_length, found, 0)
+    return found
+
+
+def _walk(
+    value: Any, path: str, key: str, min_length: int, found: list[tuple[str, str, str]], depth: int
+) -> None:
+    if depth > 16:
+        return
+    if isinstance(value, str):
+        _string(value, path, key, min_length, found)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        text = _number(value)
+        if sum(c.isdigit() for c in text) >= 3:
+            found.append((path, text, text))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            k = str(k)
+            _walk(v, f"{path}.{k}" if path else k, k.lower(), min_length, found, depth + 1)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _walk(v, f"{path}[{i}]", key, min_length, found, depth + 1)
+
+
+def _string(
+    value: str, path: str, key: str, min_length: int, found: list[tuple[str, str, str]]
+) -> None:
+    text = normalize(value)
+    whole = (
+        min_length <= len(text) <= MAX_VALUE_CHARS
+        and key not in _FREE_TEXT
+        and text not in _COMMON
+        and (key in _VALUE_KEYS or _LOOKS_LIKE_VALUE.search(text) is not None)
+    )
+    if whole:
+        found.append((path, text, value.strip()))
+    for match in _TOKENS.finditer(text):
+        token = match.group().rstrip(_TRAILING)
+        if token != text and len(token) >= min_length and token not in _COMMON:
+            found.append((path, token, token))
+
+
+def secret_values(text: str, min_length: int = 6) -> list[str]:
+    """The secrets of a secret file's text (not normalized): the values of its
+    ``KEY=VALUE`` lines; for a file without such lines (a private key), its lines of 16
+    or more characters without spaces."""
+    values: list[str] = []
+    lines = text.splitlines()
+    for line in lines:
+        match = _ENV_LINE.match(line)
+        if match and not line.lstrip().startswith("#"):
+            value = match.group(1).strip("'\"")
+            if len(value) >= min_length and value.casefold() not in _COMMON:
+                values.append(value)
+    if not values:
+        values = [ln.strip() for ln in lines if len(ln.strip()) >= 16 and " " not in ln.strip()]
+    return values
+
+
+class Haystack:
+    """Normalized texts and where each came from; ``find`` says where a value was seen
+    first.  The texts are joined once per change, on the first lookup after it."""
+
+    __slots__ = ("_joined", "_origins", "_starts", "_texts", "size")
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._origins: list[Origin] = []
+        self._starts: list[int] = []
+        self._joined: str | None = ""
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._texts)
+
+    def add(self, text: str, origin: Origin) -> None:
+        if not text:
+            return
+        self._starts.append(self.size)
+        self._texts.append(text)
+        self._origins.append(origin)
+        self.size += len(text) + 1
+        self._joined = None
+
+    def find(self, value: str) -> Origin | None:
+        """The origin of the first whole-word occurrence of ``value`` (normalized)."""
+        joined = self._joined
+        if joined is None:
+            joined = self._joined = "\n".join(self._texts)
+        i = joined.find(value)
+        end = len(joined)
+        while i >= 0:
+            after = i + len(value)
+            if (i == 0 or not joined[i - 1].isalnum() or not value[0].isalnum()) and (
+                after == end or not joined[after].isalnum() or not value[-1].isalnum()
+            ):
+                return self._origins[bisect_right(self._starts, i) - 1]
+            i = joined.find(value, i + 1)
+        return None
+
+
+def strings(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(argument path, value) of every string inside ``args``."""
+    found: list[tuple[str, str]] = []
+    _strings(args, "", found, 0)
+    return found
+
+
+def _strings(value: Any, path: str, found: list[tuple[str, str]], depth: int) -> None:
+    if depth > 16:
+        return
+    if isinstance(value, str):
+        found.append((path, value))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _strings(v, f"{path}.{k}" if path else str(k), found, depth + 1)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _strings(v, f"{path}[{i}]", found, depth + 1)
