@@ -28,225 +28,45 @@ from .model import FlowRules, SinkAction, ToolInfo
 
 __all__ = ["Classifier", "Role", "words"]
 
-_SEND = frozenset(
-    [
-        "send",
-        "post",
-        "reply",
-        "forward",
-        "email",
-        "mail",
-        "message",
-        "share",
-        "invite",
-        "publish",
-        "tweet",
-        "notify",
-        "submit",
-        "upload",
-        "comment",
-        "dm",
-        "broadcast",
-        "text",
-        "sms",
-        "announce",
-        "respond",
-    ]
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_SEND = _set(
+    "send post reply forward email mail message share invite publish tweet notify submit "
+    "upload comment dm broadcast text sms announce respond"
 )
-_PAY = frozenset(
-    [
-        "pay",
-        "transfer",
-        "wire",
-        "refund",
-        "purchase",
-        "buy",
-        "order",
-        "checkout",
-        "withdraw",
-        "deposit",
-        "donate",
-        "tip",
-    ]
+_PAY = _set("pay transfer wire refund purchase buy order checkout withdraw deposit donate tip")
+_CHANGE = _set(
+    "create update delete remove write edit add set modify put patch rename move append "
+    "insert book reserve cancel register grant revoke change kick ban reset save upsert "
+    "drop clear commit push merge deploy install schedule assign close archive mark"
 )
-_CHANGE = frozenset(
-    [
-        "create",
-        "update",
-        "delete",
-        "remove",
-        "write",
-        "edit",
-        "add",
-        "set",
-        "modify",
-        "put",
-        "patch",
-        "rename",
-        "move",
-        "append",
-        "insert",
-        "book",
-        "reserve",
-        "cancel",
-        "register",
-        "grant",
-        "revoke",
-        "change",
-        "kick",
-        "ban",
-        "reset",
-        "save",
-        "upsert",
-        "drop",
-        "clear",
-        "commit",
-        "push",
-        "merge",
-        "deploy",
-        "install",
-        "schedule",
-        "assign",
-        "close",
-        "archive",
-        "mark",
-    ]
-)
-_EXEC = frozenset(
-    ["exec", "execute", "run", "shell", "bash", "eval", "spawn", "sh", "cmd", "command"]
-)
-_READ = frozenset(
-    [
-        "read",
-        "get",
-        "search",
-        "fetch",
-        "list",
-        "find",
-        "query",
-        "lookup",
-        "show",
-        "view",
-        "check",
-        "describe",
-        "count",
-        "browse",
-        "download",
-        "open",
-        "load",
-        "retrieve",
-        "scan",
-        "inspect",
-        "summarize",
-        "see",
-        "look",
-        "cat",
-        "head",
-        "tail",
-    ]
+_EXEC = _set("exec execute run shell bash eval spawn sh cmd command")
+_READ = _set(
+    "read get search fetch list find query lookup show view check describe count browse "
+    "download open load retrieve scan inspect summarize see look cat head tail"
 )
 _VERBS = _SEND | _PAY | _CHANGE | _EXEC | _READ
-_WEB = frozenset(
-    [
-        "web",
-        "webpage",
-        "page",
-        "url",
-        "site",
-        "website",
-        "internet",
-        "browser",
-        "browse",
-        "http",
-        "rss",
-    ]
+_WEB = _set("web webpage page url site website internet browser browse http rss")
+_MESSAGE = _set(
+    "email emails mail mails inbox message messages msg msgs chat chats channel channels "
+    "dm dms conversation conversations thread threads sms tweet tweets feed comment "
+    "comments review reviews issue issues ticket tickets notification notifications post "
+    "posts"
 )
-_MESSAGE = frozenset(
-    [
-        "email",
-        "emails",
-        "mail",
-        "mails",
-        "inbox",
-        "message",
-        "messages",
-        "msg",
-        "msgs",
-        "chat",
-        "chats",
-        "channel",
-        "channels",
-        "dm",
-        "dms",
-        "conversation",
-        "conversations",
-        "thread",
-        "threads",
-        "sms",
-        "tweet",
-        "tweets",
-        "feed",
-        "comment",
-        "comments",
-        "review",
-        "reviews",
-        "issue",
-        "issues",
-        "ticket",
-        "tickets",
-        "notification",
-        "notifications",
-        "post",
-        "posts",
-    ]
+_FILE = _set("file files document documents doc docs path dir directory")
+_PAY_NOUNS = _set("payment payments transaction transactions money funds invoice")
+_RECIPIENT = _set(
+    "to recipient recipients cc bcc address addresses email emails phone number iban "
+    "account receiver payee user users channel participants invitee"
 )
-_FILE = frozenset(
-    ["file", "files", "document", "documents", "doc", "docs", "path", "dir", "directory"]
-)
-_PAY_NOUNS = frozenset(
-    ["payment", "payments", "transaction", "transactions", "money", "funds", "invoice"]
-)
-_RECIPIENT = frozenset(
-    [
-        "to",
-        "recipient",
-        "recipients",
-        "cc",
-        "bcc",
-        "address",
-        "addresses",
-        "email",
-        "emails",
-        "phone",
-        "number",
-        "iban",
-        "account",
-        "receiver",
-        "payee",
-        "user",
-        "users",
-        "channel",
-        "participants",
-        "invitee",
-    ]
-)
-_PAY_PARAMS = frozenset(["iban", "amount", "account", "recipient", "payee"])
-_BODY = frozenset(["body", "data", "json", "payload", "content", "form"])
-_URL = frozenset(["url", "uri", "endpoint", "webhook", "href", "link"])
-_PATH = frozenset(
-    [
-        "path",
-        "file_path",
-        "file",
-        "target_file",
-        "notebook_path",
-        "filepath",
-        "filename",
-        "paths",
-        "file_paths",
-    ]
-)
-_CONTENT = frozenset(["content", "contents", "text", "data", "body", "patch", "new_string"])
+_PAY_PARAMS = _set("iban amount account recipient payee")
+_BODY = _set("body data json payload content form")
+_URL = _set("url uri endpoint webhook href link")
+_PATH = _set("path file_path file target_file notebook_path filepath filename paths file_paths")
+_CONTENT = _set("content contents text data body patch new_string")
 _NETWORK = re.compile(
     r"(?:^|[\s;&|(`$])(?:curl|wget|nc|ncat|netcat|ssh|scp|sftp|rsync|ftp|telnet|http|https"
     r"|socat|mail|sendmail|git\s+(?:push|clone|fetch|pull)|(?:pip3?|npm|pnpm|yarn)\s+"

@@ -22,6 +22,11 @@ from .model import Origin
 
 __all__ = ["Haystack", "candidates", "leaves", "normalize", "render", "secret_values", "strings"]
 
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 #: the most text kept of one result
 MAX_RESULT_CHARS = 1 << 20
 #: a string argument longer than this is free text: only the tokens inside count
@@ -36,87 +41,19 @@ _TOKENS = re.compile(
 )
 _TRAILING = ".,;:!?)]}'\""
 _LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:]|\S\s+\S")
-_COMMON = frozenset(
-    [
-        "true",
-        "false",
-        "null",
-        "none",
-        "yes",
-        "no",
-        "ok",
-        "okay",
-        "json",
-        "text",
-        "html",
-        "utf-8",
-        "utf8",
-        "http",
-        "https",
-        "www",
-        "the",
-        "and",
-        "for",
-        "with",
-        "from",
-        "this",
-        "that",
-        "default",
-        "auto",
-        "high",
-        "low",
-        "medium",
-        "normal",
-    ]
+_COMMON = _set(
+    "true false null none yes no ok okay json text html utf-8 utf8 http https www the and "
+    "for with from this that default auto high low medium normal"
 )
 #: keys whose values are free text: only the tokens inside them count
-_FREE_TEXT = frozenset(
-    [
-        "body",
-        "subject",
-        "content",
-        "contents",
-        "text",
-        "message",
-        "title",
-        "description",
-        "note",
-        "notes",
-        "comment",
-        "summary",
-        "markdown",
-        "html",
-        "caption",
-        "reason",
-        "prompt",
-        "query",
-    ]
+_FREE_TEXT = _set(
+    "body subject content contents text message title description note notes comment "
+    "summary markdown html caption reason prompt query"
 )
 #: keys whose single-word values count too (a recipient named ``alice``)
-_VALUE_KEYS = frozenset(
-    [
-        "to",
-        "recipient",
-        "recipients",
-        "cc",
-        "bcc",
-        "user",
-        "users",
-        "username",
-        "channel",
-        "channels",
-        "account",
-        "iban",
-        "name",
-        "names",
-        "participants",
-        "invitee",
-        "email",
-        "emails",
-        "phone",
-        "payee",
-        "receiver",
-    ]
+_VALUE_KEYS = _set(
+    "to recipient recipients cc bcc user users username channel channels account iban "
+    "name names participants invitee email emails phone payee receiver"
 )
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*(.*?)\s*$")
 
