@@ -45,7 +45,7 @@ from .values import leaves, normalize, render, secret_values
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
 
-__all__ = ["FLOWS_PRIORITY", "FlowPolicy"]
+__all__ = ["FLOWS_PRIORITY", "FlowPolicy", "installed"]
 
 FLOWS_PRIORITY = 108
 """After the permission rules (110), before the built-in guards (100)."""
@@ -249,3 +249,14 @@ def _pipeline(target: RegistryHost) -> Pipeline | None:
     from ..pipeline.pipeline import Pipeline
 
     return target if isinstance(target, Pipeline) else None
+
+
+def installed(registry: Registry) -> list[FlowPolicy]:
+    """The flow policies installed in ``registry`` (the MCP gateway tells them what each
+    listed tool says about itself)."""
+    found: list[FlowPolicy] = []
+    for reg in registry.list():
+        owner = getattr(reg.handler, "__self__", None)
+        if isinstance(owner, FlowPolicy) and owner not in found:
+            found.append(owner)
+    return found
