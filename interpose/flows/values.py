@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -29,6 +30,9 @@ def _set(text: str) -> frozenset[str]:
 
 #: the most text kept of one result
 MAX_RESULT_CHARS = 1 << 20
+#: the most text a session keeps of untrusted results (and of trusted ones): the oldest
+#: is forgotten past it
+MAX_SESSION_CHARS = 4 << 20
 #: a string argument longer than this is free text: only the tokens inside count
 MAX_VALUE_CHARS = 256
 
@@ -176,15 +180,17 @@ def secret_values(text: str, min_length: int = 6) -> list[str]:
 
 class Haystack:
     """Normalized texts and where each came from; ``find`` says where a value was seen
-    first.  The texts are joined once per change, on the first lookup after it."""
+    first.  The texts are joined once per change, on the first lookup after it; past
+    ``limit`` characters the oldest are forgotten."""
 
-    __slots__ = ("_joined", "_origins", "_starts", "_texts", "size")
+    __slots__ = ("_joined", "_origins", "_starts", "_texts", "limit", "size")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_SESSION_CHARS) -> None:
         self._texts: list[str] = []
         self._origins: list[Origin] = []
         self._starts: list[int] = []
         self._joined: str | None = ""
+        self.limit = limit
         self.size = 0
 
     def __bool__(self) -> bool:
@@ -193,10 +199,12 @@ class Haystack:
     def add(self, text: str, origin: Origin) -> None:
         if not text:
             return
-        self._starts.append(self.size)
         self._texts.append(text)
         self._origins.append(origin)
         self.size += len(text) + 1
+        while self.size > self.limit and len(self._texts) > 1:
+            self.size -= len(self._texts[0]) + 1
+            del self._texts[0], self._origins[0]
         self._joined = None
 
     def find(self, value: str) -> Origin | None:
@@ -204,6 +212,7 @@ class Haystack:
         joined = self._joined
         if joined is None:
             joined = self._joined = "\n".join(self._texts)
+            self._starts = list(accumulate((len(t) + 1 for t in self._texts[:-1]), initial=0))
         i = joined.find(value)
         end = len(joined)
         while i >= 0:
