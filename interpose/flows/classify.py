@@ -19,14 +19,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..middleware.builtins.security_audit.matching import sensitive_reason
 from ..pipeline.tools import normalize_tool_name
 from .model import FlowRules, SinkAction, ToolInfo
 
-__all__ = ["Classifier", "Role", "words"]
+__all__ = ["Classifier", "Role", "ask_pattern", "words"]
 
 
 def _set(text: str) -> frozenset[str]:
@@ -75,6 +75,27 @@ _NETWORK = re.compile(
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SENTENCE = re.compile(r"[.!?\n]")
 _EXPECTED = {"read": "file", "write": "write", "edit": "write", "apply_patch": "write"}
+_CANONICAL_SINKS = ("exec", "write", "edit", "apply_patch", "message", "sessions_send")
+
+
+def ask_pattern(names: Iterable[str] = ()) -> re.Pattern[str]:
+    """A regex over normalized tool names that matches every tool the classifier can
+    call a sink by its name alone (a sink verb: anywhere for verbs of 4 letters or more,
+    at a word's start for shorter ones), every MCP tool, the canonical sinks, and
+    ``names`` (tools found sinks by their description or parameters).  It may match
+    more: it keeps the approval step off the calls of tools that cannot ask."""
+    verbs = _SEND | _PAY | _CHANGE | _EXEC
+    long = sorted((v for v in verbs if len(v) >= 4), key=len, reverse=True)
+    short = sorted((v for v in verbs if len(v) < 4), key=len, reverse=True)
+    exact = sorted({*_CANONICAL_SINKS, *names})
+    return re.compile(
+        "|".join(map(re.escape, long))
+        + r"|(?:^|[^a-z])(?:"
+        + "|".join(map(re.escape, short))
+        + r")|^mcp__|^(?:"
+        + "|".join(map(re.escape, exact))
+        + ")$"
+    )
 
 
 def words(name: str) -> tuple[str, ...]:
@@ -126,7 +147,8 @@ class Classifier:
     def __init__(self, rules: FlowRules) -> None:
         self.rules = rules
         self._infos: dict[str, ToolInfo] = {}
-        self._roles: dict[str, Role] = {}
+        #: the roles decided so far, by normalized name (the policy reads it directly)
+        self.roles: dict[str, Role] = {}
         self._sinks = {normalize_tool_name(k): v for k, v in rules.sinks.items()}
         self._sources = tuple(normalize_tool_name(s) for s in rules.sources)
         self._trusted = tuple(normalize_tool_name(s) for s in rules.trusted)
@@ -136,13 +158,13 @@ class Classifier:
         """Register what a tool says about itself; its role is decided again."""
         key = normalize_tool_name(info.name)
         self._infos[key] = info
-        self._roles.pop(key, None)
+        self.roles.pop(key, None)
 
     def role(self, name: str, raw_name: str = "") -> Role:
         """The role of the tool ``name`` (normalized); ``raw_name`` keeps its camelCase."""
-        role = self._roles.get(name)
+        role = self.roles.get(name)
         if role is None:
-            role = self._roles[name] = self._decide(name, raw_name or name)
+            role = self.roles[name] = self._decide(name, raw_name or name)
         return role
 
     # -- deciding ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ beyond itself.  With ``mode="shadow"`` the decisions are only recorded.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,8 @@ from ..pipeline.payloads import (
     ToolBeforeOutput,
 )
 from ..pipeline.registry import Interceptor, Registry
-from .classify import Classifier
+from ..pipeline.tools import normalize_tool_name
+from .classify import Classifier, ask_pattern
 from .events import FlowEvents
 from .judge import judge
 from .model import FlowRules, Origin, ToolInfo
@@ -64,7 +66,19 @@ class FlowPolicy(Policy):
         mode: ``enforce``, or ``shadow`` (decide and record, never apply).
     """
 
-    __slots__ = ("_asks", "_events", "classifier", "id", "mode", "priority", "rules", "sessions")
+    __slots__ = (
+        "_ask_names",
+        "_asks",
+        "_covers",
+        "_events",
+        "_registry",
+        "classifier",
+        "id",
+        "mode",
+        "priority",
+        "rules",
+        "sessions",
+    )
 
     def __init__(
         self,
@@ -83,6 +97,10 @@ class FlowPolicy(Policy):
         self._events = FlowEvents()
         # (session, call id, tool) -> the reason, of the calls tool.before sends to ask
         self._asks: dict[tuple[str, str, str], str] = {}
+        # the approver runs only on calls of tools that may be sinks (its matcher)
+        self._ask_names = {normalize_tool_name(name) for name in self.rules.sinks}
+        self._covers = ask_pattern(self._ask_names).search
+        self._registry: Registry | None = None
 
     # -- what users call ----------------------------------------------------------------------
 
@@ -91,6 +109,10 @@ class FlowPolicy(Policy):
         annotations): they are classified again with it."""
         for info in tools:
             self.classifier.describe(info)
+            name = normalize_tool_name(info.name)
+            role = self.classifier.role(name, info.name)
+            if (role.sink or role.per_call) and not self._covers(name):
+                self._cover(name)
 
     def labels(self, session_key: str) -> tuple[Origin, ...]:
         """The sources the session has read, in order, with provenance."""
@@ -112,6 +134,7 @@ class FlowPolicy(Policy):
 
     def install(self, target: RegistryHost | Registry) -> list[Interceptor]:
         """Add the registrations to ``target``; on a ``Pipeline``, events go to its bus."""
+        self._registry = target if isinstance(target, Registry) else target.registry
         added = super().install(target)
         if not isinstance(target, Registry):
             self._events.pipe = _pipeline(target)
@@ -124,10 +147,32 @@ class FlowPolicy(Policy):
             self._handler("tool.before", self.id, self.before),
             self._handler("tool.after", self.id + ".after", self.after),
         ]
-        rules = self.rules
-        if "ask" in (rules.sink, rules.on_flagged, rules.on_secret, *rules.sinks.values()):
-            regs.append(self._handler("tool.approve", self.id + ".ask", self.approve))
+        if self._may_ask:
+            regs.append(self._approver())
         return regs
+
+    @property
+    def _may_ask(self) -> bool:
+        rules = self.rules
+        return "ask" in (rules.sink, rules.on_flagged, rules.on_secret, *rules.sinks.values())
+
+    def _approver(self) -> Interceptor:
+        reg = self._handler("tool.approve", self.id + ".ask", self.approve)
+        return dataclasses.replace(reg, tool_matcher=ask_pattern(self._ask_names))
+
+    def _cover(self, name: str) -> None:
+        """Put the approver on the calls of ``name`` too (a sink its name does not
+        show: found by its description or parameters)."""
+        self._ask_names.add(name)
+        self._covers = ask_pattern(self._ask_names).search
+        registry = self._registry
+        if registry is None or not self._may_ask:
+            return
+        try:
+            registry.remove(self.id + ".ask")
+        except KeyError:  # removed by its user: stays so
+            return
+        registry.add(self._approver())
 
     # -- the handlers ---------------------------------------------------------------------------
 
@@ -141,7 +186,9 @@ class FlowPolicy(Policy):
         """``tool.before``: judge a sink call."""
         if out.block:
             return
-        role = self.classifier.role(inp.tool_name, inp.raw_name)
+        role = self.classifier.roles.get(inp.tool_name) or self.classifier.role(
+            inp.tool_name, inp.raw_name
+        )
         sink = role.sink
         if not sink:
             if not role.per_call:
@@ -162,6 +209,13 @@ class FlowPolicy(Policy):
             out.block = True
             out.block_reason = verdict.reason
         elif verdict.decision == "ask":
+            if not self._covers(inp.tool_name):
+                # no approval step on this call (its chain was built without it): the
+                # next call of the tool asks; this one is refused
+                self._cover(inp.tool_name)
+                out.block = True
+                out.block_reason = verdict.reason + " (approval needed; ask again)"
+                return
             self._asks[(inp.session_key, inp.tool_call_id, inp.tool_name)] = verdict.reason
 
     def approve(self, request: ApprovalRequest) -> Approval | None:
@@ -186,24 +240,30 @@ class FlowPolicy(Policy):
         session.ordinal += 1
         if inp.status in _REFUSED:
             return
-        role = self.classifier.role(inp.tool_name, inp.raw_name)
-        label, why = "", role.source_why
-        if role.source == "file":
-            label, why = self.classifier.file_source(inp.args)
-        elif role.source == "exec":
-            label, why = self.classifier.exec_source(inp.args)
-        elif role.source:
-            label = "untrusted"
-        origin = Origin(label or "trusted", inp.tool_name, inp.tool_call_id, session.ordinal, why)
+        role = self.classifier.roles.get(inp.tool_name) or self.classifier.role(
+            inp.tool_name, inp.raw_name
+        )
         output = out.result.output
-        if label == "secret":
-            self._secrets(inp, session, origin, secret_values(_text(output)))
-        elif label == "untrusted":
-            session.untrusted.add(render(output), origin)
-            session.label(origin)
-            self._events.labeled(key, inp.agent_id, origin, why)
+        if not role.source:
+            session.keep_trusted(output)
+            label = ""
         else:
-            session.keep_trusted(output, origin)
+            label, why = "untrusted", role.source_why
+            if role.source == "file":
+                label, why = self.classifier.file_source(inp.args)
+            elif role.source == "exec":
+                label, why = self.classifier.exec_source(inp.args)
+            origin = Origin(
+                label or "trusted", inp.tool_name, inp.tool_call_id, session.ordinal, why
+            )
+            if label == "secret":
+                self._secrets(inp, session, origin, secret_values(_text(output)))
+            elif label == "untrusted":
+                session.untrusted.add(render(output), origin)
+                session.label(origin)
+                self._events.labeled(key, inp.agent_id, origin, why)
+            else:
+                session.keep_trusted(output)
         scanner = self.rules.secret_scanner
         if scanner is not None and label != "secret":
             found = [m.value for m in scanner(_text(output))]

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from .model import Origin
-from .values import Haystack, normalize, render
+from .values import Haystack, leaves, normalize
 
 __all__ = ["FlowSessions", "SessionFlows"]
 
 #: trusted results kept unread per session before the oldest are rendered
 MAX_PENDING = 256
+_TRUSTED = Origin("trusted")
 
 
 class SessionFlows:
@@ -31,8 +32,8 @@ class SessionFlows:
         self.labels: list[Origin] = []  # every source read, in order
         self.tainted = False  # whether it has read an untrusted source
         self.untrusted = Haystack()
-        self.trusted = Haystack()
-        self.pending: list[tuple[Any, Origin]] = []
+        self.trusted = Haystack()  # the user's messages and trusted results
+        self.pending: list[Any] = []  # trusted results not rendered yet
         self.secrets: dict[str, Origin] = {}  # normalized secret value -> where it was read
 
     def label(self, origin: Origin) -> None:
@@ -41,16 +42,24 @@ class SessionFlows:
         if origin.label == "untrusted":
             self.tainted = True
 
-    def keep_trusted(self, output: Any, origin: Origin) -> None:
-        self.pending.append((output, origin))
-        if len(self.pending) > MAX_PENDING:
+    def keep_trusted(self, output: Any) -> None:
+        """Keep a trusted result for later lookups."""
+        pending = self.pending
+        pending.append(output)
+        if len(pending) > MAX_PENDING:
             self.index_trusted()
 
     def index_trusted(self) -> Haystack:
-        """The trusted text, with the results kept since the last lookup rendered."""
-        for output, origin in self.pending:
-            self.trusted.add(render(output), origin)
-        self.pending.clear()
+        """The trusted text, with the results kept since the last lookup rendered (as
+        one piece: a value found there is trusted, whichever result showed it)."""
+        pending = self.pending
+        if pending:
+            try:
+                text = "\n".join(pending)  # most results are text
+            except TypeError:
+                text = "\n".join(o if isinstance(o, str) else "\n".join(leaves(o)) for o in pending)
+            self.trusted.add(normalize(text), _TRUSTED)
+            pending.clear()
         return self.trusted
 
     def add_secrets(self, values: list[str], origin: Origin) -> int:
@@ -66,7 +75,7 @@ class SessionFlows:
 
 class FlowSessions:
     """The sessions' labels by ``session_key``, at most ``limit`` sessions (the one
-    touched longest ago is forgotten first)."""
+    made longest ago is forgotten first)."""
 
     __slots__ = ("_sessions", "limit")
 
@@ -81,14 +90,14 @@ class FlowSessions:
         return self._sessions.get(key)
 
     def open(self, key: str) -> SessionFlows:
-        """The session ``key``, made when new; it becomes the most recent."""
-        sessions = self._sessions
-        session = sessions.pop(key, None)
+        """The session ``key``, made when new (then, past ``limit``, the session made
+        longest ago is forgotten)."""
+        session = self._sessions.get(key)
         if session is None:
-            session = SessionFlows()
+            sessions = self._sessions
             if len(sessions) >= self.limit:
                 del sessions[next(iter(sessions))]
-        sessions[key] = session
+            session = sessions[key] = SessionFlows()
         return session
 
     def forget(self, key: str) -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
 from collections.abc import Iterator, Mapping
+from itertools import accumulate
 from typing import Any
 
 from .model import Origin
@@ -44,6 +44,7 @@ _TOKENS = re.compile(
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,12}\b"  # domains
 )
 _TRAILING = ".,;:!?)]}'\""
+_MAY_HOLD_TOKENS = re.compile(r"[@.\d]")  # every token has one of these
 _LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:]|\S\s+\S")
 _COMMON = _set(
     "true false null none yes no ok okay json text html utf-8 utf8 http https www the and "
@@ -155,6 +156,10 @@ def _string(
     )
     if whole:
         found.append((path, text, value.strip()))
+        if " " not in text:
+            return  # one word: the tokens inside it are parts of the value itself
+    if _MAY_HOLD_TOKENS.search(text) is None:
+        return
     for match in _TOKENS.finditer(text):
         token = match.group().rstrip(_TRAILING)
         if token != text and len(token) >= min_length and token not in _COMMON:
@@ -202,9 +207,13 @@ class Haystack:
         self._texts.append(text)
         self._origins.append(origin)
         self.size += len(text) + 1
-        while self.size > self.limit and len(self._texts) > 1:
-            self.size -= len(self._texts[0]) + 1
-            del self._texts[0], self._origins[0]
+        if self.size > self.limit:  # forget the oldest quarter at once: O(1) per add
+            keep, size = len(self._texts), 0
+            while keep > 1 and size + len(self._texts[keep - 1]) + 1 <= self.limit * 3 // 4:
+                keep -= 1
+                size += len(self._texts[keep]) + 1
+            del self._texts[:keep], self._origins[:keep]
+            self.size = size if self._texts else 0
         self._joined = None
 
     def find(self, value: str) -> Origin | None:
