@@ -421,3 +421,27 @@ def test_rules_reject_what_they_cannot_do() -> None:
         FlowRules(sinks={"x": "maybe"})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="source_kinds: unknown dns"):
         FlowRules(source_kinds=frozenset({"dns"}))
+
+
+async def test_a_sink_known_by_its_description_asks_from_its_first_call() -> None:
+    asked: list[str] = []
+
+    async def person(request: ApprovalRequest, reason: str) -> bool:
+        asked.append(request.tool_name)
+        return True
+
+    pipe = Pipeline(human_approval=person)
+    flows = policy(pipe)
+    # its name says nothing; its description says it sends
+    flows.describe(ToolInfo("courier", description="Sends a parcel to an address."))
+    async with pipe.turn(agent_id="a", session_key="s1") as turn:
+        await turn.call_tool("web_search", {"q": "x"}, call=lambda a: "results")
+        sent = await turn.call_tool("courier", {"address": "x"}, call=lambda a: "sent")
+        # a sink whose name hides its verb, never described: refused on its first call
+        # (that call was built without the approval step), asked from then on
+        first = await turn.call_tool("mySetTool", {"v": "x"}, call=lambda a: "set")
+        second = await turn.call_tool("mySetTool", {"v": "x"}, call=lambda a: "set")
+    assert sent.status == second.status == "ok"
+    assert first.status == "blocked"
+    assert first.output["reason"].endswith("(approval needed; ask again)")
+    assert asked == ["courier", "mysettool"]
