@@ -12,8 +12,8 @@ Four handlers, built from one ``FlowRules``:
 - ``flows.ask`` on ``tool.approve``, when a rule can ask: the calls ``tool.before``
   marked go to the human-approval handler (docs/approvals.md).
 
-Labels live on the session (``session_key``); a call without one labels nothing
-beyond itself.  With ``mode="shadow"`` the decisions are only recorded.
+Labels live on the session (``session_key``; a turn without one is its own session,
+and a call outside a turn without one labels nothing beyond itself).  With ``mode="shadow"`` the decisions are only recorded.
 """
 
 from __future__ import annotations
@@ -178,8 +178,9 @@ class FlowPolicy(Policy):
 
     def message(self, inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
         """``message.before``: the user's message is trusted text of its session."""
-        if inp.session_key and out.message:
-            session = self.sessions.open(inp.session_key)
+        key = inp.session_key or inp.turn_id
+        if key and out.message:
+            session = self.sessions.open(key)
             session.trusted.add(normalize(out.message), Origin("user"))
 
     def before(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
@@ -196,7 +197,8 @@ class FlowPolicy(Policy):
             sink = self.classifier.call_sink(role.per_call, out.args)
             if not sink:
                 return
-        session = self.sessions.get(inp.session_key) if inp.session_key else None
+        key = inp.session_key or inp.turn_id
+        session = self.sessions.get(key) if key else None
         if (session is None or not (session.tainted or session.secrets)) and (
             self.rules.secret_scanner is None
         ):
@@ -216,22 +218,21 @@ class FlowPolicy(Policy):
                 out.block = True
                 out.block_reason = verdict.reason + " (approval needed; ask again)"
                 return
-            self._asks[(inp.session_key, inp.tool_call_id, inp.tool_name)] = verdict.reason
+            self._asks[(key, inp.tool_call_id, inp.tool_name)] = verdict.reason
 
     def approve(self, request: ApprovalRequest) -> Approval | None:
         """``tool.approve``: a call ``tool.before`` marked asks the human-approval handler."""
         if not self._asks:
             return None
-        reason = self._asks.pop(
-            (request.session_key, request.tool_call_id, request.tool_name), None
-        )
+        key = (request.session_key or request.turn_id, request.tool_call_id, request.tool_name)
+        reason = self._asks.pop(key, None)
         if reason is None:
             return None
         return Approval.ask(reason, rule=f"flows({request.tool_name})")
 
     def after(self, inp: ToolAfterInput, out: ToolAfterOutput) -> None:
         """``tool.after``: the result labels its session, or is kept as trusted text."""
-        key = inp.session_key
+        key = inp.session_key or inp.turn_id
         if self._asks:  # a call that was asked and never reached the approver
             self._asks.pop((key, inp.tool_call_id, inp.tool_name), None)
         if not key:
@@ -261,7 +262,7 @@ class FlowPolicy(Policy):
             elif label == "untrusted":
                 session.untrusted.add(render(output), origin)
                 session.label(origin)
-                self._events.labeled(key, inp.agent_id, origin, why)
+                self._events.labeled(inp.session_key, inp.agent_id, origin, why)
             else:
                 session.keep_trusted(output)
         scanner = self.rules.secret_scanner
