@@ -13,7 +13,8 @@ Four handlers, built from one ``FlowRules``:
   marked go to the human-approval handler (docs/approvals.md).
 
 Labels live on the session (``session_key``; a turn without one is its own session,
-and a call outside a turn without one labels nothing beyond itself).  With ``mode="shadow"`` the decisions are only recorded.
+and a call outside a turn without one labels nothing beyond itself).  With
+``mode="shadow"`` the decisions are only recorded.
 """
 
 from __future__ import annotations
