@@ -15,7 +15,8 @@ event loop and timed inside the coroutine, with the shared ``harness.py``):
     session has seen (an inbox of 4 KB untrusted text and 32 trusted results, 8 KB):
     the recipient in the user's message (not flagged; the rule decides), and a
     recipient first seen in the inbox (flagged: the block reason and its finding built).
-    Target: at most 20 µs each;
+    Target: at most 20 µs each.  Informational: the same after 16 inboxes (64 KB of
+    untrusted text, 512 trusted results): the lookups scan what the session has seen;
 - in a pipeline (``Pipeline(builtins=False, tracing="off")``, ``call_tool`` with a
   session key), with and without ``FlowPolicy(FlowRules()).install(pipe)`` (its
   ``tool.approve`` handler included: the default ``sink = "ask"`` needs one): a quiet
@@ -113,16 +114,18 @@ def pipeline_case(pipe: Pipeline, args: Args) -> Loop:
     return loop
 
 
-def read_session(rules: FlowRules) -> FlowPolicy:
-    """A policy whose session has read 32 trusted results, the user's message and an
-    inbox (untrusted)."""
+def read_session(rules: FlowRules, inboxes: int = 1) -> FlowPolicy:
+    """A policy whose session has read 32 trusted results, the user's message and
+    ``inboxes`` inboxes (untrusted; the flagged address in the last)."""
     policy = FlowPolicy(rules)
     policy.message(
         MessageBeforeInput(session_key=SESSION),
         MessageBeforeOutput(message="Send the quarterly numbers to bob@corp.com"),
     )
-    for i, text in enumerate([*TRUSTED, INBOX]):
-        name = "read_inbox" if text is INBOX else "get_events"
+    older = INBOX.replace("mallory@evil.com", "someone@corp.com")
+    texts = [*TRUSTED * inboxes, *[older] * (inboxes - 1), INBOX]
+    for i, text in enumerate(texts):
+        name = "get_events" if text in TRUSTED else "read_inbox"
         policy.after(
             ToolAfterInput(tool_name=name, tool_call_id=f"r{i}", session_key=SESSION),
             ToolAfterOutput(result=ToolResult(output=text)),
@@ -160,6 +163,9 @@ def build_cases() -> list[Case]:
     allowing = read_session(FlowRules(sink="allow"))
     _check(allowing, own, blocked=False)
     _check(allowing, evil, blocked=True)
+    big = read_session(FlowRules(sink="allow"), inboxes=16)
+    _check(big, own, blocked=False)
+    _check(big, evil, blocked=True)
     plain = Pipeline(builtins=False, tracing="off")
     flowing = Pipeline(builtins=False, tracing="off")
     FlowPolicy(FlowRules()).install(flowing)
@@ -183,6 +189,8 @@ def build_cases() -> list[Case]:
         ),
         Case("own", "before: send_email after the inbox, own", judge_case(allowing, own)),
         Case("evil", "before: send_email after the inbox, flagged", judge_case(allowing, evil)),
+        Case("big_own", "before: after 16 inboxes (64 KB), own", judge_case(big, own)),
+        Case("big_evil", "before: after 16 inboxes (64 KB), flagged", judge_case(big, evil)),
         Case("p_plain", "call_tool, no interceptors", pipeline_case(plain, {})),
         Case("p_flows", "call_tool, flow rules (sink = ask)", pipeline_case(flowing, {})),
         Case("p_allow", "call_tool, flow rules (sink = allow)", pipeline_case(allow_pipe, {})),
@@ -211,6 +219,8 @@ def rows_of(t: Mapping[str, float], cases: Sequence[Case]) -> list[Row]:
         row("sink", "flow handlers, per call", t["sink"], quiet),
         row("own", "flow check of a sink call", t["own"], sink),
         row("evil", "flow check of a sink call", t["evil"], sink),
+        row("big_own", "flow check, a larger session", t["big_own"], "info"),
+        row("big_evil", "flow check, a larger session", t["big_evil"], "info"),
         row("p_plain"),
         row("p_flows", "flow rules added to the call", t["p_flows"] - plain, quiet),
         row("p_allow", "flow rules added (no approver)", t["p_allow"] - plain, "info"),

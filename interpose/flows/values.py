@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from itertools import accumulate
 from typing import Any
 
 from .model import Origin
@@ -33,6 +32,8 @@ MAX_RESULT_CHARS = 1 << 20
 #: the most text a session keeps of untrusted results (and of trusted ones): the oldest
 #: is forgotten past it
 MAX_SESSION_CHARS = 4 << 20
+#: the size of the pieces a session's text is joined in
+SEGMENT_CHARS = 64 << 10
 #: a string argument longer than this is free text: only the tokens inside count
 MAX_VALUE_CHARS = 256
 
@@ -183,45 +184,29 @@ def secret_values(text: str, min_length: int = 6) -> list[str]:
     return values
 
 
-class Haystack:
-    """Normalized texts and where each came from; ``find`` says where a value was seen
-    first.  The texts are joined once per change, on the first lookup after it; past
-    ``limit`` characters the oldest are forgotten."""
+class _Segment:
+    """Some consecutive texts of a haystack, joined on the first lookup after a change."""
 
-    __slots__ = ("_joined", "_origins", "_starts", "_texts", "limit", "size")
+    __slots__ = ("joined", "origins", "size", "starts", "texts")
 
-    def __init__(self, limit: int = MAX_SESSION_CHARS) -> None:
-        self._texts: list[str] = []
-        self._origins: list[Origin] = []
-        self._starts: list[int] = []
-        self._joined: str | None = ""
-        self.limit = limit
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.origins: list[Origin] = []
+        self.starts: list[int] = []
+        self.joined: str | None = None
         self.size = 0
 
-    def __bool__(self) -> bool:
-        return bool(self._texts)
-
     def add(self, text: str, origin: Origin) -> None:
-        if not text:
-            return
-        self._texts.append(text)
-        self._origins.append(origin)
+        self.starts.append(self.size)
+        self.texts.append(text)
+        self.origins.append(origin)
         self.size += len(text) + 1
-        if self.size > self.limit:  # forget the oldest quarter at once: O(1) per add
-            keep, size = len(self._texts), 0
-            while keep > 1 and size + len(self._texts[keep - 1]) + 1 <= self.limit * 3 // 4:
-                keep -= 1
-                size += len(self._texts[keep]) + 1
-            del self._texts[:keep], self._origins[:keep]
-            self.size = size if self._texts else 0
-        self._joined = None
+        self.joined = None
 
     def find(self, value: str) -> Origin | None:
-        """The origin of the first whole-word occurrence of ``value`` (normalized)."""
-        joined = self._joined
+        joined = self.joined
         if joined is None:
-            joined = self._joined = "\n".join(self._texts)
-            self._starts = list(accumulate((len(t) + 1 for t in self._texts[:-1]), initial=0))
+            joined = self.joined = "\n".join(self.texts)
         i = joined.find(value)
         end = len(joined)
         while i >= 0:
@@ -229,8 +214,44 @@ class Haystack:
             if (i == 0 or not joined[i - 1].isalnum() or not value[0].isalnum()) and (
                 after == end or not joined[after].isalnum() or not value[-1].isalnum()
             ):
-                return self._origins[bisect_right(self._starts, i) - 1]
+                return self.origins[bisect_right(self.starts, i) - 1]
             i = joined.find(value, i + 1)
+        return None
+
+
+class Haystack:
+    """Normalized texts and where each came from; ``find`` says where a value was seen
+    first.  The texts are kept in segments of about ``SEGMENT_CHARS``, each joined once
+    after it changes (a new result costs one segment's join, not the session's); past
+    ``limit`` characters the oldest segments are forgotten."""
+
+    __slots__ = ("_segments", "limit", "size")
+
+    def __init__(self, limit: int = MAX_SESSION_CHARS) -> None:
+        self._segments: list[_Segment] = []
+        self.limit = limit
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._segments)
+
+    def add(self, text: str, origin: Origin) -> None:
+        if not text:
+            return
+        segments = self._segments
+        if not segments or segments[-1].size > SEGMENT_CHARS:
+            segments.append(_Segment())
+        segments[-1].add(text, origin)
+        self.size += len(text) + 1
+        while self.size > self.limit and len(segments) > 1:
+            self.size -= segments.pop(0).size
+
+    def find(self, value: str) -> Origin | None:
+        """The origin of the first whole-word occurrence of ``value`` (normalized)."""
+        for segment in self._segments:
+            found = segment.find(value)
+            if found is not None:
+                return found
         return None
 
 
