@@ -115,6 +115,13 @@ class FlowPolicy(Policy):
             if (role.sink or role.per_call) and not self._covers(name):
                 self._cover(name)
 
+    def said(self, session_key: str, text: str) -> None:
+        """Index ``text`` as the user's own words in the session (what ``message.before``
+        does with the user's message), for callers without a message stage (a benchmark
+        harness replaying a task's prompt, an adapter that sees only tools)."""
+        if session_key and text:
+            self.sessions.open(session_key).trusted.add(normalize(text), Origin("user"))
+
     def labels(self, session_key: str) -> tuple[Origin, ...]:
         """The sources the session has read, in order, with provenance."""
         session = self.sessions.get(session_key)
@@ -179,10 +186,7 @@ class FlowPolicy(Policy):
 
     def message(self, inp: MessageBeforeInput, out: MessageBeforeOutput) -> None:
         """``message.before``: the user's message is trusted text of its session."""
-        key = inp.session_key or inp.turn_id
-        if key and out.message:
-            session = self.sessions.open(key)
-            session.trusted.add(normalize(out.message), Origin("user"))
+        self.said(inp.session_key or inp.turn_id, out.message)
 
     def before(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         """``tool.before``: judge a sink call."""

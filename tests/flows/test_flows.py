@@ -445,3 +445,21 @@ async def test_a_sink_known_by_its_description_asks_from_its_first_call() -> Non
     assert first.status == "blocked"
     assert first.output["reason"].endswith("(approval needed; ask again)")
     assert asked == ["courier", "mysettool"]
+
+
+async def test_said_indexes_the_users_words_without_a_message_stage() -> None:
+    pipe = Pipeline()
+    flows = policy(pipe, sink="allow")
+    mail = Mail([])
+    flows.said("s1", "Pay the rent to GB29NWBK60161331926819 and tell bob@corp.com")
+    async with pipe.turn(agent_id="a", session_key="s1") as turn:
+        await turn.call_tool("read_inbox", {}, call=mail.read_inbox)
+        rent = await turn.call_tool(
+            "send_money", {"iban": "GB29NWBK60161331926819", "amount": 1250}, call=len
+        )
+        own = await turn.call_tool("send_email", {"to": "bob@corp.com", "body": "paid"}, call=len)
+    # the IBAN is in the inbox too, but the user said it first; the amount only the inbox said
+    assert rent.status == "blocked"
+    assert "iban" not in rent.output["reason"]
+    assert "amount 1250 first seen in the result of read_inbox" in rent.output["reason"]
+    assert own.status == "ok"
