@@ -9,6 +9,8 @@ mocked in the pipeline."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -414,6 +416,23 @@ async def test_flows_from_a_config_file(tmp_path: Path) -> None:
     config.write_text('[flows]\nsource_kinds = ["web", "dns"]\n')
     with pytest.raises(ConfigFileError, match=r"flows\.source_kinds\[1\]"):
         Pipeline.from_config(config)
+
+
+def test_interpose_check_shows_the_flow_rules(tmp_path: Path) -> None:
+    config = tmp_path / "interpose.toml"
+    config.write_text('[flows]\nsink = "allow"\non_secret = "ask"\n')
+    check = subprocess.run(
+        [sys.executable, "-m", "interpose", "check", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
+    assert (
+        "flows: sinks after untrusted input: allow; flagged values: block; secrets: ask; "
+        f"project {tmp_path.resolve()}"
+    ) in check.stdout
 
 
 def test_rules_reject_what_they_cannot_do() -> None:
