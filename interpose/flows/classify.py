@@ -131,11 +131,6 @@ class Role:
     per_call: str = ""
     action: SinkAction | None = None
 
-    @property
-    def quiet(self) -> bool:
-        """Neither a source nor a sink of any kind: its results are only trusted text."""
-        return not self.source and not self.sink and not self.per_call
-
 
 class Classifier:
     """Decides the ``Role`` of each tool once and caches it.
@@ -244,15 +239,14 @@ class Classifier:
             return found
         hints: Mapping[str, Any] = (info.annotations or {}) if info is not None else {}
         trusted = server.lower() in self._servers
-        if hints.get("readOnlyHint") is True and (trusted or verb in _READ or verb is None):
+        if hints.get("readOnlyHint") is True and (trusted or verb in _READ):
             return found
         if hints.get("openWorldHint", True) is not False:
-            missing = "openWorldHint" not in hints
-            return (
-                "an MCP tool"
-                + (" without annotations (assumed open-world)" if missing else " in an open world"),
-                "",
-            )
+            if not hints:
+                return "an MCP tool without annotations (assumed open-world)", ""
+            if "openWorldHint" not in hints:
+                return "an MCP tool without openWorldHint (assumed open-world)", ""
+            return "an MCP tool in an open world (openWorldHint)", ""
         if hints.get("destructiveHint", True) is not False:
             return "an MCP tool that may be destructive (destructiveHint)", ""
         return found
@@ -297,7 +291,7 @@ class Classifier:
                 reason = sensitive_reason(token)
                 if reason is not None:
                     return "secret", f"reads {token} ({reason})"
-        if _NETWORK.search(text):
+        if "exec" in self.rules.source_kinds and _NETWORK.search(text):
             return "untrusted", "a command that uses the network"
         return "", ""
 

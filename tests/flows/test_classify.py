@@ -112,9 +112,13 @@ def test_mcp_annotations_are_hints_and_a_missing_one_means_the_worst() -> None:
     assert role("mcp__s__send_note", liar)[1] == "sends messages"
     reader = ToolInfo("mcp__s__list_notes", server="s", annotations={"readOnlyHint": True})
     assert role("mcp__s__list_notes", reader) == ("mcp", "", "")
-    # a trusted server: its results are trusted and its read-only claim believed
+    # a trusted server: its results are trusted and its read-only claim believed; from
+    # one that is not, only for a tool whose name says it reads
     odd = ToolInfo("mcp__s__frobnicate", server="s", annotations={"readOnlyHint": True})
     assert role("mcp__s__frobnicate", odd, trusted_servers=("s",)) == ("", "", "")
+    assert role("mcp__s__frobnicate", odd)[1] == (
+        "an MCP tool without openWorldHint (assumed open-world)"
+    )
 
 
 def test_overrides() -> None:
