@@ -61,7 +61,8 @@ _VALUE_KEYS = _set(
     "to recipient recipients cc bcc user users username channel channels account iban "
     "name names participants invitee email emails phone payee receiver"
 )
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*[=:]\s*(.*?)\s*$")
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.*?)\s*$")
+_KEY_LIKE = re.compile(r"key|token|secret|pass|pwd|auth|cred|private|dsn|session|cookie|salt", re.I)
 
 
 def normalize(text: str) -> str:
@@ -169,17 +170,27 @@ def _string(
 
 def secret_values(text: str, min_length: int = 6) -> list[str]:
     """The secrets of a secret file's text (not normalized): the values of its
-    ``KEY=VALUE`` lines; for a file without such lines (a private key), its lines of 16
-    or more characters without spaces."""
+    ``KEY=VALUE`` lines that are secret-like (under a key-like name: ``*_KEY``,
+    ``*TOKEN*``, ``*PASSWORD*``...; or 12 characters or more mixing letters and digits,
+    so ``NODE_ENV=production`` is no secret); for a file without such lines (a private
+    key), its lines of 16 or more characters without spaces."""
     values: list[str] = []
+    assignments = 0
     lines = text.splitlines()
     for line in lines:
         match = _ENV_LINE.match(line)
-        if match and not line.lstrip().startswith("#"):
-            value = match.group(1).strip("'\"")
-            if len(value) >= min_length and value.casefold() not in _COMMON:
-                values.append(value)
-    if not values:
+        if match is None or line.lstrip().startswith("#"):
+            continue
+        assignments += 1
+        key, value = match.group(1), match.group(2).strip("'\"")
+        if len(value) < min_length or value.casefold() in _COMMON:
+            continue
+        mixed = (
+            len(value) >= 12 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+        )
+        if mixed or _KEY_LIKE.search(key):
+            values.append(value)
+    if not assignments:
         values = [ln.strip() for ln in lines if len(ln.strip()) >= 16 and " " not in ln.strip()]
     return values
 

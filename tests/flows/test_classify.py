@@ -190,5 +190,7 @@ def test_values_are_found_as_whole_words() -> None:
 
 def test_secret_values_of_a_secret_file() -> None:
     assert secret_values("# c\nexport API_KEY='abc123xyz'\nDEBUG=1\nEMPTY=\n") == ["abc123xyz"]
+    env = "NODE_ENV=production\nDB_PASSWORD=hunter22\nSENTRY=https://f00d1234abcd@o1.ingest.x/9\n"
+    assert secret_values(env) == ["hunter22", "https://f00d1234abcd@o1.ingest.x/9"]
     key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
     assert "b3BlbnNzaC1rZXktdjEAAAAA" in secret_values(key)
