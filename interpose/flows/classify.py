@@ -315,9 +315,12 @@ def _split_mcp(name: str, raw: str, info: ToolInfo | None) -> tuple[str, str]:
 
 
 def _verb(ws: tuple[str, ...]) -> str | None:
+    """The first verb of ``ws`` (``reschedule``, ``resend``: the verb after ``re``)."""
     for w in ws:
         if w in _VERBS:
             return w
+        if w.startswith("re") and w[2:] in _VERBS:
+            return w[2:]
     return None
 
 

@@ -56,6 +56,8 @@ def test_words_of_names() -> None:
         ("schedule_transaction", ("", "moves money", "")),
         ("update_password", ("", "changes data (update)", "")),
         ("delete_event", ("", "changes data (delete)", "")),
+        ("reschedule_meeting", ("", "changes data (schedule)", "")),
+        ("resendInvite", ("", "sends messages", "")),
         ("write", ("", "", "write")),
         ("edit", ("", "", "write")),
         ("exec", ("exec", "", "exec")),
