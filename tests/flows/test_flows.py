@@ -482,3 +482,47 @@ async def test_said_indexes_the_users_words_without_a_message_stage() -> None:
     assert "iban" not in rent.output["reason"]
     assert "amount 1250 first seen in the result of read_inbox" in rent.output["reason"]
     assert own.status == "ok"
+
+
+async def test_a_flow_ask_is_an_approval_request_and_a_grant_covers_the_session() -> None:
+    import anyio
+
+    from interpose.approvals import GrantSpec, MemoryApprovalStore
+    from interpose.approvals.waiting import DurableApprovals
+
+    pipe = Pipeline()
+    store = MemoryApprovalStore()
+    DurableApprovals(store, timeout=30).install(pipe)
+    policy(pipe)  # sink: ask
+    mail = Mail([])
+    seen: list[tuple[str, str]] = []
+
+    async def person() -> None:
+        async for change in store.changes("0"):
+            if change.kind == "request_created":
+                seen.append((change.request.rule, change.request.reason))
+                grant = GrantSpec(match="rule", scope="session")
+                await store.decide(change.request.id, "approve", approver="alice", grant=grant)
+                return
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person)
+            async with pipe.turn(agent_id="a", session_key="s1") as turn:
+                await turn.call_tool("read_inbox", {}, call=mail.read_inbox, call_id="m1")
+                first = await turn.call_tool(
+                    "send_email", {"to": "dave@corp.com", "body": "x"}, call=mail.send_email
+                )
+                again = await turn.call_tool(
+                    "send_email", {"to": "erin@corp.com", "body": "y"}, call=mail.send_email
+                )
+    assert first.status == "ok", first.output
+    assert again.status == "ok", again.output  # the standing grant
+    assert seen == [
+        (
+            "flows(send_email)",
+            "flows: send_email sends messages after untrusted input "
+            "(the result of read_inbox, call 1)",
+        )
+    ]
+    assert [m["to"] for m in mail.sent] == ["dave@corp.com", "erin@corp.com"]
