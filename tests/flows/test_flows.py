@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from interpose import ApprovalRequest, Pipeline
+from interpose.approvals import GrantSpec, MemoryApprovalStore
+from interpose.approvals.waiting import DurableApprovals
 from interpose.bus.events import Event, FlowFlagged, FlowLabeled, ShadowDecision
 from interpose.config import ConfigFileError
 from interpose.flows import FlowPolicy, FlowRules, Origin, ToolInfo
@@ -485,11 +488,6 @@ async def test_said_indexes_the_users_words_without_a_message_stage() -> None:
 
 
 async def test_a_flow_ask_is_an_approval_request_and_a_grant_covers_the_session() -> None:
-    import anyio
-
-    from interpose.approvals import GrantSpec, MemoryApprovalStore
-    from interpose.approvals.waiting import DurableApprovals
-
     pipe = Pipeline()
     store = MemoryApprovalStore()
     DurableApprovals(store, timeout=30).install(pipe)
@@ -499,10 +497,11 @@ async def test_a_flow_ask_is_an_approval_request_and_a_grant_covers_the_session(
 
     async def person() -> None:
         async for change in store.changes("0"):
-            if change.kind == "request_created":
-                seen.append((change.request.rule, change.request.reason))
+            request = change.request
+            if change.kind == "request_created" and request is not None:
+                seen.append((request.rule, request.reason))
                 grant = GrantSpec(match="rule", scope="session")
-                await store.decide(change.request.id, "approve", approver="alice", grant=grant)
+                await store.decide(request.id, "approve", approver="alice", grant=grant)
                 return
 
     with anyio.fail_after(30):
