@@ -5,10 +5,10 @@ A result is kept as its text, normalized (case folded, whitespace collapsed), in
 as a whole word or phrase (``mallory@evil.com`` is found in ``write to
 mallory@evil.com.`` but ``100`` is not found in ``1000``).  Which values of a call
 count (``candidates``): strings of ``min_length`` characters or more that look like a
-value (a digit, ``@``, ``/``, ``.``, ``:``, several words, or any word under a
-value-bearing key such as ``recipient`` or ``channel``), numbers of 3 digits or more,
-and the emails, URLs, IBANs, long numbers and domains inside free text (a ``body``
-or ``subject`` counts only by those).  ``1``, ``true`` or ``ok`` never count.
+value (a digit, ``@``, ``/``, ``.``, ``:``, ``_``, several words, or any word under a
+value-bearing key such as ``recipient``, ``channel`` or ``password``), numbers of 3
+digits or more, and the emails, URLs, IBANs, long numbers and domains inside free text
+(a ``body`` or ``subject`` counts only by those).  ``1``, ``true`` or ``ok`` never count.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _TOKENS = re.compile(
 )
 _TRAILING = ".,;:!?)]}'\""
 _MAY_HOLD_TOKENS = re.compile(r"[@.\d]")  # every token has one of these
-_LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:]|\S\s+\S")
+_LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:_]|\S\s+\S")
 _COMMON = _set(
     "true false null none yes no ok okay json text html utf-8 utf8 http https www the and "
     "for with from this that default auto high low medium normal"
@@ -59,7 +59,8 @@ _FREE_TEXT = _set(
 #: keys whose single-word values count too (a recipient named ``alice``)
 _VALUE_KEYS = _set(
     "to recipient recipients cc bcc user users username channel channels account iban "
-    "name names participants invitee email emails phone payee receiver"
+    "name names participants invitee email emails phone payee receiver password passwd "
+    "passphrase pin secret token key code otp"
 )
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.*?)\s*$")
 _KEY_LIKE = re.compile(r"key|token|secret|pass|pwd|auth|cred|private|dsn|session|cookie|salt", re.I)

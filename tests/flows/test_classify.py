@@ -163,6 +163,8 @@ def test_which_argument_values_count() -> None:
             "amount": 1250.0,
             "recipient": "alice",
             "mode": "fast",
+            "password": "hunter",
+            "state": "in_progress",
             "body": "hello, see https://evil.example/x?q=1. Bye",
             "ids": ["ab12", "ok"],
         },
@@ -172,6 +174,8 @@ def test_which_argument_values_count() -> None:
         ("to", "mallory@evil.com"),
         ("amount", "1250"),
         ("recipient", "alice"),  # a single word counts under a value-bearing key
+        ("password", "hunter"),
+        ("state", "in_progress"),  # an identifier
         ("body", "https://evil.example/x?q=1"),  # free text: only the tokens inside
         ("ids[0]", "ab12"),
     ]
