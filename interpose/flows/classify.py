@@ -51,10 +51,9 @@ _READ = _set(
 _VERBS = _SEND | _PAY | _CHANGE | _EXEC | _READ
 _WEB = _set("web webpage page url site website internet browser browse http rss")
 _MESSAGE = _set(
-    "email emails mail mails inbox message messages msg msgs chat chats channel channels "
-    "dm dms conversation conversations thread threads sms tweet tweets feed comment "
-    "comments review reviews issue issues ticket tickets notification notifications post "
-    "posts"
+    "email emails mail mails inbox message messages msg msgs chat chats dm dms "
+    "conversation conversations thread threads sms tweet tweets feed comment comments "
+    "review reviews issue issues ticket tickets notification notifications post posts"
 )
 _FILE = _set("file files document documents doc docs path dir directory")
 _PAY_NOUNS = _set("payment payments transaction transactions money funds invoice")

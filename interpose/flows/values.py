@@ -45,6 +45,7 @@ _TOKENS = re.compile(
     r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,12}\b"  # domains
 )
 _TRAILING = ".,;:!?)]}'\""
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _MAY_HOLD_TOKENS = re.compile(r"[@.\d]")  # every token has one of these
 _LOOKS_LIKE_VALUE = re.compile(r"[\d@/.:_]|\S\s+\S")
 _COMMON = _set(
@@ -136,21 +137,34 @@ def _walk(
         return
     elif isinstance(value, int | float):
         text = _number(value)
-        if sum(c.isdigit() for c in text) >= 3:
+        if sum(c.isdigit() for c in text) >= (2 if _is_id(key) else 3):
             found.append((path, text, text))
     elif isinstance(value, Mapping):
         for k, v in value.items():
             k = str(k)
-            _walk(v, f"{path}.{k}" if path else k, k.lower(), min_length, found, depth + 1)
+            _walk(v, f"{path}.{k}" if path else k, _key(k), min_length, found, depth + 1)
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _walk(v, f"{path}[{i}]", key, min_length, found, depth + 1)
+
+
+def _is_id(key: str) -> bool:
+    """An identifier's key (snake-cased): ``id``, ``ids``, ``file_id``, ``event_ids``."""
+    return key in ("id", "ids", "uid") or key.endswith(("_id", "_ids", "-id"))
+
+
+def _key(name: str) -> str:
+    """A key lower-cased, camelCase as snake_case: ``eventId`` -> ``event_id``."""
+    return _CAMEL.sub(r"\1_\2", name).lower()
 
 
 def _string(
     value: str, path: str, key: str, min_length: int, found: list[tuple[str, str, str]]
 ) -> None:
     text = normalize(value)
+    if _is_id(key) and 2 <= len(text) < min_length and text not in _COMMON:
+        found.append((path, text, value.strip()))  # a short id counts: ``13``
+        return
     whole = (
         min_length <= len(text) <= MAX_VALUE_CHARS
         and key not in _FREE_TEXT

@@ -167,6 +167,9 @@ def test_which_argument_values_count() -> None:
             "state": "in_progress",
             "body": "hello, see https://evil.example/x?q=1. Bye",
             "ids": ["ab12", "ok"],
+            "file_id": "13",
+            "eventId": 7,
+            "parentId": 42,
         },
         4,
     )
@@ -178,6 +181,8 @@ def test_which_argument_values_count() -> None:
         ("state", "in_progress"),  # an identifier
         ("body", "https://evil.example/x?q=1"),  # free text: only the tokens inside
         ("ids[0]", "ab12"),
+        ("file_id", "13"),  # an id counts from 2 characters
+        ("parentId", "42"),
     ]
     assert found[0][2] == "Mallory@Evil.com"
 
