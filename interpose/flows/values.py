@@ -154,8 +154,18 @@ def _is_id(key: str) -> bool:
 
 
 def _key(name: str) -> str:
-    """A key lower-cased, camelCase as snake_case: ``eventId`` -> ``event_id``."""
-    return _CAMEL.sub(r"\1_\2", name).lower()
+    """A key lower-cased, camelCase as snake_case: ``eventId`` -> ``event_id`` (keys
+    repeat: each is worked out once, up to ``_MAX_KEYS``)."""
+    key = _KEYS.get(name)
+    if key is None:
+        key = _CAMEL.sub(r"\1_\2", name).lower()
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[name] = key
+    return key
+
+
+_KEYS: dict[str, str] = {}
+_MAX_KEYS = 4096
 
 
 def _string(
