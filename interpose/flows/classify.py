@@ -53,7 +53,8 @@ _WEB = _set("web webpage page url site website internet browser browse http rss"
 _MESSAGE = _set(
     "email emails mail mails inbox message messages msg msgs chat chats dm dms "
     "conversation conversations thread threads sms tweet tweets feed comment comments "
-    "review reviews issue issues ticket tickets notification notifications post posts"
+    "review reviews issue issues ticket tickets notification notifications post posts "
+    "calendar meeting meetings invitation invitations transaction transactions"
 )
 _FILE = _set("file files document documents doc docs path dir directory")
 _PAY_NOUNS = _set("payment payments transaction transactions money funds invoice")
@@ -260,7 +261,10 @@ class Classifier:
                 return "secret", f"reads {path} ({reason})"
         if "file" not in self.rules.source_kinds:
             return "", ""
-        for path in _paths(args):
+        paths = _paths(args)
+        if not paths:  # by id or by search: documents of a store, not of the project
+            return "untrusted", "reads documents by id or search, not a project path"
+        for path in paths:
             if not self.inside(path):
                 return "untrusted", f"reads {path}, outside the project"
         return "", ""

@@ -42,6 +42,8 @@ def test_words_of_names() -> None:
         ("searchEmails", ("message", "", "")),
         ("read_channel_messages", ("message", "", "")),
         ("list_issues", ("message", "", "")),
+        ("search_calendar_events", ("message", "", "")),
+        ("get_recent_transactions", ("message", "", "")),
         ("read_file", ("file", "", "")),
         ("read", ("file", "", "")),
         ("get_balance", ("", "", "")),
@@ -137,6 +139,10 @@ def test_overrides() -> None:
 def test_per_call_roles(tmp_path: Path) -> None:
     classifier = Classifier(FlowRules(project=str(tmp_path)))
     assert classifier.file_source({"path": "src/a.py"}) == ("", "")
+    assert classifier.file_source({"file_id": "13"}) == (
+        "untrusted",
+        "reads documents by id or search, not a project path",
+    )
     assert classifier.file_source({"path": "/etc/hosts"}) == (
         "untrusted",
         "reads /etc/hosts, outside the project",
