@@ -22,6 +22,7 @@ TINY: dict[str, list[str]] = {"bench_replay_log": ["--rounds", "1", "--size", "2
 def test_every_benchmark_is_listed_here() -> None:
     assert SCRIPTS == [
         "bench_bus",
+        "bench_flows",
         "bench_guards",
         "bench_langchain",
         "bench_mcp_proxy",

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "interpose.permissions",
         "interpose.approvals",
         "interpose.sandbox",
+        "interpose.flows",
     ),
     ("interpose.config", "interpose.plugins"),
     ("interpose.adapters", "interpose.agent", "interpose.replay"),

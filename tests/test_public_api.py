@@ -110,6 +110,7 @@ def test_no_private_module_leaks() -> None:
         "approvals",
         "bus",
         "errors",
+        "flows",
         "pipeline",
         "middleware",
         "observers",

@@ -14,6 +14,9 @@ __all__ = [
     "EVENT_KINDS",
     "Event",
     "EventKind",
+    "FlowFinding",
+    "FlowFlagged",
+    "FlowLabeled",
     "HookMessage",
     "InterceptorFailed",
     "LLMRequestSent",
@@ -259,6 +262,57 @@ class SandboxViolation(_Event, tag="sandbox_violation", frozen=True):
     command: str = ""
 
 
+class FlowLabeled(_Event, tag="flow_labeled", frozen=True):
+    """A session got a label from a tool's result (``interpose.flows``, docs/flows.md):
+    ``label`` is ``untrusted`` (the result came from an untrusted source) or ``secret``
+    (it carried secrets: an ``.env`` file, a private key...).  ``tool_name``,
+    ``tool_call_id`` and ``ordinal`` (the call's place in the session, from 1) say which
+    result; ``reason`` why it is a source (``web fetch``, ``reads messages``...);
+    ``values`` how many secret values it labelled.  A fleet carries these events, so a
+    process serving the same session can take the label over
+    (``FlowPolicy.follow``)."""
+
+    label: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    ordinal: int = 0
+    reason: str = ""
+    values: int = 0
+
+
+class FlowFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """One argument value of a sink call and where the session first saw it: ``arg``
+    is the argument's path (``recipients[0]``), ``value`` the value (masked for a
+    secret), ``label`` ``untrusted`` or ``secret``; ``tool_name``, ``tool_call_id``
+    and ``ordinal`` name the result it was first seen in (empty for a secret a
+    detector found in the argument itself, ``kind`` then says which)."""
+
+    arg: str = ""
+    value: str = ""
+    label: str = "untrusted"
+    tool_name: str = ""
+    tool_call_id: str = ""
+    ordinal: int = 0
+    kind: str = ""
+
+
+class FlowFlagged(_Event, tag="flow_flagged", frozen=True):
+    """The flow rules judged a sink call (``interpose.flows``): it came after untrusted
+    input in its session, or it carries a value first seen in an untrusted result or a
+    secret.  ``sink`` is what makes the tool a sink (``sends messages``...);
+    ``decision`` is ``block``, ``ask`` or ``allow``; ``findings`` the flagged values
+    and where each came from; ``reason`` the sentence the call is refused or asked
+    with; ``mode`` ``shadow`` when the decision was only recorded."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    sink: str = ""
+    decision: str = ""
+    reason: str = ""
+    findings: tuple[FlowFinding, ...] = ()
+    mode: str = "enforce"
+
+
 class TurnEnded(_Event, tag="turn_ended", frozen=True):
     duration_ns: int = 0
 
@@ -357,6 +411,8 @@ Event: TypeAlias = (
     | ShadowDecision
     | CallRecorded
     | SandboxViolation
+    | FlowLabeled
+    | FlowFlagged
     | TurnEnded
     | TurnAborted
     | ApprovalRequested
@@ -382,6 +438,8 @@ EventKind: TypeAlias = Literal[
     "shadow_decision",
     "call_recorded",
     "sandbox_violation",
+    "flow_labeled",
+    "flow_flagged",
     "turn_ended",
     "turn_aborted",
     "approval_requested",

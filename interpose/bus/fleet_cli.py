@@ -157,6 +157,8 @@ def format_row(event: Event) -> tuple[str, ...]:
         )
     elif kind == "turn_aborted":
         decision = "aborted"
+    elif kind == "flow_flagged":
+        decision = f"flow {getattr(event, 'decision', '')}"
     else:
         decision = kind
     if by and reason:

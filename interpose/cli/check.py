@@ -276,6 +276,8 @@ def _stack_lines(built: Built) -> list[str]:
     lines += _approval_lines(built)
     if built.sandbox:
         lines.append(f"sandbox: {built.sandbox}")
+    if built.flows:
+        lines.append(f"flows: {built.flows}")
     if built.priority_order == "picoclaw":
         lines.append(
             "priority order: picoclaw (builtins before process hooks, lower priority "

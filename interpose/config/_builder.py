@@ -52,6 +52,7 @@ class Built:
             them), also when the table is disabled.
         approvals: the ``[approvals]`` handler (its store), when the table is on.
         sandbox: what ``[sandbox]`` sets up, in one line ("" without the table).
+        flows: what ``[flows]`` sets up, in one line ("" without the table).
     """
 
     pipeline: Pipeline
@@ -65,6 +66,7 @@ class Built:
     permissions: Permissions | None = None  # the [permissions] rules, registered or not
     approvals: DurableApprovals | None = None  # the [approvals] handler, when on
     sandbox: str = ""
+    flows: str = ""
 
 
 _NAME_RULE = re.compile(r"[\w.\-]+")

@@ -11,6 +11,7 @@ from ..errors import field_key
 from ._approvals import ApprovalSteps
 from ._builder import Built, seconds
 from ._builtins import BuiltinSteps
+from ._flows import FlowSteps
 from ._hooks import HookSteps
 from ._observers import FlushSpans, ObserverSteps
 from ._permissions import PermissionSteps
@@ -96,7 +97,15 @@ def describe(
     return Builder(config, root, source, dry=True, run_plugins=True).build()
 
 
-class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalSteps, SandboxSteps):
+class Builder(
+    BuiltinSteps,
+    HookSteps,
+    ObserverSteps,
+    PermissionSteps,
+    ApprovalSteps,
+    SandboxSteps,
+    FlowSteps,
+):
     """Builds one pipeline from one config; every step names its field when it fails.
 
     ``dry``: no side effects (no file opened, no exporter); ``run_plugins``: call the
@@ -167,6 +176,7 @@ class Builder(BuiltinSteps, HookSteps, ObserverSteps, PermissionSteps, ApprovalS
         self.permissions(pipe, built, config.permissions)
         self.approvals(pipe, built, config.approvals)
         self.sandbox(pipe, built, config.sandbox)
+        self.flows(pipe, built, config.flows)
         self.observers(pipe, config.observers)
         for name, table in config.plugins.items():
             self.plugin(pipe, name, table)

@@ -613,6 +613,55 @@ class SandboxConfig(_Table):
     processes: Annotated[int, _doc("processes at once; 0: no limit", ge=0)] = 512
 
 
+FlowActionName: TypeAlias = Literal["ask", "block", "allow"]
+SourceKindName: TypeAlias = Literal["web", "message", "file", "mcp", "exec"]
+
+
+class FlowsConfig(_Table):
+    """``[flows]``: what the agent read decides what it may send (docs/flows.md).  Tools
+    that read untrusted content label their session; a sink call (a tool that sends,
+    pays, changes data, writes outside the project, runs a networked command) is then
+    judged by rule; values first seen in untrusted results, and secrets, are flagged."""
+
+    enabled: Annotated[bool, _doc("register the flow rules")] = True
+    mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
+    sink: Annotated[
+        FlowActionName, _doc("a sink call after untrusted input: `ask`, `block` or `allow`")
+    ] = "ask"
+    sinks: Annotated[
+        dict[str, FlowActionName],
+        _doc("per tool (or `mcp__<server>__` prefix): its decision instead of `sink`"),
+    ] = {}
+    on_flagged: Annotated[
+        FlowActionName,
+        _doc("a sink call carrying a value first seen in an untrusted result"),
+    ] = "block"
+    on_secret: Annotated[
+        FlowActionName, _doc("a sink call carrying a secret (a value of an `.env` file read)")
+    ] = "block"
+    sources: Annotated[
+        list[str], _doc("tools (or `mcp__<server>__` prefixes) whose results are untrusted")
+    ] = []
+    trusted: Annotated[list[str], _doc("tools whose results are trusted whatever they do")] = []
+    trusted_servers: Annotated[
+        list[str], _doc("MCP servers whose results are trusted and annotations believed")
+    ] = []
+    source_kinds: Annotated[
+        list[SourceKindName],
+        _doc("which kinds of tool are untrusted sources: web, message, file, mcp, exec"),
+    ] = msgspec.field(default_factory=lambda: ["web", "message", "file", "mcp", "exec"])
+    all_results_untrusted: Annotated[
+        bool, _doc("every result not of a `trusted` tool is untrusted")
+    ] = False
+    project: Annotated[
+        str, _doc("the project: files inside are not sources or sinks; relative: to this file")
+    ] = "."
+    min_length: Annotated[
+        int, _doc("the shortest string that counts as a value (numbers: 3 digits)", ge=1)
+    ] = 4
+    max_sessions: Annotated[int, _doc("sessions whose labels are kept", ge=1)] = 4096
+
+
 class Config(_Table, dict=True):
     """A whole config file.
 
@@ -627,6 +676,7 @@ class Config(_Table, dict=True):
     permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
     approvals: ApprovalsConfig | None = None
     sandbox: SandboxConfig | None = None
+    flows: FlowsConfig | None = None
     # What the loader left out of a PicoClaw-shaped file, one line each, shown by
     # ``interpose check`` and logged when the pipeline is built (see
     # ``interpose.external.process.picoclaw``).  Not a

@@ -24,6 +24,7 @@ from interpose.config import (
     CommandHookConfig,
     Config,
     ConfigFileError,
+    FlowsConfig,
     HooksConfig,
     LoggingConfig,
     LoopGuardConfig,
@@ -51,7 +52,8 @@ INVALID = FILES / "invalid"
 # observe takes interpose's kinds and PicoClaw's names of them: the message lists both
 EVENT_KINDS_LISTED = (
     "unknown event kind 'tool_exploded'; expected one of approval_decided, approval_expired, "
-    "approval_requested, call_recorded, grant_added, grant_revoked, grant_used, hook_message, "
+    "approval_requested, call_recorded, flow_flagged, flow_labeled, grant_added, grant_revoked, "
+    "grant_used, hook_message, "
     "interceptor_failed, llm_request, llm_response, message_received, params_resolved, "
     "sandbox_violation, shadow_decision, tool_exec_end, tool_exec_skipped, tool_exec_start, "
     "tool_set_changed, "
@@ -253,7 +255,7 @@ def test_the_loaders_notes_are_not_a_key_of_the_file() -> None:
         decode_config({"_notes": ["all is well"]}, file="settings")
     assert str(caught.value) == (
         "settings: _notes: unknown field; expected one of: "
-        "hooks, observers, tracing, plugins, mcp, permissions, approvals, sandbox"
+        "hooks, observers, tracing, plugins, mcp, permissions, approvals, sandbox, flows"
     )
     assert decode_config({})._notes == ()
     assert Config()._notes == ()
@@ -315,6 +317,7 @@ def _every_table() -> dict[str, Any]:
         ),
         approvals=ApprovalsConfig(),
         sandbox=SandboxConfig(),
+        flows=FlowsConfig(sinks={"send_email": "block"}),
     )
     data: dict[str, Any] = msgspec.to_builtins(config)
     return data
@@ -370,6 +373,7 @@ FREE_FORM = {
     "mcp.servers.time.headers",
     "mcp.servers.remote.env",
     "mcp.servers.remote.headers",
+    "flows.sinks",
 }
 
 

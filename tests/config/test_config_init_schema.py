@@ -157,6 +157,7 @@ def test_schema_prints_a_json_schema_of_the_config(tmp_path: Path) -> None:
         "permissions",
         "approvals",
         "sandbox",
+        "flows",
     }
     builtins = schema["$defs"]["BuiltinsConfig"]["properties"]
     assert "command-safety-guard" in builtins  # the file's (kebab-case) spelling

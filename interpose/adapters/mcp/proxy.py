@@ -77,7 +77,7 @@ from .pathguard import McpPathGuard
 # importable from here as before the split (interpose mcp-proxy's argument handling
 # imports it from this module); it lives in serve.py
 from .serve import stderr_logging as stderr_logging
-from .toolset import ToolSetGuard, permissions_deny
+from .toolset import ToolSetGuard, describe_tools, permissions_deny
 from .upstream import (
     Downstream,
     ProgressFn,
@@ -347,6 +347,7 @@ class McpProxy:
         names = [(self.interpose_name(upstream, tool.name), tool) for tool in tools]
         for name, _ in names:
             self.pipe.register_tool(name)
+        describe_tools(self.pipe.registry, upstream.name, names)
         found = self.toolset.judge(mcp_namespace(upstream.name), names, self._denied)
         for fields in found:
             log.warning("%s (%s)", fields["reason"], fields["decision"])

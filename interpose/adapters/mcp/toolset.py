@@ -17,13 +17,15 @@ from typing import Any, NamedTuple
 import mcp_types as mt
 
 from ...config.mcp import McpConfig
+from ...flows import ToolInfo
+from ...flows.policy import installed
 from ...permissions.policy import PermissionPolicy
 from ...pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 from ...pipeline.registry import Registry
 from ...pipeline.tools import normalize_tool_name
 from .pins import Change, ToolPin, ToolPins
 
-__all__ = ["ToolSetGuard", "Verdict", "permissions_deny"]
+__all__ = ["ToolSetGuard", "Verdict", "describe_tools", "permissions_deny"]
 
 
 class Verdict(NamedTuple):
@@ -188,3 +190,25 @@ def permissions_deny(registry: Registry, name: str) -> bool:
         if denied:
             return True
     return False
+
+
+def describe_tools(registry: Registry, server: str, tools: list[tuple[str, mt.Tool]]) -> None:
+    """Tell the flow policies in ``registry`` what each listed tool of ``server`` says
+    about itself (description, input schema, annotations), by its interpose name."""
+    policies = installed(registry)
+    if not policies:
+        return
+    infos = [
+        ToolInfo(
+            name=name,
+            description=tool.description or "",
+            input_schema=tool.input_schema or {},
+            annotations=None
+            if tool.annotations is None
+            else tool.annotations.model_dump(by_alias=True, exclude_none=True),
+            server=server,
+        )
+        for name, tool in tools
+    ]
+    for policy in policies:
+        policy.describe(*infos)

@@ -1,0 +1,129 @@
+"""The judgement of one sink call: secrets out first, then argument provenance, then
+the sink's own rule after untrusted input.  ``judge`` returns None when the flow rules
+have nothing to say (no secret, no untrusted input in the session)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..bus.events import FlowFinding
+from .model import FlowRules, Origin, SinkAction
+from .state import SessionFlows
+from .values import candidates, normalize, strings
+
+__all__ = ["Verdict", "finding", "judge", "mask", "stricter"]
+
+
+def mask(value: str) -> str:
+    """A secret as events and reasons show it: its first 3 characters."""
+    return value[:3] + "…" if len(value) > 3 else "…"
+
+
+def finding(arg: str, value: str, origin: Origin | None, kind: str = "") -> FlowFinding:
+    if origin is None:
+        return FlowFinding(arg=arg, value=mask(value), label="secret", kind=kind)
+    shown = mask(value) if origin.label == "secret" else value
+    return FlowFinding(
+        arg=arg,
+        value=shown,
+        label=origin.label,
+        tool_name=origin.tool_name,
+        tool_call_id=origin.call_id,
+        ordinal=origin.ordinal,
+        kind=kind,
+    )
+
+
+_ORDER = {"allow": 0, "ask": 1, "block": 2}
+
+
+def stricter(a: SinkAction, b: SinkAction) -> SinkAction:
+    return a if _ORDER[a] >= _ORDER[b] else b
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the flow rules decide about a sink call, and why."""
+
+    decision: SinkAction
+    reason: str
+    sink: str
+    findings: tuple[FlowFinding, ...] = ()
+
+
+def judge(
+    rules: FlowRules,
+    session: SessionFlows | None,
+    tool: str,
+    sink: str,
+    action: SinkAction | None,
+    args: Mapping[str, Any],
+) -> Verdict | None:
+    """The verdict on a call of ``tool`` (a sink: ``sink`` says why; ``action`` its own
+    rule, None for the rules' default)."""
+    secrets = _secrets(rules, session, args)
+    if secrets:
+        said = "; ".join(_said(f) for f in secrets)
+        return Verdict(
+            rules.on_secret, f"flows: {tool} {sink}, with a secret: {said}", sink, secrets
+        )
+    if session is None or not session.tainted:
+        return None
+    own = action or rules.sink
+    flagged = _flagged(rules, session, args)
+    if flagged:
+        said = "; ".join(_said(f) for f in flagged)
+        return Verdict(
+            stricter(own, rules.on_flagged), f"flows: {tool} {sink}: {said}", sink, flagged
+        )
+    first = next(origin for origin in session.labels if origin.label == "untrusted")
+    return Verdict(own, f"flows: {tool} {sink} after untrusted input ({first.where()})", sink)
+
+
+def _said(f: FlowFinding) -> str:
+    if not f.tool_name:
+        return f"{f.arg} holds a {f.kind or 'secret'} ({f.value})"
+    return f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
+
+
+def _secrets(
+    rules: FlowRules, session: SessionFlows | None, args: Mapping[str, Any]
+) -> tuple[FlowFinding, ...]:
+    known = session.secrets if session is not None else None
+    scanner = rules.secret_scanner
+    if not known and scanner is None:
+        return ()
+    found: list[FlowFinding] = []
+    for path, value in strings(args):
+        if known:
+            text = normalize(value)
+            for secret, origin in known.items():
+                if secret in text:
+                    found.append(finding(path, secret, origin))
+                    break
+        if scanner is not None:
+            for match in scanner(value):
+                found.append(finding(path, match.value, None, match.kind))
+    return tuple(found)
+
+
+def _flagged(
+    rules: FlowRules, session: SessionFlows, args: Mapping[str, Any]
+) -> tuple[FlowFinding, ...]:
+    found: list[FlowFinding] = []
+    seen: set[str] = set()
+    trusted = None
+    for path, value, shown in candidates(args, rules.min_length):
+        if value in seen:
+            continue
+        seen.add(value)
+        origin = session.untrusted.find(value)
+        if origin is None:
+            continue
+        if trusted is None:
+            trusted = session.index_trusted()
+        if trusted.find(value) is None:
+            found.append(finding(path, shown, origin))
+    return tuple(found)
