@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from ..security_audit import resolve_path
 from ..shell import (
@@ -77,6 +78,8 @@ class RuleTable:
         yield from self.generic
 
 
+NO_DECISIONS: Mapping[str, str] = MappingProxyType({})
+
 _IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -87,10 +90,12 @@ class Run(SubstitutionOutputs):
     __slots__ = (
         "aliases",
         "allow",
+        "asked",
         "budget",
         "calls",
         "choices",
         "cwd",
+        "decisions",
         "deny",
         "depth",
         "inside",
@@ -107,8 +112,11 @@ class Run(SubstitutionOutputs):
         deny: Sequence[re.Pattern[str]],
         allow: Sequence[re.Pattern[str]],
         budget: Budget,
+        decisions: Mapping[str, str] = NO_DECISIONS,
     ) -> None:
         self.table = table
+        self.decisions = decisions  # rule id -> "ask" or "off" (see .decisions)
+        self.asked: Finding | None = None  # the first finding whose rule asks
         self.budget = budget  # charged as the analysis goes; raises TooComplex past it
         self.deny = deny
         self.allow = allow
@@ -210,7 +218,7 @@ class Run(SubstitutionOutputs):
                     self.calls = self.calls or {}
                     self.calls.setdefault(inv.name, []).append([tilde(w) for w in inv.args])
             if not prepared:
-                found = check_redirects(cmd.redirects, self)
+                found = self.settle(check_redirects(cmd.redirects, self))
             for inv in prepared:
                 found = found or self.invocation(inv)
             if found is not None:
@@ -218,12 +226,12 @@ class Run(SubstitutionOutputs):
         for pipeline in script.pipelines:
             stages = [[invs[i] for i in stage] for stage in pipeline.stages]
             for pipeline_rule in self.table.pipelines:
-                found = pipeline_rule(stages, self)
+                found = self.settle(pipeline_rule(stages, self))
                 if found is not None:
                     return found
         for fn in script.functions:
             for function_rule in self.table.functions:
-                found = function_rule(fn)
+                found = self.settle(function_rule(fn))
                 if found is not None:
                     return found
             found = self._function_body(fn)
@@ -433,7 +441,7 @@ class Run(SubstitutionOutputs):
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = check_redirects(inv.redirects, self)
+        found = self.settle(check_redirects(inv.redirects, self))
         if found is not None:
             return found
         if inv.dynamic:
@@ -443,9 +451,22 @@ class Run(SubstitutionOutputs):
     def judge(self, inv: Invocation) -> Finding | None:
         """The rules of ``inv``'s command name, then the generic ones."""
         for rule in self.table.rules(inv.name):
-            found = rule(inv, self)
+            found = self.settle(rule(inv, self))
             if found is not None:
                 return found
+        return None
+
+    def settle(self, found: Finding | None) -> Finding | None:
+        """``found`` when its rule blocks; None when it asks (the first such finding is
+        kept in ``asked``: a later blocking one still wins) or is off, so the analysis
+        goes on."""
+        if found is None or not self.decisions:
+            return found
+        decision = self.decisions.get(found.rule)
+        if decision is None:
+            return found
+        if decision == "ask" and self.asked is None:
+            self.asked = found
         return None
 
     def _made_by(self, subs: Sequence[Script]) -> tuple[str, str] | None:
