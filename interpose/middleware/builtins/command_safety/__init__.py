@@ -120,7 +120,18 @@ from typing import Any, ClassVar, TypeVar
 from ....errors import ConfigError
 from ....pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
-from . import containers, disk, filesystem, git, permissions, remote_exec, secrets, state
+from . import (
+    cloud,
+    containers,
+    databases,
+    disk,
+    filesystem,
+    git,
+    permissions,
+    remote_exec,
+    secrets,
+    state,
+)
 from .budget import Budget, TooComplex, frames_needed
 from .decisions import DEFAULTS, Decision, resolve
 from .facts import Facts, Recording, Sink
@@ -142,7 +153,18 @@ __all__ = [
 ]
 
 
-_FAMILIES = (remote_exec, filesystem, secrets, disk, permissions, git, containers, state)
+_FAMILIES = (
+    remote_exec,
+    filesystem,
+    secrets,
+    disk,
+    permissions,
+    git,
+    containers,
+    cloud,
+    databases,
+    state,
+)
 """The rule families, in the order their rules run (remote_exec's generic rule first: a
 download run as code is ``rce`` before its operands are judged as files)."""
 
