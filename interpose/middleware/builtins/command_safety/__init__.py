@@ -127,6 +127,7 @@ from . import (
     disk,
     filesystem,
     git,
+    leaks,
     permissions,
     remote_exec,
     secrets,
@@ -163,6 +164,7 @@ _FAMILIES = (
     containers,
     cloud,
     databases,
+    leaks,
     state,
 )
 """The rule families, in the order their rules run (remote_exec's generic rule first: a
