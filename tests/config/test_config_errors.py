@@ -370,6 +370,7 @@ FREE_FORM = {
     "mcp.servers.time.headers",
     "mcp.servers.remote.env",
     "mcp.servers.remote.headers",
+    "hooks.builtins.command-safety-guard.decisions",  # rule ids: checked by the builder
 }
 
 

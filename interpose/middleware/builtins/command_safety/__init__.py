@@ -63,6 +63,10 @@ Rules (the rule id leads the block reason), one module per family:
   run``/``exec``, ``kubectl exec``...) are judged by every rule, bind mounts mapped to the
   host paths they show.
 - :mod:`.secrets`: ``sensitive-read``.
+- :mod:`.cloud`: ``cloud-destruction``; :mod:`.databases`: ``database-destruction``;
+  :mod:`.leaks`: ``secrets-leaving``, ``secret-in-request``, ``secrets-read``.  These ask
+  a person by default, ``secrets-leaving`` blocks (:mod:`.decisions`: each rule id is
+  ``block``, ``ask`` or ``off``; the guard's ``decisions`` argument sets them).
 - ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
   holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
