@@ -40,6 +40,8 @@ _SQL = re.compile(
     r"|\bdelete\s+from\s+[\w\"`.]+\s*(?:;|$)",
     re.IGNORECASE,
 )
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+"""A SQL string literal: its text is data (``select 'drop table'``)."""
 _REDIS = re.compile(r"\bflush(?:all|db)\b", re.IGNORECASE)
 _MONGO = re.compile(
     r"\bdropDatabase\s*\(|\.drop\s*\(\s*\)|\b(?:deleteMany|remove)\s*\(\s*\{\s*\}\s*\)"
@@ -107,7 +109,7 @@ def _rule_sql(inv: Invocation, run: Run) -> Finding | None:
     if inv.name == "cockroach" and positionals(inv, frozenset())[:1] != ["sql"]:
         texts = []
     for text in [*texts, *_fed(inv)]:
-        if _SQL.search(text):
+        if _SQL.search(_LITERAL.sub("''", text)):
             return _finding(inv, text, "drops or empties data")
     return None
 
@@ -156,7 +158,7 @@ def _piped(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding |
             continue
         for reading in pipe_stream(stages[:k]).readings:
             text = reading.decode("utf-8", "replace")
-            if pattern.search(text):
+            if pattern.search(_LITERAL.sub("''", text) if pattern is _SQL else text):
                 return _finding(inv, text, "drops or empties data")
     return None
 
