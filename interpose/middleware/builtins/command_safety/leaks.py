@@ -122,7 +122,9 @@ def secret_printed(inv: Invocation) -> str | None:
         return None
     if name == "vault":
         words = positionals(inv, _VAULT_VALUED)
-        if words[:2] == ["kv", "get"] or (words[:1] == ["read"] and words[1:2] != ["sys"]):
+        if len(words) < 2:
+            return None
+        if words[:2] == ["kv", "get"] or (words[:1] == ["read"] and not words[1].startswith("sys/")):
             return " ".join(words[:2])
         return "print token" if words[:2] == ["print", "token"] else None
     if name == "gh":
