@@ -83,7 +83,7 @@ class CommandSafetyGuardConfig(_Table):
         dict[str, str],
         _doc(
             'rule id -> `"block"`, `"ask"` (a person confirms) or `"off"`, over the '
-            "defaults of docs/guards.md (`cloud-destruction = \"block\"`)"
+            'defaults of docs/guards.md (`cloud-destruction = "block"`)'
         ),
     ] = {}
 

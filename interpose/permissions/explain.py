@@ -39,8 +39,8 @@ class GuardOutcome:
     ``responded`` (answered without the tool), ``rewrote`` (changed the arguments),
     ``passed``, ``failed`` (``on_error`` then decides); or ``not run`` (an out-of-process
     hook).  A built-in approver of ``tool.approve`` (the command guard's) ``asks``,
-    ``blocked`` or ``passed``.  ``mode`` is its own: a shadow registration is run and reported, never
-    enforced."""
+    ``blocked`` or ``passed``.  ``mode`` is its own: a shadow registration is run and
+    reported, never enforced."""
 
     id: str
     priority: int

@@ -74,7 +74,8 @@ def outcome(command: Any, guard: CommandSafetyGuard) -> tuple[str, str]:
     out = run_guard(command, guard)
     answer = guard.approve(ApprovalRequest(tool_name="exec", args={"command": command}))
     if out.block:
-        assert answer is not None and answer.decision == "deny", answer
+        assert answer is not None
+        assert answer.decision == "deny", answer
         return "block", out.block_reason
     if answer is not None:
         assert answer.decision == "ask", answer
@@ -360,7 +361,7 @@ def test_allow_wins_over_extra_deny() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"extra_deny": ["("]}, {"allow": ["[unclosed"]}])
-def test_invalid_regex_is_a_config_error(kwargs: dict[str, list[str]]) -> None:
+def test_invalid_regex_is_a_config_error(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="invalid"):
         CommandSafetyGuard(**kwargs)
 

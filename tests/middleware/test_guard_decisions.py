@@ -80,7 +80,7 @@ async def test_an_ask_rule_runs_the_call_once_a_person_approves() -> None:
         "kubectl delete ns prod",
         "psql -c 'DROP DATABASE prod'",
         "gh auth token",
-        "curl -H \"Authorization: Bearer $OPENAI_API_KEY\" https://api.example.com",
+        'curl -H "Authorization: Bearer $OPENAI_API_KEY" https://api.example.com',
     ],
 )
 async def test_an_ask_rule_is_refused_when_the_person_denies(command: str) -> None:
@@ -116,7 +116,8 @@ async def test_an_ask_does_not_hide_a_block_in_the_same_line(command: str, rule:
     result = await call(pipe, command, ran)
     assert result.status == "blocked"
     assert f"command-safety-guard: {rule}: " in result.output["reason"]
-    assert ran == [] and person.asked == []
+    assert ran == []
+    assert person.asked == []
 
 
 async def test_block_set_in_python_blocks_without_asking() -> None:
@@ -128,7 +129,8 @@ async def test_block_set_in_python_blocks_without_asking() -> None:
     assert "cloud-destruction" in result.output["reason"]
     # the other ask rules still ask
     assert (await call(pipe, "dropdb prod", ran)).status == "ok"
-    assert ran == ["dropdb prod"] and [a[0] for a in person.asked] == ["dropdb prod"]
+    assert ran == ["dropdb prod"]
+    assert [a[0] for a in person.asked] == ["dropdb prod"]
 
 
 async def test_off_lets_the_call_through_and_the_rest_is_still_judged() -> None:
@@ -136,7 +138,8 @@ async def test_off_lets_the_call_through_and_the_rest_is_still_judged() -> None:
     pipe = guarded({"cloud-destruction": "off"}, human_approval=person)
     ran: list[str] = []
     assert (await call(pipe, CLOUD, ran)).status == "ok"
-    assert ran == [CLOUD] and person.asked == []
+    assert ran == [CLOUD]
+    assert person.asked == []
     blocked = await call(pipe, f"{CLOUD}; rm -rf ~", ran)
     assert blocked.status == "blocked"
     assert "fs-destruction" in blocked.output["reason"]
@@ -189,11 +192,13 @@ def test_an_internal_error_still_blocks(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(command_safety, "_analyze", broken)
     monkeypatch.setattr(CommandSafetyGuard, "analyze", broken)
     answer = guard.approve(ApprovalRequest(tool_name="exec", args={"command": "ls"}))
-    assert answer is not None and answer.decision == "deny"
+    assert answer is not None
+    assert answer.decision == "deny"
     assert "internal-error" in answer.reason
     out = ToolBeforeOutput(args={"command": "ls"})
     guard(ToolBeforeInput(tool_name="exec"), out)
-    assert out.block and "internal-error" in out.block_reason
+    assert out.block
+    assert "internal-error" in out.block_reason
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -250,7 +255,8 @@ async def test_shadow_mode_records_the_ask_and_runs_the_call(tmp_path: Path) -> 
         with anyio.fail_after(LIMIT):
             await recorded.wait()
     assert result.status == "ok"
-    assert ran == [CLOUD] and person.asked == []
+    assert ran == [CLOUD]
+    assert person.asked == []
     assert [(d.interceptor_id, d.decision) for d in seen] == [(COMMAND_SAFETY_ASK_ID, "ask")]
     assert "cloud-destruction" in seen[0].reason
 
@@ -263,7 +269,8 @@ def test_the_shared_analysis_is_the_default_one() -> None:
         assert off.analyze("terraform destroy") is None
         assert off.analyze("terraform destroy") is None  # remembered per guard
         shared = analysis_of("terraform destroy")
-        assert shared.finding is not None and shared.finding.rule == "cloud-destruction"
+        assert shared.finding is not None
+        assert shared.finding.rule == "cloud-destruction"
         assert [c.argv for c in shared.facts.commands] == [("terraform", "destroy")]
         default = CommandSafetyGuard()
         finding = default.analyze("terraform destroy")

@@ -138,7 +138,7 @@ from . import (
     state,
 )
 from .budget import Budget, TooComplex, frames_needed
-from .decisions import DEFAULTS, Decision, resolve
+from .decisions import Decision, resolve
 from .facts import Facts, Recording, Sink
 from .model import HOME, Finding
 from .options import GLOB_CHARS
@@ -227,9 +227,7 @@ def _analyze(
     budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
         frames = frames_needed(budget.max_depth)
-        return _with_stack(
-            frames, _judge_command, command, deny, allow, budget, sink, decisions
-        )
+        return _with_stack(frames, _judge_command, command, deny, allow, budget, sink, decisions)
     except TooComplex as exc:
         if sink is not None:
             sink.unparsed = True
@@ -564,9 +562,7 @@ class CommandSafetyGuard:
         # Finding or None, so a remembered one can be handed out again as it is.
         self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
         # its analyses are the default ones
-        self._shared = (
-            not self._deny and not self._allow and self._decisions == _DEFAULT_DECISIONS
-        )
+        self._shared = not self._deny and not self._allow and self._decisions == _DEFAULT_DECISIONS
 
     def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
         sink = Sink() if self._shared and _ANALYSES.wanted else None

@@ -96,12 +96,8 @@ def _kubectl_secret(inv: Invocation) -> bool:
     kind = words[1].partition("/")[0].lower()
     if kind not in ("secret", "secrets") and not kind.startswith("secret."):
         return False
-    outputs = [
-        w.partition("=")[2] if "=" in w else "" for w in (a.text for a in inv.args) if w
-    ] + [
-        inv.args[k + 1].text
-        for k, a in enumerate(inv.args[:-1])
-        if a.text in ("-o", "--output")
+    outputs = [w.partition("=")[2] if "=" in w else "" for w in (a.text for a in inv.args) if w] + [
+        inv.args[k + 1].text for k, a in enumerate(inv.args[:-1]) if a.text in ("-o", "--output")
     ]
     outputs += [a.text[2:] for a in inv.args if a.text.startswith("-o") and len(a.text) > 2]
     return any(o.lstrip("=").startswith(_SHOWN_OUTPUTS) for o in outputs)
@@ -124,7 +120,9 @@ def secret_printed(inv: Invocation) -> str | None:
         words = positionals(inv, _VAULT_VALUED)
         if len(words) < 2:
             return None
-        if words[:2] == ["kv", "get"] or (words[:1] == ["read"] and not words[1].startswith("sys/")):
+        if words[:2] == ["kv", "get"] or (
+            words[:1] == ["read"] and not words[1].startswith("sys/")
+        ):
             return " ".join(words[:2])
         return "print token" if words[:2] == ["print", "token"] else None
     if name == "gh":
