@@ -542,7 +542,7 @@ class CommandSafetyGuard:
     CACHE_SIZE: ClassVar[int] = 1024
     """How many distinct commands a guard remembers its verdict on (0: none)."""
 
-    __slots__ = ("_allow", "_decisions", "_deny", "_judged", "_shared")
+    __slots__ = ("_allow", "_asks", "_decisions", "_deny", "_judged", "_last", "_shared")
 
     def __init__(
         self,
@@ -561,6 +561,11 @@ class CommandSafetyGuard:
         # per instance: the extra rules are part of the verdict.  A verdict is a frozen
         # Finding or None, so a remembered one can be handed out again as it is.
         self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
+        # the commands tool.before judged last and its verdict, which the approver takes
+        # once when its call has the same (a command too long to remember is not judged
+        # twice)
+        self._last: tuple[list[object], Finding | None] | None = None
+        self._asks = "ask" in self._decisions.values()
         # its analyses are the default ones
         self._shared = not self._deny and not self._allow and self._decisions == _DEFAULT_DECISIONS
 
@@ -589,7 +594,7 @@ class CommandSafetyGuard:
     @property
     def asks(self) -> bool:
         """Whether some rule asks: the guard then needs its approver registered."""
-        return "ask" in self._decisions.values()
+        return self._asks
 
     def decision(self, finding: Finding | None) -> Decision | None:
         """What this guard does with a verdict of :meth:`analyze` (None: nothing)."""
@@ -600,9 +605,12 @@ class CommandSafetyGuard:
     def verdict(self, args: Mapping[str, object]) -> Finding | None:
         """The verdict on an ``exec`` call's arguments: the first finding that blocks,
         else the first that asks; a failure of the guard is an ``internal-error``."""
+        return self._verdict(commands_of(args))
+
+    def _verdict(self, commands: list[object]) -> Finding | None:
         asked = None
         try:
-            for command in commands_of(args):
+            for command in commands:
                 if isinstance(command, str) or (
                     isinstance(command, (list, tuple)) and all(type(a) is str for a in command)
                 ):
@@ -625,7 +633,10 @@ class CommandSafetyGuard:
     def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
         if out.block:
             return
-        finding = self.verdict(out.args)
+        commands = commands_of(out.args)
+        finding = self._verdict(commands)
+        if self._asks:  # for the approver, which judges the same arguments right after
+            self._last = (commands, finding)
         if finding is not None and self._decisions.get(finding.rule) != "ask":
             out.block = True
             out.block_reason = f"command-safety-guard: {finding.reason}"
@@ -637,7 +648,8 @@ class CommandSafetyGuard:
         ``tool.before``) is denied."""
         if request.tool_name not in self.tools:
             return None
-        finding = self.verdict(request.args)
+        commands, last, self._last = commands_of(request.args), self._last, None
+        finding = last[1] if last is not None and last[0] == commands else self._verdict(commands)
         if finding is None:
             return None
         reason = f"command-safety-guard: {finding.reason}"

@@ -10,10 +10,10 @@ Rules (the decision of each by default, :mod:`.decisions`):
   or written to ``/dev/tcp``.  Nothing but exfiltration does this.  (Sending
   ``/proc/*/environ`` or a credential file is ``sensitive-read``: :mod:`.secrets`.)
 - ``secret-in-request`` (``ask``): a variable named as a secret (``$AWS_SECRET_ACCESS_KEY``,
-  ``$GITHUB_TOKEN``, ``${OPENAI_API_KEY}``, ``$DB_PASSWORD``...) in the URL, body or a
-  header of a request (``curl``, ``wget``, ``http``/``https``/``xh``), or piped into a
-  sender.  An API token in an ``Authorization`` header is how APIs are called, so a person
-  confirms where it goes rather than the guard refusing it.
+  ``$GITHUB_TOKEN``, ``${OPENAI_API_KEY}``, ``$DB_PASSWORD``...) in the URL, body, form or
+  query of a request (``curl``, ``wget``, ``http``/``https``/``xh``), or piped into a
+  sender.  In a header or a login (``-H "Authorization: Bearer $TOKEN"``, ``-u
+  user:$PASSWORD``) it is allowed: that is how an API is called.
 - ``secrets-read`` (``ask``): a secret printed into the agent's context by the CLI that
   holds it -- ``kubectl get secret -o yaml|json|jsonpath=...``, ``aws secretsmanager
   get-secret-value``, ``aws ssm get-parameter(s) --with-decryption``, ``vault kv get``/
@@ -199,7 +199,7 @@ def _rule_request(inv: Invocation, run: Run) -> Finding | None:
     if dumped is not None:
         return _leaving(inv, f"$({dumped} ...)")
     if inv.name in _REQUESTS:
-        for word in inv.args:
+        for word in _sent(inv):
             name = secret_variable(word.text)
             if name is not None:
                 return Finding(
@@ -209,6 +209,43 @@ def _rule_request(inv: Invocation, run: Run) -> Finding | None:
                     f"person confirms where a secret goes",
                 )
     return None
+
+
+_CREDENTIAL_OPTIONS = word_set(
+    "-H --header -u --user --proxy-user -U --oauth2-bearer --http-password --password "
+    "--proxy-password --auth -a"
+)
+"""Options whose value is a header or a login: where a token is meant to go."""
+_HTTPIE_HEADER = re.compile(r"^[A-Za-z0-9_-]+:(?!=)")
+
+
+def _sent(inv: Invocation) -> list[Word]:
+    """The words of a request that carry data out (URL, body, query), not its headers
+    or login (``-H "Authorization: Bearer $TOKEN"``, ``-u user:$PASS``, httpie's
+    ``Authorization:"Bearer $TOKEN"``)."""
+    out: list[Word] = []
+    skip = False
+    for word in inv.args:
+        text = word.text
+        if skip:
+            skip = False
+            continue
+        if text in _CREDENTIAL_OPTIONS:
+            skip = True
+        elif not _credential(inv.name, text):
+            out.append(word)
+    return out
+
+
+def _credential(program: str, text: str) -> bool:
+    """Whether ``text`` is a header or a login given in one word (``--header=X: $T``,
+    ``-uuser:$P``, httpie's ``Authorization:Bearer $T``)."""
+    name = text.partition("=")[0]
+    if name.startswith("--") and name in _CREDENTIAL_OPTIONS:
+        return True
+    if text[:2] in ("-H", "-u") and len(text) > 2:
+        return True
+    return program not in ("curl", "wget") and _HTTPIE_HEADER.match(text) is not None
 
 
 def _rule_tcp(inv: Invocation, run: Run) -> Finding | None:
