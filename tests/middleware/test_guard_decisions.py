@@ -287,3 +287,30 @@ def test_the_approver_ignores_other_tools_and_allowed_calls() -> None:
     assert guard.approve(ApprovalRequest(tool_name="exec", args={"command": "ls -la"})) is None
     answer = guard.approve(ApprovalRequest(tool_name="exec", args={"command": "rm -rf /"}))
     assert answer == Approval.deny(answer.reason if answer else "")
+
+
+async def test_the_approver_takes_the_verdict_tool_before_reached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judged: list[object] = []
+    analyze = command_safety._analyze
+
+    def counted(command: object, *args: Any, **kwargs: Any) -> Any:
+        judged.append(command)
+        return analyze(command, *args, **kwargs)
+
+    monkeypatch.setattr(command_safety, "_analyze", counted)
+    long = "terraform destroy -auto-approve " + " ".join(f"-var=n{i}=v" for i in range(600))
+    assert len(long) > 4096  # too long to be remembered by the guard's cache
+    person = Person(True)
+    pipe = Pipeline(human_approval=person)
+    ran: list[str] = []
+    assert (await call(pipe, long, ran)).status == "ok"
+    assert judged == [long]  # tool.before judged it; the approver took that verdict
+    assert [a[2] for a in person.asked] == ["command-safety-guard:cloud-destruction"]
+    # arguments rewritten between the two steps are judged again by the approver
+    guard = CommandSafetyGuard()
+    guard(ToolBeforeInput(tool_name="exec"), ToolBeforeOutput(args={"command": "ls"}))
+    answer = guard.approve(ApprovalRequest(tool_name="exec", args={"command": "dropdb x"}))
+    assert answer is not None
+    assert answer.decision == "ask"

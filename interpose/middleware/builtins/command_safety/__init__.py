@@ -427,7 +427,9 @@ def analysis_of(command: str | Sequence[str]) -> Analysis:
     for the last 1,024 distinct commands of up to 4,096 characters, together with what
     the guards judge: the guard and the permission rules (:mod:`interpose.permissions.view`)
     share one analysis per command text.  A refused command is walked a second time, past
-    its findings, when its facts are first asked for.
+    its findings, when its facts are first asked for.  The verdict is under the default
+    decisions (:data:`.decisions.DEFAULTS`): a finding whose rule asks (``cloud-destruction``)
+    is the verdict only when nothing in the line blocks.
 
     >>> [c.argv for c in analysis_of("cd x && sudo git push").facts.commands]
     [('cd', 'x'), ('git', 'push')]
