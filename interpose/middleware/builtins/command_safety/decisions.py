@@ -3,9 +3,10 @@
 of the analysis still runs).
 
 :data:`DEFAULTS` is the one table of defaults, by rule id (the ``rule`` of a
-:class:`.model.Finding`).  The rules of today's scope block; the families that claim
-dangers beyond the file system (cloud and database destruction, secrets sent out or read
-through CLIs, Windows and macOS) ask.  The fail-closed verdicts (``unparseable``,
+:class:`.model.Finding`).  The rules of the file system's scope block, and so do the
+Windows and macOS families (as their POSIX twins do) and ``secrets-leaving``; the families
+that claim cloud and database destruction, and secrets read through CLIs or put in a
+request, ask.  The fail-closed verdicts (``unparseable``,
 ``too-complex``, ``internal-error``) and ``extra-deny`` (the user's own rules) always
 block and cannot be set.
 """
@@ -45,9 +46,16 @@ DEFAULTS: Mapping[str, Decision] = MappingProxyType(
         "secrets-read": "ask",  # .leaks: secrets printed by a CLI into the agent's context
         "secret-in-request": "ask",  # .leaks: a secret variable in a request
         "secrets-leaving": "block",  # .leaks: the environment or a CLI's secret sent out
-        "windows-destruction": "ask",
-        "windows-persistence": "ask",
-        "macos-persistence": "ask",
+        # Windows and macOS (the families of .windows_rules and .macos): block, as their
+        # POSIX twins (fs-destruction, rce, persistence...) do
+        "windows-destruction": "block",
+        "windows-rce": "block",
+        "windows-persistence": "block",
+        "windows-defense": "block",
+        "windows-credentials": "block",
+        "macos-persistence": "block",
+        "macos-protection": "block",
+        "macos-accounts": "block",
     }
 )
 """Every rule id a user may set, with its decision when nobody sets it."""
