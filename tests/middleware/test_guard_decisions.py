@@ -289,6 +289,54 @@ def test_the_approver_ignores_other_tools_and_allowed_calls() -> None:
     assert answer == Approval.deny(answer.reason if answer else "")
 
 
+async def test_a_rule_grant_covers_the_family_for_the_session() -> None:
+    from interpose.approvals import GrantSpec, MemoryApprovalStore
+    from interpose.approvals.waiting import DurableApprovals
+
+    pipe = Pipeline()
+    store = MemoryApprovalStore()
+    DurableApprovals(store, timeout=LIMIT).install(pipe)
+    asked: list[str] = []
+
+    async def person() -> None:
+        async for change in store.changes("0"):
+            if change.kind == "request_created":
+                asked.append(change.request.rule)
+                if len(asked) == 1:
+                    grant = GrantSpec(match="rule", scope="session")
+                    await store.decide(change.request.id, "approve", approver="a", grant=grant)
+                else:
+                    await store.decide(change.request.id, "deny", approver="a", reason="no")
+                    return
+
+    ran: list[str] = []
+
+    def tool(args: dict[str, Any]) -> str:
+        ran.append(args["command"])
+        return "done"
+
+    commands = [
+        ("s1", "kubectl delete ns a"),  # asked, approved with a grant of the rule
+        ("s1", "kubectl delete ns b"),  # the grant: no ask
+        ("s1", "dropdb x"),  # another rule: asked, denied
+    ]
+    results = []
+    with anyio.fail_after(LIMIT * 2):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person)
+            for n, (session, command) in enumerate(commands):
+                result = await pipe.call_tool(
+                    "exec", {"command": command}, call=tool, call_id=f"c{n}", session_key=session
+                )
+                results.append(result.status)
+    assert results == ["ok", "ok", "denied"]
+    assert asked == [
+        "command-safety-guard:cloud-destruction",
+        "command-safety-guard:database-destruction",
+    ]
+    assert ran == ["kubectl delete ns a", "kubectl delete ns b"]
+
+
 async def test_the_approver_takes_the_verdict_tool_before_reached(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
