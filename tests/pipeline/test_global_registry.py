@@ -33,7 +33,11 @@ def builtin_summary(registry: Registry) -> list[tuple[str, str, int]]:
     return sorted((r.id, r.hook, r.priority) for r in regs)
 
 
-EXPECTED_BUILTINS = [(GUARD, "tool.before", 100), (AUDIT, "tool.before", 99)]
+EXPECTED_BUILTINS = [
+    (GUARD, "tool.before", 100),
+    (AUDIT, "tool.before", 99),
+    (GUARD + ".ask", "tool.approve", 100),  # the guard's approver: some of its rules ask
+]
 
 
 def test_no_global_registry_before_initialization() -> None:

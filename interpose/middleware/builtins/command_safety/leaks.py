@@ -84,6 +84,8 @@ def _dumps_environment(inv: Invocation) -> bool:
     return False
 
 
+_PRINTERS = word_set("kubectl oc aws vault gh gcloud az doppler heroku")
+"""The CLIs that hold secrets they can print."""
 _VAULT_VALUED = word_set("-address -namespace -format -field -mount -version")
 _KUBE_VALUED = word_set("-n --namespace --context --kubeconfig -l --selector -o --output")
 _SHOWN_OUTPUTS = ("yaml", "json", "jsonpath", "go-template", "template", "custom-columns")
@@ -106,6 +108,8 @@ def _kubectl_secret(inv: Invocation) -> bool:
 def secret_printed(inv: Invocation) -> str | None:
     """What ``inv`` prints when it prints a secret held by a CLI (its subcommand)."""
     name = inv.name
+    if name not in _PRINTERS:
+        return None
     if name in ("kubectl", "oc"):
         return "get secret" if _kubectl_secret(inv) else None
     words = positionals(inv, word_set("--profile --region --output --query --project"))
@@ -144,9 +148,6 @@ def secret_printed(inv: Invocation) -> str | None:
     return None
 
 
-_PRINTERS = word_set("kubectl oc aws vault gh gcloud az doppler heroku")
-
-
 # -- rules -----------------------------------------------------------------------------------------
 
 
@@ -163,6 +164,9 @@ def _rule_secret_printed(inv: Invocation, run: Run) -> Finding | None:
 
 
 def _rule_history(inv: Invocation, run: Run) -> Finding | None:
+    texts = [w.text for w in inv.args] + [r.target.text for r in inv.redirects]
+    if not any("hist" in t or "$" in t for t in texts):
+        return None  # the cheap test first: most reads name no history file
     reader = READERS.get(inv.name)
     words = list(reader.extract(inv)) if reader is not None else []
     words += [r.target for r in inv.redirects if r.op in ("<", "<>")]
