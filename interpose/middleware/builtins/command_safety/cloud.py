@@ -229,6 +229,8 @@ _KUBE_DESTROYED = word_set(
 
 
 def _rule_kubectl(inv: Invocation, run: Run) -> Finding | None:
+    if "delete" not in [w.text for w in inv.args]:
+        return None  # the cheap test first
     words = positionals(inv, _KUBE_VALUED)
     if words[:1] != ["delete"]:
         return None

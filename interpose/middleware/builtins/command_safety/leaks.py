@@ -74,6 +74,8 @@ def secret_variable(text: str) -> str | None:
 
 
 def _dumps_environment(inv: Invocation) -> bool:
+    if inv.name not in _DUMPERS:
+        return False
     args = [w.text for w in inv.args]
     if inv.name in ("env", "printenv"):  # env with a command is unwrapped: not named env
         return True
@@ -84,6 +86,8 @@ def _dumps_environment(inv: Invocation) -> bool:
     return False
 
 
+_DUMPERS = word_set("env printenv set export declare typeset")
+"""Commands that print the whole environment (with no arguments, or only options)."""
 _PRINTERS = word_set("kubectl oc aws vault gh gcloud az doppler heroku")
 """The CLIs that hold secrets they can print."""
 _VAULT_VALUED = word_set("-address -namespace -format -field -mount -version")
@@ -92,6 +96,8 @@ _SHOWN_OUTPUTS = ("yaml", "json", "jsonpath", "go-template", "template", "custom
 
 
 def _kubectl_secret(inv: Invocation) -> bool:
+    if not any("secret" in w.text for w in inv.args):
+        return False
     words = positionals(inv, _KUBE_VALUED)
     if words[:1] != ["get"] or len(words) < 2:
         return False
@@ -152,6 +158,10 @@ def secret_printed(inv: Invocation) -> str | None:
 
 
 def _rule_secret_printed(inv: Invocation, run: Run) -> Finding | None:
+    if inv.redirects:  # written to /dev/tcp: sent out
+        found = _rule_tcp(inv, run)
+        if found is not None:
+            return found
     what = secret_printed(inv)
     if what is None:
         return None
@@ -164,8 +174,10 @@ def _rule_secret_printed(inv: Invocation, run: Run) -> Finding | None:
 
 
 def _rule_history(inv: Invocation, run: Run) -> Finding | None:
-    texts = [w.text for w in inv.args] + [r.target.text for r in inv.redirects]
-    if not any("hist" in t or "$" in t for t in texts):
+    for word in (*inv.args, *(r.target for r in inv.redirects)):
+        if "hist" in word.text or "$" in word.text:
+            break
+    else:
         return None  # the cheap test first: most reads name no history file
     reader = READERS.get(inv.name)
     words = list(reader.extract(inv)) if reader is not None else []
@@ -199,6 +211,11 @@ def _scripts_dump(scripts: Iterable[Script]) -> str | None:
 def _rule_request(inv: Invocation, run: Run) -> Finding | None:
     """A sender given the environment or a CLI's secret by a substitution, or a request
     carrying a secret variable; a dump written to ``/dev/tcp``."""
+    for word in inv.args:  # the cheap test first: most requests carry no variable
+        if "$" in word.text or word.subs:
+            break
+    else:
+        return None
     dumped = _scripts_dump(sub for w in inv.args for sub in w.subs)
     if dumped is not None:
         return _leaving(inv, f"$({dumped} ...)")
@@ -253,11 +270,10 @@ def _credential(program: str, text: str) -> bool:
 
 
 def _rule_tcp(inv: Invocation, run: Run) -> Finding | None:
-    if not (_dumps_environment(inv) or secret_printed(inv)):
-        return None
     for r in inv.redirects:
         if r.op in (">", ">>", ">|", "&>") and r.target.text.startswith(("/dev/tcp/", "/dev/udp/")):
-            return _leaving(inv, inv.shown)
+            if _dumps_environment(inv) or secret_printed(inv):
+                return _leaving(inv, inv.shown)
     return None
 
 
@@ -273,6 +289,8 @@ def _leaving(inv: Invocation, source: str) -> Finding:
 def _piped(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding | None:
     """``env | curl -d @- URL``: the environment, a CLI's secret or a secret variable
     flowing down a pipeline into a sender."""
+    if not any(inv is not None and inv.name in _SENDERS for stage in stages[1:] for inv in stage):
+        return None  # the cheap test first: most pipelines send nothing out
     source: Invocation | None = None
     named: str | None = None
     for stage in stages:
@@ -300,10 +318,10 @@ def _piped(stages: Sequence[Sequence[Invocation | None]], run: Run) -> Finding |
 def _table() -> dict[str, tuple[Rule, ...]]:
     rules: dict[str, tuple[Rule, ...]] = dict.fromkeys(READERS, (_rule_history,))
     for name in _PRINTERS:
-        rules[name] = (*rules.get(name, ()), _rule_secret_printed, _rule_tcp)
+        rules[name] = (*rules.get(name, ()), _rule_secret_printed)
     for name in _SENDERS:
         rules[name] = (*rules.get(name, ()), _rule_request)
-    for name in ("env", "printenv", "set", "export", "declare", "typeset"):
+    for name in _DUMPERS:
         rules[name] = (*rules.get(name, ()), _rule_tcp)
     return rules
 

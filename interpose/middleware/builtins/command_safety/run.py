@@ -451,8 +451,8 @@ class Run(SubstitutionOutputs):
     def judge(self, inv: Invocation) -> Finding | None:
         """The rules of ``inv``'s command name, then the generic ones."""
         for rule in self.table.rules(inv.name):
-            found = self.settle(rule(inv, self))
-            if found is not None:
+            found = rule(inv, self)
+            if found is not None and (found := self.settle(found)) is not None:
                 return found
         return None
 
