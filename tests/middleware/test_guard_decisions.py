@@ -300,13 +300,14 @@ async def test_a_rule_grant_covers_the_family_for_the_session() -> None:
 
     async def person() -> None:
         async for change in store.changes("0"):
-            if change.kind == "request_created":
-                asked.append(change.request.rule)
+            request = change.request
+            if change.kind == "request_created" and request is not None:
+                asked.append(request.rule)
                 if len(asked) == 1:
                     grant = GrantSpec(match="rule", scope="session")
-                    await store.decide(change.request.id, "approve", approver="a", grant=grant)
+                    await store.decide(request.id, "approve", approver="a", grant=grant)
                 else:
-                    await store.decide(change.request.id, "deny", approver="a", reason="no")
+                    await store.decide(request.id, "deny", approver="a", reason="no")
                     return
 
     ran: list[str] = []

@@ -270,10 +270,12 @@ def _credential(program: str, text: str) -> bool:
 
 
 def _rule_tcp(inv: Invocation, run: Run) -> Finding | None:
-    for r in inv.redirects:
-        if r.op in (">", ">>", ">|", "&>") and r.target.text.startswith(("/dev/tcp/", "/dev/udp/")):
-            if _dumps_environment(inv) or secret_printed(inv):
-                return _leaving(inv, inv.shown)
+    sent = any(
+        r.op in (">", ">>", ">|", "&>") and r.target.text.startswith(("/dev/tcp/", "/dev/udp/"))
+        for r in inv.redirects
+    )
+    if sent and (_dumps_environment(inv) or secret_printed(inv)):
+        return _leaving(inv, inv.shown)
     return None
 
 
