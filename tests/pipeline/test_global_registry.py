@@ -63,7 +63,7 @@ def test_initialize_is_idempotent() -> None:
     second = initialize_global_interceptors()
 
     assert second is first
-    assert sorted(r.id for r in second.list()) == sorted([GUARD, AUDIT, "mine"])
+    assert sorted(r.id for r in second.list()) == sorted([GUARD, AUDIT, GUARD + ".ask", "mine"])
 
 
 def test_reset_forgets_the_global_registry() -> None:
