@@ -174,8 +174,9 @@ def _rule_secret_printed(inv: Invocation, run: Run) -> Finding | None:
 
 
 def _rule_history(inv: Invocation, run: Run) -> Finding | None:
+    named = run.vars  # a variable set earlier in the line may name one ($F)
     for word in (*inv.args, *(r.target for r in inv.redirects)):
-        if "hist" in word.text or "$" in word.text:
+        if "hist" in word.text or (named and "$" in word.text):
             break
     else:
         return None  # the cheap test first: most reads name no history file
