@@ -265,12 +265,15 @@ def fresh_builtins() -> Pipeline:
     """``Pipeline(tracing="off")`` with its two guards registered the same way, but never
     remembering a verdict."""
     pipe = Pipeline(builtins=False, tracing="off")
+    command = FreshCommandGuard()
     fresh: dict[type, Callable[..., Any]] = {
-        CommandSafetyGuard: FreshCommandGuard(),
+        CommandSafetyGuard: command,
         SecurityAudit: FreshPathGuard(),
     }
     for reg in builtin_interceptors():
-        pipe.registry.add(dataclasses.replace(reg, handler=fresh[type(reg.handler)]))
+        owner = getattr(reg.handler, "__self__", None)  # the command guard's approver
+        handler = command.approve if owner is not None else fresh[type(reg.handler)]
+        pipe.registry.add(dataclasses.replace(reg, handler=handler))
     return pipe
 
 

@@ -2,7 +2,9 @@
 
 What it measures: how many of the example shell commands that two cheat-sheet packages
 on PyPI ship the command-safety guard refuses (``analyze_command(command)`` returns a
-finding), the rate, and the refused commands grouped by the rule that refused them.
+finding), the rate -- blocked and asked apart: a rule that asks (``decisions.DEFAULTS``)
+refuses until a person says yes --, and the refused commands grouped by the rule that
+refused them.
 The target of issue 10 is at most 0.1% refused. A refusal is not necessarily false:
 read the list (the sheets also show ``dd`` onto a device, ``shred`` and the like).
 
@@ -52,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interpose.middleware.builtins.command_safety import analyze_command
+from interpose.middleware.builtins.command_safety.decisions import DEFAULTS
 
 PACKAGES = {"cheat": "2.5.1", "eg": "1.2.3"}
 DEFAULT_DIR = Path.home() / ".cache" / "interpose" / "guard-real-world"
@@ -219,9 +222,13 @@ def main() -> int:
         f"skipped: {skipped} lines that are not commands, {invalid} that bash rejects)"
     )
     verdict = "PASS" if rate <= TARGET else "MISS"
-    print(f"refused {n_refused} ({rate:.2%}); target <= {TARGET:.1%}: {verdict}")
+    asked = sum(len(e) for rule, e in refused.items() if DEFAULTS.get(rule) == "ask")
+    print(
+        f"refused {n_refused} ({rate:.2%}: blocked {n_refused - asked}, asked {asked}); "
+        f"target <= {TARGET:.1%}: {verdict}"
+    )
     for rule, entries in sorted(refused.items(), key=lambda item: -len(item[1])):
-        print(f"  {rule}: {len(entries)}")
+        print(f"  {rule} ({DEFAULTS.get(rule, 'block')}): {len(entries)}")
         shown = entries if args.examples <= 0 else entries[: args.examples]
         for example, message in shown:
             print(f"    [{example.source}] {example.command}")

@@ -218,10 +218,11 @@ EXPECTED: dict[str, list[str]] = {
         "  execute_tool exec\n"
         "    tool.before builtin:command-safety-guard decision=continue\n"
         "    tool.before no-color decision=modify\n"
+        "    tool.approve builtin:command-safety-guard.ask decision=allow\n"
         "  execute_tool exec ERROR tool_blocked: command-safety-guard: fs-destruction: "
         "rm -rf targets '/', the filesystem root (token '/')\n"
         "    tool.before builtin:command-safety-guard decision=block\n"
-        "exporting 7 spans to ",
+        "exporting 8 spans to ",
     ],
     "tool_names.py": [
         "normalize: exec apply_patch",
@@ -296,7 +297,8 @@ EXPECTED: dict[str, list[str]] = {
         "denied by 'group:automation'",
         "ConfigError: interpose.toml: hooks.commands[0].timeout_ms: expected int, got str",
         "interpose.toml: OK\n",
-        "  tool   tool.approve         0  prod-needs-ticket             allow deploy",
+        "  tool   tool.approve       100  builtin:command-safety-guard.ask  exec",
+        "  tool   tool.approve         0  prod-needs-ticket                 allow deploy",
         "  tool.before  no-force-push                 block     ",
         'result: blocked (decided by no-force-push) {"status": "blocked", "tool": "exec", '
         '"reason": "force-pushing is not allowed"}',

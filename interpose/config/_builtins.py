@@ -29,27 +29,29 @@ class BuiltinSteps(BuilderBase):
             ("security-audit.allow", audit.allow),
         ):
             self.regexes(where + name, rules)
-        regs = builtin_interceptors(
-            command_deny=safety.deny,
-            command_allow=safety.allow,
-            path_deny=audit.deny,
-            path_allow=audit.allow,
+        with self.at(where + "command-safety-guard.decisions"):
+            regs = builtin_interceptors(
+                command_deny=safety.deny,
+                command_allow=safety.allow,
+                path_deny=audit.deny,
+                path_allow=audit.allow,
+                command_decisions=safety.decisions,
+            )
+        command = (
+            safety.enabled,
+            self.builtin_priority("command-safety-guard", safety.priority),
+            "command-safety-guard",
+            safety.mode,
         )
-        guards = (
-            (
-                safety.enabled,
-                self.builtin_priority("command-safety-guard", safety.priority),
-                "command-safety-guard",
-                safety.mode,
-            ),
-            (
-                audit.enabled,
-                self.builtin_priority("security-audit", audit.priority),
-                "security-audit",
-                audit.mode,
-            ),
+        audit_settings = (
+            audit.enabled,
+            self.builtin_priority("security-audit", audit.priority),
+            "security-audit",
+            audit.mode,
         )
-        for reg, (enabled, priority, key, mode) in zip(regs, guards, strict=True):
+        # the command guard, the path guard, then the command guard's approver if it asks
+        guards = (command, audit_settings, command)
+        for reg, (enabled, priority, key, mode) in zip(regs, guards, strict=False):
             if enabled:
                 with self.at(where + key):
                     pipe.registry.add(dataclasses.replace(reg, priority=priority, mode=mode))

@@ -80,6 +80,13 @@ class CommandSafetyGuardConfig(_Table):
         list[str],
         _doc("regexes over the same text; a match exempts that command from every rule"),
     ] = []
+    decisions: Annotated[
+        dict[str, str],
+        _doc(
+            'rule id -> `"block"`, `"ask"` (a person confirms) or `"off"`, over the '
+            'defaults of docs/guards.md (`cloud-destruction = "block"`)'
+        ),
+    ] = {}
 
 
 class SecurityAuditConfig(_Table):

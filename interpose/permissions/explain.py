@@ -8,8 +8,9 @@ rule that matches it (whatever its decision), runs the pipeline's in-process
 and out-of-process hooks (process, command and Claude Code hooks, which run programs) are
 only listed -- and states the decision the pipeline would reach, in its order: the first
 ``tool.before`` step that blocks (the rules' registration, at priority 110, runs before
-the built-in guards and after a tool filter), else an ask rule (the approval path), else
-an allow.
+the built-in guards and after a tool filter), else a built-in approver that asks (the
+command guard's rules that ask a person: cloud destruction...), else an ask rule (the
+approval path), else an allow.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+from ..pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 from ..pipeline.pipeline import Pipeline
 from ..pipeline.tools import normalize_tool_name
 from .engine import Permissions
@@ -37,8 +38,9 @@ class GuardOutcome:
     """What one ``tool.before`` registration did with the call: ``blocked``,
     ``responded`` (answered without the tool), ``rewrote`` (changed the arguments),
     ``passed``, ``failed`` (``on_error`` then decides); or ``not run`` (an out-of-process
-    hook).  ``mode`` is its own: a shadow registration is run and reported, never
-    enforced."""
+    hook).  A built-in approver of ``tool.approve`` (the command guard's) ``asks``,
+    ``blocked`` or ``passed``.  ``mode`` is its own: a shadow registration is run and
+    reported, never enforced."""
 
     id: str
     priority: int
@@ -154,7 +156,8 @@ async def _before(
     rules' own registration stands for the judgement, the out-of-process ones are
     listed."""
     found: list[GuardOutcome] = []
-    inp = ToolBeforeInput(tool_name=normalize_tool_name(tool), raw_name=tool)
+    name = normalize_tool_name(tool)
+    inp = ToolBeforeInput(tool_name=name, raw_name=tool)
     current = dict(args)
     for entry in pipe.registry.entries("tool.before", tool=tool):
         reg = entry.registration
@@ -187,6 +190,35 @@ async def _before(
                 current = dict(out.args)
         else:
             found.append(GuardOutcome(*row, "passed"))
+    if any(s.outcome == "blocked" and s.mode == "enforce" for s in found):
+        return found  # the call never reaches the approval step
+    return found + _approvers(pipe, tool, ApprovalRequest(tool_name=name, args=current))
+
+
+def _approvers(pipe: Pipeline, tool: str, request: ApprovalRequest) -> list[GuardOutcome]:
+    """The built-in approvers of ``tool.approve`` (the command guard's, for a rule that
+    asks), run on the arguments ``tool.before`` left: ``asks``, ``blocked`` (a deny) or
+    ``passed``.  The rules' own approver is the judgement already shown."""
+    found: list[GuardOutcome] = []
+    for entry in pipe.registry.entries("tool.approve", tool=tool):
+        reg = entry.registration
+        if reg.source != "builtin" or isinstance(
+            getattr(reg.handler, "__self__", None), PermissionPolicy
+        ):
+            continue
+        row = (reg.id, reg.priority, reg.source, str(reg.mode), str(entry.on_error))
+        try:
+            answer = reg.handler(request)
+        except Exception as exc:  # its on_error decides in the pipeline
+            found.append(GuardOutcome(*row, "failed", f"{type(exc).__name__}: {exc}"))
+            continue
+        if isinstance(answer, Approval) and answer.decision == "ask":
+            found.append(GuardOutcome(*row, "asks", answer.reason))
+        elif answer is False or (isinstance(answer, Approval) and answer.decision == "deny"):
+            reason = answer.reason if isinstance(answer, Approval) else ""
+            found.append(GuardOutcome(*row, "blocked", reason))
+        else:
+            found.append(GuardOutcome(*row, "passed"))
     return found
 
 
@@ -202,6 +234,9 @@ def _decide(judgement: Judgement, enforced: bool, steps: list[GuardOutcome]) -> 
             if step.id == _RULES:
                 return "deny", step.reason
             return "deny", f"{step.id}: {step.reason}"
+    for step in steps:  # a guard that asks: a person decides, whatever the rules allow
+        if step.mode == "enforce" and step.outcome == "asks":
+            return "ask", f"{step.id}: {step.reason}"
     rules: Decision | None = judgement.decision if enforced else None
     if rules in ("ask", "allow"):
         return rules, judgement.reason

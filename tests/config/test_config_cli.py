@@ -76,6 +76,16 @@ def test_check_prints_the_stack_in_execution_order(capsys: pytest.CaptureFixture
         [
             "tool",
             "tool.approve",
+            "100",
+            "builtin:command-safety-guard.ask",
+            "exec",
+            "block",
+            "enforce",
+            "builtin",
+        ],
+        [
+            "tool",
+            "tool.approve",
             "50",
             "process:review_gate:approve_tool",
             "*",

@@ -374,6 +374,7 @@ FREE_FORM = {
     "mcp.servers.remote.env",
     "mcp.servers.remote.headers",
     "flows.sinks",
+    "hooks.builtins.command-safety-guard.decisions",  # rule ids: checked by the builder
 }
 
 

@@ -81,7 +81,10 @@ def test_the_design_example_builds_the_stack_in_order() -> None:
         "process:review_gate:before_tool",
         "command:hooks/check.sh",
     ]
-    assert ids(pipe, "tool.approve") == ["process:review_gate:approve_tool"]
+    assert ids(pipe, "tool.approve") == [
+        "builtin:command-safety-guard.ask",  # the guard's approver: some of its rules ask
+        "process:review_gate:approve_tool",
+    ]
     # the command hook's filter: exec and group:fs, not web_fetch
     assert "command:hooks/check.sh" in ids(pipe, "tool.before", tool="write")
     assert "command:hooks/check.sh" not in ids(pipe, "tool.before", tool="web_fetch")
@@ -161,7 +164,8 @@ enabled = false
     )
     pipe = Pipeline.from_config(path)
     assert [(r.id, r.priority) for r in pipe.registry.list()] == [
-        ("builtin:command-safety-guard", 7)
+        ("builtin:command-safety-guard", 7),
+        ("builtin:command-safety-guard.ask", 7),  # its approver: some of its rules ask
     ]
     result = await pipe.call_tool("exec", {"command": "terraform destroy -auto-approve"}, call=echo)
     assert result.status == "blocked"
@@ -338,7 +342,11 @@ async def test_a_given_tracer_provider_receives_the_spans(tmp_path: Path) -> Non
     pipe = build_pipeline(config, tracing="interceptor", tracer_provider=provider)
     await pipe.call_tool("exec", {"command": "ls"}, call=echo)
     names = [span.name for span in exporter.get_finished_spans()]
-    assert names == ["tool.before builtin:command-safety-guard", "execute_tool exec"]
+    assert names == [
+        "tool.before builtin:command-safety-guard",
+        "tool.approve builtin:command-safety-guard.ask",
+        "execute_tool exec",
+    ]
     provider.shutdown()
 
 

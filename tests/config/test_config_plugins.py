@@ -224,4 +224,14 @@ def test_check_lists_what_a_plugin_registered_with_its_source(
             "enforce",
             "plugin:ticket-gate",
         ],
+        [
+            "tool",
+            "tool.approve",
+            "100",
+            "builtin:command-safety-guard.ask",
+            "exec",
+            "block",
+            "enforce",
+            "builtin",
+        ],
     ]

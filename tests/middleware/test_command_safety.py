@@ -18,7 +18,7 @@ from interpose.middleware.builtins.command_safety import (
     analyze_command,
 )
 from interpose.middleware.builtins.shell import SUBST, ShellSyntaxError, parse
-from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+from interpose.pipeline.payloads import ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 
 CORPORA = sorted(Path(__file__).parent.glob("guard_corpus_exec*.jsonl"))
 """Every rule family may own its corpus file (``guard_corpus_exec_<family>.jsonl``)."""
@@ -75,20 +75,38 @@ def test_corpus_shape() -> None:
     assert any(isinstance(r["command"], list) for r in rows)
 
 
+def outcome(command: Any, guard: CommandSafetyGuard, shell: str | None = None) -> tuple[str, str]:
+    """What the guard does with ``command`` (in ``shell``, as :func:`run_guard`) --
+    ``block``, ``ask`` (tool.before lets it on, the guard's approver asks a person) or
+    ``allow`` -- and the reason."""
+    out = run_guard(command, guard, shell)
+    args: dict[str, Any] = (
+        {"command": command} if shell is None else {"command": command, "shell": shell}
+    )
+    answer = guard.approve(ApprovalRequest(tool_name="exec", args=args))
+    if out.block:
+        assert answer is not None
+        assert answer.decision == "deny", answer
+        return "block", out.block_reason
+    if answer is not None:
+        assert answer.decision == "ask", answer
+        return "ask", answer.reason
+    return "allow", ""
+
+
 def score(rows: list[dict[str, Any]], guard: CommandSafetyGuard) -> tuple[int, int, list[str]]:
-    """(blocked as expected, allowed as expected, problems) over ``rows``."""
+    """(refused as expected -- blocked or asked --, allowed as expected, problems) over
+    ``rows``."""
     problems: list[str] = []
     blocked_ok = allowed_ok = 0
     for row in rows:
-        out = run_guard(row["command"], guard, row.get("shell"))
-        if out.block != (row["expect"] == "block"):
-            problems.append(
-                f"MISS {row['expect']}: {row['command']!r} -> {out.block_reason or 'allowed'}"
-            )
-        elif out.block:
+        decided, reason = outcome(row["command"], guard, row.get("shell"))
+        if decided != row["expect"]:
+            problems.append(f"MISS {row['expect']}: {row['command']!r} -> {reason or 'allowed'}")
+        elif decided != "allow":
             blocked_ok += 1
-            if not out.block_reason.startswith(f"command-safety-guard: {row['category']}:"):
-                problems.append(f"RULE {row['category']}: {row['command']!r} -> {out.block_reason}")
+            if not reason.startswith(f"command-safety-guard: {row['category']}:"):
+                problems.append(f"RULE {row['category']}: {row['command']!r} -> {reason}")
         else:
             allowed_ok += 1
     return blocked_ok, allowed_ok, problems
@@ -103,7 +121,7 @@ def test_corpus_accuracy() -> None:
     for path in CORPORA:
         rows = load_file(path)
         blocked_ok, allowed_ok, found = score(rows, guard)
-        n_block = sum(r["expect"] == "block" for r in rows)
+        n_block = sum(r["expect"] != "allow" for r in rows)
         n_allow = len(rows) - n_block
         print(
             f"{path.name}: block {blocked_ok}/{n_block} allow {allowed_ok}/{n_allow} "
@@ -354,7 +372,7 @@ def test_allow_wins_over_extra_deny() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"extra_deny": ["("]}, {"allow": ["[unclosed"]}])
-def test_invalid_regex_is_a_config_error(kwargs: dict[str, list[str]]) -> None:
+def test_invalid_regex_is_a_config_error(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="invalid"):
         CommandSafetyGuard(**kwargs)
 

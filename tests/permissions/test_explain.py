@@ -199,6 +199,23 @@ def test_the_decision_follows_the_order_of_tool_before(tmp_path: Path) -> None:
     assert data["reason"].startswith("builtin:tool-filter: ")
 
 
+def test_a_guard_rule_that_asks_is_the_decision_even_where_a_rule_allows(project: Path) -> None:
+    # "git status" is allowed by the project's rules; the guard asks for the cloud delete
+    proc = explain("--", "exec", "git status && aws s3 rm --recursive s3://prod", cwd=project)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    out = lines(proc)
+    assert any(
+        line.startswith("  builtin:command-safety-guard.ask (priority 100): asks: ")
+        and "cloud-destruction" in line
+        for line in out
+    ), out
+    assert out[-1].startswith("decision: ask -- builtin:command-safety-guard.ask: ")
+    # a block later in the line is the decision, and the approval step is never reached
+    proc = explain("--", "exec", "aws s3 rm --recursive s3://prod; rm -rf /", cwd=project)
+    assert proc.returncode == 1
+    assert not any("command-safety-guard.ask" in line for line in lines(proc))
+
+
 def test_without_a_config_the_default_guards_judge(tmp_path: Path) -> None:
     proc = explain("--", "exec", "git push", cwd=tmp_path)
     assert proc.returncode == 0

@@ -122,7 +122,7 @@ async def test_a_builtins_config_is_passed_to_it(tmp_path: Path) -> None:
         (
             {"enabled": True, "config": {"colour": "red"}},
             "hooks.builtins.command-safety-guard.config.colour",
-            "unknown field; expected one of: enabled, mode, priority, deny, allow",
+            "unknown field; expected one of: enabled, mode, priority, deny, allow, decisions",
         ),
     ],
     ids=["twice", "wrong-type", "unknown-key"],
@@ -277,7 +277,7 @@ def test_defaults_and_trusted(tmp_path: Path) -> None:
         30.0,
     )
     [before] = pipe.registry.get("tool.before", tool="exec")[1:]  # after the guard
-    [approve] = pipe.registry.get("tool.approve", tool="exec")
+    [approve] = pipe.registry.get("tool.approve", tool="exec")[1:]  # after the guard's
     assert isinstance(before, Interceptor)
     assert isinstance(approve, Interceptor)
     assert (before.trusted, approve.trusted) == (True, False)
@@ -307,6 +307,7 @@ def test_a_process_hook_picoclaw_would_not_start_is_not_started(
         assert [r.id for r in built.pipeline.registry.list()] == [
             "builtin:command-safety-guard",
             "builtin:security-audit",
+            "builtin:command-safety-guard.ask",
         ]
     assert built.notes == [
         "hooks.processes.gate: not started: PicoClaw starts a process hook only when it "

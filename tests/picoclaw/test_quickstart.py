@@ -75,10 +75,11 @@ def test_interpose_check_accepts_it_and_shows_the_picoclaw_order(
     assert main(["check", str(QUICKSTART)]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.split("stack (execution order):\n")[1].splitlines()]
-    assert [row[2:4] for row in rows[1:5]] == [
+    assert [row[2:4] for row in rows[1:6]] == [
         ["1000", "builtin:command-safety-guard"],
         ["999", "builtin:security-audit"],
         ["998", "process:py_review_gate:before_tool"],
+        ["1000", "builtin:command-safety-guard.ask"],  # the guard's approver, as the guard
         ["998", "process:py_review_gate:approve_tool"],
     ]
     assert (

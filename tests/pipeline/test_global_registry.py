@@ -33,7 +33,11 @@ def builtin_summary(registry: Registry) -> list[tuple[str, str, int]]:
     return sorted((r.id, r.hook, r.priority) for r in regs)
 
 
-EXPECTED_BUILTINS = [(GUARD, "tool.before", 100), (AUDIT, "tool.before", 99)]
+EXPECTED_BUILTINS = [
+    (GUARD, "tool.before", 100),
+    (AUDIT, "tool.before", 99),
+    (GUARD + ".ask", "tool.approve", 100),  # the guard's approver: some of its rules ask
+]
 
 
 def test_no_global_registry_before_initialization() -> None:
@@ -59,7 +63,7 @@ def test_initialize_is_idempotent() -> None:
     second = initialize_global_interceptors()
 
     assert second is first
-    assert sorted(r.id for r in second.list()) == sorted([GUARD, AUDIT, "mine"])
+    assert sorted(r.id for r in second.list()) == sorted([GUARD, AUDIT, GUARD + ".ask", "mine"])
 
 
 def test_reset_forgets_the_global_registry() -> None:

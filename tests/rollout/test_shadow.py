@@ -767,6 +767,7 @@ mode = "shadow"
     assert modes == {
         "builtin:tool-filter": "shadow",
         "builtin:command-safety-guard": "shadow",
+        "builtin:command-safety-guard.ask": "shadow",  # its approver goes with it
         "builtin:security-audit": "enforce",
         "process:gate:before_tool": "shadow",
         f"command:{REPLY}": "shadow",

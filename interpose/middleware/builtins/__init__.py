@@ -1,13 +1,14 @@
 """Built-in interceptors.
 
-``builtin:command-safety-guard`` (tool.before on exec, priority 100) and
+``builtin:command-safety-guard`` (tool.before on exec, priority 100; with its approver
+``builtin:command-safety-guard.ask`` on tool.approve when one of its rules asks) and
 ``builtin:security-audit`` (tool.before on read/write/edit/apply_patch, priority 99) are
 registered by ``Pipeline()`` and ``initialize_global_interceptors()``; both fail closed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...pipeline.registry import Interceptor, Registry
 from .command_safety import CommandSafetyGuard, analyze_command
@@ -29,6 +30,7 @@ from .policies import (
 from .security_audit import SecurityAudit, normalize_path, sensitive_reason
 
 __all__ = [
+    "COMMAND_SAFETY_ASK_ID",
     "COMMAND_SAFETY_ID",
     "LOOP_GUARD_ID",
     "OUTPUT_CAP_ID",
@@ -54,6 +56,7 @@ __all__ = [
 ]
 
 COMMAND_SAFETY_ID = "builtin:command-safety-guard"
+COMMAND_SAFETY_ASK_ID = COMMAND_SAFETY_ID + ".ask"
 SECURITY_AUDIT_ID = "builtin:security-audit"
 
 
@@ -63,13 +66,19 @@ def builtin_interceptors(
     command_allow: Sequence[str] = (),
     path_deny: Sequence[str] = (),
     path_allow: Sequence[str] = (),
+    command_decisions: Mapping[str, str] | None = None,
 ) -> list[Interceptor]:
-    """The two default guards as registrations, with optional extra rules."""
-    return [
+    """The two default guards as registrations, with optional extra rules and the
+    command guard's decisions (see :class:`CommandSafetyGuard`); the command guard's
+    approver follows it when one of its rules asks."""
+    guard = CommandSafetyGuard(
+        extra_deny=command_deny, allow=command_allow, decisions=command_decisions
+    )
+    regs = [
         Interceptor(
             id=COMMAND_SAFETY_ID,
             hook="tool.before",
-            handler=CommandSafetyGuard(extra_deny=command_deny, allow=command_allow),
+            handler=guard,
             priority=100,
             tool_matcher=["exec"],
             on_error="block",
@@ -85,6 +94,19 @@ def builtin_interceptors(
             source="builtin",
         ),
     ]
+    if guard.asks:
+        regs.append(
+            Interceptor(
+                id=COMMAND_SAFETY_ASK_ID,
+                hook="tool.approve",
+                handler=guard.approve,
+                priority=100,
+                tool_matcher=["exec"],
+                on_error="block",
+                source="builtin",
+            )
+        )
+    return regs
 
 
 def register_builtins(registry: Registry) -> None:

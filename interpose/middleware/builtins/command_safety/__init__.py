@@ -74,6 +74,10 @@ Rules (the rule id leads the block reason), one module per family:
   (``powershell -Command``/``-EncodedCommand``, ``cmd /c``): ``windows-destruction``,
   ``windows-rce``, ``windows-persistence``, ``windows-defense``, ``windows-credentials``.
 - :mod:`.macos`: ``macos-persistence``, ``macos-protection``, ``macos-accounts``.
+- :mod:`.cloud`: ``cloud-destruction``; :mod:`.databases`: ``database-destruction``;
+  :mod:`.leaks`: ``secrets-leaving``, ``secret-in-request``, ``secrets-read``.  These ask
+  a person by default, ``secrets-leaving`` blocks (:mod:`.decisions`: each rule id is
+  ``block``, ``ask`` or ``off``; the guard's ``decisions`` argument sets them).
 - ``unparseable``: text that does not parse, or shells nested too deeply; an argv list
   holding something other than strings and numbers, or a command that is neither.
 - ``too-complex``: the analysis would exceed its budget (:mod:`.budget`: command size,
@@ -131,13 +135,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from ....errors import ConfigError
-from ....pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
+from ....pipeline.payloads import Approval, ApprovalRequest, ToolBeforeInput, ToolBeforeOutput
 from ..shell import Script, SimpleCommand, Word
 from . import (
+    cloud,
     containers,
+    databases,
     disk,
     filesystem,
     git,
+    leaks,
     macos,
     permissions,
     remote_exec,
@@ -146,6 +153,7 @@ from . import (
     windows,
 )
 from .budget import Budget, TooComplex, frames_needed
+from .decisions import Decision, resolve
 from .facts import Facts, Recording, Sink
 from .model import HOME, Finding
 from .options import GLOB_CHARS
@@ -174,6 +182,9 @@ _FAMILIES = (
     permissions,
     git,
     containers,
+    cloud,
+    databases,
+    leaks,
     state,
     windows,
     macos,
@@ -201,6 +212,9 @@ def _assemble() -> RuleTable:
 _TABLE = _assemble()
 """Every rule, assembled once at import."""
 
+_DEFAULT_DECISIONS = resolve(None, "decisions")
+"""The rules that do not block by default (:data:`.decisions.DEFAULTS`)."""
+
 
 # -- public API ----------------------------------------------------------------------------------
 
@@ -221,15 +235,20 @@ def _analyze(
     budget: Budget | None = None,
     sink: Sink | None = None,
     shell: str = "bash",
+    decisions: Mapping[str, Decision] = _DEFAULT_DECISIONS,
 ) -> Finding | None:
     """Judge ``command`` within ``budget`` (a fresh :class:`.Budget` by default); with a
-    ``sink``, note what it runs there (:mod:`.facts`)."""
+    ``sink``, note what it runs there (:mod:`.facts`).  The verdict is the first finding
+    whose rule blocks, else the first whose rule asks (``decisions``: rule id -> ``ask``
+    or ``off``; :mod:`.decisions`)."""
     if budget is None:
         budget = Budget()
     budget.fit_stack(sys.getrecursionlimit() - _THREAD_FRAMES)
     try:
         frames = frames_needed(budget.max_depth)
-        return _with_stack(frames, _judge_command, command, deny, allow, budget, sink, shell)
+        return _with_stack(
+            frames, _judge_command, command, deny, allow, budget, sink, shell, decisions
+        )
     except TooComplex as exc:
         if sink is not None:
             sink.unparsed = True
@@ -248,11 +267,12 @@ def _judge_command(
     budget: Budget,
     sink: Sink | None = None,
     shell: str = "bash",
+    decisions: Mapping[str, Decision] = _DEFAULT_DECISIONS,
 ) -> Finding | None:
     def new_run() -> Run:
         if sink is None:
-            return Run(_TABLE, deny, allow, budget)
-        return Recording(_TABLE, deny, allow, budget, sink)
+            return Run(_TABLE, deny, allow, budget, decisions)
+        return Recording(_TABLE, deny, allow, budget, sink, decisions)
 
     run = new_run()
     if shell != "bash":
@@ -261,11 +281,11 @@ def _judge_command(
             return text
         if not isinstance(text, str):
             text = " ".join(_quoted(a, shell) for a in text)
-        return windows.judge_text(run, text, shell)
+        return windows.judge_text(run, text, shell) or run.asked
     if isinstance(command, str):
         budget.size(len(command))
         # bash drops NUL bytes from its input (and no argv can carry one)
-        return run.source(command.replace("\x00", ""), "the command")
+        return run.source(command.replace("\x00", ""), "the command") or run.asked
     argv = _argv_strings(command)
     if isinstance(argv, Finding):
         return argv
@@ -276,8 +296,10 @@ def _judge_command(
         # ["rm -rf /"]: no program has that name, but runners that take a list with a
         # shell (subprocess with shell=True, child_process.exec) run its first element
         # as a command line, so it is judged as one
-        found = new_run().source(argv[0].replace("\x00", ""), "the first element of the argv list")
-    return found
+        line = new_run()
+        found = line.source(argv[0].replace("\x00", ""), "the first element of the argv list")
+        found = found or line.asked
+    return found or run.asked
 
 
 def _quoted(arg: str, shell: str) -> str:
@@ -473,7 +495,9 @@ def analysis_of(command: str | Sequence[str]) -> Analysis:
     for the last 1,024 distinct commands of up to 4,096 characters, together with what
     the guards judge: the guard and the permission rules (:mod:`interpose.permissions.view`)
     share one analysis per command text.  A refused command is walked a second time, past
-    its findings, when its facts are first asked for.
+    its findings, when its facts are first asked for.  The verdict is under the default
+    decisions (:data:`.decisions.DEFAULTS`): a finding whose rule asks (``cloud-destruction``)
+    is the verdict only when nothing in the line blocks.
 
     >>> [c.argv for c in analysis_of("cd x && sudo git push").facts.commands]
     [('cd', 'x'), ('git', 'push')]
@@ -553,6 +577,14 @@ class CommandSafetyGuard:
             rule, ``extra_deny`` included (a pipeline finding is exempt when the downloader
             or the shell is).
 
+        decisions: rule id -> ``"block"``, ``"ask"`` or ``"off"``, over the defaults of
+            :data:`.decisions.DEFAULTS` (``{"cloud-destruction": "block",
+            "secrets-read": "off"}``).  An ``ask`` finding does not block in
+            ``tool.before``: the guard's approver (:meth:`approve`, registered on
+            ``tool.approve`` when some rule asks) hands the call to the pipeline's
+            human-approval handler.  A later blocking finding in the same line still
+            blocks; an ``off`` finding is dropped and the analysis goes on.
+
     Block reason: ``command-safety-guard: <rule>: <message>``.  A command too large or
     too complex to judge within the analysis budget is refused (rule ``too-complex``); so
     is one the guard fails on (rule ``internal-error``, naming the exception -- a bug,
@@ -570,7 +602,8 @@ class CommandSafetyGuard:
     parse it again.
 
     Raises:
-        ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile.
+        ConfigError: a regex of ``extra_deny`` or ``allow`` does not compile; an unknown
+            rule id or value in ``decisions``.
     """
 
     tools: ClassVar[frozenset[str]] = frozenset({"exec"})
@@ -579,24 +612,50 @@ class CommandSafetyGuard:
     CACHE_SIZE: ClassVar[int] = 1024
     """How many distinct commands a guard remembers its verdict on (0: none)."""
 
-    __slots__ = ("_allow", "_deny", "_judged", "_judged_windows", "_shared")
+    __slots__ = (
+        "_allow",
+        "_asks",
+        "_decisions",
+        "_deny",
+        "_judged",
+        "_judged_windows",
+        "_last",
+        "_shared",
+    )
 
-    def __init__(self, *, extra_deny: Sequence[str] = (), allow: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        extra_deny: Sequence[str] = (),
+        allow: Sequence[str] = (),
+        decisions: Mapping[str, str] | None = None,
+    ) -> None:
         self._deny = _compile(extra_deny, "extra_deny")
         self._allow = _compile(allow, "allow")
+        self._decisions = (
+            resolve(decisions, "command-safety-guard decisions")
+            if decisions
+            else _DEFAULT_DECISIONS
+        )
         # per instance: the extra rules are part of the verdict.  A verdict is a frozen
         # Finding or None, so a remembered one can be handed out again as it is.
         self._judged = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(self._judge)
         self._judged_windows = functools.lru_cache(maxsize=max(0, self.CACHE_SIZE))(
             self._judge_windows
         )
-        self._shared = not self._deny and not self._allow  # its analyses are the default
+        # the commands tool.before judged last and its verdict, which the approver takes
+        # once when its call has the same (a command too long to remember is not judged
+        # twice)
+        self._last: tuple[list[object], str, Finding | None] | None = None
+        self._asks = "ask" in self._decisions.values()
+        # its analyses are the default ones
+        self._shared = not self._deny and not self._allow and self._decisions == _DEFAULT_DECISIONS
 
     def _judge(self, command: str | tuple[str, ...]) -> Finding | None:
         sink = Sink() if self._shared and _ANALYSES.wanted else None
         if sink is not None and (known := _ANALYSES.get(command)) is not None:
             return known.finding  # the permission rules read this call first
-        finding = _analyze(command, self._deny, self._allow, sink=sink)
+        finding = _analyze(command, self._deny, self._allow, sink=sink, decisions=self._decisions)
         if finding is not None and finding.rule == "too-complex":
             raise _Unsettled(finding)  # an exception: lru_cache does not remember it
         if sink is not None:  # what it runs, for the permission rules (see analysis_of)
@@ -604,7 +663,7 @@ class CommandSafetyGuard:
         return finding
 
     def _judge_windows(self, shell: str, command: str | tuple[str, ...]) -> Finding | None:
-        finding = _analyze(command, self._deny, self._allow, shell=shell)
+        finding = _analyze(command, self._deny, self._allow, shell=shell, decisions=self._decisions)
         if finding is not None and finding.rule == "too-complex":
             raise _Unsettled(finding)
         return finding
@@ -626,28 +685,76 @@ class CommandSafetyGuard:
         except _Unsettled as unsettled:
             return unsettled.finding
 
-    def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
-        if out.block:
-            return
+    @property
+    def asks(self) -> bool:
+        """Whether some rule asks: the guard then needs its approver registered."""
+        return self._asks
+
+    def decision(self, finding: Finding | None) -> Decision | None:
+        """What this guard does with a verdict of :meth:`analyze` (None: nothing)."""
+        if finding is None:
+            return None
+        return self._decisions.get(finding.rule, "block")
+
+    def verdict(self, args: Mapping[str, object], tool: str = "exec") -> Finding | None:
+        """The verdict on the arguments of an ``exec`` call of ``tool`` (its name says
+        the shell: :func:`shell_of`): the first finding that blocks, else the first that
+        asks; a failure of the guard is an ``internal-error``."""
+        return self._verdict(commands_of(args), shell_of(tool, args))
+
+    def _verdict(self, commands: list[object], shell: str) -> Finding | None:
+        asked = None
         try:
-            finding = None
-            shell = shell_of(inp.raw_name or inp.tool_name, out.args)
-            for command in commands_of(out.args):
+            for command in commands:
                 if isinstance(command, str) or (
                     isinstance(command, (list, tuple)) and all(type(a) is str for a in command)
                 ):
                     finding = self.analyze(command, shell=shell)  # remembered
                 else:  # any other shape (a dict, an argv list holding None) is refused by it
-                    finding = _analyze(command, self._deny, self._allow, shell=shell)
+                    finding = _analyze(
+                        command, self._deny, self._allow, shell=shell, decisions=self._decisions
+                    )
                 if finding is not None:
-                    break
+                    if self._decisions.get(finding.rule) != "ask":
+                        return finding
+                    asked = asked or finding
         except Exception as exc:  # last line of defence: a guard that fails must fail closed
-            finding = Finding(
+            return Finding(
                 "internal-error",
                 type(exc).__name__,
                 f"the guard failed while analyzing the command ({type(exc).__name__}: "
                 f"{str(exc)[:120]!r}); a command that cannot be analyzed is not run",
             )
-        if finding is not None:
+        return asked
+
+    def __call__(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
+        if out.block:
+            return
+        commands = commands_of(out.args)
+        shell = shell_of(inp.raw_name or inp.tool_name, out.args)
+        finding = self._verdict(commands, shell)
+        if self._asks:  # for the approver, which judges the same arguments right after
+            self._last = (commands, shell, finding)
+        if finding is not None and self._decisions.get(finding.rule) != "ask":
             out.block = True
             out.block_reason = f"command-safety-guard: {finding.reason}"
+
+    def approve(self, request: ApprovalRequest) -> Approval | None:
+        """``tool.approve``: a call whose verdict asks goes to the pipeline's
+        human-approval handler, the rule named ``command-safety-guard:<rule>`` (what a
+        standing grant is bound to); one that blocks (arguments rewritten since
+        ``tool.before``) is denied."""
+        if request.tool_name not in self.tools:
+            return None
+        commands, last, self._last = commands_of(request.args), self._last, None
+        if last is not None and last[0] == commands:
+            finding = last[2]
+        else:  # rewritten since tool.before: judged again, in the shell tool.before saw
+            shell = last[1] if last is not None else shell_of(request.tool_name, request.args)
+            finding = self._verdict(commands, shell)
+        if finding is None:
+            return None
+        reason = f"command-safety-guard: {finding.reason}"
+        if self._decisions.get(finding.rule) == "ask":
+            return Approval.ask(reason, rule=f"command-safety-guard:{finding.rule}")
+        return Approval.deny(reason)

@@ -181,3 +181,13 @@ def expand(
         if offset.group(2) is not None:
             result = result[: int(offset.group(2))]
     return m.group(0) if result is None else result
+
+
+def split_ifs(text: str, ifs: str) -> list[str]:
+    """``text`` split on the characters of a known ``$IFS`` (empty: not split)."""
+    return re.split(f"[{re.escape(ifs)}]+", text) if ifs else [text]
+
+
+def uses_variable(text: str, name: str) -> bool:
+    """Whether ``text`` expands variable ``name`` (``$d``, ``${d}``, ``${d%/}``)."""
+    return any((m.group(1) or m.group(3)) == name for m in PARAM.finditer(text))

@@ -19,7 +19,7 @@ against a real working directory and home.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ....permissions.model import ShellCommand
@@ -30,7 +30,7 @@ from .git import git_subcommand
 from .invocation import Invocation
 from .model import HOME, Finding
 from .paths import show
-from .run import RuleTable, Run
+from .run import NO_DECISIONS, RuleTable, Run
 from .secrets import READERS
 from .wrappers import canon
 
@@ -116,8 +116,9 @@ class Recording(Run):
         allow: Sequence[re.Pattern[str]],
         budget: Budget,
         sink: Sink,
+        decisions: Mapping[str, str] = NO_DECISIONS,
     ) -> None:
-        super().__init__(table, deny, allow, budget)
+        super().__init__(table, deny, allow, budget, decisions)
         self.sink = sink
 
     def script(self, script: Script) -> Finding | None:

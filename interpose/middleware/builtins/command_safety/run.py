@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from ..security_audit import resolve_path
 from ..shell import (
@@ -28,7 +29,7 @@ from ..shell import expansions as shell_expansions
 from ..shell import parse as parse_shell
 from .arithmetic import reevaluated
 from .budget import Budget, TooComplex
-from .expansion import PARAM, braces, expand
+from .expansion import PARAM, braces, expand, split_ifs, uses_variable
 from .fanout import emitted, xargs_call
 from .find import find_plan
 from .invocation import Invocation
@@ -79,6 +80,8 @@ class RuleTable:
         yield from self.generic
 
 
+NO_DECISIONS: Mapping[str, str] = MappingProxyType({})
+
 _IFS_SPLIT = re.compile(r"[ \t\n]+")  # bash splits on $IFS: space, tab, newline
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -89,10 +92,12 @@ class Run(SubstitutionOutputs):
     __slots__ = (
         "aliases",
         "allow",
+        "asked",
         "budget",
         "calls",
         "choices",
         "cwd",
+        "decisions",
         "deny",
         "depth",
         "inside",
@@ -110,8 +115,11 @@ class Run(SubstitutionOutputs):
         deny: Sequence[re.Pattern[str]],
         allow: Sequence[re.Pattern[str]],
         budget: Budget,
+        decisions: Mapping[str, str] = NO_DECISIONS,
     ) -> None:
         self.table = table
+        self.decisions = decisions  # rule id -> "ask" or "off" (see .decisions)
+        self.asked: Finding | None = None  # the first finding whose rule asks
         self.budget = budget  # charged as the analysis goes; raises TooComplex past it
         self.deny = deny
         self.allow = allow
@@ -215,7 +223,7 @@ class Run(SubstitutionOutputs):
                     self.calls = self.calls or {}
                     self.calls.setdefault(inv.name, []).append([tilde(w) for w in inv.args])
             if not prepared:
-                found = check_redirects(cmd.redirects, self)
+                found = self.settle(check_redirects(cmd.redirects, self))
             for inv in prepared:
                 found = found or self.invocation(inv)
             if found is not None:
@@ -223,12 +231,12 @@ class Run(SubstitutionOutputs):
         for pipeline in script.pipelines:
             stages = [[invs[i] for i in stage] for stage in pipeline.stages]
             for pipeline_rule in self.table.pipelines:
-                found = pipeline_rule(stages, self)
+                found = self.settle(pipeline_rule(stages, self))
                 if found is not None:
                     return found
         for fn in script.functions:
             for function_rule in self.table.functions:
-                found = function_rule(fn)
+                found = self.settle(function_rule(fn))
                 if found is not None:
                     return found
             found = self._function_body(fn)
@@ -374,7 +382,7 @@ class Run(SubstitutionOutputs):
         if self.choices and cmd.words:
             # redirection targets vary with the loop too (for f in ...; do echo x >> $f)
             texts = " ".join(w.text for w in (*cmd.words, *(r.target for r in cmd.redirects)))
-            names = [n for n in self.choices if "$" in texts and _uses(texts, n)]
+            names = [n for n in self.choices if "$" in texts and uses_variable(texts, n)]
             if names:
                 return self._fan_out(cmd, upstream, names)
         return self._prepare_one(cmd, upstream)
@@ -459,7 +467,7 @@ class Run(SubstitutionOutputs):
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = check_redirects(inv.redirects, self)
+        found = self.settle(check_redirects(inv.redirects, self))
         if found is not None:
             return found
         if inv.dynamic:
@@ -470,8 +478,21 @@ class Run(SubstitutionOutputs):
         """The rules of ``inv``'s command name, then the generic ones."""
         for rule in self.table.rules(inv.name):
             found = rule(inv, self)
-            if found is not None:
+            if found is not None and (found := self.settle(found)) is not None:
                 return found
+        return None
+
+    def settle(self, found: Finding | None) -> Finding | None:
+        """``found`` when its rule blocks; None when it asks (the first such finding is
+        kept in ``asked``: a later blocking one still wins) or is off, so the analysis
+        goes on."""
+        if found is None or not self.decisions:
+            return found
+        decision = self.decisions.get(found.rule)
+        if decision is None:
+            return found
+        if decision == "ask" and self.asked is None:
+            self.asked = found
         return None
 
     def _made_by(self, subs: Sequence[Script]) -> tuple[str, str] | None:
@@ -648,7 +669,7 @@ class Run(SubstitutionOutputs):
                 out.append(replace(word, text=text))
             else:  # unquoted expansion: the shell splits it into words (default $IFS)
                 ifs = self.vars.get("IFS")  # IFS=,; c=rm,-rf,/; $c: split on ","
-                fields = _IFS_SPLIT.split(text) if ifs is None else _split(text, ifs)
+                fields = _IFS_SPLIT.split(text) if ifs is None else split_ifs(text, ifs)
                 parts = [part for part in fields if part]
                 self.budget.made_words(len(parts))
                 out.extend(replace(word, text=part) for part in parts)
@@ -751,16 +772,6 @@ _POSITIONAL = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#")
 def tilde(word: Word) -> str:
     """A word's text with a leading ``~`` expanded, as ``$HOME`` (for values)."""
     return "$HOME" + word.text[1:] if word.tilde and word.text[1:2] in ("", "/") else word.text
-
-
-def _split(text: str, ifs: str) -> list[str]:
-    """``text`` split on the characters of a known ``$IFS`` (empty: not split)."""
-    return re.split(f"[{re.escape(ifs)}]+", text) if ifs else [text]
-
-
-def _uses(text: str, name: str) -> bool:
-    """Whether ``text`` expands variable ``name`` (``$d``, ``${d}``, ``${d%/}``)."""
-    return any((m.group(1) or m.group(3)) == name for m in PARAM.finditer(text))
 
 
 def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:

@@ -178,6 +178,11 @@ SENSITIVE_RULES: tuple[_Rule, ...] = (
             r"\.(?:keychain|keychain-db|kdbx)$",
             _C + r"\.mozilla/firefox/[^/]+/(?:logins\.json|key[34]\.db)$",
             _C + r"(?:google-chrome|chromium|brave-browser|microsoft-edge)[^/]*/[^/]+/login data$",
+            # browser cookie databases (sessions of every site), password managers' data
+            _C + r"\.mozilla/firefox/[^/]+/cookies\.sqlite$",
+            _C + r"(?:google-chrome|chromium|brave-browser|microsoft-edge)[^/]*/[^/]+/"
+            r"(?:network/)?cookies$",
+            _C + r"(?:\.config/bitwarden|\.1password|\.config/1password|\.config/keepassxc)(?:/|$)",
         ),
     ),
     _Rule(
