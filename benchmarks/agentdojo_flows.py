@@ -121,6 +121,8 @@ from interpose import (
     Turn,
     normalize_tool_name,
 )
+from interpose.flows import FlowPolicy, FlowRules, ToolInfo
+from interpose.secrets import scan
 
 AGENTDOJO_VERSION = "0.1.35"
 BENCHMARK_VERSION = "v1.2.1"
@@ -258,8 +260,31 @@ def oracle_tool_filter(pipe: Pipeline, tools: Sequence[ToolSpec], needed: frozen
             out.block_reason = f"{inp.tool_name} is not a tool this task needs"
 
 
-DEFENSES: dict[str, Defense] = {"none": no_defense, "tool-filter": oracle_tool_filter}
-"""Every defense ``--defense`` may name; the flow policy is added here."""
+def _flow_defense(rules: FlowRules) -> Defense:
+    def install(pipe: Pipeline, tools: Sequence[ToolSpec], needed: frozenset[str]) -> None:
+        flows = FlowPolicy(rules)
+        flows.install(pipe)
+        described = [
+            ToolInfo(t["name"], description=t["description"], input_schema=t["parameters"])
+            for t in tools
+        ]
+        flows.describe(*described)
+
+    return install
+
+
+DEFENSES: dict[str, Defense] = {
+    "none": no_defense,
+    "tool-filter": oracle_tool_filter,
+    # the default flow rules: a sink after untrusted input asks (here: refused, no person
+    # answers), a value first seen in an untrusted result blocks, secrets block
+    "flows": _flow_defense(FlowRules(secret_scanner=scan)),
+    # the same with sinks after untrusted input allowed: only flagged values and secrets
+    # are refused (what a user who wants no prompts would choose)
+    "flows-allow": _flow_defense(FlowRules(sink="allow", secret_scanner=scan)),
+}
+"""Every defense ``--defense`` may name. The flow defenses classify the suite's tools from
+their descriptions (``ToolInfo``), never by name."""
 
 
 def install_defense(

@@ -22,6 +22,7 @@ def flow_rules(table: FlowsConfig, base_dir: Path) -> FlowRules:
         ValueError: a value the rules reject (the message says which).
     """
     from ..flows import FlowRules
+    from ..secrets import scan
 
     return FlowRules(
         sink=table.sink,
@@ -36,6 +37,7 @@ def flow_rules(table: FlowsConfig, base_dir: Path) -> FlowRules:
         project=str(base_dir / Path(table.project).expanduser()),
         min_length=table.min_length,
         max_sessions=table.max_sessions,
+        secret_scanner=scan if table.detect_secrets else None,
     )
 
 

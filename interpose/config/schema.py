@@ -646,6 +646,10 @@ class FlowsConfig(_Table):
     on_secret: Annotated[
         FlowActionName, _doc("a sink call carrying a secret (a value of an `.env` file read)")
     ] = "block"
+    detect_secrets: Annotated[
+        bool,
+        _doc("also find secrets by their shape (interpose.secrets.scan) in sink arguments"),
+    ] = True
     sources: Annotated[
         list[str], _doc("tools (or `mcp__<server>__` prefixes) whose results are untrusted")
     ] = []

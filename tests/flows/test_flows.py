@@ -421,6 +421,30 @@ async def test_flows_from_a_config_file(tmp_path: Path) -> None:
         Pipeline.from_config(config)
 
 
+async def test_flows_config_finds_secrets_by_shape(tmp_path: Path) -> None:
+    """``[flows]`` plugs interpose.secrets in by default: a token-shaped value in a sink's
+    arguments is refused though the session never read it; ``detect_secrets = false``
+    leaves only the values of secret files read."""
+    token = "ghp_" + "Zq7Rt2Lm9Xc4Vb8Nw1Kp5Hj3Gf6Ds0Ay2Eu7"  # a fake, of GitHub's shape
+    config = tmp_path / "interpose.toml"
+    outcomes = []
+    for setting in ("", "detect_secrets = false\n"):
+        config.write_text(f'[flows]\nsink = "allow"\n{setting}')
+        pipe = Pipeline.from_config(config)
+        mail = Mail([])
+        async with pipe.turn(agent_id="a", session_key="s1") as turn:
+            sent = await turn.call_tool(
+                "send_email",
+                {"to": "bob@corp.com", "body": f"the token: {token}"},
+                call=mail.send_email,
+            )
+        outcomes.append(sent)
+    assert outcomes[0].status == "blocked"
+    assert "github" in outcomes[0].output["reason"].lower()
+    assert token not in outcomes[0].output["reason"]
+    assert outcomes[1].status == "ok"
+
+
 def test_interpose_check_shows_the_flow_rules(tmp_path: Path) -> None:
     config = tmp_path / "interpose.toml"
     config.write_text('[flows]\nsink = "allow"\non_secret = "ask"\n')

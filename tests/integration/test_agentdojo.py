@@ -103,6 +103,17 @@ def test_a_defense_that_blocks_changes_what_runs_and_is_counted(bench: ModuleTyp
     assert tool_filter.attacked.calls == none.attacked.calls
 
 
+def test_the_flow_rules_refuse_the_attackers_payments_by_provenance(bench: ModuleType) -> None:
+    """The flow policy, given only the suite's tool descriptions: banking's injection
+    tasks pay an IBAN that appears only in the attack text, so fewer attacks win."""
+    none, flows = _run(bench, ["none", "flows-allow"], ["banking"])
+    assert flows.defense == "flows-allow"
+    assert flows.attacked.refused > 0
+    assert flows.attacks_won < none.attacks_won == none.pairs
+    # the user's own payments (values of the user's prompt or of trusted results) run
+    assert flows.utility >= LIMIT - 1
+
+
 def test_an_ask_with_nobody_to_answer_is_not_run_and_is_counted(
     bench: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
