@@ -613,13 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a guard or a benchmarked pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = option_parser(__doc__)
-    parser.add_argument(
-        "--clock",
-        choices=tuple(harness.CLOCKS),
-        default="wall",
-        help="time the loops by wall time (default) or by the process's CPU time",
-    )
+    parser = option_parser(__doc__, clock=True)
     opts = parser.parse_args(argv)
     harness.use_clock(opts.clock)
     rounds, target_ms = run_settings(opts, 31, 20.0)

@@ -48,7 +48,6 @@ Run it with ``python benchmarks/bench_permissions.py [--quick] [--clock cpu] [--
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -346,38 +345,16 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a guard, the rules or a pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = harness.option_parser(__doc__)
-    parser.add_argument(
-        "--clock",
-        choices=tuple(harness.CLOCKS),
-        default="wall",
-        help="time the loops by wall time (default) or by the process's CPU time",
-    )
-    opts = parser.parse_args(argv)
-    harness.use_clock(opts.clock)
-    rounds, target_ms = harness.run_settings(opts, 31, 20.0)
-    info = harness.print_header(
+    return harness.table_bench(
+        __doc__,
+        argv,
         "interpose bench: what permission rules add to a short command",
-        opts.quick,
-        rounds,
-        target_ms,
-        f"median ns per call ({opts.clock} clock)",
+        build_cases,
+        rows_of,
+        rounds=31,
+        targets=f"rules add at most {TARGET_NS / 1000:g} us to a short command the guard parsed",
+        group=group,
     )
-    cases = build_cases()
-    started = time.perf_counter()
-    harness.measure(cases, rounds, target_ms, group=group)
-    rows = harness.analyse(cases, rows_of)
-    print(harness.render(rows))
-    checked = [r for r in rows if r.result]
-    missed = [r for r in checked if r.result != "PASS"]
-    print(
-        f"\nverdict: {len(checked) - len(missed)} of {len(checked)} targets met "
-        f"(rules add at most {TARGET_NS / 1000:g} us to a short command the guard parsed)"
-    )
-    print(f"(measured in {time.perf_counter() - started:.1f} s)")
-    if opts.json:
-        harness.write_results(opts.json, info, rounds, target_ms, cases, rows)
-    return 0
 
 
 if __name__ == "__main__":

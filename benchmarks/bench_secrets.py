@@ -30,7 +30,6 @@ Run it with ``python benchmarks/bench_secrets.py [--quick] [--json out.json]``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -170,36 +169,15 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a case does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = harness.option_parser(__doc__)
-    parser.add_argument(
-        "--clock",
-        choices=tuple(harness.CLOCKS),
-        default="wall",
-        help="time the loops by wall time (default) or by the process's CPU time",
-    )
-    opts = parser.parse_args(argv)
-    harness.use_clock(opts.clock)
-    rounds, target_ms = harness.run_settings(opts, 21, 20.0)
-    info = harness.print_header(
+    return harness.table_bench(
+        __doc__,
+        argv,
         "interpose bench: the secret detector",
-        opts.quick,
-        rounds,
-        target_ms,
-        f"median ns per call ({opts.clock} clock)",
+        build_cases,
+        rows_of,
+        rounds=21,
+        check=check,
     )
-    check()
-    cases = build_cases()
-    started = time.perf_counter()
-    harness.measure(cases, rounds, target_ms)
-    rows = harness.analyse(cases, rows_of)
-    print(harness.render(rows))
-    checked = [r for r in rows if r.result]
-    missed = [r for r in checked if r.result != "PASS"]
-    print(f"\nverdict: {len(checked) - len(missed)} of {len(checked)} targets met")
-    print(f"(measured in {time.perf_counter() - started:.1f} s)")
-    if opts.json:
-        harness.write_results(opts.json, info, rounds, target_ms, cases, rows)
-    return 0
 
 
 if __name__ == "__main__":

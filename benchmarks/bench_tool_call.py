@@ -614,13 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         RuntimeError: a benchmarked pipeline does not behave as expected.
         OSError: the JSON file cannot be written.
     """
-    parser = harness.option_parser(__doc__)
-    parser.add_argument(
-        "--clock",
-        choices=tuple(harness.CLOCKS),
-        default="wall",
-        help="time the loops by wall time (default) or by the process's CPU time",
-    )
+    parser = harness.option_parser(__doc__, clock=True)
     parser.add_argument(
         "--plot", metavar="PATH", default=None, help="draw ns per call against layers (matplotlib)"
     )

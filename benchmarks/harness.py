@@ -374,14 +374,60 @@ def machine() -> dict[str, Any]:
 # -- what every benchmark's command line, header and results file share ------------------
 
 
-def option_parser(doc: str | None) -> argparse.ArgumentParser:
-    """The options of every benchmark: --quick, --rounds, --target-ms, --json."""
+def option_parser(doc: str | None, *, clock: bool = False) -> argparse.ArgumentParser:
+    """The options of every benchmark: --quick, --rounds, --target-ms, --json; with
+    ``clock``, --clock too (apply it with :func:`use_clock` after parsing)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
     parser.add_argument("--quick", action="store_true", help="few short rounds (smoke test)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per case")
     parser.add_argument("--target-ms", type=float, default=None, help="length of one timed run")
     parser.add_argument("--json", metavar="PATH", default=None, help="write results as JSON")
+    if clock:
+        parser.add_argument(
+            "--clock",
+            choices=tuple(CLOCKS),
+            default="wall",
+            help="time the loops by wall time (default) or by the process's CPU time",
+        )
     return parser
+
+
+def table_bench(
+    doc: str | None,
+    argv: list[str] | None,
+    title: str,
+    build: Callable[[], list[Case]],
+    rows_of: Callable[[Mapping[str, float], Sequence[Case]], list[Any]],
+    *,
+    rounds: int,
+    targets: str = "",
+    group: Callable[[Case], int] | None = None,
+    check: Callable[[], None] | None = None,
+) -> int:
+    """The ``main`` of a benchmark that times its cases in one table: parse the options,
+    ``check()`` that the cases behave, time them, print the rows and the verdict
+    (``targets`` says them), write JSON if asked."""
+    opts = option_parser(doc, clock=True).parse_args(argv)
+    use_clock(opts.clock)
+    rounds, target_ms = run_settings(opts, rounds, 20.0)
+    info = print_header(
+        title, opts.quick, rounds, target_ms, f"median ns per call ({opts.clock} clock)"
+    )
+    if check is not None:
+        check()
+    cases = build()
+    started = time.perf_counter()
+    measure(cases, rounds, target_ms, group=group)
+    rows = analyse(cases, rows_of)
+    print(render(rows))
+    checked = [r for r in rows if r.result]
+    missed = [r for r in checked if r.result != "PASS"]
+    note = f" ({targets})" if targets else ""
+    print(f"\nverdict: {len(checked) - len(missed)} of {len(checked)} targets met{note}")
+    print(f"(measured in {time.perf_counter() - started:.1f} s)")
+    if opts.json:
+        write_results(opts.json, info, rounds, target_ms, cases, rows)
+    return 0
 
 
 def run_settings(
