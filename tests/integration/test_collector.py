@@ -253,6 +253,8 @@ async def test_a_turn_arrives_as_one_gen_ai_trace(
         "no-rm-rf": ("tool.before", "continue"),
         "builtin:command-safety-guard": ("tool.before", "continue"),
         "no-color": ("tool.before", "modify"),
+        # the guard's approver (its rules that ask): nothing to ask about here
+        "builtin:command-safety-guard.ask": ("tool.approve", "allow"),
         "audit": ("tool.after", "continue"),
     }
     guard = next(s for s in spans if s.attributes.get("interpose.interceptor.id") == "no-rm-rf")
@@ -283,16 +285,17 @@ def test_the_example_exports_its_turn(collector: Collector) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     target = f"{collector.http_endpoint}/v1/traces"
-    assert f"exporting 7 spans to {target}" in proc.stdout
+    assert f"exporting 8 spans to {target}" in proc.stdout
     assert "Failed to export" not in proc.stderr
 
-    spans = collector.wait_for_spans(of_run(run), count=7)
+    spans = collector.wait_for_spans(of_run(run), count=8)
     assert {span.resource["service.name"] for span in spans} == {"interpose-example"}
     assert sorted(span.name for span in spans) == [
         "chat claude-x",
         "execute_tool exec",
         "execute_tool exec",
         "invoke_agent coder",
+        "tool.approve builtin:command-safety-guard.ask",
         "tool.before builtin:command-safety-guard",
         "tool.before builtin:command-safety-guard",
         "tool.before no-color",
