@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypedDict
 
 import msgspec
 
@@ -17,15 +18,35 @@ from .store import ApprovalStore
 __all__ = ["decided", "event_of", "grant_added", "grant_used", "publish_changes", "requested"]
 
 
+class _About(TypedDict):
+    """The fields every event of a request carries (typed: mypy checks them where they
+    are unpacked into an event)."""
+
+    ts: int
+    turn_id: str
+    agent_id: str
+    session_key: str
+    request_id: str
+    tool_name: str
+    tool_call_id: str
+
+
+def _about(record: ApprovalRecord) -> _About:
+    """When, and which call of which turn: the fields every event of a request carries."""
+    return {
+        "ts": time.time_ns(),
+        "turn_id": record.turn_id,
+        "agent_id": record.agent_id,
+        "session_key": record.session_key,
+        "request_id": record.id,
+        "tool_name": record.tool_name,
+        "tool_call_id": record.tool_call_id,
+    }
+
+
 def requested(record: ApprovalRecord, *, resumed: bool = False) -> ev.ApprovalRequested:
     return ev.ApprovalRequested(
-        ts=time.time_ns(),
-        turn_id=record.turn_id,
-        agent_id=record.agent_id,
-        session_key=record.session_key,
-        request_id=record.id,
-        tool_name=record.tool_name,
-        tool_call_id=record.tool_call_id,
+        **_about(record),
         args_hash=record.args_hash,
         asked_by=record.asked_by,
         rule=record.rule,
@@ -40,24 +61,12 @@ def decided(record: ApprovalRecord) -> ev.ApprovalDecided | ev.ApprovalExpired:
     """The event of a request no longer pending: decided, or expired."""
     if record.state == "expired":
         return ev.ApprovalExpired(
-            ts=time.time_ns(),
-            turn_id=record.turn_id,
-            agent_id=record.agent_id,
-            session_key=record.session_key,
-            request_id=record.id,
-            tool_name=record.tool_name,
-            tool_call_id=record.tool_call_id,
+            **_about(record),
             reason=record.decision_reason,
         )
     edited = record.edited_args
     return ev.ApprovalDecided(
-        ts=time.time_ns(),
-        turn_id=record.turn_id,
-        agent_id=record.agent_id,
-        session_key=record.session_key,
-        request_id=record.id,
-        tool_name=record.tool_name,
-        tool_call_id=record.tool_call_id,
+        **_about(record),
         state=record.state,
         decided_by=record.decided_by,
         reason=record.decision_reason,
@@ -86,17 +95,11 @@ def grant_added(grant: Grant) -> ev.GrantAdded:
 def grant_used(grant: Grant, record: ApprovalRecord) -> ev.GrantUsed:
     """The allow of the ask ``record`` by ``grant``, naming who granted it."""
     return ev.GrantUsed(
-        ts=time.time_ns(),
-        turn_id=record.turn_id,
-        agent_id=record.agent_id,
-        session_key=record.session_key,
+        **_about(record),
         grant_id=grant.id,
         granted_by=grant.granted_by,
-        tool_name=record.tool_name,
-        tool_call_id=record.tool_call_id,
         rule=record.rule,
         args_hash=record.args_hash,
-        request_id=record.id,
     )
 
 

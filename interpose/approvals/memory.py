@@ -77,9 +77,7 @@ class MemoryApprovalStore:
         found = [
             record
             for record in map(self._fresh, list(self._requests.values()))
-            if (state is None or record.state == state)
-            and (agent is None or record.agent_id == agent)
-            and (tool is None or record.tool_name == tool)
+            if record.matches(state, agent, tool)
         ]
         found.sort(key=lambda r: r.created, reverse=True)
         return found[:limit] if limit is not None else found

@@ -137,6 +137,15 @@ class ApprovalRecord(msgspec.Struct, frozen=True, kw_only=True):
         """Approved as asked, or with the edited arguments."""
         return self.state in ("approved", "edited")
 
+    def matches(self, state: State | None, agent: str | None, tool: str | None) -> bool:
+        """Whether a store's listing filtered by ``state``, ``agent`` and ``tool`` (None:
+        any) holds this request."""
+        return (
+            (state is None or self.state == state)
+            and (agent is None or self.agent_id == agent)
+            and (tool is None or self.tool_name == tool)
+        )
+
 
 class GrantSpec(msgspec.Struct, frozen=True, kw_only=True):
     """The standing grant a decision adds: ``match`` "rule" (the rule's pattern, for

@@ -188,11 +188,7 @@ class RedisApprovalStore:
                 if raw is None:
                     continue
                 record = await self._fresh(_record.decode(raw), as_bytes(raw))
-                if (
-                    (state is None or record.state == state)
-                    and (agent is None or record.agent_id == agent)
-                    and (tool is None or record.tool_name == tool)
-                ):
+                if record.matches(state, agent, tool):
                     found.append(record)
                     if limit is not None and len(found) >= limit:
                         return found

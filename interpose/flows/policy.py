@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..bus.events import FlowLabeled
 from ..middleware.builtins.policies._base import Policy, RegistryHost
@@ -151,9 +151,9 @@ class FlowPolicy(Policy):
     def interceptors(self) -> list[Interceptor]:
         """The registrations: the approver only when a rule can ask."""
         regs = [
-            self._handler("message.before", self.id + ".message", self.message),
-            self._handler("tool.before", self.id, self.before),
-            self._handler("tool.after", self.id + ".after", self.after),
+            self._handler("message.before", ".message", self.message),
+            self._handler("tool.before", "", self.before),
+            self._handler("tool.after", ".after", self.after),
         ]
         if self._may_ask:
             regs.append(self._approver())
@@ -165,7 +165,7 @@ class FlowPolicy(Policy):
         return "ask" in (rules.sink, rules.on_flagged, rules.on_secret, *rules.sinks.values())
 
     def _approver(self) -> Interceptor:
-        reg = self._handler("tool.approve", self.id + ".ask", self.approve)
+        reg = self._handler("tool.approve", ".ask", self.approve)
         return dataclasses.replace(reg, tool_matcher=ask_pattern(self._ask_names))
 
     def _cover(self, name: str) -> None:
@@ -292,16 +292,12 @@ class FlowPolicy(Policy):
             session.label(origin)
             self._events.labeled(inp.session_key, inp.agent_id, origin, origin.reason, new)
 
-    def _handler(self, hook: str, id: str, handler: Callable[..., Any]) -> Interceptor:
-        return Interceptor(
-            id=id,
-            hook=hook,
-            handler=handler,
-            priority=self.priority,
-            on_error="block" if hook in ("tool.before", "tool.approve") else "skip",
-            source="builtin",
-            mode=self.mode,
+    def _handler(self, hook: str, suffix: str, handler: Callable[..., Any]) -> Interceptor:
+        # a gate fails closed; labelling (message.before, tool.after) fails open
+        on_error: Literal["block", "skip"] = (
+            "block" if hook in ("tool.before", "tool.approve") else "skip"
         )
+        return self._registration(hook, on_error, handler=handler, suffix=suffix, mode=self.mode)
 
 
 def _text(output: Any) -> str:

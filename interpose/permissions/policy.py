@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..middleware.builtins.command_safety import share_analyses
@@ -113,21 +113,14 @@ class PermissionPolicy(Policy):
     def interceptors(self) -> list[Interceptor]:
         """The registrations, ready for ``Registry.add``: the approver only when there
         are ask rules (an approver puts every call through the approval step)."""
-        regs = [self._handler("tool.before", self.id, self.before)]
+        regs = [self._registration("tool.before", "block", handler=self.before, mode=self.mode)]
         if self._asks:
-            regs.append(self._handler("tool.approve", self.id + ".ask", self.approve))
+            regs.append(
+                self._registration(
+                    "tool.approve", "block", handler=self.approve, suffix=".ask", mode=self.mode
+                )
+            )
         return regs
-
-    def _handler(self, hook: str, id: str, handler: Callable[..., Any]) -> Interceptor:
-        return Interceptor(
-            id=id,
-            hook=hook,
-            handler=handler,
-            priority=self.priority,
-            on_error="block",
-            source="builtin",
-            mode=self.mode,
-        )
 
 
 _PLAIN = (str, int, float, bool, type(None))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, Protocol, cast
 
+from ....pipeline.hooks import Mode
 from ....pipeline.registry import Interceptor, Registry
 from ....pipeline.tools import ToolMatcher
 
@@ -58,16 +59,25 @@ class Policy:
         return added
 
     def _registration(
-        self, hook: str, on_error: Literal["block", "skip"], tools: ToolMatcher | None
+        self,
+        hook: str,
+        on_error: Literal["block", "skip"],
+        tools: ToolMatcher | None = None,
+        *,
+        handler: Callable[..., Any] | None = None,
+        suffix: str = "",
+        mode: Mode = "enforce",
     ) -> Interceptor:
-        """The policy itself (its ``__call__``) as the handler of ``hook``, under its id
-        and priority."""
+        """``handler`` (by default the policy itself, its ``__call__``) on ``hook``,
+        under the policy's id (plus ``suffix``, for a policy with several handlers),
+        priority and ``mode``."""
         return Interceptor(
-            id=self.id,
+            id=self.id + suffix,
             hook=hook,
-            handler=cast(Callable[..., Any], self),
+            handler=cast(Callable[..., Any], self) if handler is None else handler,
             priority=self.priority,
             tool_matcher=tools,
             on_error=on_error,
             source="builtin",
+            mode=mode,
         )
