@@ -1,10 +1,12 @@
 """Shared fixtures: an empty pipeline, a list that records bus events, an SDK tracer
-provider with an in-memory span exporter, and a check that processes a test started are
-gone."""
+provider with an in-memory span exporter, a check that processes a test started are
+gone, and a real redis-server (tests/fleet/redis_helpers.py) for the tests of every
+directory that needs one."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
@@ -15,6 +17,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from interpose import Pipeline
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fleet"))
+from redis_helpers import RedisServer, find_redis_server
 
 WaitGone = Callable[[Iterable[int]], Awaitable[None]]
 
@@ -86,3 +91,15 @@ def wait_gone() -> WaitGone:
         assert not still, f"still running after 5 s: {sorted(still)}"
 
     return wait
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server without persistence for the tests of one module (each test uses
+    key prefixes of its own); a missing server fails under CI, is skipped elsewhere."""
+    server = RedisServer(find_redis_server(), tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -18,7 +18,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
 from redis_helpers import RedisServer, find_redis_server
 
-__all__ = ["LIMIT", "Agent", "RedisServer", "find_redis_server", "start_redis"]
+__all__ = ["LIMIT", "Agent", "RedisServer", "find_redis_server"]
 
 WORKER = Path(__file__).with_name("agent_worker.py")
 LIMIT = 30.0  # s: the bound of every wait in these tests
@@ -75,10 +75,3 @@ class Agent:
             code = await self.process.wait()
         await self.process.aclose()
         return code
-
-
-def start_redis(tmp: Path) -> RedisServer:
-    """A started redis-server without persistence in ``tmp`` (kill it after)."""
-    server = RedisServer(find_redis_server(), tmp)
-    server.start()
-    return server

@@ -8,26 +8,17 @@ none lost."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
-from approval_helpers import LIMIT, Agent, RedisServer, start_redis
+from approval_helpers import LIMIT, Agent, RedisServer
 
 from interpose.approvals import ApprovalRecord, GrantSpec
 from interpose.approvals.redis import RedisApprovalStore
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = start_redis(tmp_path_factory.mktemp("redis"))
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 @pytest.fixture

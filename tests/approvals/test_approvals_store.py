@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import msgspec
 import pytest
-from approval_helpers import LIMIT, RedisServer, start_redis
+from approval_helpers import LIMIT, RedisServer
 
 from interpose.approvals import (
     AlreadyDecided,
@@ -29,15 +29,6 @@ from interpose.approvals import (
     request_id,
 )
 from interpose.approvals.redis import RedisApprovalStore
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = start_redis(tmp_path_factory.mktemp("redis"))
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 class Clock:

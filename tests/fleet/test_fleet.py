@@ -119,17 +119,6 @@ def make_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..
         server.kill()
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """One server without persistence for the whole session."""
-    server = RedisServer(find_redis_server(), tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
-
-
 @pytest.fixture
 def stream() -> str:
     """A stream key of this test's own."""

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
-from redis_helpers import RedisServer, find_redis_server
+from redis_helpers import RedisServer
 
 from interpose import Pipeline
 from interpose.bus.events import Event, FlowFlagged, FlowLabeled
@@ -24,16 +23,6 @@ from interpose.flows import FlowPolicy, FlowRules, Origin
 pytestmark = pytest.mark.integration
 
 INBOX = "From: alice@corp.com\nPlease pay the invoice to GB29NWBK60161331926819 today."
-
-
-@pytest.fixture
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(find_redis_server(), tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 async def test_labels_and_flags_travel_with_the_fleet(redis_server: RedisServer) -> None:

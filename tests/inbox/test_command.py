@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +19,12 @@ import pytest
 from inbox_helpers import TIMEOUT, TOKEN, Inbox, agent, asked, run_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
-from redis_helpers import RedisServer, find_redis_server, free_port
+from redis_helpers import RedisServer, free_port
 
 from interpose import ToolResult
 from interpose.approvals.redis import RedisApprovalStore
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(find_redis_server(), tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 @pytest.mark.parametrize("given", ["flags", "config"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +21,9 @@ import pytest
 from inbox_helpers import TIMEOUT, TOKEN, Inbox
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "approvals"))
-from approval_helpers import LIMIT, Agent, RedisServer, start_redis
+from approval_helpers import LIMIT, Agent, RedisServer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = start_redis(tmp_path_factory.mktemp("redis"))
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 class Fleet:
