@@ -362,14 +362,14 @@ class Runner:
     ) -> Callable[[dict[str, Any]], str]:
         """What the tool stage runs for ``call``: AgentDojo's function on ``env``."""
 
-        def run(args: dict[str, Any]) -> str:
+        def run(args: dict[str, Any]) -> Any:
             session.ran.append(call)
             result, error = self.runtime.run_function(
                 env, call.function, args, raise_on_error=False
             )
             if error is not None:
                 raise ToolFailed(error)
-            return str(self.dojo.tool_result_to_str(result))
+            return plain(result)
 
         return run
 
@@ -400,7 +400,7 @@ class Runner:
                 done.refusals.append(f"{fc.function}: {result.status}")
                 return False
             done.user_ran += user
-            output = str(result.output)
+            output = model_text(result.output)
             done.outputs.append(output)
             return INJECTION_MARKER in output
 
@@ -426,6 +426,23 @@ class Runner:
         # after that one were not made
         done.aborted = finished is None
         return done
+
+
+def plain(result: Any) -> Any:
+    """A function's result as the data it is (models as dicts): what interpose sees of a
+    tool that returns objects; the model reads it as ``model_text`` makes it."""
+    if hasattr(result, "model_dump"):
+        return result.model_dump()
+    if isinstance(result, list):
+        return [plain(item) for item in result]
+    return result
+
+
+def model_text(output: Any) -> str:
+    """What the model reads of a result: AgentDojo's ``tool_result_to_str`` (YAML)."""
+    if isinstance(output, dict | list):
+        return str(yaml.safe_dump(output)).strip()
+    return str(output)
 
 
 class ToolFailed(Exception):
