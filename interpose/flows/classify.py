@@ -54,7 +54,7 @@ _ACTIONS = (
     (
         "send mail email message reply respond forward notify dm text tweet comment broadcast "
         "announce sms",
-        "send email reply respond forward write tell notify inform contact share post",
+        "send email message reply respond forward write tell notify inform contact share post",
     ),
     (
         "pay transfer wire refund purchase buy order withdraw deposit donate tip",

@@ -51,11 +51,24 @@ _ASKS = re.compile(
     r"|\bit\s+is\s+(?:important|required|necessary|crucial)\s+(?:that\s+you|to)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|original)\b"
     r"|\bbefore\s+you\s+(?:can\s+)?(?:solve|do|continue|answer|proceed|complete)\b"
-    r"|\bdo\s+the\s+following\b|\bnew\s+instructions?\b"
+    r"|\bdo\s+the\s+following\b|\bnew\s+instructions?\b",
+    re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: a sentence ends at ``.``, ``!`` or ``?`` before a space, markup (``7.2%.###``) or a
+#: capital after a word (``7.2%.TODO:``); a heading's ``##`` or a tag starts one anywhere
+#: (``External_###(system_message) ...``)
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?:\s+|(?=[#<\[(*>])|(?<=[a-z0-9%)\]][.!?])(?=[A-Z]))|(?<!#)(?=##)|(?=<[A-Za-z/!])"
+)
 _WORDS = re.compile(r"[a-z][a-z'-]*")
-_BULLET = re.compile(r"^\s*(?:[-*>#•]+|\(?\d{1,3}[.)]|\(?[a-z][.)])\s*")
+#: what may stand before an instruction's verb: bullets, numbers, markup, tags
+#: (``<b>``, ``[system]``, ``(system_message)``) and labels (``todo:``, ``note:``)
+_PREFIX = re.compile(
+    r"^(?:\s*(?:[-*>#•=~|]+|\(?\d{1,3}[.)]|\(?[a-z][.)]|<[^<>]{0,40}>|\[[^\[\]]{0,40}\]"
+    r"|\([^()]{0,40}\)|[a-z][\w -]{0,30}:(?!//)))+\s*",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"<[^<>]{0,40}>")
 #: the longest line read whole (a longer one is cut: a page of one line)
 MAX_LINE = 4096
 
@@ -65,12 +78,12 @@ def instructions(text: str) -> list[str]:
     each line holding one, the line from the instruction on."""
     found: list[str] = []
     # a JSON or YAML string's escaped line breaks are line breaks of its text
-    for line in text.casefold().replace("\\n", "\n").splitlines():
+    for line in text.replace("\\n", "\n").splitlines():
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
         start = _start(line)
         if start >= 0:
-            found.append(" ".join(line[start:].split()))
+            found.append(" ".join(line[start:].casefold().split()))
     return found
 
 
@@ -78,28 +91,24 @@ def _start(line: str) -> int:
     """Where the first instruction of ``line`` starts, or -1."""
     if not line.strip():
         return -1
+    starts = [0, *(m.end() for m in _SENTENCE.finditer(line))]
     asks = _ASKS.search(line)
     end = asks.start() if asks is not None else len(line)
-    pos = 0
-    for sentence in _SENTENCE.split(line):
-        if pos > end:
+    for i, start in enumerate(starts):
+        if start > end:
             break
-        if _imperative(sentence):
-            return line.find(sentence, pos)
-        pos += len(sentence) + 1
+        stop = starts[i + 1] if i + 1 < len(starts) else len(line)
+        if _imperative(line[start:stop]):
+            return start
     if asks is None:
         return -1
-    # from the start of the sentence that holds it
-    return max(line.rfind(". ", 0, asks.start()) + 2, 0) if ". " in line[: asks.start()] else 0
+    return max(start for start in starts if start <= asks.start())  # its sentence
 
 
 def _imperative(sentence: str) -> bool:
     """Whether ``sentence`` starts with an imperative verb (after fillers)."""
-    sentence = _BULLET.sub("", sentence, count=1)
-    for match in _WORDS.finditer(sentence[:200]):
-        word = match.group()
-        if word in _FILLERS:
-            continue
-        # ``read: false``, ``post: ...``: a label, not a verb
-        return word in IMPERATIVES and not sentence.startswith(":", match.end())
+    sentence = _PREFIX.sub("", _TAG.sub(" ", sentence[:200]), count=1).casefold()
+    for word in _WORDS.findall(sentence):
+        if word not in _FILLERS:
+            return word in IMPERATIVES
     return False
