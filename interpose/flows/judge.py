@@ -85,9 +85,9 @@ def judge(
             stricter(own, rules.on_flagged), f"flows: {tool} {sink}: {said}", sink, flagged
         )
     first = next(origin for origin in session.labels if origin.label == "untrusted")
-    why = "asked for by the user" if asked and action is None else "not asked for by the user"
+    why = "; asked for by the user" if asked and action is None else ""
     return Verdict(
-        own, f"flows: {tool} {sink} after untrusted input ({first.where()}; {why})", sink
+        own, f"flows: {tool} {sink} after untrusted input ({first.where()}{why})", sink
     )
 
 
@@ -132,12 +132,10 @@ def judge_fetch(
 def _said(rules: FlowRules, f: FlowFinding, flag: str = "") -> str:
     if not f.tool_name:
         return f"{f.arg} holds a {f.kind or 'secret'} ({f.value})"
+    where = f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
     if (flag or rules.flag) == "instructed" and f.label == "untrusted":
-        return (
-            f"{f.arg} {f.value} named by an instruction in the result of {f.tool_name}, "
-            f"call {f.ordinal}"
-        )
-    return f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
+        return where + ", named by an instruction there"
+    return where
 
 
 def _secrets(
