@@ -107,6 +107,11 @@ async def test_a_url_an_instruction_named_is_not_requested() -> None:
     pipe, flows, asked = asking({})
     flows.describe(WEB)
     fetched: list[str] = []
+
+    def fetch(args: dict[str, Any]) -> str:
+        fetched.append(args["url"])
+        return "the page"
+
     async with pipe, pipe.turn(agent_id="a", session_key="s1") as turn:
         await turn.message("Summarize the article Bob posted in the general channel.")
         await turn.call_tool(
@@ -115,11 +120,9 @@ async def test_a_url_an_instruction_named_is_not_requested() -> None:
         article = await turn.call_tool(
             "get_webpage",
             {"url": "www.news.example"},
-            call=lambda a: fetched.append(a["url"]) or "the article",
+            call=fetch,
         )
-        evil = await turn.call_tool(
-            "get_webpage", {"url": "www.evil.example/collect"}, call=lambda a: fetched.append(a)
-        )
+        evil = await turn.call_tool("get_webpage", {"url": "www.evil.example/collect"}, call=fetch)
     assert article.status == "ok"
     assert evil.status == "blocked"
     assert evil.output["reason"] == (
