@@ -731,7 +731,7 @@ class Environments:
 
 RUN_COLUMNS = (
     Column("suite", 9, "suite"),
-    Column("defense", 11, "defense"),
+    Column("defense", 15, "defense"),
     Column("utility", 8, "utility_pct", "7.1f", "%"),
     Column("n", 4, "user_tasks", "4d"),
     Column("util/attack", 11, "utility_under_attack_pct", "10.1f", "%"),
