@@ -86,9 +86,7 @@ def judge(
         )
     first = next(origin for origin in session.labels if origin.label == "untrusted")
     why = "; asked for by the user" if asked and action is None else ""
-    return Verdict(
-        own, f"flows: {tool} {sink} after untrusted input ({first.where()}{why})", sink
-    )
+    return Verdict(own, f"flows: {tool} {sink} after untrusted input ({first.where()}{why})", sink)
 
 
 def judge_fetch(
