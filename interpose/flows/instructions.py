@@ -78,7 +78,8 @@ _PREFIX = re.compile(
 )
 _TAG = re.compile(r"<[^<>]{0,40}>")
 _PUNCT = "\"'`*_,;:!?.()[]{}<>"
-#: the longest line read whole (a longer one is cut: a page of one line)
+#: the longest piece of a line read as one: a longer line (a page of one line) is read
+#: in pieces cut at a space, each a line of its own
 MAX_LINE = 4096
 
 
@@ -87,14 +88,29 @@ def instructions(text: str) -> list[str]:
     each line holding one, the line from the instruction on."""
     found: list[str] = []
     # a JSON or YAML string's escaped line breaks are line breaks of its text
-    for line in text.replace("\\n", "\n").splitlines():
-        if len(line) > MAX_LINE:
-            line = line[:MAX_LINE]
-        lower = line.casefold()
-        start = _start(line, lower) if len(lower) == len(line) else _start(lower, lower)
-        if start >= 0:
-            found.append(" ".join(lower[start:].split()))
+    for whole in text.replace("\\n", "\n").splitlines():
+        for line in _pieces(whole):
+            lower = line.casefold()
+            start = _start(line, lower) if len(lower) == len(line) else _start(lower, lower)
+            if start >= 0:
+                found.append(" ".join(lower[start:].split()))
     return found
+
+
+def _pieces(line: str) -> list[str]:
+    """``line``, or for a line longer than ``MAX_LINE`` its pieces, cut at the last space
+    before each limit (or at the limit)."""
+    if len(line) <= MAX_LINE:
+        return [line]
+    pieces = []
+    begin = 0
+    while len(line) - begin > MAX_LINE:
+        cut = line.rfind(" ", begin + MAX_LINE // 2, begin + MAX_LINE)
+        end = cut + 1 if cut > 0 else begin + MAX_LINE
+        pieces.append(line[begin:end])
+        begin = end
+    pieces.append(line[begin:])
+    return pieces
 
 
 def _start(line: str, lower: str) -> int:
