@@ -3,12 +3,16 @@
 Four handlers, built from one ``FlowRules``:
 
 - ``flows.message`` on ``message.before``: the user's own message is trusted text of
-  its session (a value the user typed is never flagged);
+  its session (a value the user typed is never flagged) and says which actions the user
+  asked for;
 - ``flows.after`` on ``tool.after``: each result labels its session (untrusted source,
-  secret file) with provenance, or is kept as trusted text; ``flow_labeled`` events;
+  secret file) with provenance, its instructions found (``instructions``), or is kept
+  as trusted text; ``flow_labeled`` events;
 - ``flows`` on ``tool.before``: a sink call is judged (``judge``): a secret or a flagged
   value blocks (or asks) by ``on_secret`` / ``on_flagged``; after untrusted input the
-  sink's rule applies (``ask`` by default); ``flow_flagged`` events;
+  sink's rule applies (``requested`` when asked for, else ``sink``: ``ask`` by
+  default); a URL request is judged by its URL (``judge_fetch``); ``flow_flagged``
+  events;
 - ``flows.ask`` on ``tool.approve``, when a rule can ask: the calls ``tool.before``
   marked go to the human-approval handler (docs/approvals.md).
 
