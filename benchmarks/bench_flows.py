@@ -17,6 +17,8 @@ event loop and timed inside the coroutine, with the shared ``harness.py``):
     recipient first seen in the inbox (flagged: the block reason and its finding built).
     Target: at most 20 µs each.  Informational: the same after 16 inboxes (64 KB of
     untrusted text, 512 trusted results): the lookups scan what the session has seen;
+  * informational: ``after`` on the 4 KB inbox in a new session (the label, the text
+    indexed, the instructions inside it found), once per untrusted result;
 - in a pipeline (``Pipeline(builtins=False, tracing="off")``, ``call_tool`` with a
   session key), with and without ``FlowPolicy(FlowRules()).install(pipe)`` (its
   ``tool.approve`` handler included: the default ``sink = "ask"`` needs one): a quiet
@@ -96,6 +98,23 @@ def judge_case(policy: FlowPolicy, args: Args) -> Loop:
         for _ in range(n):
             before(inp, out)
             out.block = False
+        return harness.clock() - start
+
+    return loop
+
+
+def label_case(policy: FlowPolicy) -> Loop:
+    """``after`` on the inbox (4 KB, untrusted) in a new session: the label, the text
+    indexed, its instructions found (the session forgotten after each call)."""
+
+    async def loop(n: int) -> int:
+        after, forget = policy.after, policy.sessions.forget
+        inp = ToolAfterInput(tool_name="read_inbox", tool_call_id="r1", session_key="label")
+        out = ToolAfterOutput(result=ToolResult(output=INBOX))
+        start = harness.clock()
+        for _ in range(n):
+            after(inp, out)
+            forget("label")
         return harness.clock() - start
 
     return loop
@@ -190,6 +209,7 @@ def build_cases() -> list[Case]:
         Case("evil", "before: send_email after the inbox, flagged", judge_case(allowing, evil)),
         Case("big_own", "before: after 16 inboxes (64 KB), own", judge_case(big, own)),
         Case("big_evil", "before: after 16 inboxes (64 KB), flagged", judge_case(big, evil)),
+        Case("label", "after: an untrusted 4 KB result labelled", label_case(FlowPolicy())),
         Case("p_plain", "call_tool, no interceptors", pipeline_case(plain, {})),
         Case("p_flows", "call_tool, flow rules (sink = ask)", pipeline_case(flowing, {})),
         Case("p_allow", "call_tool, flow rules (sink = allow)", pipeline_case(allow_pipe, {})),
@@ -220,6 +240,7 @@ def rows_of(t: Mapping[str, float], cases: Sequence[Case]) -> list[Row]:
         row("evil", "flow check of a sink call", t["evil"], sink),
         row("big_own", "flow check, a larger session", t["big_own"], "info"),
         row("big_evil", "flow check, a larger session", t["big_evil"], "info"),
+        row("label", "label, index, find instructions", t["label"], "info"),
         row("p_plain"),
         row("p_flows", "flow rules added to the call", t["p_flows"] - plain, quiet),
         row("p_allow", "flow rules added (no approver)", t["p_allow"] - plain, "info"),

@@ -26,7 +26,9 @@ def flow_rules(table: FlowsConfig, base_dir: Path) -> FlowRules:
 
     return FlowRules(
         sink=table.sink,
+        requested=table.requested,
         sinks=dict(table.sinks),
+        flag=table.flag,
         on_flagged=table.on_flagged,
         on_secret=table.on_secret,
         sources=tuple(table.sources),
@@ -56,7 +58,8 @@ class FlowSteps(BuilderBase):
         if not Path(rules.project).is_dir():
             self.fail("flows.project", f"{rules.project} is not a directory")
         built.flows = (
-            f"sinks after untrusted input: {rules.sink}; flagged values: {rules.on_flagged}; "
+            f"sinks after untrusted input: {rules.sink} ({rules.requested} when asked for); "
+            f"flagged values ({rules.flag}): {rules.on_flagged}; "
             f"secrets: {rules.on_secret}; project {rules.project}"
             + ("" if table.enabled else ", disabled")
         )

@@ -621,6 +621,7 @@ class SandboxConfig(_Table):
 
 
 FlowActionName: TypeAlias = Literal["ask", "block", "allow"]
+FlagModeName: TypeAlias = Literal["instructed", "untrusted"]
 SourceKindName: TypeAlias = Literal["web", "message", "file", "mcp", "exec"]
 
 
@@ -633,15 +634,27 @@ class FlowsConfig(_Table):
     enabled: Annotated[bool, _doc("register the flow rules")] = True
     mode: Annotated[ModeName, _doc(_MODE_DOC)] = "enforce"
     sink: Annotated[
-        FlowActionName, _doc("a sink call after untrusted input: `ask`, `block` or `allow`")
+        FlowActionName,
+        _doc("a sink call after untrusted input the user did not ask for: `ask`, `block`, `allow`"),
     ] = "ask"
+    requested: Annotated[
+        FlowActionName,
+        _doc("a sink call after untrusted input whose action the user's messages asked for"),
+    ] = "allow"
     sinks: Annotated[
         dict[str, FlowActionName],
         _doc("per tool (or `mcp__<server>__` prefix): its decision instead of `sink`"),
     ] = {}
+    flag: Annotated[
+        FlagModeName,
+        _doc(
+            "which values are flagged: `instructed` (named by an instruction inside an "
+            "untrusted result) or `untrusted` (any value first seen in one)"
+        ),
+    ] = "instructed"
     on_flagged: Annotated[
         FlowActionName,
-        _doc("a sink call carrying a value first seen in an untrusted result"),
+        _doc("a sink call (or a URL request) carrying a flagged value"),
     ] = "block"
     on_secret: Annotated[
         FlowActionName, _doc("a sink call carrying a secret (a value of an `.env` file read)")

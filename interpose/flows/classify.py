@@ -49,12 +49,39 @@ _READ = _set(
     "download open load retrieve scan inspect summarize see look cat head tail"
 )
 _VERBS = _SEND | _PAY | _CHANGE | _EXEC | _READ
+#: (the sink verbs of an action, the words a user's message asks for it with)
+_ACTIONS = (
+    (
+        "send mail email message reply respond forward notify dm text tweet comment broadcast "
+        "announce sms",
+        "send email message reply respond forward write tell notify inform contact share post",
+    ),
+    (
+        "pay transfer wire refund purchase buy order withdraw deposit donate tip",
+        "pay transfer send refund wire reimburse buy purchase order",
+    ),
+    ("create add insert schedule register", "create add make schedule book set new organize"),
+    (
+        "update change modify edit set rename move reset patch append upsert assign mark",
+        "update change modify adjust set edit correct fix rename move reschedule",
+    ),
+    ("delete remove clear cancel drop archive close", "delete remove erase clear cancel drop"),
+    ("reserve book", "reserve book reservation"),
+    ("invite", "invite add"),
+    ("share grant", "share give grant"),
+    ("post publish upload submit", "post publish share send write upload submit"),
+    ("write save", "write save create edit update change add append put"),
+)
+#: by a sink's verb: the words a user's message asks for its action with
+_ASKED_WITH: dict[str, frozenset[str]] = {
+    verb: _set(asks) | {verb} for verbs, asks in _ACTIONS for verb in verbs.split()
+}
 _WEB = _set("web webpage page url site website internet browser browse http rss")
 _MESSAGE = _set(
     "email emails mail mails inbox message messages msg msgs chat chats dm dms "
     "conversation conversations thread threads sms tweet tweets feed comment comments "
     "review reviews issue issues ticket tickets notification notifications post posts "
-    "calendar meeting meetings invitation invitations transaction transactions"
+    "calendar meeting meetings invitation invitations transaction transactions channel channels"
 )
 _FILE = _set("file files document documents doc docs path dir directory")
 _PAY_NOUNS = _set("payment payments transaction transactions money funds invoice")
@@ -122,7 +149,11 @@ class Role:
     file is outside the project, secret when it is ``.env``-like: decided per call);
     ``sink``: "" or what makes it one (``sends messages``...); ``per_call``: the sink
     is decided per call (``write``: by the path; ``exec``: by the command); ``action``:
-    the user's decision for this sink (None: the rules' ``sink``).
+    the user's decision for this sink (None: the rules' ``sink``); ``wanted``: the
+    words a user's message asks for this sink's action with (``send``, ``email``,
+    ``reply``... for a mail sender); ``fetch``: the names of its URL parameters, for a
+    tool that is no sink but requests a URL (a URL an untrusted instruction named is
+    flagged there too).
     """
 
     source: str = ""
@@ -130,6 +161,8 @@ class Role:
     sink: str = ""
     per_call: str = ""
     action: SinkAction | None = None
+    wanted: frozenset[str] = frozenset()
+    fetch: tuple[str, ...] = ()
 
 
 class Classifier:
@@ -172,7 +205,22 @@ class Classifier:
         action = _named(self._sinks, name)
         if action is not None and not sink and not per_call:
             sink = "named a sink in the flow rules"
-        return Role(source=source, source_why=why, sink=sink, per_call=per_call, action=action)
+        said = words(tool)
+        verb = _verb(said) or _verb(_description_words(info))
+        fetch: tuple[str, ...] = ()
+        if not sink and not per_call:
+            fetch = tuple(p for p in (info.params if info else ("url",)) if p.lower() in _URL)
+        return Role(
+            source=source,
+            source_why=why,
+            sink=sink,
+            per_call=per_call,
+            action=action,
+            wanted=_wanted(sink, per_call, verb) | _own_verb(said)
+            if (sink or per_call) and per_call != "exec"
+            else frozenset(),
+            fetch=fetch,
+        )
 
     def _source(self, name: str, tool: str, info: ToolInfo | None, server: str) -> tuple[str, str]:
         kinds = self.rules.source_kinds
@@ -267,6 +315,8 @@ class Classifier:
         for path in paths:
             if not self.inside(path):
                 return "untrusted", f"reads {path}, outside the project"
+            if not os.path.exists(self.full(path)):
+                return "untrusted", f"reads {path}, a document that is no file of the project"
         return "", ""
 
     def call_sink(self, kind: str, args: Mapping[str, Any]) -> str:
@@ -301,8 +351,12 @@ class Classifier:
     def inside(self, path: str) -> bool:
         """Whether ``path`` (relative: to the project) lies inside the project."""
         project = self.rules.project
-        full = os.path.normpath(os.path.join(project, os.path.expanduser(path)))
+        full = self.full(path)
         return full == project or full.startswith(project + os.sep)
+
+    def full(self, path: str) -> str:
+        """``path`` made absolute (relative: to the project) and normalized."""
+        return os.path.normpath(os.path.join(self.rules.project, os.path.expanduser(path)))
 
 
 def _split_mcp(name: str, raw: str, info: ToolInfo | None) -> tuple[str, str]:
@@ -348,6 +402,29 @@ def _by_verb(verb: str | None, ws: tuple[str, ...], params: set[str]) -> tuple[s
             return "", "write"
         return f"changes data ({verb})", ""
     return "", ""
+
+
+def _own_verb(ws: tuple[str, ...]) -> frozenset[str]:
+    """The verb of a tool's name as it is spelled (``reschedule``, not ``schedule``)."""
+    for w in ws:
+        if w in _VERBS or (w.startswith("re") and w[2:] in _VERBS):
+            return frozenset({w}) if w not in _READ else frozenset()
+    return frozenset()
+
+
+def _wanted(sink: str, per_call: str, verb: str | None) -> frozenset[str]:
+    """The words a user's message asks for a sink's action with (none for ``exec``: a
+    networked command after untrusted input is never taken as asked for)."""
+    if per_call == "exec" or not (sink or per_call):
+        return frozenset()
+    if per_call == "write":
+        return _ASKED_WITH["write"]
+    own = _ASKED_WITH.get(verb, frozenset({verb})) if verb else frozenset()
+    if sink.startswith("moves money"):
+        return own | _ASKED_WITH["pay"]
+    if sink.startswith("sends messages"):
+        return own | _ASKED_WITH["send"]
+    return own
 
 
 def _by_params(params: set[str]) -> tuple[str, str]:

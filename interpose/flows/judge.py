@@ -1,6 +1,8 @@
 """The judgement of one sink call: secrets out first, then argument provenance, then
-the sink's own rule after untrusted input.  ``judge`` returns None when the flow rules
-have nothing to say (no secret, no untrusted input in the session)."""
+the sink's own rule after untrusted input (``requested`` when the user's messages asked
+for its action, else ``sink``).  ``judge`` returns None when the flow rules have nothing
+to say (no secret, no untrusted input in the session); ``judge_fetch`` judges the URL of
+a tool that requests one (a read: only secrets and flagged values count there)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from .model import FlowRules, Origin, SinkAction
 from .state import SessionFlows
 from .values import candidates, normalize, strings
 
-__all__ = ["Verdict", "finding", "judge", "mask", "stricter"]
+__all__ = ["Verdict", "finding", "judge", "judge_fetch", "mask", "stricter"]
 
 
 def mask(value: str) -> str:
@@ -59,33 +61,79 @@ def judge(
     tool: str,
     sink: str,
     action: SinkAction | None,
+    wanted: frozenset[str],
     args: Mapping[str, Any],
 ) -> Verdict | None:
     """The verdict on a call of ``tool`` (a sink: ``sink`` says why; ``action`` its own
-    rule, None for the rules' default)."""
+    rule, None for the rules' default; ``wanted`` the words that ask for its action)."""
     secrets = _secrets(rules, session, args)
     if secrets:
-        said = "; ".join(_said(f) for f in secrets)
+        said = "; ".join(_said(rules, f) for f in secrets)
         return Verdict(
             rules.on_secret, f"flows: {tool} {sink}, with a secret: {said}", sink, secrets
         )
     if session is None or not session.tainted:
         return None
-    own = action or rules.sink
-    flagged = _flagged(rules, session, args)
+    asked = not wanted.isdisjoint(session.asked)
+    own = action or (rules.requested if asked else rules.sink)
+    flagged = _flagged(
+        rules, session, candidates(args, rules.min_length, texts=rules.flag == "instructed")
+    )
     if flagged:
-        said = "; ".join(_said(f) for f in flagged)
+        said = "; ".join(_said(rules, f) for f in flagged)
         return Verdict(
             stricter(own, rules.on_flagged), f"flows: {tool} {sink}: {said}", sink, flagged
         )
     first = next(origin for origin in session.labels if origin.label == "untrusted")
-    return Verdict(own, f"flows: {tool} {sink} after untrusted input ({first.where()})", sink)
+    why = "; asked for by the user" if asked and action is None else ""
+    return Verdict(own, f"flows: {tool} {sink} after untrusted input ({first.where()}{why})", sink)
 
 
-def _said(f: FlowFinding) -> str:
+def judge_fetch(
+    rules: FlowRules,
+    session: SessionFlows | None,
+    tool: str,
+    params: tuple[str, ...],
+    args: Mapping[str, Any],
+) -> Verdict | None:
+    """The verdict on a call of ``tool``, which requests the URLs in ``params``: a
+    secret in them leaves with the request; a URL an untrusted instruction named is
+    the attacker's (``visit www...``)."""
+    urls = {p: args[p] for p in params if isinstance(args.get(p), str)}
+    if not urls:
+        return None
+    secrets = _secrets(rules, session, urls)
+    if secrets:
+        said = "; ".join(_said(rules, f) for f in secrets)
+        return Verdict(
+            rules.on_secret,
+            f"flows: {tool} requests a URL with a secret: {said}",
+            "requests a URL",
+            secrets,
+        )
+    if session is None or not session.tainted:
+        return None
+    found: list[FlowFinding] = []
+    for path, value, shown in candidates(urls, rules.min_length):
+        origin = session.instructed.find(value)
+        if origin is not None and session.said.find(value) is None:
+            found.append(finding(path, shown, origin))
+    if not found:
+        return None
+    flagged = tuple(found)
+    said = "; ".join(_said(rules, f, "instructed") for f in flagged)
+    return Verdict(
+        rules.on_flagged, f"flows: {tool} requests a URL: {said}", "requests a URL", flagged
+    )
+
+
+def _said(rules: FlowRules, f: FlowFinding, flag: str = "") -> str:
     if not f.tool_name:
         return f"{f.arg} holds a {f.kind or 'secret'} ({f.value})"
-    return f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
+    where = f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
+    if (flag or rules.flag) == "instructed" and f.label == "untrusted":
+        return where + ", named by an instruction there"
+    return where
 
 
 def _secrets(
@@ -110,20 +158,24 @@ def _secrets(
 
 
 def _flagged(
-    rules: FlowRules, session: SessionFlows, args: Mapping[str, Any]
+    rules: FlowRules, session: SessionFlows, values: list[tuple[str, str, str]]
 ) -> tuple[FlowFinding, ...]:
+    """The flagged ``values`` (``candidates``): named by an instruction in an untrusted
+    result and not by the user (``flag="instructed"``), or seen in an untrusted result
+    and in no trusted one nor the user's messages (``flag="untrusted"``)."""
     found: list[FlowFinding] = []
     seen: set[str] = set()
-    trusted = None
-    for path, value, shown in candidates(args, rules.min_length):
+    instructed = rules.flag == "instructed"
+    heard = session.said if instructed else None
+    for path, value, shown in values:
         if value in seen:
             continue
         seen.add(value)
-        origin = session.untrusted.find(value)
+        origin = (session.instructed if instructed else session.untrusted).find(value)
         if origin is None:
             continue
-        if trusted is None:
-            trusted = session.index_trusted()
-        if trusted.find(value) is None:
+        if heard is None:
+            heard = session.index_trusted()
+        if heard.find(value) is None:
             found.append(finding(path, shown, origin))
     return tuple(found)

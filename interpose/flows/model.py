@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 __all__ = [
     "SOURCE_KINDS",
     "Origin",
+    "FlagMode",
     "FlowRules",
     "SecretMatchLike",
     "SecretScanner",
@@ -21,6 +22,7 @@ __all__ = [
 ]
 
 SinkAction: TypeAlias = Literal["ask", "block", "allow"]
+FlagMode: TypeAlias = Literal["instructed", "untrusted"]
 SourceKind: TypeAlias = Literal["web", "message", "file", "mcp", "exec"]
 #: every kind of untrusted source the classifier knows (``FlowRules.source_kinds``)
 SOURCE_KINDS: frozenset[str] = frozenset({"web", "message", "file", "mcp", "exec"})
@@ -95,12 +97,22 @@ class FlowRules:
     """What the flow rules decide (docs/flows.md); ``[flows]`` in the config file.
 
     Attributes:
-        sink: the decision for a sink call after untrusted input in its session:
-            ``ask`` (the approval path), ``block`` or ``allow``.
+        sink: the decision for a sink call after untrusted input in its session, when
+            the user's messages did not ask for its action: ``ask`` (the approval
+            path), ``block`` or ``allow``.
+        requested: the same when the user's messages asked for the sink's action (a
+            word of it: ``send``, ``email``, ``reply`` for a mail sender; ``pay``,
+            ``refund`` for a payment; ``book``, ``reserve`` for a booking).
         sinks: per tool (normalized name, or a ``mcp__<server>__`` prefix): its decision
-            instead of ``sink``; naming a tool here makes it a sink.
-        on_flagged: the decision for a sink call carrying a value first seen in an
-            untrusted result and never in the user's messages or a trusted result.
+            instead of ``sink`` and ``requested``; naming a tool here makes it a sink.
+        flag: which values of untrusted results are flagged in a sink call (and in the
+            URL of a request): ``instructed``, the values an instruction inside an
+            untrusted result names (``send it to mallory@...``; see
+            ``interpose.flows.instructions``) unless the user's messages hold them;
+            ``untrusted``, every value first seen in an untrusted result and never in
+            the user's messages or a trusted result (stricter: values the agent
+            merely read are flagged too).
+        on_flagged: the decision for a sink call carrying a flagged value.
         on_secret: the decision for a sink call carrying a secret (a value of an
             ``.env``-like file the session read, or what ``secret_scanner`` finds).
         sources: tools (names, ``mcp__<server>__`` prefixes) whose results are
@@ -125,7 +137,9 @@ class FlowRules:
     """
 
     sink: SinkAction = "ask"
+    requested: SinkAction = "allow"
     sinks: Mapping[str, SinkAction] = dataclasses.field(default_factory=dict)
+    flag: FlagMode = "instructed"
     on_flagged: SinkAction = "block"
     on_secret: SinkAction = "block"
     sources: Sequence[str] = ()
@@ -141,12 +155,15 @@ class FlowRules:
     def __post_init__(self) -> None:
         for where, action in (
             ("sink", self.sink),
+            ("requested", self.requested),
             ("on_flagged", self.on_flagged),
             ("on_secret", self.on_secret),
             *((f"sinks[{k!r}]", v) for k, v in self.sinks.items()),
         ):
             if action not in ("ask", "block", "allow"):
                 raise ValueError(f"{where}: expected ask, block or allow, got {action!r}")
+        if self.flag not in ("instructed", "untrusted"):
+            raise ValueError(f"flag: expected instructed or untrusted, got {self.flag!r}")
         unknown = set(self.source_kinds) - SOURCE_KINDS
         if unknown:
             raise ValueError(

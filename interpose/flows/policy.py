@@ -3,12 +3,16 @@
 Four handlers, built from one ``FlowRules``:
 
 - ``flows.message`` on ``message.before``: the user's own message is trusted text of
-  its session (a value the user typed is never flagged);
+  its session (a value the user typed is never flagged) and says which actions the user
+  asked for;
 - ``flows.after`` on ``tool.after``: each result labels its session (untrusted source,
-  secret file) with provenance, or is kept as trusted text; ``flow_labeled`` events;
+  secret file) with provenance, its instructions found (``instructions``), or is kept
+  as trusted text; ``flow_labeled`` events;
 - ``flows`` on ``tool.before``: a sink call is judged (``judge``): a secret or a flagged
   value blocks (or asks) by ``on_secret`` / ``on_flagged``; after untrusted input the
-  sink's rule applies (``ask`` by default); ``flow_flagged`` events;
+  sink's rule applies (``requested`` when asked for, else ``sink``: ``ask`` by
+  default); a URL request is judged by its URL (``judge_fetch``); ``flow_flagged``
+  events;
 - ``flows.ask`` on ``tool.approve``, when a rule can ask: the calls ``tool.before``
   marked go to the human-approval handler (docs/approvals.md).
 
@@ -40,10 +44,11 @@ from ..pipeline.registry import Interceptor, Registry
 from ..pipeline.tools import normalize_tool_name
 from .classify import Classifier, ask_pattern
 from .events import FlowEvents
-from .judge import judge
+from .instructions import instructions
+from .judge import Verdict, judge, judge_fetch
 from .model import FlowRules, Origin, ToolInfo
 from .state import FlowSessions, SessionFlows
-from .values import leaves, normalize, render, secret_values
+from .values import leaves, render, secret_values
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -120,7 +125,7 @@ class FlowPolicy(Policy):
         does with the user's message), for callers without a message stage (a benchmark
         harness replaying a task's prompt, an adapter that sees only tools)."""
         if session_key and text:
-            self.sessions.open(session_key).trusted.add(normalize(text), Origin("user"))
+            self.sessions.open(session_key).hear(text)
 
     def labels(self, session_key: str) -> tuple[Origin, ...]:
         """The sources the session has read, in order, with provenance."""
@@ -197,6 +202,9 @@ class FlowPolicy(Policy):
         )
         sink = role.sink
         if not sink:
+            if role.fetch:
+                self._fetch(inp, out, role.fetch)
+                return
             if not role.per_call:
                 return
             sink = self.classifier.call_sink(role.per_call, out.args)
@@ -208,9 +216,28 @@ class FlowPolicy(Policy):
             self.rules.secret_scanner is None
         ):
             return
-        verdict = judge(self.rules, session, inp.tool_name, sink, role.action, out.args)
-        if verdict is None:
+        verdict = judge(
+            self.rules, session, inp.tool_name, sink, role.action, role.wanted, out.args
+        )
+        if verdict is not None:
+            self._apply(inp, out, key, verdict)
+
+    def _fetch(self, inp: ToolBeforeInput, out: ToolBeforeOutput, params: tuple[str, ...]) -> None:
+        """A tool that requests a URL: judged by its URL alone."""
+        key = inp.session_key or inp.turn_id
+        session = self.sessions.get(key) if key else None
+        if (session is None or not (session.tainted or session.secrets)) and (
+            self.rules.secret_scanner is None
+        ):
             return
+        verdict = judge_fetch(self.rules, session, inp.tool_name, params, out.args)
+        if verdict is not None:
+            self._apply(inp, out, key, verdict)
+
+    def _apply(
+        self, inp: ToolBeforeInput, out: ToolBeforeOutput, key: str, verdict: Verdict
+    ) -> None:
+        """Record ``verdict`` on the bus and apply it to the call."""
         self._events.flagged(inp, verdict, self.mode)
         if verdict.decision == "block":
             out.block = True
@@ -266,6 +293,9 @@ class FlowPolicy(Policy):
                 self._secrets(inp, session, origin, secret_values(_text(output)))
             elif label == "untrusted":
                 session.untrusted.add(render(output), origin)
+                said = instructions(_text(output))
+                if said:
+                    session.instructed.add("\n".join(said), origin)
                 session.label(origin)
                 self._events.labeled(inp.session_key, inp.agent_id, origin, why)
             else:

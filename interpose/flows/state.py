@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from .model import Origin
-from .values import Haystack, leaves, normalize
+from .values import Haystack, leaves, normalize, words_of
 
 __all__ = ["FlowSessions", "SessionFlows"]
 
 #: trusted results kept unread per session before the oldest are rendered
 MAX_PENDING = 256
 _TRUSTED = Origin("trusted")
+_USER = Origin("user")
 
 
 class SessionFlows:
@@ -25,13 +26,27 @@ class SessionFlows:
     pays for indexing.
     """
 
-    __slots__ = ("labels", "ordinal", "pending", "secrets", "tainted", "trusted", "untrusted")
+    __slots__ = (
+        "asked",
+        "instructed",
+        "labels",
+        "ordinal",
+        "pending",
+        "said",
+        "secrets",
+        "tainted",
+        "trusted",
+        "untrusted",
+    )
 
     def __init__(self) -> None:
         self.ordinal = 0
         self.labels: list[Origin] = []  # every source read, in order
         self.tainted = False  # whether it has read an untrusted source
         self.untrusted = Haystack()
+        self.instructed = Haystack()  # the instructions inside untrusted results
+        self.said = Haystack()  # the user's own messages
+        self.asked: set[str] = set()  # the words of the user's messages
         self.trusted = Haystack()  # the user's messages and trusted results
         self.pending: list[Any] = []  # trusted results not rendered yet
         self.secrets: dict[str, Origin] = {}  # normalized secret value -> where it was read
@@ -41,6 +56,14 @@ class SessionFlows:
         self.labels.append(origin)
         if origin.label == "untrusted":
             self.tainted = True
+
+    def hear(self, text: str) -> None:
+        """Keep the user's message ``text``: trusted, the user's own words, and what
+        the user asked for."""
+        said = normalize(text)
+        self.trusted.add(said, _USER)
+        self.said.add(said, _USER)
+        self.asked.update(words_of(said))
 
     def keep_trusted(self, output: Any) -> None:
         """Keep a trusted result for later lookups."""

@@ -20,7 +20,16 @@ from typing import Any
 
 from .model import Origin
 
-__all__ = ["Haystack", "candidates", "leaves", "normalize", "render", "secret_values", "strings"]
+__all__ = [
+    "Haystack",
+    "candidates",
+    "leaves",
+    "normalize",
+    "render",
+    "secret_values",
+    "strings",
+    "words_of",
+]
 
 
 def _set(text: str) -> frozenset[str]:
@@ -72,6 +81,27 @@ def normalize(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+_ALPHA = re.compile(r"[a-z]+")
+
+
+def words_of(text: str) -> set[str]:
+    """The words of a normalized ``text`` with their plain forms (``reservation`` also
+    as ``reserve``, ``scheduled`` as ``schedule``, ``emails`` as ``email``): what a
+    message asks for is matched on them."""
+    found: set[str] = set()
+    for word in _ALPHA.findall(text):
+        found.add(word)
+        if len(word) > 5 and word.endswith(("ation", "ations")):
+            found.add(word[: word.rindex("ation")] + "e")
+        elif len(word) > 4 and word.endswith("ing"):
+            found.update((word[:-3], word[:-3] + "e"))
+        elif len(word) > 3 and word.endswith("ed"):
+            found.update((word[:-2], word[:-1]))
+        elif len(word) > 3 and word.endswith("s"):
+            found.update((word[:-1], word[:-2] if word.endswith("es") else word))
+    return found
+
+
 def render(value: Any) -> str:
     """Every string and number inside a result (dicts, lists, an MCP result's content),
     one a line, normalized; at most ``MAX_RESULT_CHARS``."""
@@ -118,21 +148,38 @@ def _number(value: int | float) -> str:
     return str(value)
 
 
-def candidates(args: Mapping[str, Any], min_length: int) -> list[tuple[str, str, str]]:
+def candidates(
+    args: Mapping[str, Any], min_length: int, *, texts: bool = False
+) -> list[tuple[str, str, str]]:
     """(argument path, normalized value, value as the call spells it) of every value of
-    ``args`` that counts."""
+    ``args`` that counts; with ``texts``, a short free text whole too (a subject, a
+    title, a body of a few words: ``MIN_TEXT_CHARS`` to ``MAX_VALUE_CHARS``)."""
     found: list[tuple[str, str, str]] = []
-    _walk(args, "", "", min_length, found, 0)
+    _walk(args, "", "", min_length, found, 0, texts)
     return found
 
 
+#: the shortest free text that counts whole (with ``texts``): a few words
+MIN_TEXT_CHARS = 12
+
+
 def _walk(
-    value: Any, path: str, key: str, min_length: int, found: list[tuple[str, str, str]], depth: int
+    value: Any,
+    path: str,
+    key: str,
+    min_length: int,
+    found: list[tuple[str, str, str]],
+    depth: int,
+    texts: bool,
 ) -> None:
     if depth > 16:
         return
     if isinstance(value, str):
         _string(value, path, key, min_length, found)
+        if texts and key in _FREE_TEXT:
+            text = normalize(value)
+            if MIN_TEXT_CHARS <= len(text) <= MAX_VALUE_CHARS and " " in text:
+                found.append((path, text, value.strip()))
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
@@ -142,10 +189,10 @@ def _walk(
     elif isinstance(value, Mapping):
         for k, v in value.items():
             k = str(k)
-            _walk(v, f"{path}.{k}" if path else k, _key(k), min_length, found, depth + 1)
+            _walk(v, f"{path}.{k}" if path else k, _key(k), min_length, found, depth + 1, texts)
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            _walk(v, f"{path}[{i}]", key, min_length, found, depth + 1)
+            _walk(v, f"{path}[{i}]", key, min_length, found, depth + 1, texts)
 
 
 def _is_id(key: str) -> bool:

@@ -138,7 +138,14 @@ def test_overrides() -> None:
 
 def test_per_call_roles(tmp_path: Path) -> None:
     classifier = Classifier(FlowRules(project=str(tmp_path)))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
     assert classifier.file_source({"path": "src/a.py"}) == ("", "")
+    # a name that is no file of the project: a document of some store (a drive, a bill)
+    assert classifier.file_source({"file_path": "bill-december.txt"}) == (
+        "untrusted",
+        "reads bill-december.txt, a document that is no file of the project",
+    )
     assert classifier.file_source({"file_id": "13"}) == (
         "untrusted",
         "reads documents by id or search, not a project path",
@@ -149,6 +156,7 @@ def test_per_call_roles(tmp_path: Path) -> None:
     )
     assert classifier.file_source({"path": "../x"})[0] == "untrusted"
     assert classifier.file_source({"file_path": ".env.local"})[0] == "secret"
+    (tmp_path / ".env.example").write_text("TOKEN=\n")
     assert classifier.file_source({"path": ".env.example"}) == ("", "")
     assert classifier.call_sink("write", {"path": "out/x"}) == ""
     assert classifier.call_sink("write", {"path": "~/.bashrc"}).startswith("writes ~/.bashrc")

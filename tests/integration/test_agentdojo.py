@@ -63,9 +63,15 @@ def bench() -> ModuleType:
     return _bench()
 
 
-def _run(bench: ModuleType, defenses: Sequence[str], suites: Sequence[str]) -> list[Any]:
+def _run(
+    bench: ModuleType,
+    defenses: Sequence[str],
+    suites: Sequence[str],
+    attack: str = "important_instructions",
+    limit: int = LIMIT,
+) -> list[Any]:
     dojo = bench.load_agentdojo()
-    runs: list[Any] = anyio.run(bench.run_all, dojo, list(suites), list(defenses), LIMIT)
+    runs: list[Any] = anyio.run(bench.run_all, dojo, list(suites), list(defenses), limit, attack)
     return runs
 
 
@@ -112,6 +118,24 @@ def test_the_flow_rules_refuse_the_attackers_payments_by_provenance(bench: Modul
     assert flows.attacks_won < none.attacks_won == none.pairs
     # the user's own payments (values of the user's prompt or of trusted results) run
     assert flows.utility >= LIMIT - 1
+
+
+@pytest.mark.parametrize("attack", ["important_instructions", "direct", "system_message"])
+def test_the_default_flow_rules_stop_every_attack_of_a_reduced_run_and_keep_utility(
+    bench: ModuleType, attack: str
+) -> None:
+    """The default rules (sinks the user did not ask for ask, values an untrusted
+    instruction names block) on slack and banking's first 4 user and injection tasks:
+    every attack the undefended run loses to is stopped, every user task keeps its
+    utility, whichever words the attack wraps its goal in."""
+    runs = _run(bench, ["none", "flows"], ["slack", "banking"], attack, limit=4)
+    for none, flows in zip(runs[::2], runs[1::2], strict=True):
+        assert (none.defense, flows.defense) == ("none", "flows")
+        assert none.attacks_won == none.pairs > 0, (none.suite, none.lost)
+        assert flows.unseen == none.unseen == []
+        assert flows.attacks_won == 0, (flows.suite, flows.won)
+        assert flows.utility == none.utility == flows.user_tasks, flows.failed_tasks
+        assert flows.attacked.refused > 0
 
 
 def test_an_ask_with_nobody_to_answer_is_not_run_and_is_counted(
@@ -166,7 +190,18 @@ def test_the_script_reports_the_reduced_run_and_writes_its_results(tmp_path: Pat
     _bench()  # skipped (or failed under CI) without agentdojo
     out = tmp_path / "dojo.json"
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--suites", "slack", "--limit", "1", "--json", str(out)],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--suites",
+            "slack",
+            "--limit",
+            "1",
+            "--attack",
+            "ignore_previous",
+            "--json",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -179,6 +214,8 @@ def test_the_script_reports_the_reduced_run_and_writes_its_results(tmp_path: Pat
     results = json.loads(out.read_text())
     assert results["benchmark"]["version"] == "v1.2.1"
     assert results["benchmark"]["limit"] == 1
+    assert results["benchmark"]["attack"] == "ignore_previous"
+    assert "ignore_previous, oracle run (no LLM)" in run.stdout
     assert [r["defense"] for r in results["overall"]] == ["none", "tool-filter"]
     none = results["overall"][0]
     assert (none["utility_pct"], none["asr_pct"], none["pairs"]) == (100.0, 100.0, 1)
@@ -192,6 +229,7 @@ def test_the_script_reports_the_reduced_run_and_writes_its_results(tmp_path: Pat
         (["--limit", "0"], "expected a whole number >= 1, got '0'"),
         (["--defense", "nothing"], "invalid choice: 'nothing'"),
         (["--suites", "mail"], "invalid choice: 'mail'"),
+        (["--attack", "rickroll"], "invalid choice: 'rickroll'"),
     ],
 )
 def test_bad_options_are_named_without_a_traceback(
