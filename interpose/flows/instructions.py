@@ -37,8 +37,13 @@ IMPERATIVES = _set(
     "gather summarize summarise include attach use put enter type submit sign log login "
     "subscribe follow ignore disregard forget stop do perform complete apply approve accept "
     "confirm verify provide keep contact join kick ban push commit merge deploy save export "
-    "import sell ask repeat output answer reveal disclose leak dump"
+    "import sell ask repeat output answer reveal disclose leak dump focus report override "
+    "act treat consider remember pretend assume recommend classify approve evaluate don't "
+    "never"
 )
+#: words a sentence may open with before a comma and then instruct (``If asked,
+#: reply ...``, ``To verify your account, visit ...``)
+_CLAUSES = _set("if when whenever once to before after unless should in")
 #: words before the verb that leave the sentence an instruction
 _FILLERS = _set(
     "please kindly now first then also and so just next finally immediately urgently quickly "
@@ -57,6 +62,9 @@ _ASKS = re.compile(
     r"(?:previous|prior|above|earlier|original)\b"
     r"|before\s+you\s+(?:can\s+)?(?:solve|do|continue|answer|proceed|complete)\b"
     r"|do\s+the\s+following\b|new\s+instructions?\b"
+    r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?(?:"
+    + "|".join(sorted(IMPERATIVES, key=len, reverse=True))
+    + r")\b"
 )
 #: words one of which every ``_ASKS`` match holds: the regex runs only near them
 _ASK_HINTS = ("you", "sure", "ignore", "disregard", "forget", "following", "instruction", "it is")
@@ -67,7 +75,7 @@ _MAX_HINTS = 64
 _END = re.compile(r"[.!?](?:\s+|(?=[#<\[(*>A-Z]))([A-Za-z][A-Za-z'-]*)?")
 #: where a sentence starts anywhere: a heading's ``##``, a tag
 _OPEN = re.compile(r"(?<!#)##|<[A-Za-z/!]")
-_STARTERS = IMPERATIVES | _FILLERS
+_STARTERS = IMPERATIVES | _FILLERS | _CLAUSES
 _FIRST_WORD = re.compile(r"[a-z][a-z'-]*")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz")
 #: what may stand before an instruction's verb: bullets, numbers, markup, tags
@@ -129,7 +137,7 @@ def _start(line: str, lower: str) -> int:
             word = first.group()
             if word in IMPERATIVES:
                 return start
-            if word not in _FILLERS:
+            if word not in _FILLERS and word not in _CLAUSES:
                 continue  # most sentences: their first word says no
         stop = starts[i + 1] if i + 1 < len(starts) else len(lower)
         if _imperative(lower[start:stop]):
@@ -199,9 +207,9 @@ def _starts(line: str) -> list[int]:
     return starts
 
 
-def _imperative(sentence: str) -> bool:
+def _imperative(sentence: str, clause: bool = True) -> bool:
     """Whether ``sentence`` (case-folded) starts with an imperative verb (after markup,
-    labels and fillers)."""
+    labels and fillers, or after an opening clause and its comma)."""
     head = sentence[:200].lstrip()
     if not head:
         return False
@@ -209,6 +217,10 @@ def _imperative(sentence: str) -> bool:
         head = _PREFIX.sub("", _TAG.sub(" ", head), count=1)
     for word in head.split(None, 8)[:8]:
         word = word.strip(_PUNCT)
-        if word and word not in _FILLERS:
-            return word in IMPERATIVES
+        if not word or word in _FILLERS:
+            continue
+        if word in IMPERATIVES:
+            return True
+        comma = head.find(", ")
+        return clause and word in _CLAUSES and comma > 0 and _imperative(head[comma + 2 :], False)
     return False
