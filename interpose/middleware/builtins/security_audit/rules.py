@@ -301,8 +301,8 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
     """A test of whether any of the regex ``alternatives`` (as :func:`rule_alternatives`
     gives them) matches a path, in two searches: those that may match at the start of the
     path in one regex (``match``), those after a ``/`` or anywhere in another
-    (``search``), each of whose alternatives starts with ``/`` or a literal, so that the
-    search skips the other characters fast."""
+    (``search``), whose component alternatives share one leading ``/`` (the search tries
+    them only after a ``/``: twice as fast on a miss as one ``/`` each)."""
     at_start: list[str] = []
     at_component: list[str] = []
     anywhere: list[str] = []
@@ -314,7 +314,8 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
         else:
             anywhere.append(alt)
     first = _either(at_component + at_start)
-    inside = _either([f"/(?:{a})" for a in at_component] + anywhere)
+    after_slash = [f"/(?:{'|'.join(f'(?:{a})' for a in at_component)})"] if at_component else []
+    inside = _either(after_slash + anywhere)
 
     def matches(normalized: str) -> bool:
         return first.match(normalized) is not None or inside.search(normalized) is not None
