@@ -7,10 +7,9 @@ import fnmatch
 import functools
 import posixpath
 import re
-from collections.abc import Callable
 
 from .paths import default_home, normalize_path, possible_targets
-from .rules import SENSITIVE_RULES, SensitiveMatch, any_of, any_rule, rule_alternatives
+from .rules import SENSITIVE_RULES, SensitiveMatch, any_rule, rule_alternatives, searching
 
 __all__ = [
     "match_exact",
@@ -87,11 +86,22 @@ def match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveM
 
 def _home_npmrc(normalized: str, home: str | None) -> SensitiveMatch | None:
     """The ``.npmrc`` of a home directory no rule names (a non-standard home)."""
-    if normalized.endswith("/.npmrc"):
-        home_dir = normalize_path(home if home is not None else default_home())
-        if normalized == home_dir + "/.npmrc":
-            return SensitiveMatch("dev-credentials", "developer tool token")
+    if not normalized.endswith("/.npmrc"):
+        return None
+    if normalized == _home_dir(home if home is not None else default_home()) + "/.npmrc":
+        return SensitiveMatch("dev-credentials", "developer tool token")
     return None
+
+
+def _home_dir(home: str) -> str:
+    """A home directory, normalized (remembered: a process sees one or two, and one
+    spelled with ``~`` or ``$HOME`` depends on the environment)."""
+    return normalize_path(home) if "~" in home or "$" in home else _normalized(home)
+
+
+@functools.lru_cache(maxsize=16)
+def _normalized(path: str) -> str:
+    return normalize_path(path)
 
 
 def match_sensitive(
@@ -246,7 +256,7 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
         return found
     for name, naming in _located_names():
         inside = f"{normalized}/{name}"
-        if naming(inside):
+        if naming.search(inside) is not None:
             found = match_exact(inside, write=False, home=home)
         elif name == ".npmrc" and not _allow_listed(inside):
             found = _home_npmrc(inside, home)
@@ -258,13 +268,13 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
 
 
 @functools.cache
-def _located_names() -> tuple[tuple[str, Callable[[str], bool]], ...]:
+def _located_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The well-known secret names sensitive only in some directories (``config``,
     ``config.json``, ``gcloud``), each with the rule alternatives that name it: a
     directory holds a sensitive one only if one of those matches (a name no rule spells
     out is sensitive through a directory whose every entry is, which the store check
-    asks first).  Checking a directory then costs a few short searches, not a search of
-    every rule per name.  Computed once: the rules do not change."""
+    asks first).  Checking a directory then costs one short search per name, not a search
+    of every rule per name.  Computed once: the rules do not change."""
     located = []
     for name in _SENSITIVE_NAMES:
         if match_exact(f"{_NOWHERE}/{name}", write=False, home=None) is not None:
@@ -272,9 +282,9 @@ def _located_names() -> tuple[tuple[str, Callable[[str], bool]], ...]:
         spelled = re.escape(name)
         naming = [alt for alt in rule_alternatives() if spelled in alt]
         if naming:
-            located.append((name, any_of(naming)))
+            located.append((name, searching(naming)))
         elif name == ".npmrc":  # a home's .npmrc (_home_npmrc)
-            located.append((name, any_of(())))
+            located.append((name, searching(())))
     return tuple(located)
 
 

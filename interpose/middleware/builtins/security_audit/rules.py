@@ -18,6 +18,7 @@ __all__ = [
     "any_of",
     "any_rule",
     "rule_alternatives",
+    "searching",
 ]
 
 
@@ -297,12 +298,19 @@ def rule_alternatives() -> tuple[str, ...]:
     return tuple(alt for rule in SENSITIVE_RULES for alt in _top_level(rule.pattern.pattern))
 
 
-def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
-    """A test of whether any of the regex ``alternatives`` (as :func:`rule_alternatives`
-    gives them) matches a path, in two searches: those that may match at the start of the
-    path in one regex (``match``), those after a ``/`` or anywhere in another
-    (``search``), whose component alternatives share one leading ``/`` (the search tries
-    them only after a ``/``: twice as fast on a miss as one ``/`` each)."""
+def searching(alternatives: Sequence[str]) -> re.Pattern[str]:
+    """One regex whose ``search`` finds a path that any of the regex ``alternatives`` (as
+    :func:`rule_alternatives` gives them) matches: for a few alternatives, one search
+    costs less than :func:`any_of`'s two."""
+    at_start, at_component, anywhere = _placed(alternatives)
+    head = [f"^(?:{_either_source(at_component + at_start)})"] if at_component or at_start else []
+    after_slash = [f"/(?:{_either_source(at_component)})"] if at_component else []
+    return re.compile(_either_source(head + after_slash + anywhere) or "(?!)")
+
+
+def _placed(alternatives: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """``alternatives`` by where they may match: at the start of the path (without their
+    ``^``), at the start of a component (without :data:`_C`), anywhere."""
     at_start: list[str] = []
     at_component: list[str] = []
     anywhere: list[str] = []
@@ -313,9 +321,22 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
             at_start.append(alt[1:])
         else:
             anywhere.append(alt)
+    return at_start, at_component, anywhere
+
+
+def _either_source(alternatives: Sequence[str]) -> str:
+    return "|".join(f"(?:{a})" for a in alternatives)
+
+
+def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
+    """A test of whether any of the regex ``alternatives`` (as :func:`rule_alternatives`
+    gives them) matches a path, in two searches: those that may match at the start of the
+    path in one regex (``match``), those after a ``/`` or anywhere in another
+    (``search``), whose component alternatives share one leading ``/`` (the search tries
+    them only after a ``/``: twice as fast on a miss as one ``/`` each)."""
+    at_start, at_component, anywhere = _placed(alternatives)
     first = _either(at_component + at_start)
-    after_slash = [f"/(?:{'|'.join(f'(?:{a})' for a in at_component)})"] if at_component else []
-    inside = _either(after_slash + anywhere)
+    inside = _either(([f"/(?:{_either_source(at_component)})"] if at_component else []) + anywhere)
 
     def matches(normalized: str) -> bool:
         return first.match(normalized) is not None or inside.search(normalized) is not None
@@ -324,7 +345,7 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
 
 
 def _either(alternatives: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alternatives) if alternatives else "(?!)")
+    return re.compile(_either_source(alternatives) if alternatives else "(?!)")
 
 
 any_rule = any_of(rule_alternatives())
