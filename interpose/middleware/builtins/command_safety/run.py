@@ -105,6 +105,7 @@ class Run(SubstitutionOutputs):
         "made",
         "mounts",
         "paths",
+        "resolved",
         "table",
         "vars",
     )
@@ -131,6 +132,7 @@ class Run(SubstitutionOutputs):
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
         self.outputs = None  # id(script) -> output (see SubstitutionOutputs)
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
+        self.resolved: dict[str, str] = {}  # text -> resolve_path(text), see path()
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
@@ -707,12 +709,11 @@ class Run(SubstitutionOutputs):
         elif text.startswith(("~+", "~-")) and text[2:3] in ("", "/"):
             text = ("$PWD" if text[1] == "+" else "$OLDPWD") + text[2:]
             text = self.expand_text(text)
-        if self.paths is None:
-            path = resolve_path(text, home=HOME)
-        else:  # probing stand-ins: the same words, judged 14 times
-            path = self.paths.get(text) or self.paths.setdefault(
-                text, resolve_path(text, home=HOME)
-            )
+        # once per text: rules share words (rm: deletion, git hooks), probes judge them 14 times
+        memo = self.resolved if self.paths is None else self.paths
+        path = memo.get(text)
+        if path is None:
+            path = memo[text] = resolve_path(text, home=HOME)
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
         if self.mounts and path.startswith("/"):
