@@ -3,6 +3,8 @@ environment, redirections and the command as seen at each wrapper level."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..shell import Redirect, Word
@@ -49,6 +51,15 @@ class Invocation:
             head = layer[0].text.rsplit("/", 1)[-1]
             out.append(" ".join([head, *(show(w.text) for w in layer[1:])]))
         return out
+
+    def first_match(self, patterns: Sequence[re.Pattern[str]]) -> str | None:
+        """The first of ``patterns`` (``extra_deny``, ``allow``) that some text of
+        :meth:`texts` matches, or None."""
+        texts = self.texts()
+        for pattern in patterns:
+            if any(pattern.search(text) for text in texts):
+                return pattern.pattern
+        return None
 
     def snippet(self) -> str:
         return words_snippet([Word(self.name), *self.args])
