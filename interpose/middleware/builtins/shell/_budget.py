@@ -4,6 +4,7 @@ past the :class:`ParseBudget` (words, nesting depth, a deadline) a parse runs wi
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 __all__ = ["MAX_NESTING", "ParseBudget", "ShellLimitError", "ShellSyntaxError"]
 
@@ -80,6 +81,21 @@ class ParseBudget:
             raise ShellLimitError("words", self.words, self.max_words, offset)
         if before // self.check_every != self.words // self.check_every:
             self.check_time(offset)
+
+    def tokens(self, offsets: Sequence[int], end: int) -> None:
+        """Count a token at each of ``offsets`` and the end of the input at ``end``, as
+        :meth:`word` would one by one (in one step when no limit or clock check is due).
+
+        Raises:
+            ShellLimitError: as :meth:`word`.
+        """
+        after = self.words + len(offsets) + 1
+        if after <= self.max_words and self.words // self.check_every == after // self.check_every:
+            self.words = after
+            return
+        for offset in offsets:
+            self.word(offset)
+        self.word(end)
 
     def check_time(self, offset: int) -> None:
         """Raises:

@@ -82,14 +82,16 @@ def _plain_list(source: str, budget: ParseBudget) -> Script | None:
     assignments: list[Word] = []
     first = 0  # the first command of the current pipeline
     expecting = False  # after && || |: a command must follow
+    globs = GLOB_CHARS.search(source) is not None  # else no word is a glob
+    equals = "=" in source  # else no word is an assignment
     for m in _PLAIN_TOKEN.finditer(source):
         text = m.group(1)
         if text is not None:
             at = m.start(1)
             if not words and not assignments and text in _NOT_SIMPLE:
                 return None  # a keyword: the grammar's
-            word = Word(text, False, text[0] == "~", GLOB_CHARS.search(text) is not None)
-            if not words and ASSIGNMENT.match(source, at) is not None:
+            word = Word(text, False, text[0] == "~", globs and GLOB_CHARS.search(text) is not None)
+            if equals and not words and ASSIGNMENT.match(source, at) is not None:
                 assignments.append(word)
             else:
                 words.append(word)
@@ -117,9 +119,7 @@ def _plain_list(source: str, budget: ParseBudget) -> Script | None:
         commands.append(SimpleCommand(tuple(words), tuple(assignments)))
     if len(commands) - first > 1:
         pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
-    for at in offsets:
-        budget.word(at)
-    budget.word(len(source))  # the end of the input, a token too
+    budget.tokens(offsets, len(source))  # the end of the input is a token too
     return Script(tuple(commands), tuple(pipelines))
 
 
