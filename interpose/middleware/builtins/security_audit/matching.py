@@ -7,9 +7,18 @@ import fnmatch
 import functools
 import posixpath
 import re
+from collections.abc import Callable
 
 from .paths import default_home, normalize_path, possible_targets
-from .rules import SENSITIVE_RULES, SensitiveMatch, any_rule, rule_alternatives, searching
+from .rules import (
+    SENSITIVE_RULES,
+    SensitiveMatch,
+    any_of,
+    any_rule,
+    may_end_with,
+    rule_alternatives,
+    searching,
+)
 
 __all__ = [
     "match_exact",
@@ -249,9 +258,9 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     """
     normalized = normalize_path(path, home=home).rstrip("/")
     parent = normalized.rpartition("/")[0]
-    if not normalized or (parent and match_exact(f"{parent}/{_ANY_ENTRY}", write=False, home=home)):
+    if not normalized or (parent and _any_entry(parent, home)):
         return None  # an entry of a store (``~/.ssh/known_hosts.old``) is judged as a file
-    found = match_exact(f"{normalized}/{_ANY_ENTRY}", write=False, home=home)
+    found = _any_entry(normalized, home)
     if found is not None:
         return found
     for name, naming in _located_names():
@@ -267,6 +276,23 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     return None
 
 
+def _any_entry(directory: str, home: str | None) -> SensitiveMatch | None:
+    """Why every entry of ``directory`` is sensitive (:func:`match_exact` of an entry no
+    rule names), or None; most directories are tested against only the rules that can
+    match such an entry (:func:`_entry_rules`)."""
+    entry = f"{directory}/{_ANY_ENTRY}"
+    if _allow_listed(entry) or not _entry_rules()(entry):
+        return None
+    return match_exact(entry, write=False, home=home)
+
+
+@functools.cache
+def _entry_rules() -> Callable[[str], bool]:
+    """:data:`.rules.any_rule` without the alternatives that cannot match a path ending
+    in :data:`_ANY_ENTRY` (those ending in other literal text, ``\\.kube/config$``)."""
+    return any_of([alt for alt in rule_alternatives() if may_end_with(alt, "/" + _ANY_ENTRY)])
+
+
 @functools.cache
 def _located_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The well-known secret names sensitive only in some directories (``config``,
@@ -279,8 +305,8 @@ def _located_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
     for name in _SENSITIVE_NAMES:
         if match_exact(f"{_NOWHERE}/{name}", write=False, home=None) is not None:
             continue  # sensitive anywhere: not what makes a directory a store
-        spelled = re.escape(name)
-        naming = [alt for alt in rule_alternatives() if spelled in alt]
+        spelled, end = re.escape(name), "/" + name
+        naming = [a for a in rule_alternatives() if spelled in a and may_end_with(a, end)]
         if naming:
             located.append((name, searching(naming)))
         elif name == ".npmrc":  # a home's .npmrc (_home_npmrc)

@@ -17,6 +17,7 @@ __all__ = [
     "SensitiveMatch",
     "any_of",
     "any_rule",
+    "may_end_with",
     "rule_alternatives",
     "searching",
 ]
@@ -296,6 +297,50 @@ def _whole_group(source: str) -> bool:
 def rule_alternatives() -> tuple[str, ...]:
     """Every top-level alternative of every rule's pattern, as regex source."""
     return tuple(alt for rule in SENSITIVE_RULES for alt in _top_level(rule.pattern.pattern))
+
+
+def may_end_with(alternative: str, end: str) -> bool:
+    """Whether the regex ``alternative`` (as :func:`rule_alternatives` gives it) can
+    match a path that ends with ``end``: False when it matches only at the end of the
+    path (``...$``) after literal text that cannot end such a path (``\\.kube/config$``
+    and ``/\\.kube``).  Used to drop, once, the alternatives a test cannot need."""
+    tail = _literal_tail(alternative)
+    if not tail:
+        return True
+    return end.endswith(tail) if len(tail) <= len(end) else tail.endswith(end)
+
+
+def _literal_tail(alternative: str) -> str:
+    """The literal text every match of ``alternative`` ends with, when it matches only
+    at the end of the path (``...$``); "" otherwise, or when what precedes the ``$`` is
+    not literal (a class, a group, a quantifier)."""
+    end = len(alternative) - 1
+    if end < 0 or alternative[end] != "$" or _escaped(alternative, end):
+        return ""
+    tail, j = "", end - 1
+    while j >= 0:
+        char = alternative[j]
+        if _escaped(alternative, j):  # "\\.": a literal dot; "\\d": a class
+            if char not in _ESCAPED_LITERALS:
+                break
+            tail, j = char + tail, j - 2
+        elif char.isascii() and (char.isalnum() or char in "/_~,:@=%-"):
+            tail, j = char + tail, j - 1
+        else:
+            break
+    return tail
+
+
+_ESCAPED_LITERALS = frozenset(".-/_~+*?()[]{}|^$\\")
+
+
+def _escaped(source: str, index: int) -> bool:
+    """Whether the character at ``index`` of a regex source follows an odd number of
+    backslashes."""
+    count = 0
+    while index - count - 1 >= 0 and source[index - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
 
 
 def searching(alternatives: Sequence[str]) -> re.Pattern[str]:
