@@ -205,7 +205,7 @@ class Run(SubstitutionOutputs):
     def script(self, script: Script) -> Finding | None:
         feeds = command_feeds(script)
         invs: list[Invocation | None] = []
-        defined = {fn.name for fn in script.functions}
+        defined = {fn.name for fn in script.functions} if script.functions else ()
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
             if found is not None:
@@ -214,7 +214,7 @@ class Run(SubstitutionOutputs):
                 cmd, found = self._alias(cmd)
                 if found is not None:
                     return found
-            upstream = [invs[i] for i in feeds.get(index, ())]
+            upstream = [invs[i] for i in feeds[index]] if index in feeds else []
             prepared = self._prepare(cmd, upstream)
             invs.append(prepared[0] if prepared else None)
             for inv in prepared:

@@ -4,7 +4,6 @@ past the :class:`ParseBudget` (words, nesting depth, a deadline) a parse runs wi
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 __all__ = ["MAX_NESTING", "ParseBudget", "ShellLimitError", "ShellSyntaxError"]
 
@@ -82,20 +81,15 @@ class ParseBudget:
         if before // self.check_every != self.words // self.check_every:
             self.check_time(offset)
 
-    def tokens(self, offsets: Sequence[int], end: int) -> None:
-        """Count a token at each of ``offsets`` and the end of the input at ``end``, as
-        :meth:`word` would one by one (in one step when no limit or clock check is due).
-
-        Raises:
-            ShellLimitError: as :meth:`word`.
-        """
-        after = self.words + len(offsets) + 1
-        if after <= self.max_words and self.words // self.check_every == after // self.check_every:
-            self.words = after
-            return
-        for offset in offsets:
-            self.word(offset)
-        self.word(end)
+    def take(self, count: int) -> bool:
+        """Count ``count`` words at once when :meth:`word` would count them one by one
+        without passing the limit or looking at the clock; else count nothing and return
+        False (the caller counts them one by one, with their offsets)."""
+        after = self.words + count
+        if after > self.max_words or self.words // self.check_every != after // self.check_every:
+            return False
+        self.words = after
+        return True
 
     def check_time(self, offset: int) -> None:
         """Raises:

@@ -71,55 +71,55 @@ _NOT_SIMPLE = frozenset(
 def _plain_list(source: str, budget: ParseBudget) -> Script | None:
     """The :class:`Script` the grammar makes of a plain line (:data:`_PLAIN_LINE`) of
     simple commands joined by ``&&``, ``||``, ``;`` and ``|``, read in one pass; its
-    tokens (the end included) are charged to ``budget`` in the grammar's order.  None for
-    any other text, or a line the grammar refuses: the grammar reads it (and raises)."""
+    tokens (the end included) are charged to ``budget`` as the grammar charges them.
+    None for any other text, or a line the grammar refuses: the grammar reads it (and
+    raises)."""
     if _PLAIN_LINE.fullmatch(source) is None:
         return None
-    offsets: list[int] = []  # where each token starts: charged once the line is known good
     commands: list[SimpleCommand] = []
     pipelines: list[Pipeline] = []
     words: list[Word] = []
     assignments: list[Word] = []
+    tokens = 1  # the end of the input is a token too
     first = 0  # the first command of the current pipeline
     expecting = False  # after && || |: a command must follow
     globs = GLOB_CHARS.search(source) is not None  # else no word is a glob
     equals = "=" in source  # else no word is an assignment
     for m in _PLAIN_TOKEN.finditer(source):
-        text = m.group(1)
+        tokens += 1
+        text, op = m.groups()
         if text is not None:
-            at = m.start(1)
             if not words and not assignments and text in _NOT_SIMPLE:
                 return None  # a keyword: the grammar's
             word = Word(text, False, text[0] == "~", globs and GLOB_CHARS.search(text) is not None)
-            if equals and not words and ASSIGNMENT.match(source, at) is not None:
+            if equals and not words and ASSIGNMENT.match(source, m.start(1)) is not None:
                 assignments.append(word)
             else:
                 words.append(word)
-            offsets.append(at)
             expecting = False
-            continue
-        op = m.group(2)
-        offsets.append(m.start(2))
-        if op not in _PLAIN_OPS or expecting:
+        elif op not in _PLAIN_OPS or expecting:
             return None
-        if not words and not assignments:
+        elif not words and not assignments:
             if op != ";":  # "; ;" and a leading ";" are empty, "&& x" is an error
                 return None
-            continue
-        commands.append(SimpleCommand(tuple(words), tuple(assignments)))
-        words, assignments = [], []
-        expecting = op != ";"
-        if op != "|":
-            if len(commands) - first > 1:
-                pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
-            first = len(commands)
+        else:
+            commands.append(SimpleCommand(tuple(words), tuple(assignments)))
+            words, assignments = [], []
+            expecting = op != ";"
+            if op != "|":
+                if len(commands) - first > 1:
+                    pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
+                first = len(commands)
     if expecting:
         return None
     if words or assignments:
         commands.append(SimpleCommand(tuple(words), tuple(assignments)))
     if len(commands) - first > 1:
         pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
-    budget.tokens(offsets, len(source))  # the end of the input is a token too
+    if not budget.take(tokens):  # a limit or a clock check falls among them: one by one
+        for m in _PLAIN_TOKEN.finditer(source):
+            budget.word(m.start(m.lastindex or 0))
+        budget.word(len(source))
     return Script(tuple(commands), tuple(pipelines))
 
 
