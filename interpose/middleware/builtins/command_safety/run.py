@@ -470,7 +470,7 @@ class Run(SubstitutionOutputs):
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = self.settle(check_redirects(inv.redirects, self))
+        found = self.settle(check_redirects(inv.redirects, self)) if inv.redirects else None
         if found is not None:
             return found
         if inv.dynamic:

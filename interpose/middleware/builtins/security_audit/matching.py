@@ -15,9 +15,9 @@ from .rules import (
     SensitiveMatch,
     any_of,
     any_rule,
+    match_and_search,
     may_end_with,
     rule_alternatives,
-    searching,
 )
 
 __all__ = [
@@ -263,12 +263,14 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     found = _any_entry(normalized, home)
     if found is not None:
         return found
-    for name, naming in _located_names():
+    for name, first, after in _located_names():
         inside = f"{normalized}/{name}"
-        if naming.search(inside) is not None:
+        if first.match(inside) is not None or (after is not None and after.search(inside)):
             found = match_exact(inside, write=False, home=home)
-        elif name == ".npmrc" and not _allow_listed(inside):
+        elif name == ".npmrc":  # a home's, unless allow-listed (tested last: it rarely is one)
             found = _home_npmrc(inside, home)
+            if found is not None and _allow_listed(inside):
+                found = None
         else:
             continue
         if found is not None:
@@ -281,7 +283,7 @@ def _any_entry(directory: str, home: str | None) -> SensitiveMatch | None:
     rule names), or None; most directories are tested against only the rules that can
     match such an entry (:func:`_entry_rules`)."""
     entry = f"{directory}/{_ANY_ENTRY}"
-    if _allow_listed(entry) or not _entry_rules()(entry):
+    if not _entry_rules()(entry) or _allow_listed(entry):
         return None
     return match_exact(entry, write=False, home=home)
 
@@ -294,13 +296,14 @@ def _entry_rules() -> Callable[[str], bool]:
 
 
 @functools.cache
-def _located_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
+def _located_names() -> tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...]:
     """The well-known secret names sensitive only in some directories (``config``,
     ``config.json``, ``gcloud``), each with the rule alternatives that name it: a
     directory holds a sensitive one only if one of those matches (a name no rule spells
     out is sensitive through a directory whose every entry is, which the store check
-    asks first).  Checking a directory then costs one short search per name, not a search
-    of every rule per name.  Computed once: the rules do not change."""
+    asks first), as :func:`.rules.match_and_search` gives them.  Checking a directory then
+    costs one or two short searches per name, not a search of every rule per name.
+    Computed once: the rules do not change."""
     located = []
     for name in _SENSITIVE_NAMES:
         if match_exact(f"{_NOWHERE}/{name}", write=False, home=None) is not None:
@@ -308,9 +311,9 @@ def _located_names() -> tuple[tuple[str, re.Pattern[str]], ...]:
         spelled, end = re.escape(name), "/" + name
         naming = [a for a in rule_alternatives() if spelled in a and may_end_with(a, end)]
         if naming:
-            located.append((name, searching(naming)))
+            located.append((name, *match_and_search(naming)))
         elif name == ".npmrc":  # a home's .npmrc (_home_npmrc)
-            located.append((name, searching(())))
+            located.append((name, *match_and_search(())))
     return tuple(located)
 
 
