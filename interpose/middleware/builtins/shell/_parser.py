@@ -73,20 +73,28 @@ def _plain_list(source: str, budget: ParseBudget) -> Script | None:
     simple commands joined by ``&&``, ``||``, ``;`` and ``|``, read in one pass; its
     tokens (the end included) are charged to ``budget`` as the grammar charges them.
     None for any other text, or a line the grammar refuses: the grammar reads it (and
-    raises)."""
+    raises).
+
+    Raises:
+        ShellLimitError: the line has more tokens than the budget has left (raised where
+            the grammar would raise it: each token is then charged as it would be).
+    """
     if _PLAIN_LINE.fullmatch(source) is None:
         return None
     commands: list[SimpleCommand] = []
     pipelines: list[Pipeline] = []
     words: list[Word] = []
     assignments: list[Word] = []
-    tokens = 1  # the end of the input is a token too
+    tokens = 0
+    room = budget.max_words - budget.words  # past it, the grammar stops: so does this
     first = 0  # the first command of the current pipeline
     expecting = False  # after && || |: a command must follow
     globs = GLOB_CHARS.search(source) is not None  # else no word is a glob
     equals = "=" in source  # else no word is an assignment
     for m in _PLAIN_TOKEN.finditer(source):
         tokens += 1
+        if tokens > room:
+            _charge(source, budget)  # raises at the token the grammar would raise at
         text, op = m.groups()
         if text is not None:
             if not words and not assignments and text in _NOT_SIMPLE:
@@ -116,11 +124,21 @@ def _plain_list(source: str, budget: ParseBudget) -> Script | None:
         commands.append(SimpleCommand(tuple(words), tuple(assignments)))
     if len(commands) - first > 1:
         pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
-    if not budget.take(tokens):  # a limit or a clock check falls among them: one by one
-        for m in _PLAIN_TOKEN.finditer(source):
-            budget.word(m.start(m.lastindex or 0))
-        budget.word(len(source))
+    if not budget.take(tokens + 1):  # the end is a token; a clock check falls among them
+        _charge(source, budget)
     return Script(tuple(commands), tuple(pipelines))
+
+
+def _charge(source: str, budget: ParseBudget) -> None:
+    """Charge the tokens of a plain line (and its end) to ``budget`` one by one, at their
+    offsets, as the grammar's lexer does.
+
+    Raises:
+        ShellLimitError: as :meth:`.ParseBudget.word`.
+    """
+    for m in _PLAIN_TOKEN.finditer(source):
+        budget.word(m.start(m.lastindex or 0))
+    budget.word(len(source))
 
 
 class _Builder:
