@@ -5,12 +5,15 @@ event loop and timed inside the coroutine, like ``bench_tool_call.py``):
 
 - floor: ``await tool(args)``, where ``async def tool(args): return args``;
 - the command-safety guard called directly, ``guard(inp, out)``, judging a command it
-  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on four
-  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``, and deleting
-  under the home directory, ``rm -rf ~/projects/old``), on a command
+  has not seen (a guard whose ``CACHE_SIZE`` is 0, so every call analyzes), on five
+  typical short commands (``git status``, ``ls -la src``, ``rm -rf build/``, deleting
+  under the home directory, ``rm -rf ~/projects/old``, and a short ``&&`` chain,
+  ``cd src && git diff``), on a command
   it refuses (``rm -rf /``, informational) and on a realistic 4 KB CI shell script
   (:data:`SCRIPT_4K`: functions, a trap, a here-document, loops, a ``case``, pipelines,
-  ``$(...)`` substitutions); target: under 50 µs for each short command;
+  ``$(...)`` substitutions); target: under 50 µs for each short command, and the median
+  over the five (the summary row "median per new short command") at most 25 µs, directly
+  and in situ;
 - the same commands through ``await pipe.call_tool("exec", {"command": ...}, call=tool)``
   on a pipeline with the built-in guards registered as ``Pipeline()`` registers them but
   never remembering, and on ``Pipeline(builtins=False, tracing="off")``; the difference
@@ -61,6 +64,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -102,7 +106,14 @@ from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 TARGET_US = 50.0
 REPEAT_US = 2.0  # a repeated short command, judged directly
-SHORT_COMMANDS = ("git status", "ls -la src", "rm -rf build/", "rm -rf ~/projects/old")
+MEDIAN_US = 25.0  # the median over the short commands, new to the guard
+SHORT_COMMANDS = (
+    "git status",
+    "ls -la src",
+    "rm -rf build/",
+    "rm -rf ~/projects/old",
+    "cd src && git diff",
+)
 REFUSED_COMMAND = "rm -rf /"
 PATH = "src/interpose/pipeline/pipeline.py"
 
@@ -541,6 +552,8 @@ def analyse(cases: list[Case]) -> list[Row]:
     floor = t["floor"]
     target = f"< {TARGET_US:g} us"
     rows = [Row("floor: await tool(args)", floor)]
+    directs: list[float] = []
+    situs: list[float] = []
     for i in range(len(SHORT_COMMANDS)):
         key = f"cmd{i}"
         direct = t[f"d_{key}"]
@@ -550,6 +563,8 @@ def analyse(cases: list[Case]) -> list[Row]:
         rows.append(Row(label[f"g_{key}"], t[f"g_{key}"]))
         rows.append(Row(label[f"b_{key}"], t[f"b_{key}"]))
         situ = t[f"g_{key}"] - t[f"b_{key}"]
+        directs.append(direct)
+        situs.append(situ)
         rows.append(
             Row("  guard in situ", None, "builtins - none", situ, target, verdict(situ < TARGET_US))
         )
@@ -568,6 +583,7 @@ def analyse(cases: list[Case]) -> list[Row]:
         rows.append(
             Row("  guard in situ", None, "builtins - none", t[f"rg_{key}"] - t[f"b_{key}"], "info")
         )
+    rows += median_rows(directs, situs)
     rows.append(Row(label["d_refused"], t["d_refused"], "direct, refused", t["d_refused"], "info"))
     script = t["d_script"]
     size_kb = len(SCRIPT_4K.encode()) / 1024
@@ -590,6 +606,24 @@ def analyse(cases: list[Case]) -> list[Row]:
     for key in ("p_filter", "p_rate", "p_loop", "p_redact", "p_cap", "p_cache"):
         rows.append(Row(f"  {label[key]}", t[key], "vs empty pipeline", t[key] - base, "info"))
     return rows
+
+
+def median_rows(directs: list[float], situs: list[float]) -> list[Row]:
+    """The summary rows: the median per new short command (:data:`SHORT_COMMANDS`),
+    judged directly and in situ, against :data:`MEDIAN_US`."""
+    target = f"<= {MEDIAN_US:g} us"
+    direct, situ = statistics.median(directs), statistics.median(situs)
+    return [
+        Row(
+            "median per new short command",
+            direct,
+            "direct",
+            direct,
+            target,
+            verdict(direct <= MEDIAN_US),
+        ),
+        Row("  guard in situ", None, "builtins - none", situ, target, verdict(situ <= MEDIAN_US)),
+    ]
 
 
 COLUMNS = (

@@ -28,7 +28,7 @@ from interpose.middleware.builtins.security_audit import (
 )
 from interpose.middleware.builtins.security_audit import matching as matching_module
 from interpose.middleware.builtins.security_audit.matching import match_exact
-from interpose.middleware.builtins.security_audit.rules import any_rule
+from interpose.middleware.builtins.security_audit.rules import any_rule, may_end_with
 from interpose.pipeline.payloads import ToolBeforeInput, ToolBeforeOutput
 
 HOME = "/home/u"
@@ -363,3 +363,34 @@ def test_the_store_check_answers_as_trying_every_name() -> None:
         assert match_sensitive_store(path, home=HOME) == expected, path
         stores += expected is not None
     assert stores >= 10
+
+
+def test_the_entry_rules_match_an_entry_exactly_when_a_rule_does() -> None:
+    entry_rules = matching_module._entry_rules()
+    for path in [*_probe_paths(), "/home/u/.ssh", "/etc/sudoers.d", "/run/secrets"]:
+        entry = f"{path}/{matching_module._ANY_ENTRY}"
+        assert entry_rules(entry) == any_rule(entry), path
+
+
+@pytest.mark.parametrize(
+    ("alternative", "end", "expected"),
+    [
+        (r"(?:^|/)\.kube/config$", "/.kube", False),  # ends in config, never in .kube
+        (r"(?:^|/)\.kube/config$", "/config", True),
+        (r"(?:^|/)\.docker/config\.json$", "/config.json", True),
+        (
+            r"(?:^|/)\.docker/config\.json$",
+            "/json",
+            False,
+        ),  # "\." is a dot, "config.json" is not "/json"
+        (r"(?:^|/)\.ssh(?:/|$)", "/x", True),  # a group before the end: not judged
+        (r"^(?:/private)?/etc/(?:passwd|shadow)-?$", "/x", True),  # a quantifier: not judged
+        (r"\.(?:pem|key)$", "/x", True),
+        (r"(?:^|/)id_\d$", "/x", True),  # "\d" is a class, not a literal d
+        (r"(?:^|/)a\$", "/x", True),  # "\$" is a literal dollar sign, not the end
+    ],
+)
+def test_may_end_with_drops_only_what_cannot_match(
+    alternative: str, end: str, expected: bool
+) -> None:
+    assert may_end_with(alternative, end) is expected

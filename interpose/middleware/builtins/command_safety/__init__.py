@@ -195,7 +195,8 @@ download run as code is ``rce`` before its operands are judged as files)."""
 
 def _assemble() -> RuleTable:
     """Merge the families' tables: each module exports ``RULES`` (by command name) and
-    optionally ``GENERIC``, ``PIPELINES`` and ``FUNCTIONS``; rules run in family order."""
+    optionally ``GENERIC``, ``PIPELINES`` and ``FUNCTIONS``; rules run in family order,
+    a name's own before the generic ones (joined here once, not per command)."""
     by_name: dict[str, tuple[Rule, ...]] = {}
     generic: list[Rule] = []
     pipelines: list[PipelineRule] = []
@@ -206,7 +207,8 @@ def _assemble() -> RuleTable:
         generic += getattr(family, "GENERIC", ())
         pipelines += getattr(family, "PIPELINES", ())
         functions += getattr(family, "FUNCTIONS", ())
-    return RuleTable(by_name, tuple(generic), tuple(pipelines), tuple(functions), STAND_INS)
+    chains = {name: (*rules, *generic) for name, rules in by_name.items()}
+    return RuleTable(chains, tuple(generic), tuple(pipelines), tuple(functions), STAND_INS)
 
 
 _TABLE = _assemble()

@@ -64,6 +64,7 @@ from .operands import (
     MV,
     PATCH,
     PERL,
+    RM,
     RSYNC,
     SCP,
     SED,
@@ -103,15 +104,9 @@ def _destruction(verb: str, token: Word, hit: tuple[str, str]) -> Finding:
 
 # -- fs-destruction -----------------------------------------------------------------------------
 
-_RM = opts(
-    long="force interactive one-file-system no-preserve-root preserve-root recursive dir "
-    "verbose help version",
-    alias={"r": "recursive", "R": "recursive", "f": "force", "d": "dir", "v": "verbose"},
-)
-
 
 def _rule_rm(inv: Invocation, run: Run) -> Finding | None:
-    parsed = parse_opts(inv.args, _RM)
+    parsed = inv.options(RM)
     recursive = parsed.has("--recursive")
     for word in parsed.operands:
         hit = run.doomed(word, recursive=recursive, unknown=recursive)

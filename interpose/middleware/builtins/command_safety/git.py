@@ -51,7 +51,7 @@ from collections.abc import Iterable, Sequence
 from ..shell import Word
 from .invocation import Invocation
 from .model import Finding
-from .operands import CP, LN, MV, TRUNCATE
+from .operands import CP, LN, MV, RM, TRUNCATE
 from .options import opts, parse_opts, word_set
 from .paths import show
 from .run import Rule, Run
@@ -379,13 +379,9 @@ def _disabled(inv: Invocation, hook: tuple[Word, bool], how: str) -> Finding:
     return Finding("git-no-verify", token, f"{inv.shown} {how} the git hook {token!r}: {why}")
 
 
-_REMOVE = opts(long="force recursive dir interactive verbose", alias={"r": "recursive"})
-
-
 def _rule_remove(inv: Invocation, run: Run) -> Finding | None:
     """``rm``/``unlink``/``truncate`` of a hook."""
-    spec = TRUNCATE if inv.name == "truncate" else _REMOVE
-    hook = _hook(run, parse_opts(inv.args, spec).operands)
+    hook = _hook(run, inv.options(TRUNCATE if inv.name == "truncate" else RM).operands)
     return None if hook is None else _disabled(inv, hook, "removes or empties")
 
 

@@ -16,6 +16,13 @@ from .options import Opts, derived, opts, parse_opts
 Extract = Callable[["Invocation"], list[Word]]
 
 
+RM = opts(
+    long="force interactive one-file-system no-preserve-root preserve-root recursive dir "
+    "verbose help version",
+    alias={"r": "recursive", "R": "recursive", "f": "force", "d": "dir", "v": "verbose"},
+)
+"""``rm`` (and ``unlink``, whose operands it reads alike: no option takes a value)."""
+
 MV = opts(
     "tS",
     "force interactive no-clobber no-target-directory update verbose strip-trailing-slashes "

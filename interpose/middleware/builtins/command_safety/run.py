@@ -68,16 +68,16 @@ class RuleTable:
     freely and adding a rule touches only its family.
     """
 
-    by_name: Mapping[str, tuple[Rule, ...]]  # rules of one command name (after unwrapping)
+    # the rules a command name (after unwrapping) runs: its own, then the generic ones
+    by_name: Mapping[str, tuple[Rule, ...]]
     generic: tuple[Rule, ...] = ()  # rules that consult their own tables for every command
     pipelines: tuple[PipelineRule, ...] = ()
     functions: tuple[FunctionRule, ...] = ()
     stand_ins: tuple[str, ...] = ()  # what a command named at run time is judged as
 
-    def rules(self, name: str) -> Iterable[Rule]:
+    def rules(self, name: str) -> tuple[Rule, ...]:
         """The rules of command ``name``, then the generic ones."""
-        yield from self.by_name.get(name, ())
-        yield from self.generic
+        return self.by_name.get(name, self.generic)
 
 
 NO_DECISIONS: Mapping[str, str] = MappingProxyType({})
@@ -105,6 +105,7 @@ class Run(SubstitutionOutputs):
         "made",
         "mounts",
         "paths",
+        "resolved",
         "table",
         "vars",
     )
@@ -131,6 +132,7 @@ class Run(SubstitutionOutputs):
         self.made: dict[str, tuple[str, str]] | None = None  # X=$(curl ...): X -> (rule, by)
         self.outputs = None  # id(script) -> output (see SubstitutionOutputs)
         self.paths: dict[str, str] | None = None  # resolved paths, while probing stand-ins
+        self.resolved: dict[str, str] = {}  # text -> resolve_path(text), see path()
         # control flow (see "values that vary"): created when first needed
         self.choices: dict[str, tuple[str | None, ...]] | None = None  # for d in a b: d -> a, b
         self.aliases: dict[str, str] | None = None  # alias x='rm -rf': x -> "rm -rf"
@@ -203,7 +205,7 @@ class Run(SubstitutionOutputs):
     def script(self, script: Script) -> Finding | None:
         feeds = command_feeds(script)
         invs: list[Invocation | None] = []
-        defined = {fn.name for fn in script.functions}
+        defined = {fn.name for fn in script.functions} if script.functions else ()
         for index, cmd in enumerate(script.commands):
             found = self._substitutions(cmd)
             if found is not None:
@@ -212,7 +214,7 @@ class Run(SubstitutionOutputs):
                 cmd, found = self._alias(cmd)
                 if found is not None:
                     return found
-            upstream = [invs[i] for i in feeds.get(index, ())]
+            upstream = [invs[i] for i in feeds[index]] if index in feeds else []
             prepared = self._prepare(cmd, upstream)
             invs.append(prepared[0] if prepared else None)
             for inv in prepared:
@@ -428,8 +430,9 @@ class Run(SubstitutionOutputs):
         unwrapped = unwrap(words)
         if unwrapped is None:
             return []
-        env = dict(_assignment_pairs(cmd.assignments))
-        env.update(unwrapped.env)
+        env = unwrapped.env  # env/sudo NAME=value words win over the command line's own
+        if cmd.assignments:
+            env = {**dict(_assignment_pairs(cmd.assignments)), **env}
         redirects = cmd.redirects
         if self.choices and any("$" in r.target.text for r in redirects):
             # bound now: a loop's value is gone by the time the invocation is judged
@@ -457,17 +460,17 @@ class Run(SubstitutionOutputs):
         return [xargs_call(inv, marker, value) for value in values]
 
     def invocation(self, inv: Invocation) -> Finding | None:
-        if self.allow and _first_match(self.allow, inv) is not None:
+        if self.allow and inv.first_match(self.allow) is not None:
             return None
         if self.deny:
-            pattern = _first_match(self.deny, inv)
+            pattern = inv.first_match(self.deny)
             if pattern is not None:
                 return Finding(
                     "extra-deny",
                     inv.snippet(),
                     f"{inv.snippet()!r} matches extra_deny pattern {pattern!r}",
                 )
-        found = self.settle(check_redirects(inv.redirects, self))
+        found = self.settle(check_redirects(inv.redirects, self)) if inv.redirects else None
         if found is not None:
             return found
         if inv.dynamic:
@@ -640,6 +643,11 @@ class Run(SubstitutionOutputs):
     def expand_words(self, words: Sequence[Word]) -> list[Word]:
         """``words`` as the shell passes them: braces, variables, known substitution
         outputs and ``find`` paths expanded, unquoted expansions split into words."""
+        for word in words:  # most commands: nothing to expand
+            if word.subs or "$" in word.text or "{" in word.text:
+                break
+        else:
+            return list(words)
         if any("{" in w.text and "," in w.text and not w.quoted for w in words):
             words = self._braces(words)
         out: list[Word] = []
@@ -707,12 +715,11 @@ class Run(SubstitutionOutputs):
         elif text.startswith(("~+", "~-")) and text[2:3] in ("", "/"):
             text = ("$PWD" if text[1] == "+" else "$OLDPWD") + text[2:]
             text = self.expand_text(text)
-        if self.paths is None:
-            path = resolve_path(text, home=HOME)
-        else:  # probing stand-ins: the same words, judged 14 times
-            path = self.paths.get(text) or self.paths.setdefault(
-                text, resolve_path(text, home=HOME)
-            )
+        # once per text: rules share words (rm: deletion, git hooks), probes judge them 14 times
+        memo = self.resolved if self.paths is None else self.paths
+        path = memo.get(text)
+        if path is None:
+            path = memo[text] = resolve_path(text, home=HOME)
         if self.cwd is not None and not path.startswith("/"):
             path = posixpath.normpath(posixpath.join(self.cwd, path))
         if self.mounts and path.startswith("/"):
@@ -780,16 +787,8 @@ def _assignment_pairs(words: Iterable[Word]) -> Iterable[tuple[str, str]]:
         yield name.rstrip("+"), value
 
 
-def _first_match(patterns: Sequence[re.Pattern[str]], inv: Invocation) -> str | None:
-    texts = inv.texts()
-    for pattern in patterns:
-        if any(pattern.search(text) for text in texts):
-            return pattern.pattern
-    return None
-
-
 def allowed(run: Run, *invs: Invocation) -> bool:
-    return bool(run.allow) and any(_first_match(run.allow, inv) for inv in invs)
+    return bool(run.allow) and any(inv.first_match(run.allow) for inv in invs)
 
 
 STAND_INS = ("rm", "find", "chmod", "dd", "mkfs", "sh", "cat", "tee", "nc", "git", "docker")

@@ -10,7 +10,15 @@ import re
 from collections.abc import Callable
 
 from .paths import default_home, normalize_path, possible_targets
-from .rules import SENSITIVE_RULES, SensitiveMatch, any_of, any_rule, rule_alternatives
+from .rules import (
+    SENSITIVE_RULES,
+    SensitiveMatch,
+    any_of,
+    any_rule,
+    match_and_search,
+    may_end_with,
+    rule_alternatives,
+)
 
 __all__ = [
     "match_exact",
@@ -87,11 +95,22 @@ def match_exact(normalized: str, *, write: bool, home: str | None) -> SensitiveM
 
 def _home_npmrc(normalized: str, home: str | None) -> SensitiveMatch | None:
     """The ``.npmrc`` of a home directory no rule names (a non-standard home)."""
-    if normalized.endswith("/.npmrc"):
-        home_dir = normalize_path(home if home is not None else default_home())
-        if normalized == home_dir + "/.npmrc":
-            return SensitiveMatch("dev-credentials", "developer tool token")
+    if not normalized.endswith("/.npmrc"):
+        return None
+    if normalized == _home_dir(home if home is not None else default_home()) + "/.npmrc":
+        return SensitiveMatch("dev-credentials", "developer tool token")
     return None
+
+
+def _home_dir(home: str) -> str:
+    """A home directory, normalized (remembered: a process sees one or two, and one
+    spelled with ``~`` or ``$HOME`` depends on the environment)."""
+    return normalize_path(home) if "~" in home or "$" in home else _normalized(home)
+
+
+@functools.lru_cache(maxsize=16)
+def _normalized(path: str) -> str:
+    return normalize_path(path)
 
 
 def match_sensitive(
@@ -239,17 +258,19 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     """
     normalized = normalize_path(path, home=home).rstrip("/")
     parent = normalized.rpartition("/")[0]
-    if not normalized or (parent and match_exact(f"{parent}/{_ANY_ENTRY}", write=False, home=home)):
+    if not normalized or (parent and _any_entry(parent, home)):
         return None  # an entry of a store (``~/.ssh/known_hosts.old``) is judged as a file
-    found = match_exact(f"{normalized}/{_ANY_ENTRY}", write=False, home=home)
+    found = _any_entry(normalized, home)
     if found is not None:
         return found
-    for name, naming in _located_names():
+    for name, first, after in _located_names():
         inside = f"{normalized}/{name}"
-        if naming(inside):
+        if first.match(inside) is not None or (after is not None and after.search(inside)):
             found = match_exact(inside, write=False, home=home)
-        elif name == ".npmrc" and not _allow_listed(inside):
+        elif name == ".npmrc":  # a home's, unless allow-listed (tested last: it rarely is one)
             found = _home_npmrc(inside, home)
+            if found is not None and _allow_listed(inside):
+                found = None
         else:
             continue
         if found is not None:
@@ -257,24 +278,42 @@ def match_sensitive_store(path: str, *, home: str | None = None) -> SensitiveMat
     return None
 
 
+def _any_entry(directory: str, home: str | None) -> SensitiveMatch | None:
+    """Why every entry of ``directory`` is sensitive (:func:`match_exact` of an entry no
+    rule names), or None; most directories are tested against only the rules that can
+    match such an entry (:func:`_entry_rules`)."""
+    entry = f"{directory}/{_ANY_ENTRY}"
+    if not _entry_rules()(entry) or _allow_listed(entry):
+        return None
+    return match_exact(entry, write=False, home=home)
+
+
 @functools.cache
-def _located_names() -> tuple[tuple[str, Callable[[str], bool]], ...]:
+def _entry_rules() -> Callable[[str], bool]:
+    """:data:`.rules.any_rule` without the alternatives that cannot match a path ending
+    in :data:`_ANY_ENTRY` (those ending in other literal text, ``\\.kube/config$``)."""
+    return any_of([alt for alt in rule_alternatives() if may_end_with(alt, "/" + _ANY_ENTRY)])
+
+
+@functools.cache
+def _located_names() -> tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...]:
     """The well-known secret names sensitive only in some directories (``config``,
     ``config.json``, ``gcloud``), each with the rule alternatives that name it: a
     directory holds a sensitive one only if one of those matches (a name no rule spells
     out is sensitive through a directory whose every entry is, which the store check
-    asks first).  Checking a directory then costs a few short searches, not a search of
-    every rule per name.  Computed once: the rules do not change."""
+    asks first), as :func:`.rules.match_and_search` gives them.  Checking a directory then
+    costs one or two short searches per name, not a search of every rule per name.
+    Computed once: the rules do not change."""
     located = []
     for name in _SENSITIVE_NAMES:
         if match_exact(f"{_NOWHERE}/{name}", write=False, home=None) is not None:
             continue  # sensitive anywhere: not what makes a directory a store
-        spelled = re.escape(name)
-        naming = [alt for alt in rule_alternatives() if spelled in alt]
+        spelled, end = re.escape(name), "/" + name
+        naming = [a for a in rule_alternatives() if spelled in a and may_end_with(a, end)]
         if naming:
-            located.append((name, any_of(naming)))
+            located.append((name, *match_and_search(naming)))
         elif name == ".npmrc":  # a home's .npmrc (_home_npmrc)
-            located.append((name, any_of(())))
+            located.append((name, *match_and_search(())))
     return tuple(located)
 
 

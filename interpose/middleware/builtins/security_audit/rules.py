@@ -17,6 +17,8 @@ __all__ = [
     "SensitiveMatch",
     "any_of",
     "any_rule",
+    "may_end_with",
+    "match_and_search",
     "rule_alternatives",
 ]
 
@@ -297,12 +299,65 @@ def rule_alternatives() -> tuple[str, ...]:
     return tuple(alt for rule in SENSITIVE_RULES for alt in _top_level(rule.pattern.pattern))
 
 
-def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
-    """A test of whether any of the regex ``alternatives`` (as :func:`rule_alternatives`
-    gives them) matches a path, in two searches: those that may match at the start of the
-    path in one regex (``match``), those after a ``/`` or anywhere in another
-    (``search``), each of whose alternatives starts with ``/`` or a literal, so that the
-    search skips the other characters fast."""
+def may_end_with(alternative: str, end: str) -> bool:
+    """Whether the regex ``alternative`` (as :func:`rule_alternatives` gives it) can
+    match a path that ends with ``end``: False when it matches only at the end of the
+    path (``...$``) after literal text that cannot end such a path (``\\.kube/config$``
+    and ``/\\.kube``).  Used to drop, once, the alternatives a test cannot need."""
+    tail = _literal_tail(alternative)
+    if not tail:
+        return True
+    return end.endswith(tail) if len(tail) <= len(end) else tail.endswith(end)
+
+
+def _literal_tail(alternative: str) -> str:
+    """The literal text every match of ``alternative`` ends with, when it matches only
+    at the end of the path (``...$``); "" otherwise, or when what precedes the ``$`` is
+    not literal (a class, a group, a quantifier)."""
+    end = len(alternative) - 1
+    if end < 0 or alternative[end] != "$" or _escaped(alternative, end):
+        return ""
+    tail, j = "", end - 1
+    while j >= 0:
+        char = alternative[j]
+        if _escaped(alternative, j):  # "\\.": a literal dot; "\\d": a class
+            if char not in _ESCAPED_LITERALS:
+                break
+            tail, j = char + tail, j - 2
+        elif char.isascii() and (char.isalnum() or char in "/_~,:@=%-"):
+            tail, j = char + tail, j - 1
+        else:
+            break
+    return tail
+
+
+_ESCAPED_LITERALS = frozenset(".-/_~+*?()[]{}|^$\\")
+
+
+def _escaped(source: str, index: int) -> bool:
+    """Whether the character at ``index`` of a regex source follows an odd number of
+    backslashes."""
+    count = 0
+    while index - count - 1 >= 0 and source[index - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
+
+
+def match_and_search(
+    alternatives: Sequence[str],
+) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The two regexes of :func:`any_of`: one to ``match`` at the start of the path (the
+    alternatives that may), one to ``search`` after a ``/`` or anywhere -- None when no
+    alternative matches past the start (``^/etc/...``: one match is the whole test)."""
+    at_start, at_component, anywhere = _placed(alternatives)
+    first = _either(at_component + at_start)
+    rest = ([f"/(?:{_either_source(at_component)})"] if at_component else []) + anywhere
+    return first, (_either(rest) if rest else None)
+
+
+def _placed(alternatives: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """``alternatives`` by where they may match: at the start of the path (without their
+    ``^``), at the start of a component (without :data:`_C`), anywhere."""
     at_start: list[str] = []
     at_component: list[str] = []
     anywhere: list[str] = []
@@ -313,8 +368,21 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
             at_start.append(alt[1:])
         else:
             anywhere.append(alt)
-    first = _either(at_component + at_start)
-    inside = _either([f"/(?:{a})" for a in at_component] + anywhere)
+    return at_start, at_component, anywhere
+
+
+def _either_source(alternatives: Sequence[str]) -> str:
+    return "|".join(f"(?:{a})" for a in alternatives)
+
+
+def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
+    """A test of whether any of the regex ``alternatives`` (as :func:`rule_alternatives`
+    gives them) matches a path, in two searches: those that may match at the start of the
+    path in one regex (``match``), those after a ``/`` or anywhere in another
+    (``search``), whose component alternatives share one leading ``/`` (the search tries
+    them only after a ``/``: twice as fast on a miss as one ``/`` each)."""
+    first, after = match_and_search(alternatives)
+    inside = after if after is not None else _either(())
 
     def matches(normalized: str) -> bool:
         return first.match(normalized) is not None or inside.search(normalized) is not None
@@ -323,7 +391,7 @@ def any_of(alternatives: Sequence[str]) -> Callable[[str], bool]:
 
 
 def _either(alternatives: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alternatives) if alternatives else "(?!)")
+    return re.compile(_either_source(alternatives) if alternatives else "(?!)")
 
 
 any_rule = any_of(rule_alternatives())

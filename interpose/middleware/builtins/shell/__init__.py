@@ -34,6 +34,11 @@ empty ``$IFS`` words) is a loop, never recursion.  Past the budget it raises
 (as in bash, a no-break space or U+2028 is part of the word), anything else that is not
 shell syntax is word text.
 
+Most commands agents run are plain lines -- words joined by ``&&``, ``||``, ``;`` and
+``|``, with no quote, expansion, redirection, parenthesis or comment: :func:`parse` reads
+those in one regex pass into the same :class:`Script` the grammar would make (and charges
+the same words); any other text goes through the grammar.
+
 The package: :mod:`._nodes` (the tree), :mod:`._budget` (errors and the parse budget),
 :mod:`._lexer` (tokens and words) and :mod:`._parser` (the grammar and :func:`parse`).
 """

@@ -81,6 +81,16 @@ class ParseBudget:
         if before // self.check_every != self.words // self.check_every:
             self.check_time(offset)
 
+    def take(self, count: int) -> bool:
+        """Count ``count`` words at once when :meth:`word` would count them one by one
+        without passing the limit or looking at the clock; else count nothing and return
+        False (the caller counts them one by one, with their offsets)."""
+        after = self.words + count
+        if after > self.max_words or self.words // self.check_every != after // self.check_every:
+            return False
+        self.words = after
+        return True
+
     def check_time(self, offset: int) -> None:
         """Raises:
         ShellLimitError: the deadline has passed."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ._budget import ParseBudget, ShellSyntaxError
 from ._nodes import SUBST, ProcessSubstitution, Redirect, Script, Word
 
-__all__ = ["EOF", "OP", "WORD", "WORD_BREAK", "Lexer", "Token"]
+__all__ = ["ASSIGNMENT", "EOF", "GLOB_CHARS", "OP", "WORD", "WORD_BREAK", "Lexer", "Token"]
 
 # -- lexer tables -------------------------------------------------------------------------
 
@@ -31,9 +31,9 @@ _PLAIN = re.compile(r"[^ \t\r\f\v\n'\"\\$`|&;<>()]+")
 _PLAIN_TEST = re.compile(r"[^ \t\r\f\v\n'\"\\$`]+")
 _DQ_PLAIN = re.compile(r"[^\"\\$`]+")
 _HEREDOC_PLAIN = re.compile(r"[^\\$`]+")
-_GLOB_CHARS = re.compile(r"[*?\[]")
+GLOB_CHARS = re.compile(r"[*?\[]")
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _EXTGLOB_LEAD = frozenset("?*+@!")
 _ANSI_SIMPLE = {
     "n": "\n",
@@ -191,7 +191,7 @@ class Lexer:
             self.pos = i + len(op)
             self.queue.append(Token(OP, i, op=op, fd=fd))
             return
-        assignment = _ASSIGNMENT.match(s, i) is not None
+        assignment = ASSIGNMENT.match(s, i) is not None
         words = self.read_word(i)
         for k, word in enumerate(words):
             self.queue.append(Token(WORD, i, word=word, assignment=assignment and k == 0))
@@ -206,7 +206,7 @@ class Lexer:
             # fast path: a word of plain characters only (most words are)
             run = m.group()
             self.pos = m.end()
-            return [Word(run, False, run[0] == "~", _GLOB_CHARS.search(run) is not None)]
+            return [Word(run, False, run[0] == "~", GLOB_CHARS.search(run) is not None)]
         b = _WordBuilder()
         start = i
         b.tilde = s.startswith("~", i)
@@ -245,7 +245,7 @@ class Lexer:
                 m = plain.match(s, i)  # c is in no break set: the run is never empty
                 run = m.group() if m is not None else c
                 b.parts.append(run)
-                if not b.glob and _GLOB_CHARS.search(run):
+                if not b.glob and GLOB_CHARS.search(run):
                     b.glob = True
                 i += len(run)
         self.pos = i

@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 
 from ._budget import ParseBudget, ShellSyntaxError
-from ._lexer import EOF, OP, WORD, WORD_BREAK, Lexer, Token
+from ._lexer import ASSIGNMENT, EOF, GLOB_CHARS, OP, WORD, WORD_BREAK, Lexer, Token
 from ._nodes import FunctionDef, Pipeline, Redirect, Script, SimpleCommand, Word
 
 __all__ = ["Parser", "expansions", "parse"]
@@ -46,11 +46,99 @@ def parse(source: str, budget: ParseBudget | None = None) -> Script:
     """
     if budget is None:
         budget = ParseBudget()
+    plain = _plain_list(source, budget)
+    if plain is not None:
+        return plain
     depth = budget.depth
     try:
         return Parser(source, budget).parse_program()
     finally:
         budget.depth = depth  # an error leaves the levels it was in open
+
+
+_PLAIN_LINE = re.compile(r"[^'\"\\$`<>()#\n\r\f\v]*")
+"""A line with no quote, escape, expansion, redirection, parenthesis, comment or newline:
+words and the operators between them, nothing else (most commands agents run)."""
+_PLAIN_TOKEN = re.compile(r"[ \t]*(?:([^ \t&|;]+)|(;;&|;;|;&|&&|\|\||\|&|[|&;]))")
+_PLAIN_OPS = frozenset({"&&", "||", ";", "|"})
+_NOT_SIMPLE = frozenset(
+    {"!", "{", "}", "[[", "case", "coproc", "do", "done", "elif", "else", "esac", "fi"}
+    | {"for", "function", "if", "select", "then", "until", "while"}
+)
+"""Words that start something other than a simple command in command position."""
+
+
+def _plain_list(source: str, budget: ParseBudget) -> Script | None:
+    """The :class:`Script` the grammar makes of a plain line (:data:`_PLAIN_LINE`) of
+    simple commands joined by ``&&``, ``||``, ``;`` and ``|``, read in one pass; its
+    tokens (the end included) are charged to ``budget`` as the grammar charges them.
+    None for any other text, or a line the grammar refuses: the grammar reads it (and
+    raises).
+
+    Raises:
+        ShellLimitError: the line has more tokens than the budget has left (raised where
+            the grammar would raise it: each token is then charged as it would be).
+    """
+    if _PLAIN_LINE.fullmatch(source) is None:
+        return None
+    commands: list[SimpleCommand] = []
+    pipelines: list[Pipeline] = []
+    words: list[Word] = []
+    assignments: list[Word] = []
+    tokens = 0
+    room = budget.max_words - budget.words  # past it, the grammar stops: so does this
+    first = 0  # the first command of the current pipeline
+    expecting = False  # after && || |: a command must follow
+    globs = GLOB_CHARS.search(source) is not None  # else no word is a glob
+    equals = "=" in source  # else no word is an assignment
+    for m in _PLAIN_TOKEN.finditer(source):
+        tokens += 1
+        if tokens > room:
+            _charge(source, budget)  # raises at the token the grammar would raise at
+        text, op = m.groups()
+        if text is not None:
+            if not words and not assignments and text in _NOT_SIMPLE:
+                return None  # a keyword: the grammar's
+            word = Word(text, False, text[0] == "~", globs and GLOB_CHARS.search(text) is not None)
+            if equals and not words and ASSIGNMENT.match(source, m.start(1)) is not None:
+                assignments.append(word)
+            else:
+                words.append(word)
+            expecting = False
+        elif op not in _PLAIN_OPS or expecting:
+            return None
+        elif not words and not assignments:
+            if op != ";":  # "; ;" and a leading ";" are empty, "&& x" is an error
+                return None
+        else:
+            commands.append(SimpleCommand(tuple(words), tuple(assignments)))
+            words, assignments = [], []
+            expecting = op != ";"
+            if op != "|":
+                if len(commands) - first > 1:
+                    pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
+                first = len(commands)
+    if expecting:
+        return None
+    if words or assignments:
+        commands.append(SimpleCommand(tuple(words), tuple(assignments)))
+    if len(commands) - first > 1:
+        pipelines.append(Pipeline(tuple((i,) for i in range(first, len(commands)))))
+    if not budget.take(tokens + 1):  # the end is a token; a clock check falls among them
+        _charge(source, budget)
+    return Script(tuple(commands), tuple(pipelines))
+
+
+def _charge(source: str, budget: ParseBudget) -> None:
+    """Charge the tokens of a plain line (and its end) to ``budget`` one by one, at their
+    offsets, as the grammar's lexer does.
+
+    Raises:
+        ShellLimitError: as :meth:`.ParseBudget.word`.
+    """
+    for m in _PLAIN_TOKEN.finditer(source):
+        budget.word(m.start(m.lastindex or 0))
+    budget.word(len(source))
 
 
 class _Builder:
