@@ -5,8 +5,12 @@ on PyPI ship the command-safety guard refuses (``analyze_command(command)`` retu
 finding), the rate -- blocked and asked apart: a rule that asks (``decisions.DEFAULTS``)
 refuses until a person says yes --, and the refused commands grouped by the rule that
 refused them.
-The target of issue 10 is at most 0.1% refused. A refusal is not necessarily false:
-read the list (the sheets also show ``dd`` onto a device, ``shred`` and the like).
+The target (issues 10 and 28) is at most 0.1% refused falsely. A refusal is not
+necessarily false: the sheets also show ``shred`` onto a disk, ``cat ~/.netrc`` and a
+reverse shell. Those were reviewed by hand, one by one, and are listed with why in
+``benchmarks/data/real_world_dangerous.json``: a refusal of a listed command is meant; any
+other refusal counts as false until someone reviews it and lists it. A listed command the
+guard lets through is printed too (a danger it no longer sees).
 
 The data is not part of this repository. It comes from the source distributions of
 
@@ -44,6 +48,7 @@ nothing is unpacked. How a line becomes a command:
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -57,6 +62,7 @@ from interpose.middleware.builtins.command_safety import analyze_command
 from interpose.middleware.builtins.command_safety.decisions import DEFAULTS
 
 PACKAGES = {"cheat": "2.5.1", "eg": "1.2.3"}
+REVIEWED = Path(__file__).resolve().parent / "data" / "real_world_dangerous.json"
 DEFAULT_DIR = Path.home() / ".cache" / "interpose" / "guard-real-world"
 TARGET = 0.001
 
@@ -215,7 +221,10 @@ def main() -> int:
 
     sources = Counter(example.source.split("/", 1)[0] for example in commands)
     n_refused = sum(len(entries) for entries in refused.values())
-    rate = n_refused / len(commands)
+    dangerous = reviewed()
+    meant = {e.command for entries in refused.values() for e, _ in entries} & dangerous
+    false = n_refused - len(meant)
+    rate = false / len(commands)
     print(
         f"guard on real-world examples: {len(commands)} commands "
         f"({', '.join(f'{name} {n}' for name, n in sorted(sources.items()))}; "
@@ -224,16 +233,28 @@ def main() -> int:
     verdict = "PASS" if rate <= TARGET else "MISS"
     asked = sum(len(e) for rule, e in refused.items() if DEFAULTS.get(rule) == "ask")
     print(
-        f"refused {n_refused} ({rate:.2%}: blocked {n_refused - asked}, asked {asked}); "
-        f"target <= {TARGET:.1%}: {verdict}"
+        f"refused {n_refused} ({n_refused / len(commands):.2%}: blocked {n_refused - asked}, "
+        f"asked {asked}); reviewed as dangerous {len(meant)}; false refusals {false} "
+        f"({rate:.2%}); target <= {TARGET:.1%}: {verdict}"
     )
     for rule, entries in sorted(refused.items(), key=lambda item: -len(item[1])):
         print(f"  {rule} ({DEFAULTS.get(rule, 'block')}): {len(entries)}")
         shown = entries if args.examples <= 0 else entries[: args.examples]
         for example, message in shown:
-            print(f"    [{example.source}] {example.command}")
+            mark = "reviewed" if example.command in dangerous else "FALSE?"
+            print(f"    [{example.source}] {example.command}  ({mark})")
             print(f"        {message}")
+    seen = {example.command for example in commands}
+    missed = sorted(c for c in dangerous & seen if c not in meant)
+    for command in missed:
+        print(f"  listed as dangerous, allowed: {command}")
     return 0
+
+
+def reviewed() -> set[str]:
+    """The commands of ``REVIEWED``: example commands a refusal of which is meant."""
+    with REVIEWED.open(encoding="utf-8") as f:
+        return {entry["command"] for entry in json.load(f)["commands"]}
 
 
 if __name__ == "__main__":
