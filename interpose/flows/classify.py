@@ -9,6 +9,10 @@ and destructive; a server not trusted is not believed when it claims read-only f
 tool whose name or parameters say otherwise), then the user's overrides.  Never by a
 benchmark's tool names.
 
+A sink also knows the words a user's message asks for its action with (``send``,
+``reply`` for a mail sender: ``Role.wanted``), and a tool that is no sink but requests a
+URL its URL parameters (``Role.fetch``).
+
 Some roles depend on the call: a file reader is a source when the file lies outside
 the project (a secret source for an ``.env``-like file), a writer a sink when it
 writes outside; ``exec`` is a sink and a source when its command uses the network.
@@ -205,21 +209,16 @@ class Classifier:
         action = _named(self._sinks, name)
         if action is not None and not sink and not per_call:
             sink = "named a sink in the flow rules"
-        said = words(tool)
-        verb = _verb(said) or _verb(_description_words(info))
-        fetch: tuple[str, ...] = ()
-        if not sink and not per_call:
-            fetch = tuple(p for p in (info.params if info else ("url",)) if p.lower() in _URL)
+        named = words(tool)
+        verb = _verb(named) or _verb(_description_words(info))
         return Role(
             source=source,
             source_why=why,
             sink=sink,
             per_call=per_call,
             action=action,
-            wanted=_wanted(sink, per_call, verb) | _own_verb(said)
-            if (sink or per_call) and per_call != "exec"
-            else frozenset(),
-            fetch=fetch,
+            wanted=_wanted(sink, per_call, verb, named),
+            fetch=() if sink or per_call else _url_params(info),
         )
 
     def _source(self, name: str, tool: str, info: ToolInfo | None, server: str) -> tuple[str, str]:
@@ -404,27 +403,29 @@ def _by_verb(verb: str | None, ws: tuple[str, ...], params: set[str]) -> tuple[s
     return "", ""
 
 
-def _own_verb(ws: tuple[str, ...]) -> frozenset[str]:
-    """The verb of a tool's name as it is spelled (``reschedule``, not ``schedule``)."""
-    for w in ws:
-        if w in _VERBS or (w.startswith("re") and w[2:] in _VERBS):
-            return frozenset({w}) if w not in _READ else frozenset()
-    return frozenset()
-
-
-def _wanted(sink: str, per_call: str, verb: str | None) -> frozenset[str]:
-    """The words a user's message asks for a sink's action with (none for ``exec``: a
-    networked command after untrusted input is never taken as asked for)."""
+def _wanted(sink: str, per_call: str, verb: str | None, named: tuple[str, ...]) -> frozenset[str]:
+    """The words a user's message asks for a sink's action with: its verb's kin
+    (``_ASKED_WITH``), those of sending or paying for a sink that sends or pays, and the
+    verb of its name as spelled (``reschedule``); none for what is no sink, nor for
+    ``exec`` (a networked command after untrusted input is never taken as asked for)."""
     if per_call == "exec" or not (sink or per_call):
         return frozenset()
+    found = _ASKED_WITH.get(verb, frozenset({verb})) if verb else frozenset()
     if per_call == "write":
-        return _ASKED_WITH["write"]
-    own = _ASKED_WITH.get(verb, frozenset({verb})) if verb else frozenset()
-    if sink.startswith("moves money"):
-        return own | _ASKED_WITH["pay"]
-    if sink.startswith("sends messages"):
-        return own | _ASKED_WITH["send"]
-    return own
+        found = _ASKED_WITH["write"]
+    elif sink.startswith("moves money"):
+        found |= _ASKED_WITH["pay"]
+    elif sink.startswith("sends messages"):
+        found |= _ASKED_WITH["send"]
+    for w in named:
+        if w in _VERBS or (w.startswith("re") and w[2:] in _VERBS):
+            return found if w in _READ else found | {w}
+    return found
+
+
+def _url_params(info: ToolInfo | None) -> tuple[str, ...]:
+    """The URL parameters of a tool that is no sink (``url`` for one never described)."""
+    return tuple(p for p in (info.params if info is not None else ("url",)) if p.lower() in _URL)
 
 
 def _by_params(params: set[str]) -> tuple[str, str]:
