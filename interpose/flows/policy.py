@@ -194,43 +194,29 @@ class FlowPolicy(Policy):
         self.said(inp.session_key or inp.turn_id, out.message)
 
     def before(self, inp: ToolBeforeInput, out: ToolBeforeOutput) -> None:
-        """``tool.before``: judge a sink call."""
+        """``tool.before``: judge a sink call, or the URL of a request."""
         if out.block:
             return
         role = self.classifier.roles.get(inp.tool_name) or self.classifier.role(
             inp.tool_name, inp.raw_name
         )
         sink = role.sink
-        if not sink:
-            if role.fetch:
-                self._fetch(inp, out, role.fetch)
-                return
-            if not role.per_call:
-                return
+        if not sink and role.per_call:
             sink = self.classifier.call_sink(role.per_call, out.args)
-            if not sink:
-                return
+        if not sink and not role.fetch:
+            return
         key = inp.session_key or inp.turn_id
         session = self.sessions.get(key) if key else None
         if (session is None or not (session.tainted or session.secrets)) and (
             self.rules.secret_scanner is None
         ):
             return
-        verdict = judge(
-            self.rules, session, inp.tool_name, sink, role.action, role.wanted, out.args
-        )
-        if verdict is not None:
-            self._apply(inp, out, key, verdict)
-
-    def _fetch(self, inp: ToolBeforeInput, out: ToolBeforeOutput, params: tuple[str, ...]) -> None:
-        """A tool that requests a URL: judged by its URL alone."""
-        key = inp.session_key or inp.turn_id
-        session = self.sessions.get(key) if key else None
-        if (session is None or not (session.tainted or session.secrets)) and (
-            self.rules.secret_scanner is None
-        ):
-            return
-        verdict = judge_fetch(self.rules, session, inp.tool_name, params, out.args)
+        if sink:
+            verdict = judge(
+                self.rules, session, inp.tool_name, sink, role.action, role.wanted, out.args
+            )
+        else:  # no sink: a request of a URL, judged by its URL alone
+            verdict = judge_fetch(self.rules, session, inp.tool_name, role.fetch, out.args)
         if verdict is not None:
             self._apply(inp, out, key, verdict)
 
