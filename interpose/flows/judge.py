@@ -68,7 +68,7 @@ def judge(
     rule, None for the rules' default; ``wanted`` the words that ask for its action)."""
     secrets = _secrets(rules, session, args)
     if secrets:
-        said = "; ".join(_said(rules, f) for f in secrets)
+        said = "; ".join(_said(f) for f in secrets)
         return Verdict(
             rules.on_secret, f"flows: {tool} {sink}, with a secret: {said}", sink, secrets
         )
@@ -76,11 +76,10 @@ def judge(
         return None
     asked = not wanted.isdisjoint(session.asked)
     own = action or (rules.requested if asked else rules.sink)
-    flagged = _flagged(
-        rules, session, candidates(args, rules.min_length, texts=rules.flag == "instructed")
-    )
+    instructed = rules.flag == "instructed"
+    flagged = _flagged(session, candidates(args, rules.min_length, texts=instructed), instructed)
     if flagged:
-        said = "; ".join(_said(rules, f) for f in flagged)
+        said = "; ".join(_said(f, instructed) for f in flagged)
         return Verdict(
             stricter(own, rules.on_flagged), f"flows: {tool} {sink}: {said}", sink, flagged
         )
@@ -104,7 +103,7 @@ def judge_fetch(
         return None
     secrets = _secrets(rules, session, urls)
     if secrets:
-        said = "; ".join(_said(rules, f) for f in secrets)
+        said = "; ".join(_said(f) for f in secrets)
         return Verdict(
             rules.on_secret,
             f"flows: {tool} requests a URL with a secret: {said}",
@@ -113,25 +112,20 @@ def judge_fetch(
         )
     if session is None or not session.tainted:
         return None
-    found: list[FlowFinding] = []
-    for path, value, shown in candidates(urls, rules.min_length):
-        origin = session.instructed.find(value)
-        if origin is not None and session.said.find(value) is None:
-            found.append(finding(path, shown, origin))
-    if not found:
+    flagged = _flagged(session, candidates(urls, rules.min_length), instructed=True)
+    if not flagged:
         return None
-    flagged = tuple(found)
-    said = "; ".join(_said(rules, f, "instructed") for f in flagged)
+    said = "; ".join(_said(f, True) for f in flagged)
     return Verdict(
         rules.on_flagged, f"flows: {tool} requests a URL: {said}", "requests a URL", flagged
     )
 
 
-def _said(rules: FlowRules, f: FlowFinding, flag: str = "") -> str:
+def _said(f: FlowFinding, instructed: bool = False) -> str:
     if not f.tool_name:
         return f"{f.arg} holds a {f.kind or 'secret'} ({f.value})"
     where = f"{f.arg} {f.value} first seen in the result of {f.tool_name}, call {f.ordinal}"
-    if (flag or rules.flag) == "instructed" and f.label == "untrusted":
+    if instructed and f.label == "untrusted":
         return where + ", named by an instruction there"
     return where
 
@@ -158,14 +152,13 @@ def _secrets(
 
 
 def _flagged(
-    rules: FlowRules, session: SessionFlows, values: list[tuple[str, str, str]]
+    session: SessionFlows, values: list[tuple[str, str, str]], instructed: bool
 ) -> tuple[FlowFinding, ...]:
-    """The flagged ``values`` (``candidates``): named by an instruction in an untrusted
-    result and not by the user (``flag="instructed"``), or seen in an untrusted result
-    and in no trusted one nor the user's messages (``flag="untrusted"``)."""
+    """The flagged ``values`` (``candidates``): with ``instructed``, named by an
+    instruction in an untrusted result and not by the user; else seen in an untrusted
+    result and in no trusted one nor the user's messages."""
     found: list[FlowFinding] = []
     seen: set[str] = set()
-    instructed = rules.flag == "instructed"
     heard = session.said if instructed else None
     for path, value, shown in values:
         if value in seen:
