@@ -263,6 +263,7 @@ class FlowPolicy(Policy):
             inp.tool_name, inp.raw_name
         )
         output = out.result.output
+        text: str | None = None  # the result as text, made once when needed
         if not role.source:
             session.keep_trusted(output)
             label = ""
@@ -279,7 +280,8 @@ class FlowPolicy(Policy):
                 self._secrets(inp, session, origin, secret_values(_text(output)))
             elif label == "untrusted":
                 session.untrusted.add(render(output), origin)
-                said = instructions(_text(output))
+                text = _text(output)
+                said = instructions(text)
                 if said:
                     session.instructed.add("\n".join(said), origin)
                 session.label(origin)
@@ -288,7 +290,7 @@ class FlowPolicy(Policy):
                 session.keep_trusted(output)
         scanner = self.rules.secret_scanner
         if scanner is not None and label != "secret":
-            found = [m.value for m in scanner(_text(output))]
+            found = [m.value for m in scanner(_text(output) if text is None else text)]
             if found:
                 secret = Origin("secret", inp.tool_name, inp.tool_call_id, session.ordinal)
                 self._secrets(inp, session, secret, found, "a result with secrets in it")
