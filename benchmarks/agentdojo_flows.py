@@ -217,7 +217,6 @@ def load_agentdojo() -> Any:
     """
     try:
         from agentdojo.agent_pipeline.ground_truth_pipeline import GroundTruthPipeline
-        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
         from agentdojo.attacks.attack_registry import load_attack
         from agentdojo.functions_runtime import FunctionsRuntime
         from agentdojo.task_suite.load_suites import get_suite
@@ -229,7 +228,6 @@ def load_agentdojo() -> Any:
         ) from exc
     return argparse.Namespace(
         GroundTruthPipeline=GroundTruthPipeline,
-        tool_result_to_str=tool_result_to_str,
         load_attack=load_attack,
         FunctionsRuntime=FunctionsRuntime,
         get_suite=get_suite,
@@ -466,7 +464,8 @@ def plain(result: Any) -> Any:
 
 
 def model_text(output: Any) -> str:
-    """What the model reads of a result: AgentDojo's ``tool_result_to_str`` (YAML)."""
+    """What the model reads of a result: what AgentDojo's ``tool_result_to_str`` writes
+    (YAML; it takes the models themselves, ``output`` holds them as data)."""
     if isinstance(output, dict | list):
         return str(yaml.safe_dump(output)).strip()
     return str(output)
